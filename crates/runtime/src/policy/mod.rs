@@ -1,0 +1,110 @@
+//! The `Policy` seam: whatever proposes the next decision (a real model, or a script in tests).
+//!
+//! The runtime owns everything else: validation, tools, budgets, guards, stopping.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+pub mod scripted;
+
+/// What the runtime tells the policy for one decision. Everything here is safe
+/// to show a model: it never contains expected values from the task's ground truth.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DecisionRequest {
+    pub step: u32,
+    /// 0 for the first try of a step, 1.. for repairs of an invalid decision.
+    pub attempt: u32,
+    /// The task text (from the task folder).
+    pub task: String,
+    /// Tool cards rendered from schemas/tool_registry.json: name, description, arguments.
+    pub tools: Vec<ToolCard>,
+    /// Compact state: recent observations, feedback, budget snapshot (JSON, small).
+    pub state: serde_json::Value,
+    /// The runtime's gap analysis: what evidence is missing next.
+    pub gap: Gap,
+    /// Set when the previous output of this step was invalid: the error and the
+    /// schema, never the invalid text itself.
+    pub repair: Option<RepairNote>,
+    /// min(per-decision cap, remaining output-token budget).
+    pub max_new_tokens: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolCard {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object, straight from the registry.
+    pub arguments_schema: serde_json::Value,
+}
+
+/// The next thing the run needs, as the runtime sees it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Gap {
+    /// A tool still has to produce evidence; `hint` says what for (no expected values).
+    Tool { tool: String, hint: String },
+    /// All required evidence exists: write the final answer citing these ids.
+    Final { evidence_ids: Vec<String>, answer_template: String },
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RepairNote {
+    pub error_code: String,
+    pub error: String,
+    pub schema: serde_json::Value,
+}
+
+/// What came back from the policy. `raw_text` is hashed for the trace and then dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyOutput {
+    pub raw_text: String,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    /// Prompt tokens not re-decoded thanks to KV-cache prefix reuse.
+    pub prefill_tokens_saved: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("model unavailable: {0}")]
+    ModelUnavailable(String),
+    #[error("cancelled during generation")]
+    Cancelled,
+    #[error("deadline reached during generation")]
+    Timeout,
+    #[error("policy failed: {0}")]
+    Runtime(String),
+    /// A scripted policy ran out of decisions (tests only).
+    #[error("script exhausted after {0} decisions")]
+    ScriptExhausted(usize),
+}
+
+/// Cancellation and the wall-clock deadline, checked by the runtime between
+/// steps and by a model policy between tokens.
+#[derive(Debug, Clone)]
+pub struct RunControl {
+    pub cancel: Arc<AtomicBool>,
+    pub deadline: Instant,
+}
+
+impl RunControl {
+    pub fn new(deadline: Instant) -> Self {
+        Self { cancel: Arc::new(AtomicBool::new(false)), deadline }
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}
+
+pub trait Policy: Send {
+    /// A stable name for the trace and metrics ("scripted", "llama:guided", ...).
+    fn name(&self) -> String;
+    fn decide(&mut self, request: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError>;
+}

@@ -1,0 +1,1 @@
+//! Scripted policy (tests only) — placeholder.
