@@ -49,7 +49,12 @@ pub fn select_action(
     }
     let mut ranked: Vec<(usize, &str)> = tools
         .iter()
-        .map(|tool| (tool.capabilities.intersection(required).count(), tool.name.as_str()))
+        .map(|tool| {
+            (
+                tool.capabilities.intersection(required).count(),
+                tool.name.as_str(),
+            )
+        })
         .collect();
     // Highest score first; names only make the order reproducible, they never decide.
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));

@@ -5,4 +5,4 @@
 
 mod actions;
 
-pub use actions::{select_action, Action, SelectionError, ToolSpec};
+pub use actions::{Action, SelectionError, ToolSpec, select_action};

@@ -89,7 +89,10 @@ pub struct LoopState<P> {
 
 impl<P> Default for LoopState<P> {
     fn default() -> Self {
-        Self { observations: Vec::new(), terminal: false }
+        Self {
+            observations: Vec::new(),
+            terminal: false,
+        }
     }
 }
 
@@ -120,7 +123,9 @@ impl<P> LoopState<P> {
         payload: P,
     ) -> Result<&Observation<P>, StateError> {
         if self.terminal {
-            return Err(StateError::Terminal { tool_name: tool_name.to_owned() });
+            return Err(StateError::Terminal {
+                tool_name: tool_name.to_owned(),
+            });
         }
         let sequence = self.observations.len() + 1;
         self.observations.push(Observation {

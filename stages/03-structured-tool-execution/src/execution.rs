@@ -13,7 +13,11 @@ pub struct ToolContract {
 impl ToolContract {
     pub fn new(name: &str, required: &[&str], optional: &[&str]) -> Self {
         let set = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect();
-        Self { name: name.to_owned(), required: set(required), optional: set(optional) }
+        Self {
+            name: name.to_owned(),
+            required: set(required),
+            optional: set(optional),
+        }
     }
 
     /// Checks argument names only: every required name present, nothing undeclared.
@@ -33,12 +37,18 @@ impl ToolContract {
             .map(|name| (*name).to_owned())
             .collect();
         if !missing.is_empty() {
-            return Err(ContractError::Missing { tool: self.name.clone(), names: missing });
+            return Err(ContractError::Missing {
+                tool: self.name.clone(),
+                names: missing,
+            });
         }
         // An undeclared argument is refused, never stripped: dropping it would hide
         // the caller's intent, passing it on could grant a capability (`sudo`).
         if !unexpected.is_empty() {
-            return Err(ContractError::Unexpected { tool: self.name.clone(), names: unexpected });
+            return Err(ContractError::Unexpected {
+                tool: self.name.clone(),
+                names: unexpected,
+            });
         }
         Ok(())
     }
@@ -66,5 +76,8 @@ pub fn execute_tool<V, T>(
     arguments: &BTreeMap<String, V>,
 ) -> Result<ExecutionResult<T>, ContractError> {
     contract.check(arguments.keys().map(String::as_str))?;
-    Ok(ExecutionResult { tool_name: contract.name.clone(), output: handler(arguments) })
+    Ok(ExecutionResult {
+        tool_name: contract.name.clone(),
+        output: handler(arguments),
+    })
 }

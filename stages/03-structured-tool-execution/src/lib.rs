@@ -5,4 +5,4 @@
 
 mod execution;
 
-pub use execution::{execute_tool, ContractError, ExecutionResult, ToolContract};
+pub use execution::{ContractError, ExecutionResult, ToolContract, execute_tool};

@@ -53,9 +53,17 @@ pub fn run_with_retry<T, E: Retryable>(
     let mut attempt = 1;
     loop {
         match operation(attempt) {
-            Ok(value) => return Ok(RetryResult { value, attempts: attempt }),
+            Ok(value) => {
+                return Ok(RetryResult {
+                    value,
+                    attempts: attempt,
+                });
+            }
             Err(last) if attempt >= max_attempts => {
-                return Err(RetryError::Exhausted { last, attempts: attempt });
+                return Err(RetryError::Exhausted {
+                    last,
+                    attempts: attempt,
+                });
             }
             Err(_) => attempt += 1,
         }

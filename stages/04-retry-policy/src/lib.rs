@@ -5,4 +5,4 @@
 
 mod retry;
 
-pub use retry::{run_with_retry, RetryError, RetryResult, Retryable, ToolError};
+pub use retry::{RetryError, RetryResult, Retryable, ToolError, run_with_retry};

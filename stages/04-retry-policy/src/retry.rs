@@ -53,12 +53,23 @@ pub fn run_with_retry<T, E: Retryable>(
     let mut attempt = 1;
     loop {
         match operation(attempt) {
-            Ok(value) => return Ok(RetryResult { value, attempts: attempt }),
+            Ok(value) => {
+                return Ok(RetryResult {
+                    value,
+                    attempts: attempt,
+                });
+            }
             Err(error) if !error.is_transient() => {
-                return Err(RetryError::Permanent { error, attempts: attempt });
+                return Err(RetryError::Permanent {
+                    error,
+                    attempts: attempt,
+                });
             }
             Err(last) if attempt >= max_attempts => {
-                return Err(RetryError::Exhausted { last, attempts: attempt });
+                return Err(RetryError::Exhausted {
+                    last,
+                    attempts: attempt,
+                });
             }
             Err(_) => attempt += 1,
         }

@@ -10,8 +10,14 @@ pub enum IdempotencyError<E = Infallible> {
     #[error("request fingerprint is required")]
     EmptyFingerprint,
     /// Two different requests reused one key: refusing is the only safe answer.
-    #[error("request fingerprint does not match for key {key:?}: stored {stored:?}, got {received:?}")]
-    FingerprintMismatch { key: String, stored: String, received: String },
+    #[error(
+        "request fingerprint does not match for key {key:?}: stored {stored:?}, got {received:?}"
+    )]
+    FingerprintMismatch {
+        key: String,
+        stored: String,
+        received: String,
+    },
     /// The operation itself failed; nothing was stored, so a later call may try again.
     #[error("operation failed: {0}")]
     Operation(E),
@@ -25,7 +31,9 @@ pub struct IdempotencyRegistry<V> {
 
 impl<V> Default for IdempotencyRegistry<V> {
     fn default() -> Self {
-        Self { entries: HashMap::new() }
+        Self {
+            entries: HashMap::new(),
+        }
     }
 }
 
@@ -71,7 +79,8 @@ impl<V: Clone> IdempotencyRegistry<V> {
             return Ok((value.clone(), true));
         }
         let value = operation().map_err(IdempotencyError::Operation)?;
-        self.entries.insert(key.to_owned(), (fingerprint.to_owned(), value.clone()));
+        self.entries
+            .insert(key.to_owned(), (fingerprint.to_owned(), value.clone()));
         Ok((value, false))
     }
 }

@@ -17,7 +17,10 @@ fn empty_key_is_refused_with_a_clear_message() {
 #[test]
 fn empty_key_is_reported_before_empty_fingerprint() {
     let mut registry = IdempotencyRegistry::<&str>::new();
-    assert_eq!(registry.execute_once("", "", || "value"), Err(IdempotencyError::EmptyKey));
+    assert_eq!(
+        registry.execute_once("", "", || "value"),
+        Err(IdempotencyError::EmptyKey)
+    );
 }
 
 #[test]
@@ -44,11 +47,15 @@ fn fingerprint_mismatch_message_carries_key_and_both_fingerprints() {
 #[test]
 fn failed_operation_is_reported_and_not_stored() {
     let mut registry = IdempotencyRegistry::<String>::new();
-    let error =
-        registry.try_execute_once("op-1", "hash-a", || Err::<String, _>("disk full")).unwrap_err();
+    let error = registry
+        .try_execute_once("op-1", "hash-a", || Err::<String, _>("disk full"))
+        .unwrap_err();
     assert_eq!(error, IdempotencyError::Operation("disk full"));
     assert_eq!(error.to_string(), "operation failed: disk full");
-    assert!(registry.is_empty(), "a failure must not leave an orphan entry");
+    assert!(
+        registry.is_empty(),
+        "a failure must not leave an orphan entry"
+    );
 }
 
 #[test]
@@ -73,9 +80,18 @@ fn key_can_be_retried_after_a_failed_operation() {
 #[test]
 fn different_keys_are_independent_slots() {
     let mut registry = IdempotencyRegistry::new();
-    assert_eq!(registry.execute_once("op-1", "hash-a", || 1).unwrap(), (1, false));
-    assert_eq!(registry.execute_once("op-2", "hash-a", || 2).unwrap(), (2, false));
-    assert_eq!(registry.execute_once("op-2", "hash-a", || 3).unwrap(), (2, true));
+    assert_eq!(
+        registry.execute_once("op-1", "hash-a", || 1).unwrap(),
+        (1, false)
+    );
+    assert_eq!(
+        registry.execute_once("op-2", "hash-a", || 2).unwrap(),
+        (2, false)
+    );
+    assert_eq!(
+        registry.execute_once("op-2", "hash-a", || 3).unwrap(),
+        (2, true)
+    );
     assert_eq!(registry.len(), 2);
 }
 

@@ -50,9 +50,16 @@ fn reused_key_with_different_fingerprint_is_rejected() {
             received: "hash-b".to_owned(),
         }
     );
-    assert_eq!(calls.get(), 1, "the refused request must not run its operation");
+    assert_eq!(
+        calls.get(),
+        1,
+        "the refused request must not run its operation"
+    );
     // The refusal leaves the first request's entry untouched.
-    assert_eq!(registry.execute_once("op-1", "hash-a", || "third").unwrap(), ("first", true));
+    assert_eq!(
+        registry.execute_once("op-1", "hash-a", || "third").unwrap(),
+        ("first", true)
+    );
 }
 
 #[test]
@@ -64,11 +71,18 @@ fn empty_identity_is_rejected() {
         "value"
     };
 
-    assert_eq!(registry.execute_once("", "hash-a", operation), Err(IdempotencyError::EmptyKey));
+    assert_eq!(
+        registry.execute_once("", "hash-a", operation),
+        Err(IdempotencyError::EmptyKey)
+    );
     assert_eq!(
         registry.execute_once("op-1", "", operation),
         Err(IdempotencyError::EmptyFingerprint)
     );
-    assert_eq!(calls.get(), 0, "an operation without an identity must not run");
+    assert_eq!(
+        calls.get(),
+        0,
+        "an operation without an identity must not run"
+    );
     assert!(registry.is_empty());
 }

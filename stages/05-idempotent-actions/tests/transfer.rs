@@ -19,10 +19,15 @@ fn repeated_brief_request_is_drafted_once_and_a_different_brief_is_refused() {
         registry.execute_once("brief-1", "fp-alpha", draft).unwrap(),
         ("brief-draft", false)
     );
-    assert_eq!(registry.execute_once("brief-1", "fp-alpha", draft).unwrap(), ("brief-draft", true));
+    assert_eq!(
+        registry.execute_once("brief-1", "fp-alpha", draft).unwrap(),
+        ("brief-draft", true)
+    );
     assert_eq!(drafts.get(), 1);
 
-    let refused = registry.execute_once("brief-1", "fp-beta", || "other").unwrap_err();
+    let refused = registry
+        .execute_once("brief-1", "fp-beta", || "other")
+        .unwrap_err();
     assert_eq!(
         refused,
         IdempotencyError::FingerprintMismatch {

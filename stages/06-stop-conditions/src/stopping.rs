@@ -58,7 +58,10 @@ pub struct StopController {
 impl Default for StopController {
     /// The course defaults: 8 steps, stop when an action appears twice.
     fn default() -> Self {
-        Self { max_steps: 8, repeat_limit: 2 }
+        Self {
+            max_steps: 8,
+            repeat_limit: 2,
+        }
     }
 }
 
@@ -71,7 +74,10 @@ impl StopController {
         if repeat_limit < 2 {
             return Err(StopConfigError::RepeatLimitTooSmall(repeat_limit));
         }
-        Ok(Self { max_steps, repeat_limit })
+        Ok(Self {
+            max_steps,
+            repeat_limit,
+        })
     }
 
     pub fn max_steps(&self) -> u32 {
@@ -101,11 +107,17 @@ impl StopController {
             return StopDecision::stop(StopReason::StepBudgetExhausted);
         }
         if let Some(last) = action_history.last() {
-            let repeats = action_history.iter().filter(|a| a.as_ref() == last.as_ref()).count();
+            let repeats = action_history
+                .iter()
+                .filter(|a| a.as_ref() == last.as_ref())
+                .count();
             if repeats >= self.repeat_limit as usize {
                 return StopDecision::stop(StopReason::RepeatedAction);
             }
         }
-        StopDecision { stop: false, reason: StopReason::Continue }
+        StopDecision {
+            stop: false,
+            reason: StopReason::Continue,
+        }
     }
 }

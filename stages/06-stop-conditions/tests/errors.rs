@@ -8,7 +8,10 @@ fn stop(reason: StopReason) -> StopDecision {
     StopDecision { stop: true, reason }
 }
 
-const CONTINUE: StopDecision = StopDecision { stop: false, reason: StopReason::Continue };
+const CONTINUE: StopDecision = StopDecision {
+    stop: false,
+    reason: StopReason::Continue,
+};
 
 #[test]
 fn zero_step_budget_is_refused() {
@@ -22,7 +25,10 @@ fn repeat_limit_below_two_is_refused() {
     for limit in [0, 1] {
         let error = StopController::new(8, limit).unwrap_err();
         assert_eq!(error, StopConfigError::RepeatLimitTooSmall(limit));
-        assert_eq!(error.to_string(), format!("repeat_limit must be at least 2, got {limit}"));
+        assert_eq!(
+            error.to_string(),
+            format!("repeat_limit must be at least 2, got {limit}")
+        );
     }
 }
 
@@ -52,7 +58,13 @@ fn reasons_have_stable_snake_case_names() {
     .collect();
     assert_eq!(
         names,
-        ["continue", "verified_success", "fatal_error", "step_budget_exhausted", "repeated_action"]
+        [
+            "continue",
+            "verified_success",
+            "fatal_error",
+            "step_budget_exhausted",
+            "repeated_action"
+        ]
     );
     assert_eq!(StopReason::FatalError.as_str(), "fatal_error");
 }
@@ -60,7 +72,10 @@ fn reasons_have_stable_snake_case_names() {
 #[test]
 fn fatal_error_stops_the_loop() {
     let controller = StopController::default();
-    assert_eq!(controller.decide(1, false, true, &["write_file"]), stop(StopReason::FatalError));
+    assert_eq!(
+        controller.decide(1, false, true, &["write_file"]),
+        stop(StopReason::FatalError)
+    );
 }
 
 #[test]
@@ -118,13 +133,19 @@ fn repeats_are_counted_across_the_whole_history_not_only_in_a_row() {
 fn only_the_last_action_is_checked_for_repeats() {
     let controller = StopController::default();
     // "search" appears twice, but the loop has moved on to a new action.
-    assert_eq!(controller.decide(3, false, false, &["search", "search", "read"]), CONTINUE);
+    assert_eq!(
+        controller.decide(3, false, false, &["search", "search", "read"]),
+        CONTINUE
+    );
 }
 
 #[test]
 fn higher_repeat_limit_allows_more_repeats() {
     let controller = StopController::new(8, 3).unwrap();
-    assert_eq!(controller.decide(2, false, false, &["search", "search"]), CONTINUE);
+    assert_eq!(
+        controller.decide(2, false, false, &["search", "search"]),
+        CONTINUE
+    );
     assert_eq!(
         controller.decide(3, false, false, &["search", "search", "search"]),
         stop(StopReason::RepeatedAction)
@@ -135,5 +156,8 @@ fn higher_repeat_limit_allows_more_repeats() {
 fn history_accepts_owned_strings() {
     let controller = StopController::default();
     let history = vec!["plot".to_owned(), "plot".to_owned()];
-    assert_eq!(controller.decide(2, false, false, &history), stop(StopReason::RepeatedAction));
+    assert_eq!(
+        controller.decide(2, false, false, &history),
+        stop(StopReason::RepeatedAction)
+    );
 }

@@ -8,7 +8,10 @@ fn stop(reason: StopReason) -> StopDecision {
     StopDecision { stop: true, reason }
 }
 
-const CONTINUE: StopDecision = StopDecision { stop: false, reason: StopReason::Continue };
+const CONTINUE: StopDecision = StopDecision {
+    stop: false,
+    reason: StopReason::Continue,
+};
 
 #[test]
 fn only_verified_success_stops_as_success() {
@@ -19,7 +22,10 @@ fn only_verified_success_stops_as_success() {
         CONTINUE,
         "an unverified \"answer\" action is output, not proof: the loop must continue"
     );
-    assert_eq!(controller.decide(2, true, false, &["answer"]), stop(StopReason::VerifiedSuccess));
+    assert_eq!(
+        controller.decide(2, true, false, &["answer"]),
+        stop(StopReason::VerifiedSuccess)
+    );
 }
 
 #[test]
@@ -37,7 +43,10 @@ fn repeated_action_stops_the_loop() {
 fn step_budget_stops_the_loop() {
     let controller = StopController::new(3, 2).unwrap();
 
-    assert_eq!(controller.decide(2, false, false, &["inspect", "edit"]), CONTINUE);
+    assert_eq!(
+        controller.decide(2, false, false, &["inspect", "edit"]),
+        CONTINUE
+    );
     assert_eq!(
         controller.decide(3, false, false, &["inspect", "edit", "test"]),
         stop(StopReason::StepBudgetExhausted)

@@ -10,7 +10,13 @@ fn music_session_stops_when_the_three_step_budget_is_spent() {
 
     let decision = controller.decide(3, false, false, &["compose", "mix", "master"]);
 
-    assert_eq!(decision, StopDecision { stop: true, reason: StopReason::StepBudgetExhausted });
+    assert_eq!(
+        decision,
+        StopDecision {
+            stop: true,
+            reason: StopReason::StepBudgetExhausted
+        }
+    );
     assert_eq!(decision.reason.to_string(), "step_budget_exhausted");
 }
 
@@ -19,6 +25,9 @@ fn music_session_continues_before_the_budget_is_spent() {
     let controller = StopController::new(3, 2).unwrap();
     assert_eq!(
         controller.decide(2, false, false, &["compose", "mix"]),
-        StopDecision { stop: false, reason: StopReason::Continue }
+        StopDecision {
+            stop: false,
+            reason: StopReason::Continue
+        }
     );
 }

@@ -13,7 +13,11 @@ pub struct Step<P> {
 
 impl<P> Step<P> {
     pub fn ok(action: &str, output: P) -> Self {
-        Self { action: action.to_owned(), status: ObservationStatus::Ok, output }
+        Self {
+            action: action.to_owned(),
+            status: ObservationStatus::Ok,
+            output,
+        }
     }
 }
 
@@ -60,12 +64,20 @@ pub fn run_agent_with<P>(
     let mut state = LoopState::new();
     let mut history: Vec<String> = Vec::new();
     for number in 1..=controller.max_steps() {
-        let Step { action, status, output } = step(number);
+        let Step {
+            action,
+            status,
+            output,
+        } = step(number);
         let verified = verify(&output);
         history.push(action.clone());
         state.record(&action, status, output)?;
-        let decision =
-            controller.decide(number, verified, status == ObservationStatus::FatalError, &history);
+        let decision = controller.decide(
+            number,
+            verified,
+            status == ObservationStatus::FatalError,
+            &history,
+        );
         // Every stop is obeyed, whatever its reason: a verified result must not
         // be followed by another step, and neither may a repeat or a fatal error.
         if decision.stop && decision.reason != StopReason::VerifiedSuccess {

@@ -6,4 +6,4 @@
 
 mod runner;
 
-pub use runner::{run_agent, run_agent_with, LoopError, LoopResult, Step};
+pub use runner::{LoopError, LoopResult, Step, run_agent, run_agent_with};

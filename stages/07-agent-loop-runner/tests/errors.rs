@@ -29,7 +29,9 @@ fn zero_step_budget_is_a_config_error_and_runs_nothing() {
 
 #[test]
 fn state_error_message_names_the_refused_tool() {
-    let error = LoopError::from(StateError::Terminal { tool_name: "write_file".to_owned() });
+    let error = LoopError::from(StateError::Terminal {
+        tool_name: "write_file".to_owned(),
+    });
     assert_eq!(
         error.to_string(),
         "observation state refused a record: loop state is terminal: cannot record write_file after a fatal error"
@@ -57,8 +59,14 @@ fn fatal_step_stops_the_run_with_fatal_error() {
     )
     .unwrap();
 
-    assert_eq!((result.reason, result.steps, calls), (StopReason::FatalError, 2, vec![1, 2]));
-    assert_eq!(result.observations[1].status(), ObservationStatus::FatalError);
+    assert_eq!(
+        (result.reason, result.steps, calls),
+        (StopReason::FatalError, 2, vec![1, 2])
+    );
+    assert_eq!(
+        result.observations[1].status(),
+        ObservationStatus::FatalError
+    );
 }
 
 #[test]
@@ -77,10 +85,21 @@ fn retryable_step_does_not_stop_the_run() {
     )
     .unwrap();
 
-    assert_eq!((result.reason, result.steps), (StopReason::StepBudgetExhausted, 3));
     assert_eq!(
-        result.observations.iter().map(|o| o.status()).collect::<Vec<_>>(),
-        [ObservationStatus::RetryableError, ObservationStatus::Ok, ObservationStatus::Ok]
+        (result.reason, result.steps),
+        (StopReason::StepBudgetExhausted, 3)
+    );
+    assert_eq!(
+        result
+            .observations
+            .iter()
+            .map(|o| o.status())
+            .collect::<Vec<_>>(),
+        [
+            ObservationStatus::RetryableError,
+            ObservationStatus::Ok,
+            ObservationStatus::Ok
+        ]
     );
 }
 

@@ -46,7 +46,10 @@ fn runner_stops_immediately_after_verified_output() {
             (2, "answer".to_owned(), ObservationStatus::Ok)
         ]
     );
-    assert_eq!(result.observations[1].payload(), &Progress { complete: true });
+    assert_eq!(
+        result.observations[1].payload(),
+        &Progress { complete: true }
+    );
 }
 
 #[test]
@@ -59,7 +62,10 @@ fn runner_stops_repeated_actions() {
 
     let result = run_agent(step, |output: &Progress| output.complete, 5).unwrap();
 
-    assert_eq!((result.reason, result.steps, calls), (StopReason::RepeatedAction, 2, vec![1, 2]));
+    assert_eq!(
+        (result.reason, result.steps, calls),
+        (StopReason::RepeatedAction, 2, vec![1, 2])
+    );
     assert_eq!(result.observations.len(), 2);
 }
 

@@ -20,10 +20,17 @@ fn research_brief_stops_when_the_draft_is_done() {
 
     let result = run_agent(step, |output| output["done"], 5).unwrap();
 
-    assert_eq!((result.reason, result.steps), (StopReason::VerifiedSuccess, 2));
+    assert_eq!(
+        (result.reason, result.steps),
+        (StopReason::VerifiedSuccess, 2)
+    );
     assert_eq!(result.observations.len(), 2);
     assert_eq!(
-        result.observations.iter().map(|o| o.tool_name()).collect::<Vec<_>>(),
+        result
+            .observations
+            .iter()
+            .map(|o| o.tool_name())
+            .collect::<Vec<_>>(),
         ["research", "draft"]
     );
     assert_eq!(calls, [1, 2]);
