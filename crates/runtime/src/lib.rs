@@ -1,3 +1,105 @@
-//! Forge's agent runtime (skeleton: the runtime helper fills this in).
+//! Forge's agent runtime: decision contract, tools, budgets, guards, the loop, trace and metrics.
+//!
+//! No async, no HTTP, no model: a [`policy::Policy`] proposes decisions and [`run_task`] does the
+//! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where).
 
+pub mod agent_loop;
+pub mod budget;
+pub mod decision;
+pub mod fixture;
+pub mod guards;
+pub mod metrics;
+pub mod observe;
 pub mod policy;
+pub mod registry;
+pub mod task;
+pub mod tools;
+pub mod trace;
+
+use serde::{Deserialize, Serialize};
+
+pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError};
+pub use budget::{BudgetSnapshot, Budgets, FieldError};
+pub use metrics::Metrics;
+pub use task::Task;
+pub use tools::ArtifactRecord;
+pub use trace::TraceEvent;
+
+/// How a run ended, at the top level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    Stopped,
+    Failed,
+    Cancelled,
+}
+
+/// Why a run ended. Each reason belongs to exactly one status (see [`StopReason::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Completed,
+    MaxSteps,
+    ToolBudget,
+    TokenBudget,
+    Timeout,
+    LoopDetected,
+    InvalidDecision,
+    Cancelled,
+    ModelUnavailable,
+    RuntimeError,
+}
+
+impl StopReason {
+    pub const ALL: [StopReason; 10] = [
+        Self::Completed,
+        Self::MaxSteps,
+        Self::ToolBudget,
+        Self::TokenBudget,
+        Self::Timeout,
+        Self::LoopDetected,
+        Self::InvalidDecision,
+        Self::Cancelled,
+        Self::ModelUnavailable,
+        Self::RuntimeError,
+    ];
+
+    /// The only status this reason may appear with (the specification's table).
+    pub fn status(self) -> RunStatus {
+        match self {
+            Self::Completed => RunStatus::Completed,
+            Self::MaxSteps | Self::ToolBudget | Self::TokenBudget | Self::Timeout | Self::LoopDetected => {
+                RunStatus::Stopped
+            }
+            Self::InvalidDecision | Self::ModelUnavailable | Self::RuntimeError => RunStatus::Failed,
+            Self::Cancelled => RunStatus::Cancelled,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxSteps => "max_steps",
+            Self::ToolBudget => "tool_budget",
+            Self::TokenBudget => "token_budget",
+            Self::Timeout => "timeout",
+            Self::LoopDetected => "loop_detected",
+            Self::InvalidDecision => "invalid_decision",
+            Self::Cancelled => "cancelled",
+            Self::ModelUnavailable => "model_unavailable",
+            Self::RuntimeError => "runtime_error",
+        }
+    }
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}

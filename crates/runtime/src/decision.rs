@@ -1,0 +1,283 @@
+//! The decision contract: parse one model output into an action or a final answer, exactly.
+//!
+//! The accepted shapes come from `schemas/decision.schema.json` (read here, not restated in code).
+//! This module never validates tool *arguments* (that is the registry's job, after the decision is
+//! accepted) and never keeps the raw text: callers hash it for the trace and drop it.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use structured_tool_execution::{ContractError, ToolContract};
+
+/// The decision schema, embedded so the binary and its schema can never drift apart.
+pub const DECISION_SCHEMA_TEXT: &str = include_str!("../../../schemas/decision.schema.json");
+
+/// The decision schema as JSON (for repair notes, `/agent/schema` and grammars).
+pub fn decision_schema() -> &'static Value {
+    static SCHEMA: OnceLock<Value> = OnceLock::new();
+    SCHEMA.get_or_init(|| serde_json::from_str(DECISION_SCHEMA_TEXT).expect("schemas/decision.schema.json is valid JSON"))
+}
+
+/// A validated decision. Serializes back to exactly the contract's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Action(ActionDecision),
+    Final(FinalDecision),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionDecision {
+    pub tool: String,
+    /// Still unvalidated against the tool's schema.
+    pub arguments: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalDecision {
+    pub answer: String,
+    pub evidence_ids: Vec<String>,
+}
+
+impl Decision {
+    /// The decision in contract form; safe for the trace (every field was checked).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Decision::Action(a) => serde_json::json!({
+                "type": "action", "tool": a.tool, "arguments": Value::Object(a.arguments.clone())
+            }),
+            Decision::Final(f) => serde_json::json!({
+                "type": "final", "answer": f.answer, "evidence_ids": f.evidence_ids
+            }),
+        }
+    }
+}
+
+/// Why a model output is not a decision. Each variant has a stable [`DecisionError::code`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    #[error("the output is empty")]
+    Empty,
+    #[error("the output is not JSON: {0}")]
+    NotJson(String),
+    #[error("text follows the JSON object; output exactly one JSON object and nothing else")]
+    TrailingText,
+    #[error("the decision must be a JSON object, got {0}")]
+    NotObject(&'static str),
+    #[error("the decision has no \"type\" field (expected \"action\" or \"final\")")]
+    MissingType,
+    #[error("unknown decision type {0:?} (expected \"action\" or \"final\")")]
+    UnknownType(String),
+    #[error("{branch} decision is missing field(s): {}", fields.join(", "))]
+    MissingField { branch: String, fields: Vec<String> },
+    #[error("{branch} decision has unexpected field(s): {} (allowed: {})", fields.join(", "), allowed.join(", "))]
+    UnexpectedField { branch: String, fields: Vec<String>, allowed: Vec<String> },
+    #[error("field {field:?} must be {expected}")]
+    WrongType { field: String, expected: String },
+    #[error("field {field:?} is out of range: {message}")]
+    OutOfRange { field: String, message: String },
+    #[error("unknown tool {tool:?} (known tools: {})", known.join(", "))]
+    UnknownTool { tool: String, known: Vec<String> },
+}
+
+impl DecisionError {
+    /// A stable snake_case code for the trace, metrics and HTTP errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Empty => "empty_output",
+            Self::NotJson(_) => "invalid_json",
+            Self::TrailingText => "trailing_text",
+            Self::NotObject(_) => "not_object",
+            Self::MissingType => "missing_type",
+            Self::UnknownType(_) => "unknown_type",
+            Self::MissingField { .. } => "missing_field",
+            Self::UnexpectedField { .. } => "unexpected_field",
+            Self::WrongType { .. } => "wrong_field_type",
+            Self::OutOfRange { .. } => "field_out_of_range",
+            Self::UnknownTool { .. } => "unknown_tool",
+        }
+    }
+
+    /// Every code this module can produce (documentation and tests).
+    pub const CODES: [&'static str; 11] = [
+        "empty_output", "invalid_json", "trailing_text", "not_object", "missing_type", "unknown_type",
+        "missing_field", "unexpected_field", "wrong_field_type", "field_out_of_range", "unknown_tool",
+    ];
+}
+
+/// One branch of the schema's `oneOf`, reduced to what the checker needs.
+#[derive(Debug)]
+struct Branch {
+    type_name: String,
+    contract: ToolContract,
+    properties: Map<String, Value>,
+}
+
+fn branches() -> &'static [Branch] {
+    static BRANCHES: OnceLock<Vec<Branch>> = OnceLock::new();
+    BRANCHES.get_or_init(|| {
+        let schema = decision_schema();
+        let list = schema["oneOf"].as_array().expect("decision schema has oneOf");
+        list.iter()
+            .map(|branch| {
+                let properties = branch["properties"].as_object().expect("branch properties").clone();
+                let type_name = properties["type"]["const"].as_str().expect("branch type const").to_owned();
+                let required: Vec<&str> =
+                    branch["required"].as_array().expect("branch required").iter().filter_map(Value::as_str).collect();
+                let optional: Vec<&str> =
+                    properties.keys().map(String::as_str).filter(|k| !required.contains(k)).collect();
+                Branch { contract: ToolContract::new(&type_name, &required, &optional), type_name, properties }
+            })
+            .collect()
+    })
+}
+
+/// The decision types the schema allows, in schema order.
+pub fn decision_types() -> Vec<&'static str> {
+    branches().iter().map(|b| b.type_name.as_str()).collect()
+}
+
+/// Parses one model output. Leading/trailing whitespace is allowed; anything else around the
+/// object is not (a model that adds prose must be repaired, not guessed at).
+///
+/// `tools` is the registry's tool list; the schema's enum must agree with it (tested), and both
+/// are checked so a drift cannot admit a tool the runtime cannot run.
+pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(DecisionError::Empty);
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(trimmed);
+    let value = Value::deserialize(&mut deserializer).map_err(|e| DecisionError::NotJson(e.to_string()))?;
+    if deserializer.end().is_err() {
+        return Err(DecisionError::TrailingText);
+    }
+    let object = match &value {
+        Value::Object(object) => object,
+        other => return Err(DecisionError::NotObject(json_type_name(other))),
+    };
+    let type_value = object.get("type").ok_or(DecisionError::MissingType)?;
+    let type_name = type_value
+        .as_str()
+        .ok_or_else(|| DecisionError::WrongType { field: "type".into(), expected: "a string".into() })?;
+    let branch = branches()
+        .iter()
+        .find(|b| b.type_name == type_name)
+        .ok_or_else(|| DecisionError::UnknownType(clip(type_name, 40)))?;
+
+    // Field names first, with stage 03's contract: missing before unexpected, both sorted.
+    branch.contract.check(object.keys().map(String::as_str)).map_err(|error| match error {
+        ContractError::Missing { tool, names } => DecisionError::MissingField { branch: tool, fields: names },
+        ContractError::Unexpected { tool, names } => DecisionError::UnexpectedField {
+            branch: tool,
+            fields: names.into_iter().map(|n| clip(&n, 40)).collect(),
+            allowed: branch.properties.keys().cloned().collect(),
+        },
+    })?;
+    for (field, rule) in &branch.properties {
+        if let Some(value) = object.get(field) {
+            check_value(field, value, rule)?;
+        }
+    }
+    match branch.type_name.as_str() {
+        "action" => {
+            let tool = object["tool"].as_str().unwrap_or_default().to_owned();
+            if !tools.contains(&tool.as_str()) {
+                return Err(DecisionError::UnknownTool {
+                    tool: clip(&tool, 64),
+                    known: tools.iter().map(|t| (*t).to_owned()).collect(),
+                });
+            }
+            let arguments = object["arguments"].as_object().cloned().unwrap_or_default();
+            Ok(Decision::Action(ActionDecision { tool, arguments }))
+        }
+        "final" => Ok(Decision::Final(FinalDecision {
+            answer: object["answer"].as_str().unwrap_or_default().to_owned(),
+            evidence_ids: object["evidence_ids"]
+                .as_array()
+                .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default(),
+        })),
+        other => Err(DecisionError::UnknownType(other.to_owned())),
+    }
+}
+
+/// Checks one value against the subset of JSON Schema the decision schema uses.
+fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionError> {
+    if let Some(constant) = rule.get("const")
+        && value != constant {
+            return Err(DecisionError::OutOfRange { field: field.into(), message: format!("must be {constant}") });
+        }
+    if let Some(expected) = rule.get("type").and_then(Value::as_str) {
+        let ok = match expected {
+            "string" => value.is_string(),
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            _ => true,
+        };
+        if !ok {
+            return Err(DecisionError::WrongType { field: field.into(), expected: format!("of type {expected}") });
+        }
+    }
+    if let Some(allowed) = rule.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value) {
+            if field == "tool" {
+                let known = allowed.iter().filter_map(Value::as_str).map(str::to_owned).collect();
+                return Err(DecisionError::UnknownTool { tool: clip(value.as_str().unwrap_or_default(), 64), known });
+            }
+            return Err(DecisionError::OutOfRange { field: field.into(), message: "not an allowed value".into() });
+        }
+    if let Some(text) = value.as_str() {
+        let chars = text.chars().count() as u64;
+        if let Some(min) = rule.get("minLength").and_then(Value::as_u64)
+            && chars < min {
+                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at least {min} characters, got {chars}") });
+            }
+        if let Some(max) = rule.get("maxLength").and_then(Value::as_u64)
+            && chars > max {
+                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at most {max} characters, got {chars}") });
+            }
+    }
+    if let Some(items) = value.as_array() {
+        let len = items.len() as u64;
+        if let Some(min) = rule.get("minItems").and_then(Value::as_u64)
+            && len < min {
+                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at least {min} items, got {len}") });
+            }
+        if let Some(max) = rule.get("maxItems").and_then(Value::as_u64)
+            && len > max {
+                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at most {max} items, got {len}") });
+            }
+        if let Some(item_rule) = rule.get("items") {
+            for (index, item) in items.iter().enumerate() {
+                check_value(&format!("{field}[{index}]"), item, item_rule)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Shortens model-supplied text before it goes into an error message.
+fn clip(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        text.to_owned()
+    } else {
+        let mut out: String = text.chars().take(max_chars).collect();
+        out.push('…');
+        out
+    }
+}

@@ -1,0 +1,338 @@
+//! The plot tool: renders a bar chart (optional average line) to a PNG with
+//! plotters' bitmap backend and a bundled DejaVu Sans font, then stores it
+//! through the write-once [`ArtifactStore`].
+//!
+//! This is the only module that talks to `plotters`. It works headless (no
+//! system fonts, no display). The PNG stays on disk; the result carries only
+//! the chart spec and the artifact record.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde_json::{Map, Value, json};
+
+use super::{ArtifactStore, ToolError, ToolOutput, number_value};
+
+pub const TOOL_NAME: &str = "plot";
+pub const MAX_POINTS: usize = 20;
+/// The registry's default for `y_label`; applied here too so the Rust API and
+/// the JSON path produce the same spec.
+pub const DEFAULT_Y_LABEL: &str = "value";
+pub const WIDTH: u32 = 800;
+pub const HEIGHT: u32 = 480;
+pub const MEDIA_TYPE: &str = "image/png";
+
+/// DejaVu Sans 2.37 (Bitstream Vera license, see assets/DejaVuSans.LICENSE).
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+const FONT_FAMILY: &str = "sans-serif";
+
+/// A plot request as the tool sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotRequest {
+    pub labels: Vec<String>,
+    pub values: Vec<f64>,
+    pub title: String,
+    pub average: Option<f64>,
+    pub y_label: Option<String>,
+}
+
+impl PlotRequest {
+    pub(crate) fn from_arguments(arguments: &Map<String, Value>) -> Result<Self, ToolError> {
+        let bad = |field: &str, expected: &str| {
+            ToolError::permanent("invalid_arguments", format!("{field}: expected {expected}"))
+        };
+        let labels = arguments
+            .get("labels")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("labels", "an array of strings"))?
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("labels", "an array of strings"))?;
+        let values = arguments
+            .get("values")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("values", "an array of numbers"))?
+            .iter()
+            .map(Value::as_f64)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("values", "an array of numbers"))?;
+        let title = super::string_argument(arguments, "title")?.to_owned();
+        let average = match arguments.get("average") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_f64().ok_or_else(|| bad("average", "a number"))?),
+        };
+        let y_label = match arguments.get("y_label") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_str()
+                    .ok_or_else(|| bad("y_label", "a string"))?
+                    .to_owned(),
+            ),
+        };
+        Ok(Self {
+            labels,
+            values,
+            title,
+            average,
+            y_label,
+        })
+    }
+
+    /// Checks what the chart depends on; the Rust API can carry NaN/∞ even
+    /// though JSON cannot, so this is not redundant with the registry.
+    pub fn validate(&self) -> Result<(), ToolError> {
+        let (n_labels, n_values) = (self.labels.len(), self.values.len());
+        if n_labels == 0 || n_values == 0 {
+            return Err(ToolError::permanent(
+                "plot_empty",
+                "labels and values need at least one entry each",
+            ));
+        }
+        if n_labels > MAX_POINTS || n_values > MAX_POINTS {
+            return Err(ToolError::permanent(
+                "plot_too_many_points",
+                format!("at most {MAX_POINTS} bars, got {n_labels} labels and {n_values} values"),
+            ));
+        }
+        if n_labels != n_values {
+            return Err(ToolError::permanent(
+                "plot_length_mismatch",
+                format!("labels has {n_labels} entries but values has {n_values}"),
+            ));
+        }
+        if let Some((i, v)) = self.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(ToolError::permanent(
+                "plot_non_finite",
+                format!("values[{i}] is {v}, not a finite number"),
+            ));
+        }
+        if let Some(avg) = self.average.filter(|a| !a.is_finite()) {
+            return Err(ToolError::permanent(
+                "plot_non_finite",
+                format!("average is {avg}, not a finite number"),
+            ));
+        }
+        if let Some(i) = self.labels.iter().position(|l| l.trim().is_empty()) {
+            return Err(ToolError::permanent(
+                "plot_empty_label",
+                format!("labels[{i}] is empty"),
+            ));
+        }
+        if self.title.trim().is_empty() {
+            return Err(ToolError::permanent("plot_empty_title", "title is empty"));
+        }
+        Ok(())
+    }
+
+    fn y_label(&self) -> &str {
+        self.y_label.as_deref().unwrap_or(DEFAULT_Y_LABEL)
+    }
+
+    /// The normalised chart description (what the repeated-result guard hashes).
+    pub fn spec(&self) -> Value {
+        json!({
+            "kind": "bar",
+            "labels": self.labels,
+            "values": self.values.iter().map(|v| number_value(*v)).collect::<Vec<_>>(),
+            "average": self.average.map(number_value),
+            "title": self.title,
+            "y_label": self.y_label(),
+        })
+    }
+}
+
+/// Validates, renders (once per distinct spec) and returns spec + artifact record.
+pub fn run(
+    request: &PlotRequest,
+    artifact_dir: &Path,
+    store: &ArtifactStore,
+) -> Result<ToolOutput, ToolError> {
+    request.validate()?;
+    let spec = request.spec();
+    let (record, replayed) =
+        store.write_once(artifact_dir, TOOL_NAME, &spec, MEDIA_TYPE, "png", || {
+            render_png(request)
+        })?;
+    let summary = format!(
+        "bar chart {:?} with {} bars{} → {} ({} bytes{})",
+        request.title,
+        request.labels.len(),
+        request
+            .average
+            .map(|a| format!(" and average line at {}", number_value(a)))
+            .unwrap_or_default(),
+        record.id,
+        record.bytes,
+        if replayed { ", reused" } else { "" },
+    );
+    Ok(ToolOutput {
+        result: json!({ "spec": spec, "artifact": record, "summary": summary }),
+        summary,
+        citations: Vec::new(),
+        artifacts: vec![record],
+        digest_basis: spec,
+    })
+}
+
+fn ensure_font() -> Result<(), ToolError> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::permanent(
+            "plot_render_failed",
+            "the bundled font could not be loaded",
+        ))
+    }
+}
+
+/// Renders the chart to PNG bytes (RGB, [`WIDTH`]×[`HEIGHT`]). Deterministic for a given request.
+pub fn render_png(request: &PlotRequest) -> Result<Vec<u8>, ToolError> {
+    request.validate()?;
+    ensure_font()?;
+    let mut pixels = vec![255u8; (WIDTH * HEIGHT * 3) as usize];
+    draw_chart(request, &mut pixels).map_err(|e| {
+        ToolError::permanent(
+            "plot_render_failed",
+            format!("drawing the chart failed: {e}"),
+        )
+    })?;
+    encode_png(&pixels)
+}
+
+fn draw_chart(request: &PlotRequest, pixels: &mut [u8]) -> Result<(), Box<dyn std::error::Error>> {
+    let root = BitMapBackend::with_buffer(pixels, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)?;
+
+    let n = request.values.len();
+    let (y_min, y_max) = y_range(&request.values, request.average);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&request.title, (FONT_FAMILY, 24))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0f64..n as f64, y_min..y_max)?;
+
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .max_light_lines(0)
+        .x_labels(0)
+        .y_desc(request.y_label())
+        .y_label_formatter(&|v| format_tick(*v))
+        .label_style((FONT_FAMILY, 14))
+        .axis_desc_style((FONT_FAMILY, 15))
+        .draw()?;
+
+    let bar_color = RGBColor(66, 114, 196);
+    chart.draw_series(request.values.iter().enumerate().map(|(i, v)| {
+        let x = i as f64;
+        Rectangle::new(
+            [(x + 0.15, 0.0f64.clamp(y_min, y_max)), (x + 0.85, *v)],
+            bar_color.filled(),
+        )
+    }))?;
+
+    // Value above each bar and its label below the axis, centred on the bar.
+    let small = TextStyle::from((FONT_FAMILY, 13).into_font()).color(&BLACK);
+    let plot_bottom = chart.backend_coord(&(0.0, y_min)).1;
+    // Crowded axes stagger labels over two rows; each label gets the width of
+    // `rows` bars (about 7 px per character at this size) and is clipped to it.
+    let bar_px = (chart.backend_coord(&(n as f64, y_min)).0 - chart.backend_coord(&(0.0, y_min)).0)
+        / n as i32;
+    let rows = if n > 8 { 2 } else { 1 };
+    let max_label_chars = ((bar_px * rows) / 7).max(3) as usize;
+    for (i, (label, value)) in request.labels.iter().zip(&request.values).enumerate() {
+        let center = i as f64 + 0.5;
+        let (bx, by) = chart.backend_coord(&(center, *value));
+        let above = if *value >= 0.0 {
+            VPos::Bottom
+        } else {
+            VPos::Top
+        };
+        let offset = if *value >= 0.0 { -4 } else { 4 };
+        root.draw(&Text::new(
+            format_tick(*value),
+            (bx, by + offset),
+            small.pos(Pos::new(HPos::Center, above)),
+        ))?;
+        let row_offset = 8 + (i as i32 % rows) * 16;
+        let label = shorten(label, max_label_chars);
+        root.draw(&Text::new(
+            label,
+            (bx, plot_bottom + row_offset),
+            small.pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+
+    if let Some(avg) = request.average {
+        let line_color = RGBColor(214, 39, 40);
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(0.0, avg), (n as f64, avg)],
+                line_color.stroke_width(2),
+            )))?
+            .label(format!("average = {}", format_tick(avg)))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], line_color.stroke_width(2))
+            });
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT_FAMILY, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Axis range covering zero, every value and the average, with headroom for the value labels.
+fn y_range(values: &[f64], average: Option<f64>) -> (f64, f64) {
+    let all = values.iter().copied().chain(average);
+    let (lo, hi) = all.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let span = (hi - lo).max(1.0);
+    let lo = if lo < 0.0 { lo - span * 0.12 } else { 0.0 };
+    // 22% headroom keeps the tallest value label clear of the legend box.
+    (lo, hi + span * 0.22)
+}
+
+fn format_tick(v: f64) -> String {
+    match number_value((v * 100.0).round() / 100.0) {
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max_chars - 1).collect();
+    out.push('…');
+    out
+}
+
+fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, ToolError> {
+    let failed = |e: png::EncodingError| {
+        ToolError::permanent("plot_render_failed", format!("PNG encoding failed: {e}"))
+    };
+    let mut bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(failed)?;
+        writer.write_image_data(rgb).map_err(failed)?;
+        writer.finish().map_err(failed)?;
+    }
+    Ok(bytes)
+}

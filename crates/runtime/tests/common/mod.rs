@@ -1,0 +1,75 @@
+//! Shared helpers for the runtime's integration tests: repository paths and fixture runs.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use runtime::fixture::Fixture;
+use runtime::policy::{Policy, RunControl};
+use runtime::{RunConfig, RunResult, Task, TraceEvent};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    repo_root().join("fixtures")
+}
+
+pub fn knowledge_dir() -> PathBuf {
+    repo_root().join("knowledge")
+}
+
+pub fn fixture(name: &str) -> Fixture {
+    Fixture::load(fixtures_dir().join(format!("{name}.json"))).expect("fixture loads")
+}
+
+/// One finished run with its trace and the artifact directory it wrote to.
+pub struct Outcome {
+    pub result: RunResult,
+    pub events: Vec<TraceEvent>,
+    pub artifact_dir: tempfile::TempDir,
+}
+
+impl Outcome {
+    pub fn phases(&self) -> Vec<&str> {
+        self.events.iter().map(|e| e.phase.as_str()).collect()
+    }
+    pub fn count(&self, phase: &str) -> usize {
+        self.events.iter().filter(|e| e.phase == phase).count()
+    }
+    pub fn first(&self, phase: &str) -> &TraceEvent {
+        self.events.iter().find(|e| e.phase == phase).unwrap_or_else(|| panic!("no {phase} event in {:?}", self.phases()))
+    }
+    pub fn metrics(&self) -> &runtime::Metrics {
+        self.result.metrics.as_ref().expect("metrics")
+    }
+    pub fn trace_json(&self) -> String {
+        serde_json::to_string(&self.events).unwrap()
+    }
+}
+
+pub fn run_fixture(name: &str) -> Outcome {
+    let fixture = fixture(name);
+    let artifact_dir = tempfile::tempdir().unwrap();
+    let mut events = Vec::new();
+    let result = fixture
+        .run(&format!("run-{name}"), knowledge_dir(), artifact_dir.path(), &mut |e: &TraceEvent| events.push(e.clone()))
+        .expect("fixture runs");
+    Outcome { result, events, artifact_dir }
+}
+
+/// Runs a task folder with any policy and config tweaks.
+pub fn run_with(task: &Task, policy: &mut dyn Policy, tweak: impl FnOnce(&mut RunConfig)) -> Outcome {
+    let artifact_dir = tempfile::tempdir().unwrap();
+    let mut config = RunConfig::new("run-test", knowledge_dir(), artifact_dir.path());
+    tweak(&mut config);
+    let control = RunControl::new(Instant::now() + Duration::from_secs(config.budgets.wall_clock_s));
+    let mut events = Vec::new();
+    let result = runtime::run_task(task, policy, &config, &control, &mut |e: &TraceEvent| events.push(e.clone()));
+    Outcome { result, events, artifact_dir }
+}
+
+pub fn task(name: &str) -> Task {
+    Task::load(fixtures_dir().join("tasks").join(name)).expect("task loads")
+}
