@@ -1,0 +1,595 @@
+//! The llama.cpp engine — the only module that touches `llama-cpp-2`: backend, process-wide model/session
+//! cache, chat templates, KV-cache prefix reuse and token-by-token constrained decoding.
+//!
+//! It knows nothing about decisions, tools or prompts (that is `policy`/`prompt`/`grammar`); it turns text
+//! plus an optional GBNF grammar into text, and reports exact token counts and timings.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+use crate::inspect::{self, ModelUnavailable};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EngineConfig {
+    pub threads: i32,
+    pub n_ctx: u32,
+    pub n_batch: u32,
+    /// Prompt tokens decoded per llama.cpp call. Cancellation and the deadline are checked between calls,
+    /// so this bounds how long a cancel waits during a long prefill (64 tokens ≈ 0.7 s here).
+    pub prefill_chunk: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8) as i32;
+        Self { threads, n_ctx: 4096, n_batch: 512, prefill_chunk: 64 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Unavailable(#[from] ModelUnavailable),
+    #[error("cancelled after {generated} generated tokens")]
+    Cancelled { generated: u32 },
+    #[error("deadline reached after {generated} generated tokens")]
+    Timeout { generated: u32 },
+    #[error("prompt needs {needed} tokens (prompt + max new tokens) but the context holds {n_ctx}")]
+    ContextFull { needed: usize, n_ctx: u32 },
+    #[error("grammar error: {0}")]
+    Grammar(String),
+    #[error("chat template error: {0}")]
+    Template(String),
+    #[error("llama.cpp decode failed: {0}")]
+    Decode(String),
+}
+
+/// Why a caller wants generation to stop early (polled before every decode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    Cancelled,
+    Timeout,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    /// 0 = greedy.
+    pub temperature: f32,
+    pub seed: u32,
+    pub top_k: i32,
+    pub top_p: f32,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self { temperature: 0.0, seed: 0x5eed, top_k: 40, top_p: 0.95 }
+    }
+}
+
+/// How the grammar constrains each token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrammarMode {
+    /// Sample unconstrained, check that one token against the grammar, and run the grammar over the whole
+    /// vocabulary only when it is rejected (what llama.cpp's common sampler does). Same result, far faster.
+    #[default]
+    CheckFirst,
+    /// Run the grammar over the whole vocabulary for every token (the reference for benchmarks).
+    Full,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerateRequest<'a> {
+    /// Chat-formatted prompt up to and including the assistant header.
+    pub prompt: &'a str,
+    /// Assistant text the caller writes before the model continues (part of the output text).
+    pub prefill: &'a str,
+    /// GBNF grammar (root rule `root`) that prefill + generated text must follow.
+    pub grammar: Option<&'a str>,
+    pub grammar_mode: GrammarMode,
+    pub sampling: Sampling,
+    pub max_new_tokens: u32,
+    /// Stop as soon as the first top-level JSON value (starting in the prefill or output) is complete.
+    pub stop_at_json_end: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    EndOfGeneration,
+    JsonComplete,
+    MaxTokens,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Generation {
+    /// Prefill followed by the generated text.
+    pub text: String,
+    /// Tokens of prompt + prefill (what the model read).
+    pub input_tokens: u32,
+    /// Tokens the model generated.
+    pub output_tokens: u32,
+    /// Input tokens whose KV entries were reused from the previous call (not decoded again).
+    pub reused_tokens: u32,
+    /// Input tokens decoded in this call.
+    pub prefill_tokens: u32,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    /// Tokens for which the grammar had to be applied to the whole vocabulary.
+    pub full_grammar_passes: u32,
+    pub finish: Finish,
+}
+
+fn backend() -> &'static LlamaBackend {
+    static BACKEND: OnceLock<LlamaBackend> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        // llama.cpp logs every tensor at load time; keep stderr for our own messages.
+        llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default().with_logs_enabled(false));
+        LlamaBackend::init().expect("llama.cpp backend initialises once per process")
+    })
+}
+
+/// Version of the bindings and llama.cpp's own system report (CPU features, threads backend).
+pub fn runtime_info() -> crate::inspect::RuntimeInfo {
+    let _ = backend();
+    // SAFETY: returns a pointer to a static, NUL-terminated buffer owned by llama.cpp.
+    let info = unsafe { CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) };
+    crate::inspect::RuntimeInfo {
+        bindings: "llama-cpp-2 0.1.160".into(),
+        system_info: info.to_string_lossy().trim().to_string(),
+    }
+}
+
+type SessionKey = (PathBuf, EngineConfig);
+struct Cache {
+    models: HashMap<PathBuf, Arc<LlamaModel>>,
+    sessions: HashMap<SessionKey, SharedSession>,
+}
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Cache { models: HashMap::new(), sessions: HashMap::new() }))
+}
+
+pub type SharedSession = Arc<Mutex<Session>>;
+
+/// A loaded model with one context whose KV cache persists between calls (and between runs: jobs run one at
+/// a time and share the system prompt, so the next run starts with it already decoded).
+pub struct Session {
+    // Field order matters: the context borrows the model and must be dropped first.
+    ctx: LlamaContext<'static>,
+    batch: LlamaBatch<'static>,
+    /// Tokens whose KV entries are in the cache for sequence 0, in position order.
+    cached: Vec<LlamaToken>,
+    template: LlamaChatTemplate,
+    model: Arc<LlamaModel>,
+    pub file_name: String,
+    pub config: EngineConfig,
+}
+
+/// Load (or reuse) the model at `path` with `config`. Only local files; never downloads.
+pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineError> {
+    let canonical = std::fs::canonicalize(path).map_err(|e| {
+        ModelUnavailable::new(
+            path,
+            if e.kind() == std::io::ErrorKind::NotFound {
+                "file not found (run `cargo xtask model fetch` or pass --gguf PATH)".to_string()
+            } else {
+                format!("cannot resolve path: {}", e.kind())
+            },
+        )
+    })?;
+    let key = (canonical.clone(), config);
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = cache.sessions.get(&key) {
+        return Ok(s.clone());
+    }
+    let model = match cache.models.get(&canonical) {
+        Some(m) => m.clone(),
+        None => {
+            // Cheap structural check first: llama.cpp's own error for a bad file is just "null result".
+            inspect::quick_check(&canonical)?;
+            let m = LlamaModel::load_from_file(backend(), &canonical, &LlamaModelParams::default())
+                .map_err(|e| ModelUnavailable::new(path, format!("llama.cpp could not load it: {e}")))?;
+            let m = Arc::new(m);
+            cache.models.insert(canonical.clone(), m.clone());
+            m
+        }
+    };
+    let template = model
+        .chat_template(None)
+        .map_err(|e| ModelUnavailable::new(path, format!("no usable chat template in GGUF metadata: {e}")))?;
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(config.n_ctx))
+        .with_n_batch(config.n_batch)
+        .with_n_ubatch(config.n_batch)
+        .with_n_threads(config.threads)
+        .with_n_threads_batch(config.threads);
+    let ctx = model.new_context(backend(), params).map_err(|e| EngineError::Decode(format!("context: {e}")))?;
+    // SAFETY: the context borrows the model. The model lives in an Arc stored in the same Session, declared
+    // after `ctx`, so it outlives the context; the 'static lifetime never escapes this struct.
+    let ctx: LlamaContext<'static> = unsafe { std::mem::transmute::<LlamaContext<'_>, LlamaContext<'static>>(ctx) };
+    let session = Session {
+        ctx,
+        batch: LlamaBatch::new(config.n_batch as usize, 1),
+        cached: Vec::new(),
+        template,
+        model,
+        file_name: inspect::redact(path),
+        config,
+    };
+    let shared = Arc::new(Mutex::new(session));
+    cache.sessions.insert(key, shared.clone());
+    Ok(shared)
+}
+
+/// Drop every cached session and model not used elsewhere; returns how many sessions were dropped.
+pub fn unload_all() -> usize {
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    let n = cache.sessions.len();
+    cache.sessions.clear();
+    cache.models.clear();
+    n
+}
+
+/// File names of the models currently loaded in this process.
+pub fn loaded_models() -> Vec<String> {
+    let cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    cache.models.keys().map(|p| inspect::redact(p)).collect()
+}
+
+impl Session {
+    /// The model's own chat template applied to a system and a user message, ending with the assistant header.
+    pub fn chat_prompt(&self, system: &str, user: &str) -> Result<String, EngineError> {
+        let msgs = [("system", system), ("user", user)]
+            .into_iter()
+            .map(|(r, c)| LlamaChatMessage::new(r.into(), c.into()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| EngineError::Template(e.to_string()))?;
+        self.model.apply_chat_template(&self.template, &msgs, true).map_err(|e| EngineError::Template(e.to_string()))
+    }
+
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.model.vocab().tokenize(text.as_bytes(), false, true).len()
+    }
+
+    /// Forget the KV cache (benchmarks use this to measure cold prefill).
+    pub fn clear_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    /// Generate. `check(generated)` is polled before every llama.cpp decode (prefill chunks and each new
+    /// token), so cancellation and deadlines take effect within one token.
+    pub fn generate(
+        &mut self,
+        req: &GenerateRequest<'_>,
+        check: &mut dyn FnMut(u32) -> Option<StopCause>,
+    ) -> Result<Generation, EngineError> {
+        let vocab = self.model.vocab();
+        let mut input = vocab.tokenize(req.prompt.as_bytes(), false, true);
+        let prefill_tokens = vocab.tokenize(req.prefill.as_bytes(), false, false);
+        input.extend_from_slice(&prefill_tokens);
+        let needed = input.len() + req.max_new_tokens as usize;
+        if needed > self.config.n_ctx as usize {
+            return Err(EngineError::ContextFull { needed, n_ctx: self.config.n_ctx });
+        }
+        if input.is_empty() {
+            return Err(EngineError::Template("empty prompt".into()));
+        }
+
+        let mut grammar = match req.grammar {
+            Some(g) => Some(LlamaSampler::grammar(&self.model, g, "root").map_err(|e| EngineError::Grammar(e.to_string()))?),
+            None => None,
+        };
+        if let Some(g) = grammar.as_mut() {
+            for &t in &prefill_tokens {
+                g.try_accept(t).map_err(|e| EngineError::Grammar(format!("the prefill does not fit the grammar: {e}")))?;
+            }
+        }
+
+        // --- prefill with KV reuse ---
+        let started = Instant::now();
+        let mut keep = common_prefix(&self.cached, &input);
+        if keep == input.len() {
+            keep -= 1; // the last input token must be decoded again to get its logits
+        }
+        if keep < self.cached.len() {
+            if self.ctx.kv_cache_seq_rm(0, Some(keep as u32), None).is_err() {
+                self.ctx.clear_kv_cache();
+                keep = 0;
+            }
+            self.cached.truncate(keep);
+        }
+        let reused = keep as u32;
+        let mut pos = keep;
+        while pos < input.len() {
+            if let Some(cause) = check(0) {
+                return Err(stop_error(cause, 0));
+            }
+            let chunk = self.config.prefill_chunk.clamp(1, self.config.n_batch) as usize;
+            let end = (pos + chunk).min(input.len());
+            self.batch.clear();
+            for (i, &t) in input[pos..end].iter().enumerate() {
+                let p = pos + i;
+                self.batch.add(t, p as i32, &[0], p + 1 == input.len()).map_err(|e| EngineError::Decode(e.to_string()))?;
+            }
+            if let Err(e) = self.ctx.decode(&mut self.batch) {
+                self.clear_cache();
+                return Err(EngineError::Decode(e.to_string()));
+            }
+            self.cached.extend_from_slice(&input[pos..end]);
+            pos = end;
+        }
+        let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
+
+        // --- decode ---
+        let started = Instant::now();
+        let mut chain = (req.sampling.temperature > 0.0).then(|| {
+            LlamaSampler::chain_simple([
+                LlamaSampler::top_k(req.sampling.top_k),
+                LlamaSampler::top_p(req.sampling.top_p, 1),
+                LlamaSampler::temp(req.sampling.temperature),
+                LlamaSampler::dist(req.sampling.seed),
+            ])
+        });
+        let mut scanner = JsonScanner::default();
+        for b in req.prefill.bytes() {
+            scanner.feed(b);
+        }
+        let mut out: Vec<u8> = Vec::new();
+        let mut generated: u32 = 0;
+        let mut full_passes: u32 = 0;
+        let mut logits_idx = self.batch.n_tokens() - 1;
+        let finish = loop {
+            if generated >= req.max_new_tokens {
+                break Finish::MaxTokens;
+            }
+            let logits = self.ctx.get_logits_ith(logits_idx);
+            if debug_tokens() {
+                eprintln!("{}", top_candidates(&self.model, logits, 5));
+            }
+            let token = pick(logits, chain.as_mut(), grammar.as_mut(), req.grammar_mode, &mut full_passes)?;
+            if let Some(g) = grammar.as_mut() {
+                g.try_accept(token).map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
+            }
+            if vocab.is_eog(token) {
+                break Finish::EndOfGeneration;
+            }
+            let piece = vocab.token_to_piece(token, false, None);
+            for &b in &piece {
+                scanner.feed(b);
+            }
+            out.extend_from_slice(&piece);
+            generated += 1;
+            if req.stop_at_json_end && scanner.complete() {
+                break Finish::JsonComplete;
+            }
+            if generated >= req.max_new_tokens {
+                break Finish::MaxTokens;
+            }
+            if let Some(cause) = check(generated) {
+                return Err(stop_error(cause, generated));
+            }
+            self.batch.clear();
+            self.batch.add(token, self.cached.len() as i32, &[0], true).map_err(|e| EngineError::Decode(e.to_string()))?;
+            if let Err(e) = self.ctx.decode(&mut self.batch) {
+                self.clear_cache();
+                return Err(EngineError::Decode(e.to_string()));
+            }
+            self.cached.push(token);
+            logits_idx = 0;
+        };
+        let decode_ms = started.elapsed().as_secs_f64() * 1e3;
+        let mut text = req.prefill.as_bytes().to_vec();
+        text.extend_from_slice(&out);
+        Ok(Generation {
+            text: String::from_utf8_lossy(&text).into_owned(),
+            input_tokens: input.len() as u32,
+            output_tokens: generated,
+            reused_tokens: reused,
+            prefill_tokens: input.len() as u32 - reused,
+            prefill_ms,
+            decode_ms,
+            full_grammar_passes: full_passes,
+            finish,
+        })
+    }
+}
+
+pub fn stop_error(cause: StopCause, generated: u32) -> EngineError {
+    match cause {
+        StopCause::Cancelled => EngineError::Cancelled { generated },
+        StopCause::Timeout => EngineError::Timeout { generated },
+    }
+}
+
+/// `FORGE_LLAMA_DEBUG_TOKENS=1` prints the top candidates of every generated token (prompt experiments).
+fn debug_tokens() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FORGE_LLAMA_DEBUG_TOKENS").is_ok_and(|v| v == "1"))
+}
+
+fn top_candidates(model: &LlamaModel, logits: &[f32], n: usize) -> String {
+    let mut idx: Vec<usize> = (0..logits.len()).collect();
+    idx.select_nth_unstable_by(n, |a, b| logits[*b].total_cmp(&logits[*a]));
+    let mut top: Vec<usize> = idx[..n].to_vec();
+    top.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]));
+    top.iter()
+        .map(|&i| {
+            let piece = model.vocab().token_to_piece(LlamaToken(i as i32), false, None);
+            format!("{:?}:{:.1}", String::from_utf8_lossy(&piece), logits[i])
+        })
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn argmax(logits: &[f32]) -> usize {
+    let mut best = 0;
+    let mut best_v = f32::NEG_INFINITY;
+    for (i, &v) in logits.iter().enumerate() {
+        if v > best_v {
+            best_v = v;
+            best = i;
+        }
+    }
+    best
+}
+
+fn full_array(logits: &[f32]) -> LlamaTokenDataArray {
+    LlamaTokenDataArray::new(
+        logits.iter().enumerate().map(|(i, &l)| LlamaTokenData::new(LlamaToken(i as i32), l, 0.0)).collect(),
+        false,
+    )
+}
+
+/// Choose the next token. With a grammar in `CheckFirst` mode the unconstrained choice is tried first and
+/// the whole-vocabulary grammar pass runs only when the grammar rejects it.
+fn pick(
+    logits: &[f32],
+    mut chain: Option<&mut LlamaSampler>,
+    mut grammar: Option<&mut LlamaSampler>,
+    mode: GrammarMode,
+    full_passes: &mut u32,
+) -> Result<LlamaToken, EngineError> {
+    let unconstrained = |chain: Option<&mut LlamaSampler>| -> Result<LlamaToken, EngineError> {
+        match chain {
+            None => Ok(LlamaToken(argmax(logits) as i32)),
+            Some(c) => {
+                let mut arr = full_array(logits);
+                arr.apply_sampler(c);
+                arr.selected_token().ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
+            }
+        }
+    };
+    let Some(g) = grammar.as_deref_mut() else {
+        return unconstrained(chain);
+    };
+    if mode == GrammarMode::CheckFirst {
+        let candidate = unconstrained(chain.as_deref_mut())?;
+        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(candidate, logits[candidate.0 as usize], 0.0)], false);
+        one.apply_sampler(g);
+        if one.data[0].logit().is_finite() {
+            return Ok(candidate);
+        }
+        // Rejected: the grammar's choice is almost always among the most likely tokens. Filter the top
+        // SHORTLIST first; for greedy decoding this is exactly the full pass's answer whenever any shortlisted
+        // token is allowed (the best allowed token overall is then the best allowed shortlisted one).
+        let mut short = shortlist(logits, SHORTLIST);
+        short.apply_sampler(g);
+        if short.data.iter().any(|d| d.logit().is_finite()) {
+            return select(short, chain);
+        }
+    }
+    *full_passes += 1;
+    let mut arr = full_array(logits);
+    arr.apply_sampler(g);
+    if !arr.data.iter().any(|d| d.logit().is_finite()) {
+        return Err(EngineError::Grammar("the grammar allows no token here".into()));
+    }
+    select(arr, chain)
+}
+
+/// How many top tokens the check-first path tries before a whole-vocabulary grammar pass.
+const SHORTLIST: usize = 128;
+
+fn shortlist(logits: &[f32], n: usize) -> LlamaTokenDataArray {
+    let n = n.min(logits.len());
+    let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
+    if n < idx.len() {
+        idx.select_nth_unstable_by(n, |a, b| logits[*b as usize].total_cmp(&logits[*a as usize]));
+        idx.truncate(n);
+    }
+    LlamaTokenDataArray::new(
+        idx.into_iter().map(|i| LlamaTokenData::new(LlamaToken(i as i32), logits[i as usize], 0.0)).collect(),
+        false,
+    )
+}
+
+/// Pick from grammar-filtered candidates: the best allowed token (greedy) or a sample via the chain.
+fn select(mut arr: LlamaTokenDataArray, chain: Option<&mut LlamaSampler>) -> Result<LlamaToken, EngineError> {
+    match chain {
+        None => arr
+            .data
+            .iter()
+            .filter(|d| d.logit().is_finite())
+            .max_by(|a, b| a.logit().total_cmp(&b.logit()))
+            .map(|d| d.id())
+            .ok_or_else(|| EngineError::Grammar("the grammar allows no token here".into())),
+        Some(c) => {
+            arr.data.retain(|d| d.logit().is_finite());
+            arr.apply_sampler(c);
+            arr.selected_token().ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
+        }
+    }
+}
+
+/// Tracks JSON nesting over raw bytes so generation stops right after the first complete top-level value.
+#[derive(Debug, Default)]
+pub struct JsonScanner {
+    depth: u32,
+    started: bool,
+    in_string: bool,
+    escaped: bool,
+    done: bool,
+}
+
+impl JsonScanner {
+    pub fn feed(&mut self, b: u8) {
+        if self.done {
+            return;
+        }
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+            }
+            return;
+        }
+        match b {
+            b'"' if self.started => self.in_string = true,
+            b'{' | b'[' => {
+                self.started = true;
+                self.depth += 1;
+            }
+            b'}' | b']' if self.started => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0 {
+                    self.done = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    pub fn complete(&self) -> bool {
+        self.done
+    }
+}
+
+/// Convert a JSON Schema to GBNF with llama.cpp's converter (then compacted, see `grammar::compact_gbnf`).
+pub fn schema_to_gbnf(schema: &serde_json::Value) -> Result<String, EngineError> {
+    let text = serde_json::to_string(schema).expect("schema serialises");
+    let gbnf = llama_cpp_2::json_schema_to_grammar(&text).map_err(|e| EngineError::Grammar(e.to_string()))?;
+    Ok(crate::grammar::compact_gbnf(&gbnf))
+}

@@ -1,0 +1,71 @@
+//! One real run of a task folder with a `LlamaPolicy`: the glue the runner CLI, tests, bench and eval share.
+//!
+//! Not a loop of its own: it builds a `RunConfig` and calls `runtime::run_task`, then hands back the result
+//! together with the policy's per-decision measurements.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use runtime::policy::RunControl;
+use runtime::{Budgets, RunConfig, RunResult, Task, TraceEvent};
+
+use crate::policy::{DecisionStats, LlamaConfig, LlamaPolicy};
+
+/// Workspace-relative defaults (the runner resolves them against its root).
+pub const DEFAULT_TASK_DIR: &str = "fixtures/tasks/agent_eval_mini";
+pub const DEFAULT_KNOWLEDGE_DIR: &str = "knowledge";
+
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub run_id: String,
+    pub task_dir: PathBuf,
+    pub knowledge_dir: PathBuf,
+    pub artifact_dir: PathBuf,
+    pub budgets: Budgets,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelRun {
+    pub result: RunResult,
+    pub decisions: Vec<DecisionStats>,
+    pub wall_ms: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("cannot load task: {0}")]
+    Task(#[from] runtime::task::TaskError),
+}
+
+/// Run `spec` with a fresh `LlamaPolicy` built from `config` (the model itself comes from the process-wide
+/// cache, so only the first run of a process pays for loading). `control` carries cancel + deadline.
+pub fn run_with_model(
+    spec: &RunSpec,
+    config: LlamaConfig,
+    control: &RunControl,
+    sink: &mut dyn FnMut(&TraceEvent),
+) -> Result<ModelRun, HarnessError> {
+    let task = Task::load(&spec.task_dir)?;
+    let mut policy = LlamaPolicy::new(config);
+    let mut run_config = RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
+    run_config.budgets = spec.budgets.clone();
+    let started = Instant::now();
+    let result = runtime::run_task(&task, &mut policy, &run_config, control, sink);
+    Ok(ModelRun { result, decisions: policy.take_stats(), wall_ms: started.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// A control whose deadline is the budget's wall clock from now.
+pub fn control_for(budgets: &Budgets) -> RunControl {
+    RunControl::new(Instant::now() + Duration::from_secs(budgets.wall_clock_s))
+}
+
+/// `root/<DEFAULT_TASK_DIR>` etc., with a fresh artifact dir under `artifact_root`.
+pub fn default_spec(root: &Path, run_id: &str, artifact_root: &Path) -> RunSpec {
+    RunSpec {
+        run_id: run_id.to_string(),
+        task_dir: root.join(DEFAULT_TASK_DIR),
+        knowledge_dir: root.join(DEFAULT_KNOWLEDGE_DIR),
+        artifact_dir: artifact_root.join(run_id),
+        budgets: Budgets::default(),
+    }
+}

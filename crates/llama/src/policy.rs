@@ -1,0 +1,216 @@
+//! `LlamaPolicy`: the runtime's `Policy` backed by a local GGUF model through `engine`.
+//!
+//! Per decision it builds the prompt (`prompt`), the generation schema and its GBNF (`grammar`, converted once
+//! and cached), and — in guided mode — the JSON prefix the runtime writes for the model. It does not parse or
+//! validate the decision (the runtime does), and it never falls back to a scripted decision.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
+
+use crate::engine::{self, EngineConfig, EngineError, Finish, GenerateRequest, GrammarMode, Sampling, SharedSession, StopCause};
+use crate::grammar::{self, Caps};
+pub use crate::prompt::Mode;
+use crate::prompt;
+
+/// Hard cap on tokens per decision (the runtime also passes the remaining output budget).
+pub const PER_DECISION_CAP: u32 = 256;
+
+/// Default model location relative to the workspace root.
+pub const DEFAULT_MODEL_PATH: &str = "models/qwen2.5-coder-0.5b.gguf";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlamaConfig {
+    pub model_path: PathBuf,
+    pub mode: Mode,
+    /// 0 = greedy (the default).
+    pub temperature: f32,
+    pub seed: u32,
+    pub engine: EngineConfig,
+    /// False disables the grammar entirely (robustness experiments; invalid output is then possible).
+    pub constrained: bool,
+    pub grammar_mode: GrammarMode,
+    pub caps: Caps,
+}
+
+impl LlamaConfig {
+    pub fn new(model_path: impl Into<PathBuf>, mode: Mode) -> Self {
+        Self {
+            model_path: model_path.into(),
+            mode,
+            temperature: 0.0,
+            seed: 0x5eed,
+            engine: EngineConfig::default(),
+            constrained: true,
+            grammar_mode: GrammarMode::CheckFirst,
+            caps: Caps::default(),
+        }
+    }
+}
+
+/// Measurements of one decision (for benchmarks and the closing report; the trace gets PolicyOutput).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DecisionStats {
+    pub step: u32,
+    pub attempt: u32,
+    pub gap: String,
+    pub input_tokens: u32,
+    pub reused_tokens: u32,
+    pub prefill_tokens: u32,
+    pub output_tokens: u32,
+    pub prefill_ms: f64,
+    pub decode_ms: f64,
+    pub latency_ms: f64,
+    pub full_grammar_passes: u32,
+    pub finish: Finish,
+}
+
+pub struct LlamaPolicy {
+    config: LlamaConfig,
+    session: Option<SharedSession>,
+    gbnf_cache: HashMap<String, String>,
+    stats: Vec<DecisionStats>,
+}
+
+impl LlamaPolicy {
+    /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
+    pub fn new(config: LlamaConfig) -> Self {
+        Self { config, session: None, gbnf_cache: HashMap::new(), stats: Vec::new() }
+    }
+
+    /// A policy with the model loaded now (or reused from the process-wide cache).
+    pub fn load(config: LlamaConfig) -> Result<Self, PolicyError> {
+        let mut p = Self::new(config);
+        p.session()?;
+        Ok(p)
+    }
+
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> &[DecisionStats] {
+        &self.stats
+    }
+
+    pub fn take_stats(&mut self) -> Vec<DecisionStats> {
+        std::mem::take(&mut self.stats)
+    }
+
+    fn session(&mut self) -> Result<SharedSession, PolicyError> {
+        if let Some(s) = &self.session {
+            return Ok(s.clone());
+        }
+        let s = engine::load(&self.config.model_path, self.config.engine).map_err(policy_error)?;
+        self.session = Some(s.clone());
+        Ok(s)
+    }
+
+    fn gbnf(&mut self, schema: &serde_json::Value) -> Result<String, PolicyError> {
+        let key = schema.to_string();
+        if let Some(g) = self.gbnf_cache.get(&key) {
+            return Ok(g.clone());
+        }
+        let g = engine::schema_to_gbnf(schema).map_err(policy_error)?;
+        self.gbnf_cache.insert(key, g.clone());
+        Ok(g)
+    }
+
+    /// The generation schema and the prefix the runtime writes, for this request and mode.
+    fn plan(&self, req: &DecisionRequest) -> Result<(serde_json::Value, String), PolicyError> {
+        let caps = &self.config.caps;
+        let decision_schema = runtime::decision::decision_schema();
+        let planned = match (self.config.mode, &req.gap) {
+            (Mode::Guided, Gap::Tool { tool, .. }) => grammar::guided_tool_schema(&req.tools, tool, caps)
+                .and_then(|s| Ok((s, grammar::guided_tool_prefix(&req.tools, tool, caps)?))),
+            (Mode::Guided, Gap::Final { evidence_ids, .. }) => grammar::guided_final_schema(decision_schema, caps)
+                .map(|s| (s, grammar::guided_final_prefix(evidence_ids))),
+            (Mode::Free, _) => grammar::free_schema(decision_schema, &req.tools, caps).map(|s| (s, String::new())),
+        };
+        planned.map_err(|e| PolicyError::Runtime(e.to_string()))
+    }
+}
+
+fn policy_error(e: EngineError) -> PolicyError {
+    match e {
+        EngineError::Unavailable(u) => PolicyError::ModelUnavailable(u.to_string()),
+        EngineError::Cancelled { .. } => PolicyError::Cancelled,
+        EngineError::Timeout { .. } => PolicyError::Timeout,
+        other => PolicyError::Runtime(other.to_string()),
+    }
+}
+
+/// Poll the run's cancel flag and deadline (cancel wins when both hold).
+pub fn control_check(control: &RunControl) -> Option<StopCause> {
+    if control.is_cancelled() {
+        Some(StopCause::Cancelled)
+    } else if control.past_deadline() {
+        Some(StopCause::Timeout)
+    } else {
+        None
+    }
+}
+
+impl Policy for LlamaPolicy {
+    fn name(&self) -> String {
+        format!("llama:{}", self.config.mode)
+    }
+
+    fn decide(&mut self, req: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+        if let Some(cause) = control_check(control) {
+            return Err(policy_error(engine::stop_error(cause, 0)));
+        }
+        let started = Instant::now();
+        let session = self.session()?;
+        let (schema, prefix) = self.plan(req)?;
+        let gbnf = if self.config.constrained { Some(self.gbnf(&schema)?) } else { None };
+        let system = prompt::system_prompt(&req.tools);
+        let user = prompt::user_message(req, self.config.mode);
+        if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
+            eprintln!("--- prompt (step {}, attempt {}) ---\n{user}---", req.step, req.attempt);
+        }
+        let mut session = session.lock().unwrap_or_else(|p| p.into_inner());
+        let chat = session.chat_prompt(&system, &user).map_err(policy_error)?;
+        let sampling = Sampling {
+            temperature: self.config.temperature,
+            // A different stream per step and attempt, reproducible for a given run seed.
+            seed: self.config.seed.wrapping_add(req.step.wrapping_mul(7919)).wrapping_add(req.attempt),
+            ..Sampling::default()
+        };
+        let request = GenerateRequest {
+            prompt: &chat,
+            prefill: &prefix,
+            grammar: gbnf.as_deref(),
+            grammar_mode: self.config.grammar_mode,
+            sampling,
+            max_new_tokens: req.max_new_tokens.min(PER_DECISION_CAP),
+            stop_at_json_end: true,
+        };
+        let generation = session.generate(&request, &mut |_| control_check(control)).map_err(policy_error)?;
+        self.stats.push(DecisionStats {
+            step: req.step,
+            attempt: req.attempt,
+            gap: match &req.gap {
+                Gap::Tool { tool, .. } => tool.clone(),
+                Gap::Final { .. } => "final".into(),
+            },
+            input_tokens: generation.input_tokens,
+            reused_tokens: generation.reused_tokens,
+            prefill_tokens: generation.prefill_tokens,
+            output_tokens: generation.output_tokens,
+            prefill_ms: generation.prefill_ms,
+            decode_ms: generation.decode_ms,
+            latency_ms: started.elapsed().as_secs_f64() * 1e3,
+            full_grammar_passes: generation.full_grammar_passes,
+            finish: generation.finish,
+        });
+        Ok(PolicyOutput {
+            raw_text: generation.text,
+            input_tokens: generation.input_tokens,
+            output_tokens: generation.output_tokens,
+            prefill_tokens_saved: generation.reused_tokens,
+        })
+    }
+}

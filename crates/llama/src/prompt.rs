@@ -1,0 +1,244 @@
+//! Prompt text for the model: a compact system prompt (tool cards from the registry, the decision shape) and
+//! a user message (task, state view, what to do next).
+//!
+//! Layout is chosen for KV-cache reuse: everything that stays the same across steps comes first (system
+//! prompt, task, older observations) and what changes every step (budget, the next-step line) comes last.
+//! It never sees expected values: only the `DecisionRequest`, which the runtime builds without ground truth.
+
+use serde_json::Value;
+
+use runtime::policy::{DecisionRequest, Gap, ToolCard};
+
+/// The system prompt. Depends only on the tool cards, so it is identical for every step and run.
+pub fn system_prompt(tools: &[ToolCard]) -> String {
+    let mut s = String::from(
+        "You are a careful agent that solves a task with tools. Reply with exactly one JSON object, no prose.\n\
+         To run a tool: {\"type\":\"action\",\"tool\":NAME,\"arguments\":{...}}\n\
+         To answer: {\"type\":\"final\",\"evidence_ids\":[observation ids],\"answer\":TEXT}\n\
+         Tools:\n",
+    );
+    for card in tools {
+        s.push_str(&format!("- {}({}): {}\n", card.name, signature(&card.arguments_schema), first_sentence(&card.description)));
+        s.push_str(&argument_lines(&card.arguments_schema));
+    }
+    s.push_str(
+        "Rules: take numbers only from observations; calculator expressions contain numbers and operators only, \
+         never names or functions; answer only when every needed observation exists, citing their ids.",
+    );
+    s
+}
+
+/// `query: string, top_k?: integer 1..4` — the argument schema in one line.
+pub fn signature(schema: &Value) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return String::new();
+    };
+    props
+        .iter()
+        .map(|(name, p)| {
+            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            format!("{name}{opt}: {}", type_name(p))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One line per argument with the registry's own description (examples included), for the guided step.
+pub fn argument_lines(schema: &Value) -> String {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return String::new();
+    };
+    props
+        .iter()
+        .map(|(name, p)| {
+            let desc = p.get("description").and_then(Value::as_str).unwrap_or("");
+            format!("  {name} ({}): {desc}\n", type_name(p))
+        })
+        .collect()
+}
+
+fn type_name(p: &Value) -> String {
+    let ty = p.get("type").and_then(Value::as_str).unwrap_or("any");
+    match ty {
+        "array" => format!("{}[]", p.get("items").map(type_name).unwrap_or_else(|| "any".into())),
+        "integer" => match (p.get("minimum"), p.get("maximum")) {
+            (Some(a), Some(b)) => format!("integer {a}..{b}"),
+            _ => "integer".into(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn first_sentence(text: &str) -> &str {
+    match text.find(". ") {
+        Some(i) => &text[..=i],
+        None => text,
+    }
+}
+
+/// Extra lines for the guided step of a tool, found by measuring what the 0.5B model gets wrong (it summed
+/// without dividing; it pasted the whole task as a search query; it plotted the average four times). Wording only: nothing here names a value.
+const TOOL_GUIDANCE: [(&str, &str); 3] = [
+    ("calculator", "Write the whole computation as one expression."),
+    ("knowledge_search", "Use a short query of a few keywords."),
+    ("plot", "values: the number given for each label in the observations, in the same order. average: the calculator result."),
+];
+
+/// How the policy asks: the runtime names the gap (guided) or the model decides everything (free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Guided,
+    Free,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "guided" => Ok(Mode::Guided),
+            "free" => Ok(Mode::Free),
+            other => Err(format!("unknown mode {other:?} (expected guided or free)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Guided => "guided",
+            Mode::Free => "free",
+        })
+    }
+}
+
+/// The user message for one decision.
+pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
+    let mut s = format!("Task: {}\n", req.task.trim());
+    s.push_str(&render_state(&req.state));
+    if let Some(repair) = &req.repair {
+        s.push_str(&format!("Your previous reply was rejected ({}): {}\n", repair.error_code, repair.error));
+    }
+    match (mode, &req.gap) {
+        (Mode::Guided, Gap::Tool { tool, hint }) => {
+            s.push_str(&format!("Next: call {tool} to {hint}.\n"));
+            if let Some(card) = req.tools.iter().find(|c| &c.name == tool) {
+                s.push_str(&format!("{tool}: {}\n", card.description));
+                if let Some((_, line)) = TOOL_GUIDANCE.iter().find(|(name, _)| name == tool) {
+                    s.push_str(line);
+                    s.push('\n');
+                }
+            }
+        }
+        (Mode::Guided, Gap::Final { evidence_ids, answer_template }) => {
+            s.push_str(&format!(
+                "Next: the final answer, citing {}. Fill this template with the numbers from the observations: {}\n",
+                evidence_ids.join(", "),
+                answer_template
+            ));
+        }
+        (Mode::Free, _) => {
+            s.push_str("Next: choose the single best next step.\n");
+        }
+    }
+    s
+}
+
+/// The runtime's state view as compact lines: observation-like lists first (they only grow, so their
+/// tokens stay cached), then everything else, budgets last (they change every step).
+pub fn render_state(state: &Value) -> String {
+    let Some(obj) = state.as_object() else {
+        return if state.is_null() { String::new() } else { format!("State: {}\n", compact(state)) };
+    };
+    let mut keys: Vec<&String> = obj.keys().collect();
+    keys.sort_by_key(|k| {
+        let k = k.as_str();
+        if k.contains("observation") {
+            0
+        } else if k.contains("budget") || k.contains("remaining") || k.contains("usage") {
+            3
+        } else if k.contains("feedback") {
+            2
+        } else {
+            1
+        }
+    });
+    let mut s = String::new();
+    for k in keys {
+        let v = &obj[k.as_str()];
+        match v {
+            Value::Array(items) if items.is_empty() => s.push_str(&format!("{k}: none\n")),
+            Value::Array(items) => {
+                s.push_str(&format!("{k}:\n"));
+                for item in items {
+                    let line = if k.contains("observation") { render_observation(item) } else { compact(item) };
+                    s.push_str(&format!("- {line}\n"));
+                }
+            }
+            Value::Null => {}
+            Value::Object(m) if k.contains("budget") => {
+                // Token and second counts are the runtime's business; a small model only misreads them as data.
+                let left: Vec<String> = ["steps_left", "tool_calls_left"]
+                    .iter()
+                    .filter_map(|f| m.get(*f).map(|v| format!("{} {v}", f.trim_end_matches("_left").replace('_', " "))))
+                    .collect();
+                if !left.is_empty() {
+                    s.push_str(&format!("{k} left: {}\n", left.join(", ")));
+                }
+            }
+            other => s.push_str(&format!("{k}: {}\n", compact(other))),
+        }
+    }
+    s
+}
+
+/// Keys of a tool result that cost many tokens and tell the model nothing it can act on.
+const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
+
+/// One observation as one line: `id (tool) ok: <the tool's own summary, or its result without bulky keys>`,
+/// or `id (tool) failed: code: message`. The runtime keeps the full observation; this is only the view.
+pub fn render_observation(o: &Value) -> String {
+    let id = o.get("id").and_then(Value::as_str).unwrap_or("?");
+    let tool = o.get("tool").and_then(Value::as_str).unwrap_or("?");
+    if o.get("ok").and_then(Value::as_bool) == Some(true) {
+        let result = o.get("result").cloned().unwrap_or(Value::Null);
+        let text = match result.get("summary").and_then(Value::as_str) {
+            Some(summary) => summary.to_string(),
+            None => match result {
+                Value::Object(mut m) => {
+                    if let Some(Value::String(preview)) = m.get("preview") {
+                        preview.clone()
+                    } else {
+                        BULKY_RESULT_KEYS.iter().for_each(|k| {
+                            m.remove(*k);
+                        });
+                        compact(&Value::Object(m))
+                    }
+                }
+                other => compact(&other),
+            },
+        };
+        format!("{id} ({tool}) ok: {text}")
+    } else {
+        let err = o.get("error");
+        let code = err.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("error");
+        let message = err.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
+        let mut line = format!("{id} ({tool}) failed: {code}: {message}");
+        if let Some(args) = o.get("attempted_arguments") {
+            line.push_str(&format!(" (arguments were {})", compact(args)));
+        }
+        line
+    }
+}
+
+fn compact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}

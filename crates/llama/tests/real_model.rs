@@ -1,0 +1,219 @@
+//! Tests that run the real Qwen GGUF through llama.cpp: inspection, a guided and a free AgentEval Mini run,
+//! cancellation and deadlines during generation. Skipped (with a message) when the model file is absent,
+//! failing instead under FORGE_REQUIRE_MODEL=1. Each is bounded to seconds, the runs to well under a minute.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use forge_llama::engine::{self, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause};
+use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
+use runtime::policy::{Policy, PolicyError, RunControl};
+use runtime::{RunStatus, StopReason};
+
+#[test]
+fn inspect_reports_the_real_model() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("inspect_reports_the_real_model") else { return };
+    let info = forge_llama::inspect(&path).expect("the fetched model inspects cleanly");
+    assert_eq!(info.architecture, "qwen2");
+    assert_eq!(info.quantization.as_deref(), Some("Q4_K_M"));
+    assert!(info.chat_template_present);
+    assert_eq!(info.context_length, Some(32768));
+    assert!((400_000_000..700_000_000).contains(&info.parameter_count), "{}", info.parameter_count);
+    assert_eq!(info.file_name, path.file_name().unwrap().to_string_lossy());
+    assert_eq!(info.sha256.len(), 64);
+    if info.bytes == 491_400_064 {
+        assert_eq!(info.sha256, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32");
+    }
+    let runtime = info.runtime.expect("engine feature reports llama.cpp build info");
+    assert!(runtime.system_info.contains("CPU"), "{}", runtime.system_info);
+    // Cached by size + mtime: a second inspection does not hash 500 MB again.
+    let again = forge_llama::inspect(&path).unwrap();
+    assert_ne!(again.sha256_source, "computed");
+    assert_eq!(again.sha256, info.sha256);
+}
+
+#[test]
+fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("truncated_copy_is_model_unavailable_with_only_the_file_name") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("half-model.gguf");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&copy, &bytes[..bytes.len() / 2]).unwrap();
+
+    let err = forge_llama::inspect(&copy).unwrap_err();
+    assert_eq!(err.file, "half-model.gguf");
+    assert!(err.reason.contains("truncated"), "{err}");
+    let dir_text = dir.path().display().to_string();
+    assert!(!err.to_string().contains(&dir_text), "path leaked: {err}");
+
+    // The engine refuses it the same way, and a run ends failed/model_unavailable without the directory.
+    match engine::load(&copy, EngineConfig::default()) {
+        Err(EngineError::Unavailable(u)) => assert_eq!(u.file, "half-model.gguf"),
+        other => panic!("expected Unavailable, got {:?}", other.map(|_| "a session")),
+    }
+    let root = common::workspace_root();
+    let artifacts = tempfile::tempdir().unwrap();
+    let spec = harness::default_spec(&root, "truncated", artifacts.path());
+    let run = harness::run_with_model(
+        &spec,
+        LlamaConfig::new(&copy, Mode::Guided),
+        &harness::control_for(&spec.budgets),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((run.result.status, run.result.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable));
+    let error = run.result.error.expect("a public error");
+    assert!(error.message.contains("half-model.gguf") && !error.message.contains(&dir_text), "{error:?}");
+}
+
+#[test]
+fn guided_run_completes_agent_eval_mini() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("guided_run_completes_agent_eval_mini") else { return };
+    let root = common::workspace_root();
+    let artifacts = tempfile::tempdir().unwrap();
+    let spec = harness::default_spec(&root, "guided-test", artifacts.path());
+    let mut phases = Vec::new();
+    let run = harness::run_with_model(
+        &spec,
+        LlamaConfig::new(&path, Mode::Guided),
+        &harness::control_for(&spec.budgets),
+        &mut |e| phases.push(e.phase.clone()),
+    )
+    .unwrap();
+    let r = &run.result;
+    eprintln!("guided run: {:?}/{:?} in {:.1}s, answer: {:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
+    for d in &run.decisions {
+        eprintln!("  {d:?}");
+    }
+    assert_eq!((r.status, r.stop_reason), (RunStatus::Completed, StopReason::Completed), "{:?}", r.error);
+    let metrics = r.metrics.as_ref().expect("metrics");
+    assert_eq!(metrics.task_success, Some(true), "{metrics:?} answer={:?}", r.final_answer);
+    let answer = r.final_answer.as_deref().unwrap();
+    assert!(answer.contains("79") && answer.contains("72"), "{answer}");
+    // KV reuse: every decision after the first reused the shared prefix.
+    assert!(run.decisions.iter().skip(1).all(|d| d.reused_tokens > 0), "{:?}", run.decisions);
+    assert!(metrics.prefill_tokens_saved > 0);
+    assert_eq!(phases.last().map(String::as_str), Some("run.finished"));
+}
+
+#[test]
+fn free_run_ends_with_a_valid_status_pair() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("free_run_ends_with_a_valid_status_pair") else { return };
+    let root = common::workspace_root();
+    let artifacts = tempfile::tempdir().unwrap();
+    let mut spec = harness::default_spec(&root, "free-test", artifacts.path());
+    spec.budgets.max_steps = 8;
+    let run = harness::run_with_model(
+        &spec,
+        LlamaConfig::new(&path, Mode::Free),
+        &harness::control_for(&spec.budgets),
+        &mut |_| {},
+    )
+    .unwrap();
+    let r = &run.result;
+    let success = r.metrics.as_ref().and_then(|m| m.task_success);
+    eprintln!("free run: {:?}/{:?} in {:.1}s, task_success={success:?}, answer={:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
+    assert_eq!(r.stop_reason.status(), r.status, "status and stop_reason must pair");
+    assert!(!matches!(r.stop_reason, StopReason::RuntimeError | StopReason::ModelUnavailable), "{:?}", r.error);
+    // The grammar makes every output a decision: nothing was invalid.
+    assert_eq!(r.metrics.as_ref().map(|m| m.invalid_decisions), Some(0));
+}
+
+fn long_request<'a>(prompt: &'a str) -> GenerateRequest<'a> {
+    GenerateRequest {
+        prompt,
+        prefill: "",
+        grammar: None,
+        grammar_mode: GrammarMode::CheckFirst,
+        sampling: Sampling::default(),
+        max_new_tokens: 64,
+        stop_at_json_end: false,
+    }
+}
+
+#[test]
+fn cancellation_during_generation_stops_within_one_token() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("cancellation_during_generation_stops_within_one_token") else { return };
+    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let mut s = session.lock().unwrap();
+    let prompt = s.chat_prompt("You count.", "Count from 1 to 100, separated by commas.").unwrap();
+    let mut polls_after_cancel = 0;
+    let err = s
+        .generate(&long_request(&prompt), &mut |generated| {
+            if generated >= 3 {
+                polls_after_cancel += 1;
+                Some(StopCause::Cancelled)
+            } else {
+                None
+            }
+        })
+        .unwrap_err();
+    // The flag went up once 3 tokens existed; not a single further token was decoded.
+    assert_eq!(err, EngineError::Cancelled { generated: 3 });
+    assert_eq!(polls_after_cancel, 1);
+    drop(s);
+
+    // Through the Policy: a cancel flag raised from another thread ends decide() with Cancelled quickly.
+    let mut policy = LlamaPolicy::load(LlamaConfig::new(&path, Mode::Free)).unwrap();
+    let control = RunControl::new(Instant::now() + Duration::from_secs(60));
+    let flag = control.clone();
+    let raiser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.cancel();
+        Instant::now()
+    });
+    let request = sample_request();
+    let result = policy.decide(&request, &control);
+    let returned = Instant::now();
+    let raised = raiser.join().unwrap();
+    assert_eq!(result, Err(PolicyError::Cancelled));
+    // The flag is polled before every llama.cpp call (one token, or one prefill chunk of 64 tokens).
+    eprintln!("decide() returned {:?} after the cancel flag went up", returned.duration_since(raised));
+}
+
+#[test]
+fn deadline_during_generation_is_a_timeout() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("deadline_during_generation_is_a_timeout") else { return };
+    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    {
+        let mut s = session.lock().unwrap();
+        let prompt = s.chat_prompt("You count.", "Count from 1 to 100, separated by commas.").unwrap();
+        let err = s.generate(&long_request(&prompt), &mut |g| (g >= 5).then_some(StopCause::Timeout)).unwrap_err();
+        assert_eq!(err, EngineError::Timeout { generated: 5 });
+    }
+    // A whole run whose deadline passes while the model works ends stopped/timeout.
+    let root = common::workspace_root();
+    let artifacts = tempfile::tempdir().unwrap();
+    let spec = harness::default_spec(&root, "deadline-test", artifacts.path());
+    session.lock().unwrap().clear_cache(); // make the first prefill long enough to outlast the deadline
+    let control = RunControl::new(Instant::now() + Duration::from_millis(700));
+    let mut phases = Vec::new();
+    let run = harness::run_with_model(&spec, LlamaConfig::new(&path, Mode::Guided), &control, &mut |e| {
+        phases.push(e.phase.clone());
+    })
+    .unwrap();
+    assert_eq!((run.result.status, run.result.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{phases:?}");
+    // The deadline hit inside the first model call (not between steps): no decision was ever made.
+    assert!(phases.contains(&"model.started".to_string()) && !phases.iter().any(|p| p.starts_with("decision.")), "{phases:?}");
+    eprintln!("deadline run stopped {:.0} ms after start (deadline 700 ms)", run.wall_ms);
+}
+
+fn sample_request() -> runtime::policy::DecisionRequest {
+    runtime::policy::DecisionRequest {
+        step: 1,
+        attempt: 0,
+        task: "Count the batches in the knowledge base and explain every step in detail.".into(),
+        tools: runtime::registry::ToolRegistry::builtin().cards(),
+        state: serde_json::json!({"observations": [], "feedback": [], "budget": {}}),
+        gap: runtime::policy::Gap::Tool { tool: "knowledge_search".into(), hint: "find the batches".into() },
+        repair: None,
+        max_new_tokens: 256,
+    }
+}

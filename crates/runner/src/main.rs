@@ -1,0 +1,265 @@
+//! `runner`: serve the loopback service and page, run one task from the terminal, or inspect a model.
+//!
+//! Wiring only: the service lives in `forge_server`, the loop in `runtime`, the model in `forge_llama`.
+
+mod backend;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use forge_server::engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor, budgets_from_json, budgets_json};
+use forge_server::{Mode, ServerConfig, Service};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "runner", version, about = "Forge's local ReAct runner: a llama.cpp model proposes, the runtime decides")]
+struct Cli {
+    /// Project root (fixtures/, knowledge/, schemas/, .runs/). Default: $FORGE_ROOT, else found from the current directory.
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API and the web page on 127.0.0.1 (loopback only unless --allow-remote).
+    Serve(ServeArgs),
+    /// Run one task in this process and print its trace and result.
+    Run(RunArgs),
+    /// Print the facts of a GGUF model file.
+    Inspect(ModelArgs),
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    /// GGUF model file (default: <model-dir>/<default model file>).
+    #[arg(long)]
+    gguf: Option<PathBuf>,
+    /// Directory holding the default model (default: <root>/models).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, default_value_t = forge_server::DEFAULT_PORT)]
+    port: u16,
+    /// Bind a non-loopback --host. The API has no authentication and runs tools on this machine.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Allow cross-origin requests from this exact origin (repeatable), e.g. https://example.org
+    #[arg(long = "allow-origin")]
+    allow_origin: Vec<String>,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Accept `policy: "scripted:fixtures/…"` in run requests (browser and HTTP tests only).
+    #[arg(long)]
+    enable_test_policies: bool,
+    /// Where runs are stored (default: <root>/.runs).
+    #[arg(long)]
+    runs_dir: Option<PathBuf>,
+    /// Runs that may wait behind the running one (more are refused with 429).
+    #[arg(long, default_value_t = 8)]
+    queue_capacity: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Guided,
+    Free,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PolicyArg {
+    Model,
+    Scripted,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    #[arg(long, value_enum, default_value = "guided")]
+    mode: ModeArg,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// Print every event and the result as JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, value_enum, default_value = "model")]
+    policy: PolicyArg,
+    /// Scripted fixture (with --policy scripted), e.g. fixtures/happy.json.
+    #[arg(long)]
+    fixture: Option<PathBuf>,
+    /// Task folder name under fixtures/tasks/.
+    #[arg(long, default_value = forge_server::DEFAULT_TASK)]
+    task: String,
+    /// Budget overrides as JSON, e.g. '{"max_steps": 8}'.
+    #[arg(long)]
+    budgets: Option<String>,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let explicit = cli.root.or_else(|| std::env::var_os("FORGE_ROOT").map(PathBuf::from));
+    let root = find_root(explicit.as_deref())?;
+    match cli.command {
+        Command::Serve(args) => serve(&root, args),
+        Command::Run(args) => run(&root, args),
+        Command::Inspect(args) => {
+            let path = model_path(&root, &args);
+            let info = forge_llama::inspect(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("{}", serde_json::to_string_pretty(&info)?);
+            Ok(())
+        }
+    }
+}
+
+/// `--root`, else the nearest ancestor of the current directory with Cargo.toml and fixtures/tasks,
+/// else the source tree this binary was built from.
+fn find_root(explicit: Option<&Path>) -> Result<PathBuf> {
+    let is_root = |p: &Path| p.join("Cargo.toml").is_file() && p.join("fixtures").join("tasks").is_dir();
+    if let Some(r) = explicit {
+        if !is_root(r) {
+            bail!("--root {} does not hold Cargo.toml and fixtures/tasks/", r.display());
+        }
+        return Ok(r.canonicalize()?);
+    }
+    let cwd = std::env::current_dir()?;
+    for dir in cwd.ancestors() {
+        if is_root(dir) {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if is_root(&built) {
+        return Ok(built.canonicalize()?);
+    }
+    bail!("cannot find the Forge project root; run inside the project or pass --root")
+}
+
+fn model_path(root: &Path, args: &ModelArgs) -> PathBuf {
+    let abs = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
+    if let Some(g) = &args.gguf {
+        return abs(g);
+    }
+    let default = Path::new(forge_llama::DEFAULT_MODEL_PATH);
+    match &args.model_dir {
+        Some(dir) => abs(dir).join(default.file_name().expect("default model path has a file name")),
+        None => root.join(default),
+    }
+}
+
+fn serve(root: &Path, args: ServeArgs) -> Result<()> {
+    let addr = forge_server::bind_address(&args.host, args.port, args.allow_remote).map_err(anyhow::Error::msg)?;
+    if !addr.ip().is_loopback() {
+        eprintln!("WARNING: serving on {addr}, reachable from other machines. The API has no authentication and runs tools here.");
+    }
+    let model = model_path(root, &args.model);
+    if !model.is_file() {
+        eprintln!("note: no model file at {} yet (cargo xtask model fetch); runs will end failed/model_unavailable", model.display());
+    }
+    let mut config = ServerConfig::new(root);
+    if let Some(r) = args.runs_dir {
+        config.runs_dir = if r.is_absolute() { r } else { root.join(r) };
+    }
+    config.enable_test_policies = args.enable_test_policies;
+    config.allow_remote = args.allow_remote;
+    config.allowed_origins = args.allow_origin;
+    config.jobs.queue_capacity = args.queue_capacity;
+    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model });
+    let service = Service::start(config, backend).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rec = &service.recovery;
+    if rec.loaded > 0 || !rec.unreadable.is_empty() {
+        eprintln!(
+            "reloaded {} runs ({} sealed as interrupted, {} unreadable, {} torn event lines dropped)",
+            rec.loaded,
+            rec.interrupted.len(),
+            rec.unreadable.len(),
+            rec.torn_event_lines
+        );
+    }
+    if args.enable_test_policies {
+        eprintln!("test policies enabled: run requests may use policy \"scripted:fixtures/<file>.json\"");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot bind {addr}"))?;
+        let local = listener.local_addr()?;
+        let shown = if local.ip().is_ipv6() { format!("[{}]:{}", local.ip(), local.port()) } else { local.to_string() };
+        println!("Forge runner listening on http://{shown}/");
+        service
+            .serve(listener, async {
+                // Ctrl-C or SIGTERM: stop accepting, cancel the running run, let it seal itself.
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+                }
+                eprintln!("shutting down");
+            })
+            .await
+            .context("server stopped with an error")
+    })
+}
+
+fn run(root: &Path, args: RunArgs) -> Result<()> {
+    let mode = match args.mode {
+        ModeArg::Guided => Mode::Guided,
+        ModeArg::Free => Mode::Free,
+    };
+    let budgets_value: Value = match &args.budgets {
+        Some(text) => serde_json::from_str(text).context("--budgets is not JSON")?,
+        None => Value::Null,
+    };
+    let budgets = budgets_from_json(&budgets_value).map_err(|errs| {
+        anyhow::anyhow!("invalid budgets: {}", errs.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))
+    })?;
+    let policy = match args.policy {
+        PolicyArg::Model => PolicyChoice::Model,
+        PolicyArg::Scripted => {
+            let f = args.fixture.as_ref().context("--policy scripted needs --fixture FILE")?;
+            let abs = if f.is_absolute() { f.clone() } else { std::env::current_dir()?.join(f) };
+            PolicyChoice::Scripted { fixture: abs.display().to_string() }
+        }
+    };
+    let spec = RunSpec { task: args.task.clone(), mode, temperature: args.temperature, budgets: budgets_json(&budgets), policy };
+    let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
+    let artifact_dir = root.join(".runs").join("cli").join(&run_id);
+    std::fs::create_dir_all(&artifact_dir)?;
+    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model_path(root, &args.model) });
+    let executor = RuntimeExecutor { root: root.to_path_buf(), backend };
+    let json = args.json;
+    let mut sink = |event: Value| {
+        if json {
+            println!("{event}");
+        } else {
+            let data = event.get("data").map(|d| d.to_string()).unwrap_or_default();
+            let short: String = data.chars().take(160).collect();
+            println!(
+                "#{:<3} step {:<2} {:<24} {}",
+                event["seq"],
+                event["step"],
+                event["phase"].as_str().unwrap_or(""),
+                short
+            );
+        }
+    };
+    let result = executor
+        .execute(&run_id, &spec, &artifact_dir, Arc::new(AtomicBool::new(false)), &mut sink)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if json {
+        println!("{}", serde_json::json!({ "result": result }));
+    } else {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        println!("artifacts: {}", artifact_dir.display());
+    }
+    let completed = result.get("status").and_then(Value::as_str) == Some("completed");
+    std::process::exit(if completed { 0 } else { 1 });
+}

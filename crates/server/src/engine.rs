@@ -1,0 +1,174 @@
+//! The bridge to `runtime::run_task`: task folders, budgets, policy choice, artifact directory.
+//!
+//! The only module that calls the runtime loop. It runs on the job worker thread (blocking), turns every
+//! `TraceEvent` into JSON for the store and returns the serialised `RunResult`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use runtime::policy::{Policy, RunControl};
+use serde_json::{Map, Value, json};
+
+use crate::error::FieldError;
+use crate::model::{FailingPolicy, ModelBackend, Mode};
+
+/// Where the next decision comes from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PolicyChoice {
+    /// The model behind the `ModelBackend`.
+    Model,
+    /// A scripted fixture (tests only; accepted only with `--enable-test-policies`), relative to the root.
+    Scripted { fixture: String },
+}
+
+/// An accepted run request, after validation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunSpec {
+    pub task: String,
+    pub mode: Mode,
+    pub temperature: f32,
+    /// The complete, validated budgets (defaults filled in).
+    pub budgets: Value,
+    pub policy: PolicyChoice,
+}
+
+/// A failure before the runtime could start (the run is then sealed `failed/runtime_error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ExecError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+pub trait Executor: Send + Sync + 'static {
+    /// Run one task to a terminal result (the serialised `RunResult`). Blocking.
+    fn execute(
+        &self,
+        run_id: &str,
+        spec: &RunSpec,
+        artifact_dir: &Path,
+        cancel: Arc<AtomicBool>,
+        sink: &mut dyn FnMut(Value),
+    ) -> Result<Value, ExecError>;
+}
+
+/// The production executor: real task folders under `<root>/fixtures/tasks/`, knowledge under
+/// `<root>/knowledge/`, policies from the backend (or a scripted fixture when the request chose one).
+pub struct RuntimeExecutor {
+    pub root: PathBuf,
+    pub backend: Arc<dyn ModelBackend>,
+}
+
+impl Executor for RuntimeExecutor {
+    fn execute(
+        &self,
+        run_id: &str,
+        spec: &RunSpec,
+        artifact_dir: &Path,
+        cancel: Arc<AtomicBool>,
+        sink: &mut dyn FnMut(Value),
+    ) -> Result<Value, ExecError> {
+        // A scripted fixture brings its own task, budgets and injected tool faults (that is what makes
+        // it reproduce a given outcome); a model run uses the request's task and budgets.
+        let (task_name, config, mut policy): (String, runtime::RunConfig, Box<dyn Policy>) = match &spec.policy {
+            PolicyChoice::Model => {
+                let budgets = budgets_from_json(&spec.budgets)
+                    .map_err(|errs| ExecError { code: "invalid_budgets", message: format!("{errs:?}") })?;
+                let mut config = runtime::RunConfig::new(run_id, self.root.join("knowledge"), artifact_dir);
+                config.budgets = budgets;
+                let policy = self.backend.policy(spec.mode, spec.temperature).unwrap_or_else(|e| Box::new(FailingPolicy(e)));
+                (spec.task.clone(), config, policy)
+            }
+            PolicyChoice::Scripted { fixture } => {
+                let f = runtime::fixture::Fixture::load(self.root.join(fixture))
+                    .map_err(|e| ExecError { code: "invalid_fixture", message: format!("scripted fixture {fixture:?}: {e}") })?;
+                let config = f.config(run_id, self.root.join("knowledge"), artifact_dir);
+                (f.task.clone(), config, Box::new(f.policy()))
+            }
+        };
+        let task_dir = self.root.join("fixtures").join("tasks").join(&task_name);
+        let task = runtime::task::Task::load(&task_dir)
+            .map_err(|e| ExecError { code: "invalid_task", message: format!("task {task_name:?}: {e}") })?;
+        let wall = Duration::from_secs(config.budgets.wall_clock_s);
+        let control = RunControl { cancel, deadline: Instant::now() + wall };
+        let mut forward = |event: &runtime::trace::TraceEvent| match serde_json::to_value(event) {
+            Ok(v) => sink(v),
+            Err(e) => eprintln!("forge-server: trace event not serialisable: {e}"),
+        };
+        let result = runtime::run_task(&task, policy.as_mut(), &config, &control, &mut forward);
+        serde_json::to_value(&result).map_err(|e| ExecError { code: "runtime_error", message: format!("result not serialisable: {e}") })
+    }
+}
+
+/// The budget fields a request may set, in display order, with their inclusive ranges (the runtime's).
+pub fn budget_fields() -> impl Iterator<Item = &'static str> {
+    runtime::Budgets::RANGES.iter().map(|(f, _, _)| *f)
+}
+
+/// Build `runtime::Budgets` from a partial JSON object (defaults for what is missing) and validate it
+/// with the runtime's own ranges. Every bad field is reported, not just the first.
+pub fn budgets_from_json(value: &Value) -> Result<runtime::Budgets, Vec<FieldError>> {
+    let empty = Map::new();
+    let obj = match value {
+        Value::Null => &empty,
+        Value::Object(m) => m,
+        other => return Err(vec![fe("budgets", format!("must be an object, got {}", kind(other)))]),
+    };
+    let allowed: Vec<&str> = budget_fields().collect();
+    let mut errors = Vec::new();
+    for (key, v) in obj {
+        let field = format!("budgets.{key}");
+        if !allowed.contains(&key.as_str()) {
+            errors.push(fe(&field, format!("unknown budget; allowed: {}", allowed.join(", "))));
+        } else if v.as_u64().is_none() {
+            errors.push(fe(&field, format!("must be a non-negative integer, got {v}")));
+        } else if let Some(&(_, min, max)) = runtime::Budgets::RANGES.iter().find(|(f, _, _)| f == key) {
+            let n = v.as_u64().unwrap_or(0);
+            if n < min || n > max {
+                errors.push(fe(&field, format!("must be between {min} and {max}, got {n}")));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let b: runtime::Budgets = serde_json::from_value(Value::Object(obj.clone()))
+        .map_err(|e| vec![fe("budgets", format!("not a valid budgets object: {e}"))])?;
+    b.validate().map_err(|errs| errs.into_iter().map(|e| fe(&format!("budgets.{}", e.field), e.message)).collect::<Vec<_>>())?;
+    Ok(b)
+}
+
+/// The validated budgets as the JSON object stored with the run and shown by the page.
+pub fn budgets_json(b: &runtime::Budgets) -> Value {
+    serde_json::to_value(b).unwrap_or(Value::Null)
+}
+
+/// The decision schema and tool registry the runtime validates with (for `GET /agent/schema`).
+pub fn agent_schema() -> Value {
+    json!({
+        "decision": runtime::decision::decision_schema(),
+        "tool_registry": runtime::registry::ToolRegistry::builtin().as_json(),
+        "budgets": {
+            "defaults": budgets_json(&runtime::Budgets::default()),
+            "ranges": runtime::Budgets::RANGES.iter().map(|(f, min, max)| json!({"field": f, "min": min, "max": max})).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn fe(field: &str, message: String) -> FieldError {
+    FieldError { field: field.to_string(), message }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

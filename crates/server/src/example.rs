@@ -1,0 +1,251 @@
+//! The runnable example package: this project's own source tree, enumerated live, hashed per file, zipped.
+//!
+//! The manifest, the single-file endpoint and the zip all come from one `Enumeration`, so what the page
+//! shows, what a learner downloads file by file and what the zip holds cannot drift apart. This module is
+//! the only user of the `zip` crate. It does not serve HTTP.
+
+use std::io::{Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::error::ApiError;
+
+/// Directory names never included, wherever they appear.
+const EXCLUDED_DIRS: &[&str] = &[".git", "target", "models", ".runs", "learn", "evidence", "node_modules", "__pycache__"];
+/// Top-level build-output folders with a prefix (e.g. `target-llama`).
+const EXCLUDED_DIR_PREFIXES: &[&str] = &["target-", "target_"];
+/// Larger files are listed under `skipped` rather than served (weights and data dumps do not belong here).
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// The whole package may not exceed this; files past it are skipped in path order.
+pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
+/// The folder every zip entry lives under.
+pub const ZIP_ROOT: &str = "forge";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEntry {
+    /// Relative, `/`-separated, normalised (no `.`/`..`, no leading `/`).
+    pub path: String,
+    pub bytes: u64,
+    pub blake3: String,
+    pub language: &'static str,
+    pub download_path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// One live walk of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enumeration {
+    pub files: Vec<FileEntry>,
+    pub skipped: Vec<Skipped>,
+    pub total_bytes: u64,
+    /// blake3 over `path\0bytes\0blake3\n` lines in path order.
+    pub tree_blake3: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExampleError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("zip failed: {0}")]
+    Zip(String),
+}
+
+impl From<ExampleError> for ApiError {
+    fn from(e: ExampleError) -> Self {
+        ApiError::internal(e.to_string())
+    }
+}
+
+/// The example package rooted at one directory, with a cache of the last zip (keyed by tree hash).
+pub struct ExamplePackage {
+    root: PathBuf,
+    zip_cache: Mutex<Option<(String, std::sync::Arc<Vec<u8>>)>>,
+}
+
+impl ExamplePackage {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), zip_cache: Mutex::new(None) }
+    }
+
+    /// Walk the tree now. Symlinks are skipped (never followed), as are excluded folders.
+    pub fn enumerate(&self) -> Result<Enumeration, ExampleError> {
+        let mut found: Vec<(String, PathBuf, u64)> = Vec::new();
+        let mut skipped = Vec::new();
+        walk(&self.root, "", &mut found, &mut skipped)?;
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut files = Vec::new();
+        let mut total = 0u64;
+        for (rel, abs, len) in found {
+            if len > MAX_FILE_BYTES {
+                skipped.push(Skipped { path: rel, reason: format!("larger than {MAX_FILE_BYTES} bytes") });
+                continue;
+            }
+            if total + len > MAX_TOTAL_BYTES {
+                skipped.push(Skipped { path: rel, reason: format!("package limit of {MAX_TOTAL_BYTES} bytes reached") });
+                continue;
+            }
+            let data = std::fs::read(&abs).map_err(|source| ExampleError::Io { path: rel.clone(), source })?;
+            total += data.len() as u64;
+            files.push(FileEntry {
+                language: language_of(&rel),
+                download_path: format!("/example/file?path={}&raw=1", encode_query(&rel)),
+                blake3: blake3::hash(&data).to_hex().to_string(),
+                bytes: data.len() as u64,
+                path: rel,
+            });
+        }
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut tree = blake3::Hasher::new();
+        for f in &files {
+            tree.update(f.path.as_bytes());
+            tree.update(b"\0");
+            tree.update(f.bytes.to_string().as_bytes());
+            tree.update(b"\0");
+            tree.update(f.blake3.as_bytes());
+            tree.update(b"\n");
+        }
+        Ok(Enumeration { files, skipped, total_bytes: total, tree_blake3: tree.finalize().to_hex().to_string() })
+    }
+
+    /// Read one file, accepted only if `requested` is exactly a path of a fresh enumeration.
+    /// Returns the entry and its bytes; the bytes are re-hashed so a file changed since the walk is caught.
+    pub fn read_file(&self, requested: &str) -> Result<(FileEntry, Vec<u8>), ApiError> {
+        check_relative_path(requested)?;
+        let listing = self.enumerate()?;
+        let entry = listing
+            .files
+            .into_iter()
+            .find(|f| f.path == requested)
+            .ok_or_else(|| ApiError::not_found("file_not_in_package", format!("{requested:?} is not a file of the example package")))?;
+        let abs = self.root.join(&entry.path);
+        let data = std::fs::read(&abs).map_err(|e| ApiError::internal(format!("cannot read {}: {e}", entry.path)))?;
+        let entry = FileEntry { bytes: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string(), ..entry };
+        Ok((entry, data))
+    }
+
+    /// The zip of one enumeration, rooted at `forge/`, deterministic (fixed timestamps) so its hash is stable.
+    pub fn zip(&self, listing: &Enumeration) -> Result<std::sync::Arc<Vec<u8>>, ExampleError> {
+        if let Some((hash, bytes)) = self.zip_cache.lock().expect("zip cache lock").as_ref()
+            && *hash == listing.tree_blake3
+        {
+            return Ok(bytes.clone());
+        }
+        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(0o644);
+        for f in &listing.files {
+            let data = std::fs::read(self.root.join(&f.path)).map_err(|source| ExampleError::Io { path: f.path.clone(), source })?;
+            if blake3::hash(&data).to_hex().as_str() != f.blake3 {
+                return Err(ExampleError::Zip(format!("{} changed while the package was being built; retry", f.path)));
+            }
+            writer.start_file(format!("{ZIP_ROOT}/{}", f.path), options).map_err(|e| ExampleError::Zip(e.to_string()))?;
+            writer.write_all(&data).map_err(|e| ExampleError::Zip(e.to_string()))?;
+        }
+        let bytes = std::sync::Arc::new(writer.finish().map_err(|e| ExampleError::Zip(e.to_string()))?.into_inner());
+        *self.zip_cache.lock().expect("zip cache lock") = Some((listing.tree_blake3.clone(), bytes.clone()));
+        Ok(bytes)
+    }
+}
+
+/// Refuse anything that is not a plain relative `/`-separated path before looking it up.
+pub fn check_relative_path(p: &str) -> Result<(), ApiError> {
+    let refuse = |why: &str| Err(ApiError::bad_request("invalid_path", format!("path {p:?} refused: {why}")));
+    if p.is_empty() {
+        return refuse("empty");
+    }
+    if p.starts_with('/') || p.starts_with('\\') || p.contains(':') {
+        return refuse("absolute paths are not accepted");
+    }
+    if p.contains('\\') || p.contains('\0') || p.contains('%') {
+        return refuse("backslashes, NUL and percent-escapes are not accepted");
+    }
+    if p.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+        return refuse("empty, '.' or '..' segments are not accepted");
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path, rel: &str, found: &mut Vec<(String, PathBuf, u64)>, skipped: &mut Vec<Skipped>) -> Result<(), ExampleError> {
+    let io = |source| ExampleError::Io { path: if rel.is_empty() { ".".into() } else { rel.to_string() }, source };
+    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(io)?.collect::<Result<_, _>>().map_err(io)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            skipped.push(Skipped { path: format!("{rel}/?"), reason: "file name is not UTF-8".into() });
+            continue;
+        };
+        let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        // symlink_metadata: a link is reported as a link, never followed.
+        let meta = std::fs::symlink_metadata(entry.path()).map_err(|source| ExampleError::Io { path: child_rel.clone(), source })?;
+        if meta.file_type().is_symlink() {
+            skipped.push(Skipped { path: child_rel, reason: "symbolic link".into() });
+        } else if meta.is_dir() {
+            if EXCLUDED_DIRS.contains(&name.as_str()) || (rel.is_empty() && EXCLUDED_DIR_PREFIXES.iter().any(|p| name.starts_with(p))) {
+                continue;
+            }
+            walk(&entry.path(), &child_rel, found, skipped)?;
+        } else if meta.is_file() {
+            if name.ends_with(".pyc") || name.ends_with(".gguf") || name == ".DS_Store" {
+                continue;
+            }
+            found.push((child_rel, entry.path(), meta.len()));
+        }
+    }
+    Ok(())
+}
+
+fn language_of(path: &str) -> &'static str {
+    let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    match ext {
+        "rs" => "rust",
+        "toml" => "toml",
+        "json" => "json",
+        "md" => "markdown",
+        "js" | "mjs" | "cjs" => "javascript",
+        "html" => "html",
+        "css" => "css",
+        "sh" => "shell",
+        "py" => "python",
+        "txt" => "text",
+        "yml" | "yaml" => "yaml",
+        "lock" => "toml",
+        "png" | "jpg" | "jpeg" | "gif" | "webp" => "image",
+        _ => "text",
+    }
+}
+
+/// Percent-encode a path for a query string (only what a browser would not pass through unchanged).
+pub fn encode_query(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_path_check_refuses_escapes() {
+        for bad in ["", "/etc/passwd", "../Cargo.toml", "a/../b", "a//b", "./a", "a\\b", "C:/x", "a%2e%2e/b", "a/."] {
+            assert!(check_relative_path(bad).is_err(), "{bad:?} should be refused");
+        }
+        for good in ["Cargo.toml", "crates/server/src/lib.rs", ".ci/run"] {
+            assert!(check_relative_path(good).is_ok(), "{good:?} should pass");
+        }
+    }
+}

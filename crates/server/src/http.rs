@@ -1,0 +1,355 @@
+//! The axum layer: routes, the loopback/origin/size guards, JSON errors. The only module that uses axum.
+//!
+//! Handlers are thin: they parse, call `jobs`/`example`/the model backend, and shape responses. Blocking
+//! work (file walks, zips, model inspection) runs on tokio's blocking pool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::{AppState, MAX_BODY_BYTES, is_loopback_host, request, web};
+
+type Shared = State<Arc<AppState>>;
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(self.body())).into_response()
+    }
+}
+
+fn ok_json(v: Value) -> Response {
+    ([(header::CACHE_CONTROL, "no-store")], axum::Json(v)).into_response()
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/", get(web::index))
+        .route("/app.js", get(web::app_js))
+        .route("/style.css", get(web::style_css))
+        .route("/openapi.json", get(openapi))
+        .route("/status", get(status))
+        .route("/agent/schema", get(agent_schema))
+        .route("/models/inspect", post(models_inspect))
+        .route("/models/unload", post(models_unload))
+        .route("/agent/runs", post(create_run).get(list_runs))
+        .route("/agent/runs/{id}", get(get_run))
+        .route("/agent/runs/{id}/cancel", post(cancel_run))
+        .route("/agent/runs/{id}/trace", get(run_trace))
+        .route("/artifacts/{id}", get(artifact))
+        .route("/example/manifest", get(example_manifest))
+        .route("/example/file", get(example_file))
+        .route("/example.zip", get(example_zip))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found("not_found", format!("no route for {}", uri.path()))
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(405, "method_not_allowed", format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// Loopback `Host` (defeats DNS rebinding), origin policy (CORS only for `--allow-origin`), body size.
+async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+    if !state.config.allow_remote {
+        let name = host_name(&host);
+        if !is_loopback_host(name) {
+            return ApiError::new(
+                403,
+                "host_not_allowed",
+                format!("Host {host:?} is not a loopback name; use http://127.0.0.1:<port>/ (DNS-rebinding protection)"),
+            )
+            .into_response();
+        }
+    }
+    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()).map(str::to_owned);
+    let mut cors_origin = None;
+    if let Some(origin) = &origin {
+        let same = *origin == format!("http://{host}");
+        if !same {
+            if state.config.allowed_origins.iter().any(|a| a == origin) {
+                cors_origin = Some(origin.clone());
+            } else {
+                return ApiError::new(
+                    403,
+                    "cross_origin",
+                    format!("requests from origin {origin:?} are refused; start the runner with --allow-origin {origin} to allow it"),
+                )
+                .into_response();
+            }
+        }
+    } else if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
+        return ApiError::new(403, "cross_origin", "cross-site requests are refused").into_response();
+    }
+    if let Some(origin) = &cors_origin
+        && req.method() == Method::OPTIONS
+    {
+        let mut resp = StatusCode::NO_CONTENT.into_response();
+        add_cors(resp.headers_mut(), origin);
+        return resp;
+    }
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return too_large().into_response();
+    }
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    if let Some(origin) = &cors_origin {
+        add_cors(h, origin);
+    }
+    resp
+}
+
+fn add_cors(h: &mut HeaderMap, origin: &str) {
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("content-type"));
+}
+
+/// `127.0.0.1:4890` → `127.0.0.1`; `[::1]:4890` → `::1`.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(413, "body_too_large", format!("request bodies are limited to {MAX_BODY_BYTES} bytes"))
+}
+
+/// Read a JSON body: `application/json` required when a body is present (415), at most 256 KiB (413),
+/// valid JSON (400). An empty body is `None` (the caller decides whether that is allowed).
+async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, ApiError> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|_| too_large())?;
+    let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let is_json = ctype.split(';').next().map(str::trim).is_some_and(|m| m.eq_ignore_ascii_case("application/json"));
+    if bytes.is_empty() && ctype.is_empty() {
+        return Ok(None);
+    }
+    if !is_json {
+        return Err(ApiError::new(
+            415,
+            "unsupported_media_type",
+            format!("the body must be sent as application/json, not {:?}", if ctype.is_empty() { "(none)" } else { ctype }),
+        ));
+    }
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))
+}
+
+fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    p.map(|Path(s)| s).map_err(|e| ApiError::bad_request("invalid_path_parameter", e.body_text()))
+}
+
+fn query(q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<HashMap<String, String>, ApiError> {
+    q.map(|Query(m)| m).map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("worker task failed: {e}")))?
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], include_str!("../../../schemas/openapi.json")).into_response()
+}
+
+async fn status(State(s): Shared) -> Response {
+    let jobs = &s.jobs;
+    ok_json(json!({
+        "name": "forge-runner",
+        "version": env!("CARGO_PKG_VERSION"),
+        "capabilities": ["agent", "agent.cancel", "agent.trace", "models.inspect", "models.unload", "artifacts", "example"],
+        "test_policies_enabled": s.config.enable_test_policies,
+        "model": s.backend.cache_state(),
+        "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
+        "uptime_s": s.started.elapsed().as_secs(),
+        "default_task": crate::DEFAULT_TASK,
+        "max_body_bytes": MAX_BODY_BYTES,
+    }))
+}
+
+async fn agent_schema() -> Response {
+    ok_json(crate::engine::agent_schema())
+}
+
+async fn models_inspect(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let body = json_body(&headers, body).await?.unwrap_or(json!({}));
+    let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
+    if let Some(k) = obj.keys().find(|k| *k != "path") {
+        return Err(ApiError::invalid_fields(vec![crate::FieldError { field: k.clone(), message: "unknown field; allowed: path".into() }]));
+    }
+    let path = match obj.get("path") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if !p.is_empty() && p.len() <= 4096 => Some(p.clone()),
+        Some(other) => {
+            return Err(ApiError::invalid_fields(vec![crate::FieldError { field: "path".into(), message: format!("must be a non-empty path string, got {other}") }]));
+        }
+    };
+    let backend = s.backend.clone();
+    let roots = s.config.jobs.redact_roots.clone();
+    let facts = blocking(move || backend.inspect(path.as_deref()).map_err(|e| backend_error(e, &roots))).await?;
+    Ok(ok_json(json!({ "ok": true, "model": crate::redact::redacted(facts, &s.config.jobs.redact_roots) })))
+}
+
+fn backend_error(e: crate::BackendError, roots: &[String]) -> ApiError {
+    let message = crate::redact::redacted(Value::String(e.message), roots).as_str().unwrap_or_default().to_string();
+    let status = if e.code == "model_unavailable" { 503 } else { 400 };
+    ApiError::new(status, e.code, message)
+}
+
+async fn models_unload(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    json_body(&headers, body).await?;
+    let backend = s.backend.clone();
+    let roots = s.config.jobs.redact_roots.clone();
+    let out = blocking(move || backend.unload().map_err(|e| backend_error(e, &roots))).await?;
+    Ok(ok_json(out))
+}
+
+async fn create_run(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let body = json_body(&headers, body)
+        .await?
+        .ok_or_else(|| ApiError::bad_request("invalid_request", "send a JSON object (use {} for all defaults)"))?;
+    let (spec, public) = request::parse_run_request(&body, &s.config)?;
+    let accepted = s.jobs.submit(spec, public)?;
+    Ok((StatusCode::ACCEPTED, [(header::CACHE_CONTROL, "no-store")], axum::Json(accepted)).into_response())
+}
+
+async fn list_runs(State(s): Shared, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    let limit = match q.get("limit") {
+        None => 50,
+        Some(v) => v.parse::<usize>().ok().filter(|n| (1..=500).contains(n)).ok_or_else(|| ApiError::bad_request("invalid_query", format!("limit must be an integer in 1..=500, got {v:?}")))?,
+    };
+    Ok(ok_json(s.jobs.list(limit)))
+}
+
+async fn get_run(State(s): Shared, id: Result<Path<String>, PathRejection>, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    let q = query(q)?;
+    let after = match q.get("after_seq") {
+        None => 0,
+        Some(v) => v.parse::<u64>().map_err(|_| ApiError::bad_request("invalid_query", format!("after_seq must be a non-negative integer, got {v:?}")))?,
+    };
+    Ok(ok_json(s.jobs.snapshot(&id, after)?))
+}
+
+async fn cancel_run(State(s): Shared, id: Result<Path<String>, PathRejection>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    json_body(&headers, body).await?;
+    Ok(ok_json(s.jobs.cancel(&id)?))
+}
+
+async fn run_trace(State(s): Shared, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    let trace = s.jobs.trace(&id)?;
+    let body = serde_json::to_vec_pretty(&trace).map_err(|e| ApiError::internal(e.to_string()))?;
+    let disposition = format!("attachment; filename=\"{id}.trace.json\"");
+    Ok((
+        [(header::CONTENT_TYPE, "application/json".to_string()), (header::CONTENT_DISPOSITION, disposition), (header::CACHE_CONTROL, "no-store".into())],
+        body,
+    )
+        .into_response())
+}
+
+async fn artifact(State(s): Shared, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    let (path, _run) = s.jobs.artifact(&id)?;
+    let data = tokio::fs::read(&path).await.map_err(|_| ApiError::not_found("artifact_missing", format!("artifact {id} is recorded but its file is gone")))?;
+    if !data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Err(ApiError::internal(format!("artifact {id} is not a PNG file")));
+    }
+    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "no-store")], data).into_response())
+}
+
+async fn example_manifest(State(s): Shared) -> Result<Response, ApiError> {
+    let st = s.clone();
+    let v = blocking(move || {
+        let listing = st.example.enumerate()?;
+        let zip = st.example.zip(&listing)?;
+        Ok(json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "root_folder": crate::example::ZIP_ROOT,
+            "generated_at_ms": crate::jobs::now_ms(),
+            "file_count": listing.files.len(),
+            "bytes": listing.total_bytes,
+            "tree_blake3": listing.tree_blake3,
+            "zip": { "bytes": zip.len(), "blake3": blake3::hash(&zip).to_hex().to_string(), "download_path": "/example.zip" },
+            "files": listing.files,
+            "skipped": listing.skipped,
+        }))
+    })
+    .await?;
+    Ok(ok_json(v))
+}
+
+async fn example_file(State(s): Shared, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+    let q = query(q)?;
+    let path = q.get("path").cloned().ok_or_else(|| ApiError::bad_request("invalid_query", "the path query parameter is required"))?;
+    let raw = q.get("raw").is_some_and(|v| v == "1" || v == "true");
+    let st = s.clone();
+    let (entry, data) = blocking(move || st.example.read_file(&path)).await?;
+    if raw {
+        let ctype = match entry.language {
+            "image" if entry.path.ends_with(".png") => "image/png",
+            "image" => "application/octet-stream",
+            _ if std::str::from_utf8(&data).is_ok() => "text/plain; charset=utf-8",
+            _ => "application/octet-stream",
+        };
+        let name = entry.path.rsplit('/').next().unwrap_or("file").replace('"', "");
+        return Ok((
+            [(header::CONTENT_TYPE, ctype.to_string()), (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")), ("x-blake3".parse().expect("static header name"), entry.blake3.clone())],
+            data,
+        )
+            .into_response());
+    }
+    let text = String::from_utf8(data).ok();
+    Ok(ok_json(json!({
+        "path": entry.path, "bytes": entry.bytes, "blake3": entry.blake3, "language": entry.language,
+        "download_path": entry.download_path, "binary": text.is_none(), "content": text,
+    })))
+}
+
+async fn example_zip(State(s): Shared) -> Result<Response, ApiError> {
+    let st = s.clone();
+    let (zip, tree) = blocking(move || {
+        let listing = st.example.enumerate()?;
+        Ok((st.example.zip(&listing)?, listing.tree_blake3))
+    })
+    .await?;
+    let hash = blake3::hash(&zip).to_hex().to_string();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/zip".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}.zip\"", crate::example::ZIP_ROOT)),
+            ("x-blake3".parse().expect("static header name"), hash),
+            ("x-tree-blake3".parse().expect("static header name"), tree),
+        ],
+        zip.as_ref().clone(),
+    )
+        .into_response())
+}

@@ -1,0 +1,491 @@
+//! Runs: a bounded queue, one worker thread (one model, one run at a time), per-run state and cancellation.
+//!
+//! Every event is written to `.runs/<id>/events.jsonl` before pollers can see it; pollers read from
+//! memory with `after_seq`. At start-up runs are reloaded, and a run that never reached a result (the
+//! process died) is sealed `failed/runtime_error` with reason `interrupted` — nothing silently lost.
+//! No HTTP here.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::engine::{Executor, RunSpec};
+use crate::error::ApiError;
+use crate::redact::redacted;
+use crate::store::{RunMeta, RunStore, is_valid_run_id};
+
+pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled", "stopped"];
+
+#[derive(Debug, Clone)]
+pub struct JobsConfig {
+    /// Runs waiting behind the running one; one more is refused with 429.
+    pub queue_capacity: usize,
+    /// Terminal runs kept on disk and in memory; older ones are deleted.
+    pub retention: usize,
+    /// Absolute directories shown relative in anything served (project root, runs dir).
+    pub redact_roots: Vec<String>,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self { queue_capacity: 8, retention: 200, redact_roots: Vec::new() }
+    }
+}
+
+struct Run {
+    meta: RunMeta,
+    spec: Option<RunSpec>,
+    events: Vec<Value>,
+    result: Option<Value>,
+    cancel: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct State {
+    runs: HashMap<String, Run>,
+    /// Creation order (oldest first).
+    order: Vec<String>,
+    queue: VecDeque<String>,
+    running: Option<String>,
+    /// artifact id → (run id, file name inside the run's artifacts/).
+    artifacts: HashMap<String, (String, String)>,
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    store: RunStore,
+    executor: Arc<dyn Executor>,
+    config: JobsConfig,
+}
+
+/// Handle to the job system; cheap to clone.
+#[derive(Clone)]
+pub struct Jobs {
+    shared: Arc<Shared>,
+}
+
+/// What start-up found on disk.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RecoveryReport {
+    pub loaded: usize,
+    pub interrupted: Vec<String>,
+    pub unreadable: Vec<(String, String)>,
+    pub torn_event_lines: usize,
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn new_run_id(created_ms: u64) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut h = blake3::Hasher::new();
+    h.update(&created_ms.to_le_bytes());
+    h.update(&n.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    h.update(&SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0).to_le_bytes());
+    format!("run-{created_ms}-{}", &h.finalize().to_hex()[..8])
+}
+
+impl Jobs {
+    /// Open the store, reload history, seal interrupted runs and start the worker thread.
+    pub fn start(store: RunStore, executor: Arc<dyn Executor>, config: JobsConfig) -> Result<(Jobs, RecoveryReport), ApiError> {
+        let (loaded, unreadable) = store.load_all().map_err(|e| ApiError::internal(e.to_string()))?;
+        let mut state = State::default();
+        let mut report = RecoveryReport { loaded: loaded.len(), unreadable, ..Default::default() };
+        for mut run in loaded {
+            report.torn_event_lines += run.dropped_lines;
+            if run.dropped_lines > 0 {
+                store.rewrite_events(&run.meta.id, &run.events).map_err(|e| ApiError::internal(e.to_string()))?;
+            }
+            if run.result.is_none() || !TERMINAL.contains(&run.meta.status.as_str()) {
+                // The process stopped before this run reached a result.
+                let was = run.meta.status.clone();
+                let message = format!("the runner process stopped while this run was {was}; it was sealed at the next start-up");
+                let (event, result) = seal_values(&run.meta, &run.events, "failed", "runtime_error", Some(("interrupted", message)));
+                store.append_event(&run.meta.id, &event).map_err(|e| ApiError::internal(e.to_string()))?;
+                store.write_result(&run.meta.id, &result).map_err(|e| ApiError::internal(e.to_string()))?;
+                run.events.push(event);
+                run.result = Some(result);
+                run.meta.status = "failed".into();
+                run.meta.finished_at_ms = Some(now_ms());
+                store.write_meta(&run.meta).map_err(|e| ApiError::internal(e.to_string()))?;
+                report.interrupted.push(run.meta.id.clone());
+            }
+            let id = run.meta.id.clone();
+            if let Some(result) = &run.result {
+                index_artifacts(&mut state.artifacts, &id, result);
+            }
+            state.order.push(id.clone());
+            state.runs.insert(id, Run { meta: run.meta, spec: None, events: run.events, result: run.result, cancel: Arc::new(AtomicBool::new(false)) });
+        }
+        let shared = Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new(), store, executor, config });
+        let jobs = Jobs { shared };
+        jobs.prune();
+        let worker = jobs.clone();
+        std::thread::Builder::new()
+            .name("forge-run-worker".into())
+            .spawn(move || worker.worker_loop())
+            .map_err(|e| ApiError::internal(format!("cannot start the run worker: {e}")))?;
+        Ok((jobs, report))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock is caught in the worker; the state stays consistent enough to serve.
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn queue_capacity(&self) -> usize {
+        self.shared.config.queue_capacity
+    }
+
+    pub fn queue_len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    pub fn running(&self) -> Option<String> {
+        self.lock().running.clone()
+    }
+
+    /// Accept a run (status `queued`) or refuse with 429 when the queue is full.
+    pub fn submit(&self, spec: RunSpec, public_request: Value) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        if st.shutdown {
+            return Err(ApiError::new(503, "shutting_down", "the runner is shutting down"));
+        }
+        if st.queue.len() >= self.shared.config.queue_capacity {
+            return Err(ApiError::new(
+                429,
+                "queue_full",
+                format!("{} runs are already waiting (capacity {}); retry when one finishes", st.queue.len(), self.shared.config.queue_capacity),
+            ));
+        }
+        let created = now_ms();
+        let id = new_run_id(created);
+        let meta = RunMeta { id: id.clone(), status: "queued".into(), created_at_ms: created, started_at_ms: None, finished_at_ms: None, request: public_request };
+        self.shared.store.create(&meta).map_err(|e| ApiError::internal(e.to_string()))?;
+        st.order.push(id.clone());
+        st.runs.insert(id.clone(), Run { meta, spec: Some(spec), events: Vec::new(), result: None, cancel: Arc::new(AtomicBool::new(false)) });
+        st.queue.push_back(id.clone());
+        let position = st.queue.len();
+        drop(st);
+        self.shared.wake.notify_all();
+        Ok(json!({ "id": id, "status": "queued", "queue_position": position }))
+    }
+
+    fn get_run<'a>(st: &'a State, id: &str) -> Result<&'a Run, ApiError> {
+        if !is_valid_run_id(id) {
+            return Err(ApiError::not_found("run_not_found", format!("no run with id {id:?}")));
+        }
+        st.runs.get(id).ok_or_else(|| ApiError::not_found("run_not_found", format!("no run with id {id:?}")))
+    }
+
+    /// Status, events with `seq > after_seq`, and the result once terminal.
+    pub fn snapshot(&self, id: &str, after_seq: u64) -> Result<Value, ApiError> {
+        let st = self.lock();
+        let run = Self::get_run(&st, id)?;
+        let start = usize::try_from(after_seq).unwrap_or(usize::MAX).min(run.events.len());
+        let events: Vec<Value> = run.events[start..].to_vec();
+        let queue_position = st.queue.iter().position(|q| q == id).map(|p| p + 1);
+        Ok(json!({
+            "id": run.meta.id,
+            "status": run.meta.status,
+            "created_at_ms": run.meta.created_at_ms,
+            "started_at_ms": run.meta.started_at_ms,
+            "finished_at_ms": run.meta.finished_at_ms,
+            "request": run.meta.request,
+            "queue_position": queue_position,
+            "after_seq": after_seq,
+            "last_seq": run.events.len(),
+            "events": events,
+            "terminal": run.result.is_some(),
+            "result": run.result,
+        }))
+    }
+
+    /// Recent runs, newest first.
+    pub fn list(&self, limit: usize) -> Value {
+        let st = self.lock();
+        let runs: Vec<Value> = st
+            .order
+            .iter()
+            .rev()
+            .take(limit)
+            .filter_map(|id| st.runs.get(id))
+            .map(|r| {
+                json!({
+                    "id": r.meta.id,
+                    "status": r.meta.status,
+                    "stop_reason": r.result.as_ref().and_then(|x| x.get("stop_reason")).cloned(),
+                    "task": r.meta.request.get("task").cloned(),
+                    "mode": r.meta.request.get("mode").cloned(),
+                    "policy": r.meta.request.get("policy").cloned(),
+                    "created_at_ms": r.meta.created_at_ms,
+                    "finished_at_ms": r.meta.finished_at_ms,
+                    "events": r.events.len(),
+                })
+            })
+            .collect();
+        json!({ "runs": runs, "total": st.order.len(), "queue_length": st.queue.len(), "running": st.running })
+    }
+
+    /// Cancel: a queued run is sealed at once; a running run is asked to stop and returns its own result.
+    pub fn cancel(&self, id: &str) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let status = Self::get_run(&st, id)?.meta.status.clone();
+        match status.as_str() {
+            "queued" => {
+                st.queue.retain(|q| q != id);
+                let run = st.runs.get_mut(id).expect("checked above");
+                let (event, result) = seal_values(&run.meta, &run.events, "cancelled", "cancelled", None);
+                self.persist_seal(run, event, result, "cancelled")?;
+                Ok(json!({ "id": id, "status": "cancelled", "cancelled": "queued" }))
+            }
+            "running" => {
+                let run = st.runs.get(id).expect("checked above");
+                run.cancel.store(true, Ordering::SeqCst);
+                Ok(json!({ "id": id, "status": "running", "cancelled": "requested" }))
+            }
+            terminal => Err(ApiError::new(409, "run_finished", format!("run {id} is already {terminal}; nothing to cancel"))),
+        }
+    }
+
+    fn persist_seal(&self, run: &mut Run, event: Value, result: Value, status: &str) -> Result<(), ApiError> {
+        let store = &self.shared.store;
+        store.append_event(&run.meta.id, &event).map_err(|e| ApiError::internal(e.to_string()))?;
+        store.write_result(&run.meta.id, &result).map_err(|e| ApiError::internal(e.to_string()))?;
+        run.events.push(event);
+        run.result = Some(result);
+        run.meta.status = status.into();
+        run.meta.finished_at_ms = Some(now_ms());
+        store.write_meta(&run.meta).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// The full export: run metadata, every event, the result; redacted again on the way out.
+    pub fn trace(&self, id: &str) -> Result<Value, ApiError> {
+        let st = self.lock();
+        let run = Self::get_run(&st, id)?;
+        let export = json!({
+            "format": "forge.trace.v1",
+            "id": run.meta.id,
+            "status": run.meta.status,
+            "created_at_ms": run.meta.created_at_ms,
+            "started_at_ms": run.meta.started_at_ms,
+            "finished_at_ms": run.meta.finished_at_ms,
+            "request": run.meta.request,
+            "events": run.events,
+            "result": run.result,
+        });
+        Ok(redacted(export, &self.shared.config.redact_roots))
+    }
+
+    /// The file of an artifact id that a known run produced. Ids are looked up, never joined as paths.
+    pub fn artifact(&self, artifact_id: &str) -> Result<(PathBuf, String), ApiError> {
+        let st = self.lock();
+        let (run_id, file_name) = st
+            .artifacts
+            .get(artifact_id)
+            .ok_or_else(|| ApiError::not_found("artifact_not_found", format!("no artifact with id {artifact_id:?}")))?;
+        Ok((self.shared.store.artifact_dir(run_id).join(file_name), run_id.clone()))
+    }
+
+    /// Stop taking work; a running run is cancelled so it seals itself properly.
+    pub fn shutdown(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        if let Some(run) = st.running.clone().and_then(|id| st.runs.get(&id)) {
+            run.cancel.store(true, Ordering::SeqCst);
+        }
+        drop(st);
+        self.shared.wake.notify_all();
+    }
+
+    /// After `shutdown`: wait (up to `timeout`) for the running run to seal itself.
+    pub fn wait_idle(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.running().is_some() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        true
+    }
+
+    fn worker_loop(&self) {
+        loop {
+            let (id, spec, cancel) = {
+                let mut st = self.lock();
+                loop {
+                    if st.shutdown {
+                        return;
+                    }
+                    if let Some(id) = st.queue.pop_front() {
+                        let run = st.runs.get_mut(&id).expect("queued runs exist");
+                        run.meta.status = "running".into();
+                        run.meta.started_at_ms = Some(now_ms());
+                        let _ = self.shared.store.write_meta(&run.meta).map_err(|e| eprintln!("forge-server: {e}"));
+                        let spec = run.spec.clone();
+                        let cancel = run.cancel.clone();
+                        st.running = Some(id.clone());
+                        break (id, spec, cancel);
+                    }
+                    st = self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            self.execute_one(&id, spec, cancel);
+            self.lock().running = None;
+            self.prune();
+        }
+    }
+
+    fn execute_one(&self, id: &str, spec: Option<RunSpec>, cancel: Arc<AtomicBool>) {
+        let store = &self.shared.store;
+        let roots = &self.shared.config.redact_roots;
+        let artifact_dir = store.artifact_dir(id);
+        let outcome = match spec {
+            None => Err(("runtime_error".to_string(), "the run has no specification".to_string())),
+            Some(spec) => {
+                let mut sink = |event: Value| {
+                    let event = redacted(event, roots);
+                    if let Err(e) = store.append_event(id, &event) {
+                        eprintln!("forge-server: {e}");
+                    }
+                    if let Some(run) = self.lock().runs.get_mut(id) {
+                        run.events.push(event);
+                    }
+                };
+                let executor = self.shared.executor.clone();
+                let call = std::panic::AssertUnwindSafe(|| executor.execute(id, &spec, &artifact_dir, cancel, &mut sink));
+                match std::panic::catch_unwind(call) {
+                    Ok(Ok(result)) => Ok(result),
+                    Ok(Err(e)) => Err((e.code.to_string(), e.message)),
+                    Err(panic) => {
+                        let msg = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                        Err(("runtime_error".into(), format!("the run worker panicked: {msg}")))
+                    }
+                }
+            }
+        };
+        let mut st = self.lock();
+        let State { runs, artifacts, .. } = &mut *st;
+        let Some(run) = runs.get_mut(id) else { return };
+        match outcome {
+            Ok(result) => {
+                let result = redacted(result, roots);
+                let status = result.get("status").and_then(Value::as_str).filter(|s| TERMINAL.contains(s)).unwrap_or("failed").to_string();
+                let finished = run.events.last().and_then(|e| e.get("phase")).and_then(Value::as_str) == Some("run.finished");
+                if !finished {
+                    // The runtime contract says every run ends with run.finished; if one did not, say so.
+                    let stop = result.get("stop_reason").and_then(Value::as_str).unwrap_or("runtime_error").to_string();
+                    let (event, _) = seal_values(&run.meta, &run.events, &status, &stop, Some(("missing_run_finished", "the runtime returned without a run.finished event".into())));
+                    let _ = store.append_event(id, &event).map_err(|e| eprintln!("forge-server: {e}"));
+                    run.events.push(event);
+                }
+                let _ = store.write_result(id, &result).map_err(|e| eprintln!("forge-server: {e}"));
+                index_artifacts(artifacts, id, &result);
+                run.result = Some(result);
+                run.meta.status = status;
+                run.meta.finished_at_ms = Some(now_ms());
+                let _ = store.write_meta(&run.meta).map_err(|e| eprintln!("forge-server: {e}"));
+            }
+            Err((code, message)) => {
+                let message = redacted(Value::String(message), roots).as_str().unwrap_or_default().to_string();
+                let (event, result) = seal_values(&run.meta, &run.events, "failed", "runtime_error", Some((&code, message)));
+                if let Err(e) = self.persist_seal(run, event, result, "failed") {
+                    eprintln!("forge-server: {e}");
+                }
+            }
+        }
+    }
+
+    /// Keep at most `retention` terminal runs; the oldest go first (files included).
+    fn prune(&self) {
+        let mut st = self.lock();
+        let terminal: Vec<String> = st.order.iter().filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some())).cloned().collect();
+        let excess = terminal.len().saturating_sub(self.shared.config.retention);
+        for id in terminal.into_iter().take(excess) {
+            st.runs.remove(&id);
+            st.order.retain(|o| *o != id);
+            st.artifacts.retain(|_, (run, _)| *run != id);
+            if let Err(e) = self.shared.store.remove(&id) {
+                eprintln!("forge-server: retention: {e}");
+            }
+        }
+    }
+}
+
+/// Artifacts named by a result; file names must be plain names inside the run's artifacts/ folder.
+fn index_artifacts(index: &mut HashMap<String, (String, String)>, run_id: &str, result: &Value) {
+    let Some(list) = result.get("artifacts").and_then(Value::as_array) else { return };
+    for a in list {
+        let (Some(aid), Some(file)) = (a.get("id").and_then(Value::as_str), a.get("file_name").and_then(Value::as_str)) else { continue };
+        let plain = |s: &str| !s.is_empty() && s.len() <= 128 && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if plain(aid) && plain(file) && !file.starts_with('.') {
+            index.insert(aid.to_string(), (run_id.to_string(), file.to_string()));
+        }
+    }
+}
+
+/// A budget snapshot with nothing used yet, for a run the runtime never started.
+fn unused_budget(budgets: &Value) -> Value {
+    let max = |k: &str, default: u64| budgets.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let d = runtime::Budgets::default();
+    json!({
+        "steps": 0, "max_steps": max("max_steps", d.max_steps.into()),
+        "tool_calls": 0, "max_tool_calls": max("max_tool_calls", d.max_tool_calls.into()),
+        "elapsed_ms": 0, "wall_clock_ms": max("wall_clock_s", d.wall_clock_s) * 1000,
+        "input_tokens": 0, "max_input_tokens": max("max_input_tokens", d.max_input_tokens),
+        "output_tokens": 0, "max_output_tokens": max("max_output_tokens", d.max_output_tokens),
+    })
+}
+
+/// The `run.finished` event and result the service writes itself when the runtime never ran the run
+/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null.
+fn seal_values(meta: &RunMeta, events: &[Value], status: &str, stop_reason: &str, error: Option<(&str, String)>) -> (Value, Value) {
+    let id = meta.id.as_str();
+    let last = events.last();
+    let seq = events.len() as u64 + 1;
+    let error = error.map(|(code, message)| json!({ "code": code, "message": message }));
+    let mut data = json!({
+        "status": status, "stop_reason": stop_reason, "final_answer": null, "evidence_ids": [], "metrics": null,
+        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)), "artifacts": [], "sealed_by": "server",
+    });
+    if let Some(e) = &error {
+        data["error"] = e.clone();
+        data["reason"] = e["code"].clone();
+    }
+    let event = json!({
+        "seq": seq,
+        "step": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
+        "attempt": 0,
+        "phase": "run.finished",
+        "elapsed_ms": last.and_then(|e| e.get("elapsed_ms")).cloned().unwrap_or(json!(0)),
+        "data": data,
+        "observation_count": last.and_then(|e| e.get("observation_count")).cloned().unwrap_or(json!(0)),
+        "budget": last.and_then(|e| e.get("budget")).cloned().unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
+    });
+    let mut result = json!({
+        "run_id": id,
+        "status": status,
+        "stop_reason": stop_reason,
+        "final_answer": null,
+        "evidence_ids": [],
+        "metrics": null,
+        "artifacts": [],
+        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
+        "events": seq,
+    });
+    if let Some(e) = error {
+        result["reason"] = e["code"].clone();
+        result["error"] = e;
+    }
+    (event, result)
+}

@@ -1,0 +1,170 @@
+//! Forge's loopback runner service: HTTP API, job queue, `.runs/` store, example package and web page.
+//!
+//! The service does not know how a model is loaded: the `runner` binary passes a [`ModelBackend`]
+//! (llama.cpp in production). Scripted policies are reachable only with `enable_test_policies`.
+
+pub mod engine;
+pub mod error;
+pub mod example;
+mod http;
+pub mod jobs;
+pub mod model;
+pub mod redact;
+pub mod request;
+pub mod store;
+mod web;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
+pub use error::{ApiError, FieldError};
+pub use jobs::{Jobs, JobsConfig, RecoveryReport};
+pub use model::{BackendError, ModelBackend, Mode, UnavailableBackend};
+
+/// Largest request body accepted (413 above).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub const DEFAULT_PORT: u16 = 4890;
+pub const DEFAULT_TASK: &str = "agent_eval_mini";
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The project root: fixtures/tasks, knowledge/, schemas/ are read from here.
+    pub root: PathBuf,
+    /// Where runs are persisted (default `<root>/.runs`).
+    pub runs_dir: PathBuf,
+    /// The tree offered as the example package (default: `root`).
+    pub example_root: PathBuf,
+    /// Accept `policy: "scripted:fixtures/…"` in run requests (tests only).
+    pub enable_test_policies: bool,
+    /// Skip the loopback `Host` check (only when serving on a non-loopback address on purpose).
+    pub allow_remote: bool,
+    /// Origins allowed to call the API cross-origin (exact `scheme://host[:port]` strings).
+    pub allowed_origins: Vec<String>,
+    pub jobs: JobsConfig,
+}
+
+impl ServerConfig {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        Self {
+            runs_dir: root.join(".runs"),
+            example_root: root.clone(),
+            root,
+            enable_test_policies: false,
+            allow_remote: false,
+            allowed_origins: Vec::new(),
+            jobs: JobsConfig::default(),
+        }
+    }
+}
+
+/// Everything a request handler can reach.
+pub struct AppState {
+    pub config: ServerConfig,
+    pub jobs: Jobs,
+    pub backend: Arc<dyn ModelBackend>,
+    pub example: example::ExamplePackage,
+    pub started: Instant,
+}
+
+/// A configured service: the router plus the job system behind it.
+pub struct Service {
+    pub state: Arc<AppState>,
+    pub recovery: RecoveryReport,
+}
+
+impl Service {
+    /// Open `.runs/`, reload history, start the worker, with the production executor (the runtime).
+    pub fn start(config: ServerConfig, backend: Arc<dyn ModelBackend>) -> Result<Service, ApiError> {
+        let executor = Arc::new(RuntimeExecutor { root: config.root.clone(), backend: backend.clone() });
+        Self::start_with_executor(config, backend, executor)
+    }
+
+    /// Same, with any executor (tests use this to hold a run in `running`).
+    pub fn start_with_executor(mut config: ServerConfig, backend: Arc<dyn ModelBackend>, executor: Arc<dyn Executor>) -> Result<Service, ApiError> {
+        let store = store::RunStore::open(&config.runs_dir).map_err(|e| ApiError::internal(e.to_string()))?;
+        for dir in [&config.root, &config.runs_dir, &config.example_root] {
+            let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            for d in [abs, dir.clone()] {
+                let s = d.display().to_string();
+                if !config.jobs.redact_roots.contains(&s) {
+                    config.jobs.redact_roots.push(s);
+                }
+            }
+        }
+        // Longest first, so a nested directory is rewritten before its parent.
+        config.jobs.redact_roots.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let (jobs, recovery) = Jobs::start(store, executor, config.jobs.clone())?;
+        let example = example::ExamplePackage::new(config.example_root.clone());
+        let state = Arc::new(AppState { config, jobs, backend, example, started: Instant::now() });
+        Ok(Service { state, recovery })
+    }
+
+    pub fn router(&self) -> axum::Router {
+        http::router(self.state.clone())
+    }
+
+    /// Serve on an already-bound listener until `shutdown` resolves; then stop the worker.
+    pub async fn serve(self, listener: tokio::net::TcpListener, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let app = self.router();
+        let jobs = self.state.jobs.clone();
+        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+        // Cancel the running run and give it a moment to seal itself; if it cannot, the next start-up
+        // seals it as interrupted.
+        jobs.shutdown();
+        let waiter = jobs.clone();
+        let _ = tokio::task::spawn_blocking(move || waiter.wait_idle(std::time::Duration::from_secs(10))).await;
+        result
+    }
+}
+
+/// True for addresses a `--host` may name without `--allow-remote`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+}
+
+/// Parse `--host`/`--port` into an address, refusing a non-loopback host unless `allow_remote`.
+pub fn bind_address(host: &str, port: u16, allow_remote: bool) -> Result<SocketAddr, String> {
+    let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
+        IpAddr::from([127, 0, 0, 1])
+    } else {
+        host.trim_start_matches('[').trim_end_matches(']').parse().map_err(|e| format!("--host {host:?} is not an IP address: {e}"))?
+    };
+    if !ip.is_loopback() && !allow_remote {
+        return Err(format!(
+            "--host {host} is not a loopback address; the runner executes tools on this machine and has no authentication. Pass --allow-remote to bind it anyway."
+        ));
+    }
+    Ok(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_refuses_non_loopback_hosts_unless_allowed() {
+        assert_eq!(bind_address("127.0.0.1", 4890, false).unwrap().to_string(), "127.0.0.1:4890");
+        assert_eq!(bind_address("localhost", 1, false).unwrap().to_string(), "127.0.0.1:1");
+        assert_eq!(bind_address("::1", 2, false).unwrap().to_string(), "[::1]:2");
+        let err = bind_address("0.0.0.0", 4890, false).unwrap_err();
+        assert!(err.contains("--allow-remote"), "{err}");
+        assert!(bind_address("192.168.1.9", 4890, false).is_err());
+        assert!(bind_address("0.0.0.0", 4890, true).is_ok());
+        assert!(bind_address("example.org", 4890, true).is_err(), "names other than localhost are not resolved");
+    }
+
+    #[test]
+    fn loopback_host_names() {
+        for h in ["localhost", "127.0.0.1", "127.9.9.9", "::1", "[::1]", "LocalHost"] {
+            assert!(is_loopback_host(h), "{h}");
+        }
+        for h in ["", "0.0.0.0", "10.0.0.1", "localhost.evil", "::", "evil"] {
+            assert!(!is_loopback_host(h), "{h}");
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! Shared harness for the server's HTTP tests: a service on a temporary `.runs/`, requests through the
+//! router (`oneshot`), a backend without a model, and a "hold" backend whose policy blocks until the
+//! test cancels or releases it (it never returns a decision).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use forge_server::{BackendError, ModelBackend, Mode, ServerConfig, Service, UnavailableBackend};
+use http_body_util::BodyExt;
+use runtime::policy::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+pub const HOST: &str = "127.0.0.1:4890";
+
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("project root")
+}
+
+pub struct Harness {
+    pub service: Service,
+    pub router: Router,
+    pub runs: tempfile::TempDir,
+    pub release: Arc<AtomicBool>,
+}
+
+pub struct Options {
+    pub test_policies: bool,
+    pub hold: bool,
+    pub queue_capacity: usize,
+    pub retention: usize,
+    pub allowed_origins: Vec<String>,
+    pub example_root: Option<PathBuf>,
+    pub runs_dir: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { test_policies: true, hold: false, queue_capacity: 8, retention: 200, allowed_origins: vec![], example_root: None, runs_dir: None }
+    }
+}
+
+pub fn harness(opts: Options) -> Harness {
+    let runs = tempfile::tempdir().expect("tempdir");
+    let mut config = ServerConfig::new(project_root());
+    config.runs_dir = opts.runs_dir.clone().unwrap_or_else(|| runs.path().join(".runs"));
+    config.enable_test_policies = opts.test_policies;
+    config.allowed_origins = opts.allowed_origins;
+    config.jobs.queue_capacity = opts.queue_capacity;
+    config.jobs.retention = opts.retention;
+    if let Some(r) = opts.example_root {
+        config.example_root = r;
+    }
+    let release = Arc::new(AtomicBool::new(false));
+    let backend: Arc<dyn ModelBackend> = if opts.hold {
+        Arc::new(HoldBackend { release: release.clone() })
+    } else {
+        Arc::new(UnavailableBackend { reason: "no model in tests".into() })
+    };
+    let service = Service::start(config, backend).expect("service starts");
+    let router = service.router();
+    Harness { service, router, runs, release }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.release.store(true, Ordering::SeqCst);
+        self.service.state.jobs.shutdown();
+    }
+}
+
+/// A backend whose policy waits until the run is cancelled or the test releases it. Used to hold a run
+/// in `running` deterministically; it never produces a decision.
+pub struct HoldBackend {
+    pub release: Arc<AtomicBool>,
+}
+
+struct HoldPolicy {
+    release: Arc<AtomicBool>,
+}
+
+impl Policy for HoldPolicy {
+    fn name(&self) -> String {
+        "test-hold".into()
+    }
+    fn decide(&mut self, _r: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+        loop {
+            if control.is_cancelled() {
+                return Err(PolicyError::Cancelled);
+            }
+            if self.release.load(Ordering::SeqCst) {
+                return Err(PolicyError::ModelUnavailable("released by the test".into()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl ModelBackend for HoldBackend {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, BackendError> {
+        Err(BackendError::unavailable("test backend"))
+    }
+    fn unload(&self) -> Result<Value, BackendError> {
+        Ok(json!({"unloaded": 0}))
+    }
+    fn cache_state(&self) -> Value {
+        json!({"loaded": false})
+    }
+    fn policy(&self, _mode: Mode, _t: f32) -> Result<Box<dyn Policy>, PolicyError> {
+        Ok(Box::new(HoldPolicy { release: self.release.clone() }))
+    }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub bytes: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.bytes)))
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+    /// Every refusal is `{code, message}`; returns the code.
+    pub fn code(&self) -> String {
+        let v = self.json();
+        assert!(v["message"].is_string(), "error without message: {v}");
+        v["code"].as_str().expect("error code").to_string()
+    }
+}
+
+pub async fn send(router: &Router, req: Request<Body>) -> Reply {
+    let resp = router.clone().oneshot(req).await.expect("infallible");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes().to_vec();
+    Reply { status, headers, bytes }
+}
+
+pub fn get(uri: &str) -> Request<Body> {
+    Request::get(uri).header(header::HOST, HOST).body(Body::empty()).unwrap()
+}
+
+pub fn post_json(uri: &str, body: &Value) -> Request<Body> {
+    Request::post(uri)
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
+
+pub fn post_empty(uri: &str) -> Request<Body> {
+    Request::post(uri).header(header::HOST, HOST).body(Body::empty()).unwrap()
+}
+
+pub async fn start_run(router: &Router, body: Value) -> String {
+    let r = send(router, post_json("/agent/runs", &body)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["status"], "queued");
+    v["id"].as_str().unwrap().to_string()
+}
+
+pub async fn snapshot(router: &Router, id: &str, after: u64) -> Value {
+    let r = send(router, get(&format!("/agent/runs/{id}?after_seq={after}"))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    r.json()
+}
+
+/// Poll until terminal; returns the final full snapshot (after_seq=0).
+pub async fn wait_terminal(router: &Router, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = snapshot(router, id, 0).await;
+        if s["terminal"] == true {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "run {id} did not finish: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = snapshot(router, id, 0).await;
+        if s["status"] == status {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "run {id} never reached {status}: {s}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn trace_event_validator() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let text = std::fs::read_to_string(project_root().join("schemas/trace_event.schema.json")).expect("trace_event schema");
+        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema JSON")).expect("valid schema")
+    })
+}
+
+/// Seq numbers 1..=n, no gaps, no duplicates, ending with run.finished; every event (including the
+/// ones the server seals itself) conforms to schemas/trace_event.schema.json.
+pub fn assert_contiguous(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"].as_u64(), Some(i as u64 + 1), "event {i} out of sequence: {e}");
+        let errors: Vec<String> = trace_event_validator().iter_errors(e).map(|err| err.to_string()).collect();
+        assert!(errors.is_empty(), "event {e} does not match trace_event.schema.json: {errors:?}");
+    }
+    assert_eq!(events.last().map(|e| e["phase"].clone()), Some(json!("run.finished")), "last event is not run.finished");
+}

@@ -1,0 +1,542 @@
+// Forge runner page: polls the runner it was served from (same loopback origin) and shows only what
+// the runner reports. It never invents a decision, a status or a metric: without data it says "not run".
+'use strict';
+
+const I18N = {
+  en: {
+    title: 'Forge · local ReAct runner',
+    subtitle: 'A local model proposes one decision per step; the runtime validates, runs tools, feeds observations back and decides when to stop.',
+    model_h: 'Model', model_hint: 'Inspect the local GGUF file first. Runs use only local files; if inspection fails, starting is disabled — there is no fallback policy.',
+    model_path: 'Model file (empty = runner default)', inspect: 'Inspect', unload: 'Unload',
+    not_checked: 'Not checked yet.', inspecting: 'Inspecting…', model_ok: 'Model inspected: ready to run.',
+    model_failed: 'Inspection failed — start is disabled', unloaded: 'Model unloaded from the runner cache.',
+    task_h: 'Task and budgets', task: 'Task', mode: 'Mode', mode_guided: 'guided', mode_free: 'free', temperature: 'Temperature',
+    max_steps: 'Steps', max_tool_calls: 'Tool calls', wall_clock_s: 'Wall clock (s)', max_input_tokens: 'Input tokens',
+    max_output_tokens: 'Output tokens', max_retries: 'Retries', repeated_action_limit: 'Repeat limit', no_progress_limit: 'No-progress limit',
+    policy: 'Policy (test mode)', policy_model: 'model', policy_scripted: 'scripted fixture',
+    start: 'Start run', cancel: 'Cancel', export: 'Export trace',
+    run_h: 'Run', not_run: 'not run', legend: '✓ reached · ● in progress · ! attempted but failed · ○ not reached',
+    timeline_h: 'Timeline', timeline_empty: 'Decision summary → Action → Observation → next state appear here once a real run starts.',
+    metrics_h: 'Metrics of this run', chart_h: 'Chart', chart_empty: 'The plot tool\'s PNG appears here after a run produced it.',
+    source_h: 'Source of this runner', source_hint: 'The file list, each file and the zip all come from one live enumeration of this project\'s tree.',
+    manifest_loading: 'Reading the manifest…', history_h: 'Recent runs', history_empty: 'No runs yet.',
+    runner_ok: 'runner', runner_down: 'runner not reachable — not run',
+    st_load: 'Load model', st_decision: 'Decision', st_validate: 'Validate', st_tool: 'Tool', st_observation: 'Observation', st_final: 'Final',
+    queued: 'queued', running: 'running', completed: 'completed', failed: 'failed', cancelled: 'cancelled', stopped: 'stopped',
+    m_task_success: 'Task Success', m_task_success_d: 'checked against expected.json, not self-graded',
+    m_valid_action_rate: 'Valid Action Rate', m_valid_action_rate_d: 'valid decisions / proposals',
+    m_tool_argument_accuracy: 'Tool/Argument Accuracy', m_tool_argument_accuracy_d: 'right tool and right arguments',
+    m_recovery_rate: 'Recovery Rate', m_recovery_rate_d: 'recovered / recoverable errors',
+    m_loop_rate: 'Loop Rate', m_loop_rate_d: 'repeated or no-progress actions / proposals',
+    m_termination_correctness: 'Termination Correctness', m_termination_correctness_d: 'final only with full evidence; correct stop otherwise',
+    m_steps: 'Steps', m_steps_d: 'decision rounds', m_latency: 'Latency', m_latency_d: 'model / tool / total wall clock',
+    m_tokens: 'Tokens', m_tokens_d: 'input / output (tokenizer counts)', m_cost: 'Cost', m_cost_d: 'cost units (input + 2×output)/1000, not money',
+    na: 'N/A', pass: 'PASS', fail: 'FAIL', final_answer: 'Final answer', evidence: 'evidence',
+    files: 'files', bytes: 'bytes', tree_hash: 'tree blake3', download_zip: 'Download zip', download: 'download',
+    manifest_failed: 'Manifest unavailable', binary_file: '(binary file)', cancel_requested: 'Cancel requested…',
+    step: 'step', attempt: 'attempt', obs_delta: 'observations',
+    meter_steps: 'steps', meter_tool_calls: 'tool calls', meter_time: 'time', meter_input: 'input tokens', meter_output: 'output tokens',
+  },
+  zh: {
+    title: 'Forge · 本地 ReAct 运行器',
+    subtitle: '本地模型每一步只提出一个决策；运行时负责校验、执行工具、回灌观察结果，并决定何时停止。',
+    model_h: '模型', model_hint: '先检查本地 GGUF 文件。运行只使用本地文件；检查失败时无法启动——没有任何兜底策略。',
+    model_path: '模型文件（留空 = 运行器默认）', inspect: '检查', unload: '卸载',
+    not_checked: '尚未检查。', inspecting: '正在检查…', model_ok: '模型检查通过：可以运行。',
+    model_failed: '检查失败——已禁用启动', unloaded: '已从运行器缓存中卸载模型。',
+    task_h: '任务与预算', task: '任务', mode: '模式', mode_guided: '引导 guided', mode_free: '自由 free', temperature: '温度',
+    max_steps: '步数', max_tool_calls: '工具调用', wall_clock_s: '墙钟（秒）', max_input_tokens: '输入 token',
+    max_output_tokens: '输出 token', max_retries: '重试次数', repeated_action_limit: '重复阈值', no_progress_limit: '无进展阈值',
+    policy: '策略（测试模式）', policy_model: '模型', policy_scripted: '脚本夹具',
+    start: '开始运行', cancel: '取消', export: '导出 trace',
+    run_h: '运行', not_run: '未运行', legend: '✓ 已到达 · ● 进行中 · ! 已尝试但未通过 · ○ 尚未到达',
+    timeline_h: '时间线', timeline_empty: '真实运行开始后，这里才会出现 决策摘要 → 动作 → 观察 → 下一状态。',
+    metrics_h: '本次运行指标', chart_h: '图表', chart_empty: '运行产生 plot 工具的 PNG 后显示在这里。',
+    source_h: '本运行器的源码', source_hint: '文件列表、单个文件与 ZIP 都来自对本项目目录的同一次实时枚举。',
+    manifest_loading: '正在读取 manifest…', history_h: '最近的运行', history_empty: '还没有运行。',
+    runner_ok: '运行器', runner_down: '无法连接运行器——未运行',
+    st_load: '加载模型', st_decision: '决策', st_validate: '校验', st_tool: '工具', st_observation: '观察', st_final: '最终答案',
+    queued: '排队中', running: '运行中', completed: '已完成', failed: '失败', cancelled: '已取消', stopped: '已停止',
+    m_task_success: '任务成功', m_task_success_d: '由 expected.json 确定性验收，不由模型自评',
+    m_valid_action_rate: '有效动作率', m_valid_action_rate_d: '合法决策 / 全部提议',
+    m_tool_argument_accuracy: '工具/参数准确率', m_tool_argument_accuracy_d: '工具与参数同时正确',
+    m_recovery_rate: '恢复率', m_recovery_rate_d: '成功恢复 / 可恢复错误',
+    m_loop_rate: '循环率', m_loop_rate_d: '重复或无进展动作 / 提议',
+    m_termination_correctness: '终止正确性', m_termination_correctness_d: '证据齐全才给最终答案；异常时正确停止',
+    m_steps: '步数', m_steps_d: '决策轮数', m_latency: '延迟', m_latency_d: '模型 / 工具 / 总墙钟',
+    m_tokens: 'Token', m_tokens_d: '输入 / 输出（分词器统计）', m_cost: '成本', m_cost_d: '成本单位 (输入+2×输出)/1000，不是货币',
+    na: '不适用', pass: '通过', fail: '未通过', final_answer: '最终答案', evidence: '证据',
+    files: '个文件', bytes: '字节', tree_hash: '目录树 blake3', download_zip: '下载 ZIP', download: '下载',
+    manifest_failed: '无法读取 manifest', binary_file: '（二进制文件）', cancel_requested: '已请求取消…',
+    step: '步', attempt: '尝试', obs_delta: '观察数',
+    meter_steps: '步数', meter_tool_calls: '工具调用', meter_time: '时间', meter_input: '输入 token', meter_output: '输出 token',
+  },
+};
+
+const STAGES = ['load', 'decision', 'validate', 'tool', 'observation', 'final'];
+const TERMINAL = ['completed', 'failed', 'cancelled', 'stopped'];
+const BUDGET_FIELDS = ['max_steps', 'max_tool_calls', 'wall_clock_s', 'max_input_tokens', 'max_output_tokens', 'max_retries', 'repeated_action_limit', 'no_progress_limit'];
+
+const S = {
+  lang: localStorage.getItem('forge.lang') || 'en',
+  runnerUp: false, status: null,
+  modelOk: false, modelFacts: null, modelError: null,
+  runId: null, runStatus: null, events: [], result: null, pollTimer: null,
+  manifest: null,
+};
+
+const $ = (id) => document.getElementById(id);
+const t = (k) => (I18N[S.lang] && I18N[S.lang][k]) || I18N.en[k] || k;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v; else if (k === 'text') e.textContent = v; else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+async function api(path, opts) {
+  const init = Object.assign({ headers: {} }, opts || {});
+  if (init.json !== undefined) {
+    init.method = init.method || 'POST';
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(init.json);
+    delete init.json;
+  }
+  const r = await fetch(path, init);
+  let body = null;
+  try { body = await r.json(); } catch (_) { body = null; }
+  return { ok: r.ok, status: r.status, body };
+}
+
+function applyLang() {
+  document.documentElement.lang = S.lang === 'zh' ? 'zh-CN' : 'en';
+  for (const e of document.querySelectorAll('[data-i18n]')) e.textContent = t(e.dataset.i18n);
+  $('lang-toggle').textContent = S.lang === 'zh' ? 'English' : '中文';
+  renderAll();
+}
+
+// ---------- runner status and model ----------
+async function loadStatus() {
+  try {
+    const r = await api('/status');
+    S.runnerUp = r.ok; S.status = r.ok ? r.body : null;
+  } catch (_) { S.runnerUp = false; S.status = null; }
+  const badge = $('runner-badge');
+  if (S.runnerUp) {
+    badge.textContent = `${t('runner_ok')} v${S.status.version} · queue ${S.status.queue.length}/${S.status.queue.capacity}`;
+    badge.className = 'badge badge-ok';
+    if (S.status.test_policies_enabled && !$('policy').querySelector('option[value=scripted]')) {
+      $('policy').append(el('option', { value: 'scripted', 'data-i18n': 'policy_scripted', text: t('policy_scripted') }));
+      $('policy-row').hidden = false;
+    }
+  } else {
+    badge.textContent = t('runner_down'); badge.className = 'badge badge-bad';
+  }
+  updateStartButton();
+}
+
+async function inspectModel() {
+  const path = $('model-path').value.trim();
+  $('model-state').textContent = t('inspecting');
+  $('model-state').className = 'state-line';
+  try {
+    const r = await api('/models/inspect', { json: path ? { path } : {} });
+    if (r.ok && r.body && r.body.ok) { S.modelOk = true; S.modelFacts = r.body.model; S.modelError = null; }
+    else { S.modelOk = false; S.modelFacts = null; S.modelError = r.body || { code: String(r.status), message: '' }; }
+  } catch (e) { S.modelOk = false; S.modelFacts = null; S.modelError = { code: 'runner_unreachable', message: String(e) }; }
+  renderModel();
+}
+
+async function unloadModel() {
+  const r = await api('/models/unload', { method: 'POST' });
+  $('model-state').textContent = r.ok ? t('unloaded') : `${r.body && r.body.code}: ${r.body && r.body.message}`;
+}
+
+function renderModel() {
+  const state = $('model-state'); const facts = $('model-facts');
+  facts.replaceChildren();
+  if (S.modelOk) {
+    state.textContent = t('model_ok'); state.className = 'state-line ok';
+    for (const [k, v] of Object.entries(S.modelFacts || {})) {
+      facts.append(el('tr', {}, el('th', { text: k }), el('td', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) })));
+    }
+  } else if (S.modelError) {
+    state.textContent = `${t('model_failed')}: ${S.modelError.code} — ${S.modelError.message}`;
+    state.className = 'state-line bad';
+  }
+  updateStartButton();
+}
+
+function usingScripted() { return $('policy').value === 'scripted'; }
+
+function updateStartButton() {
+  const active = S.runId && S.runStatus && !TERMINAL.includes(S.runStatus);
+  $('start-btn').disabled = !S.runnerUp || !(S.modelOk || usingScripted());
+  $('cancel-btn').disabled = !active;
+}
+
+// ---------- runs ----------
+function formBody() {
+  const f = $('run-form');
+  const body = { task: f.task.value.trim(), mode: f.mode.value, temperature: Number(f.temperature.value), budgets: {} };
+  for (const k of BUDGET_FIELDS) {
+    const raw = f[k].value.trim();
+    body.budgets[k] = raw === '' ? null : Number(raw);
+  }
+  if (usingScripted()) body.policy = `scripted:${$('fixture').value.trim()}`;
+  return body;
+}
+
+async function startRun(ev) {
+  ev.preventDefault();
+  $('form-errors').replaceChildren();
+  for (const i of document.querySelectorAll('.field-bad')) i.classList.remove('field-bad');
+  const r = await api('/agent/runs', { json: formBody() });
+  if (r.status === 202) {
+    selectRun(r.body.id);
+    loadHistory();
+    return;
+  }
+  const b = r.body || {};
+  const box = $('form-errors');
+  box.append(el('div', { text: `${r.status} ${b.code || ''}: ${b.message || ''}` }));
+  for (const fe of b.fields || []) {
+    const name = fe.field.replace(/^budgets\./, '');
+    const input = $('run-form')[name];
+    if (input && input.classList) input.classList.add('field-bad');
+  }
+}
+
+function selectRun(id) {
+  if (S.pollTimer) clearTimeout(S.pollTimer);
+  S.runId = id; S.events = []; S.result = null; S.runStatus = 'queued';
+  history.replaceState(null, '', `#run=${id}`);
+  $('trace-link').href = `/agent/runs/${id}/trace`;
+  $('trace-link').classList.remove('disabled');
+  renderAll();
+  poll();
+}
+
+async function poll() {
+  const id = S.runId;
+  if (!id) return;
+  const after = S.events.length ? S.events[S.events.length - 1].seq : 0;
+  let r;
+  try { r = await api(`/agent/runs/${id}?after_seq=${after}`); } catch (_) { r = { ok: false }; }
+  if (id !== S.runId) return;
+  if (r.ok) {
+    for (const e of r.body.events) {
+      // Keep only the next contiguous event; anything else is re-requested on the next poll.
+      const last = S.events.length ? S.events[S.events.length - 1].seq : 0;
+      if (e.seq === last + 1) S.events.push(e);
+    }
+    S.runStatus = r.body.status;
+    S.result = r.body.terminal ? r.body.result : null;
+    renderAll();
+    if (r.body.terminal && S.events.length >= r.body.last_seq) { loadHistory(); loadStatus(); return; }
+  } else if (r.status === 404) {
+    S.runId = null; S.runStatus = null; renderAll(); return;
+  }
+  S.pollTimer = setTimeout(poll, 400);
+}
+
+async function cancelRun() {
+  if (!S.runId) return;
+  const r = await api(`/agent/runs/${S.runId}/cancel`, { method: 'POST' });
+  if (!r.ok) $('form-errors').replaceChildren(el('div', { text: `${r.status} ${r.body && r.body.code}: ${r.body && r.body.message}` }));
+  else $('stop-reason').textContent = t('cancel_requested');
+}
+
+async function loadHistory() {
+  const r = await api('/agent/runs?limit=20').catch(() => ({ ok: false }));
+  const list = $('history');
+  list.replaceChildren();
+  if (!r.ok || !r.body.runs.length) { list.append(el('li', { class: 'muted', text: t('history_empty') })); return; }
+  for (const run of r.body.runs) {
+    const a = el('a', { href: `#run=${run.id}`, class: 'mono', text: run.id });
+    a.addEventListener('click', (e) => { e.preventDefault(); selectRun(run.id); });
+    list.append(el('li', {}, a, ' ', el('span', { class: `badge badge-${run.status}`, text: t(run.status) }),
+      ' ', el('span', { class: 'muted', text: `${run.stop_reason || ''} · ${run.policy || ''} · ${run.events} ev` })));
+  }
+}
+
+// ---------- rendering ----------
+function phaseClass(phase) {
+  const p = phase.toLowerCase();
+  if (/(reject|invalid|error|fail|denied|refus)/.test(p)) return 'bad';
+  if (/(retry|repair)/.test(p)) return 'retry';
+  if (/guard|loop|no_progress|stop|cancel/.test(p)) return 'warn';
+  return 'ok';
+}
+
+function stageOf(phase) {
+  const p = phase.toLowerCase();
+  if (p.startsWith('final') || p.includes('.final')) return 'final';
+  if (p.includes('observation')) return 'observation';
+  if (p.startsWith('tool') || p.startsWith('action') || p.includes('argument')) return 'tool';
+  if (p.startsWith('decision') || p.includes('repair') || p.includes('valid')) return 'validate';
+  if (p.startsWith('model.load') || p.startsWith('model.unavailable') || p === 'run.started') return 'load';
+  if (p.startsWith('model')) return 'decision';
+  return null;
+}
+
+function stageStates() {
+  const st = Object.fromEntries(STAGES.map((s) => [s, { reached: false, failed: false }]));
+  let current = null;
+  for (const e of S.events) {
+    const s = stageOf(e.phase);
+    if (!s) continue;
+    current = s;
+    if (phaseClass(e.phase) === 'bad') st[s].failed = true;
+    else if (!e.phase.endsWith('.started')) st[s].reached = true;
+    // An observation is what a finished tool call returns.
+    if (s === 'observation' && phaseClass(e.phase) !== 'bad') st.tool.reached = true;
+    // A model call that returned means the model was loaded.
+    if (s === 'decision' && !e.phase.endsWith('.started')) st.load.reached = true;
+  }
+  if (S.result) {
+    if (S.result.status === 'completed') st.final.reached = true;
+    if (S.result.stop_reason === 'model_unavailable') st.load.failed = true;
+  }
+  const running = S.runStatus === 'running';
+  return STAGES.map((s) => {
+    let mark = '○', cls = 'todo';
+    if (running && s === current && !st[s].reached) { mark = '●'; cls = 'active'; }
+    else if (st[s].reached) { mark = '✓'; cls = 'done'; }
+    else if (st[s].failed) { mark = '!'; cls = 'failed'; }
+    else if (running && s === current) { mark = '●'; cls = 'active'; }
+    return { s, mark, cls };
+  });
+}
+
+function renderStages() {
+  const ol = $('stages');
+  ol.replaceChildren(...stageStates().map(({ s, mark, cls }) =>
+    el('li', { class: `stage ${cls}`, 'data-stage': s, 'data-state': cls }, el('span', { class: 'mark', text: mark }), ' ', t(`st_${s}`))));
+}
+
+function summarize(data) {
+  if (data === null || data === undefined) return '';
+  if (typeof data !== 'object') return String(data);
+  const parts = [];
+  if (data.gap && data.gap.kind) parts.push(data.gap.kind === 'tool' ? `gap → ${data.gap.tool}: ${data.gap.hint}` : `gap → final (${(data.gap.evidence_ids || []).join(', ')})`);
+  if (data.output_blake3) parts.push(`tokens ${data.input_tokens} in / ${data.output_tokens} out · ${data.latency_ms} ms`);
+  if (data.observation) {
+    const o = data.observation;
+    const r = o.result || {};
+    const what = r.summary || (r.spec ? `spec ${r.spec.kind} ${JSON.stringify(r.spec.values)} avg ${r.spec.average}` : '')
+      || (r.citations ? `${r.citations.length} citations` : '') || (o.error ? `${o.error.code}: ${o.error.message}` : '');
+    parts.push(`${o.id || ''} ${o.ok === false ? '✗' : '✓'} ${what}`);
+    if (data.state_delta) parts.push(`next state: ${JSON.stringify(data.state_delta)}`);
+    return parts.join(' · ');
+  }
+  if (data.accepted !== undefined) parts.push(`${data.accepted ? 'accepted' : 'rejected'} ${(data.evidence_ids || []).join(', ')}`);
+  if (data.summary) parts.push(String(data.summary));
+  if (data.decision_summary) parts.push(String(data.decision_summary));
+  if (data.tool && !data.summary) parts.push(`${data.tool}(${data.arguments ? JSON.stringify(data.arguments) : ''})`);
+  if (data.error && typeof data.error === 'object') parts.push(`${data.error.code || ''}: ${data.error.message || ''}`);
+  else if (data.error) parts.push(String(data.error));
+  if (data.error_code && !data.error) parts.push(String(data.error_code));
+  if (data.status && data.stop_reason) parts.push(`${data.status} / ${data.stop_reason}`);
+  if (data.answer) parts.push(String(data.answer));
+  if (data.run_id && data.task) parts.push(`task ${data.task} · policy ${data.policy}`);
+  if (!parts.length) {
+    const s = JSON.stringify(data);
+    parts.push(s.length > 240 ? `${s.slice(0, 240)}…` : s);
+  }
+  return parts.join(' · ');
+}
+
+function renderTimeline() {
+  const box = $('timeline');
+  if (!S.events.length) {
+    box.replaceChildren(el('p', { class: 'muted', text: S.runId ? `${t(S.runStatus || 'queued')}…` : t('timeline_empty') }));
+    return;
+  }
+  const rows = [];
+  let prevObs = 0, prevStep = null;
+  for (const e of S.events) {
+    if (e.step !== prevStep) { rows.push(el('div', { class: 'step-head', text: `${t('step')} ${e.step}` })); prevStep = e.step; }
+    const delta = (e.observation_count || 0) - prevObs;
+    prevObs = e.observation_count || 0;
+    const details = el('details', {}, el('summary', {}, el('span', { class: 'seq mono', text: `#${e.seq}` }), ' ',
+      el('span', { class: `phase ${phaseClass(e.phase)}`, text: e.phase }),
+      e.attempt ? el('span', { class: 'muted', text: ` ${t('attempt')} ${e.attempt}` }) : null,
+      delta > 0 ? el('span', { class: 'delta', text: ` ${t('obs_delta')} +${delta}` }) : null,
+      ' ', el('span', { class: 'sum', text: summarize(e.data) })),
+      el('pre', { class: 'mono small', text: JSON.stringify(e.data, null, 2) }));
+    rows.push(el('div', { class: `event ${phaseClass(e.phase)}`, 'data-seq': e.seq, 'data-phase': e.phase }, details));
+  }
+  box.replaceChildren(...rows);
+}
+
+function renderMeters() {
+  const box = $('meters');
+  const last = S.events.length ? S.events[S.events.length - 1] : null;
+  const b = last && last.budget;
+  if (!b) { box.replaceChildren(); return; }
+  const items = [
+    ['meter_steps', b.steps, b.max_steps], ['meter_tool_calls', b.tool_calls, b.max_tool_calls],
+    ['meter_time', b.elapsed_ms, b.wall_clock_ms, 'ms'], ['meter_input', b.input_tokens, b.max_input_tokens],
+    ['meter_output', b.output_tokens, b.max_output_tokens],
+  ];
+  box.replaceChildren(...items.filter((i) => i[2] !== undefined).map(([k, used, max, unit]) => {
+    const pct = max ? Math.min(100, (100 * used) / max) : 0;
+    const fill = el('div', { class: `fill ${pct >= 100 ? 'full' : ''}` });
+    fill.style.width = `${pct}%`; // CSSOM, not an inline style attribute (the CSP forbids those)
+    return el('div', { class: 'meter', 'data-meter': k }, el('div', { class: 'meter-label', text: `${t(k)} ${used}/${max}${unit ? ' ' + unit : ''}` }),
+      el('div', { class: 'bar' }, fill));
+  }));
+}
+
+function pct(x) { return x === null || x === undefined ? null : `${(100 * x).toFixed(1)}%`; }
+
+function renderMetrics() {
+  const m = S.result ? S.result.metrics : undefined;
+  const noRun = !S.result;
+  const v = (f) => (noRun ? t('not_run') : (m === null || m === undefined ? t('na') : f(m)));
+  const orNa = (x) => (x === null || x === undefined ? t('na') : x);
+  const cards = [
+    ['task_success', () => v((m) => orNa(m.task_success === null ? null : (m.task_success ? t('pass') : t('fail'))))],
+    ['valid_action_rate', () => v((m) => orNa(pct(m.valid_action_rate)))],
+    ['tool_argument_accuracy', () => v((m) => orNa(pct(m.tool_argument_accuracy)))],
+    ['recovery_rate', () => v((m) => orNa(pct(m.recovery_rate)))],
+    ['loop_rate', () => v((m) => orNa(pct(m.loop_rate)))],
+    ['termination_correctness', () => v((m) => orNa(m.termination_correctness === null ? null : (m.termination_correctness ? t('pass') : t('fail'))))],
+    ['steps', () => (noRun ? '—' : (m ? m.steps : (S.result.steps ?? t('na'))))],
+    ['latency', () => v((m) => `${m.model_latency_ms} / ${m.tool_latency_ms} / ${m.total_latency_ms} ms`)],
+    ['tokens', () => v((m) => `${m.input_tokens} / ${m.output_tokens}`)],
+    ['cost', () => v((m) => (typeof m.cost_units === 'number' ? m.cost_units.toFixed(3) : t('na')))],
+  ];
+  $('metrics').replaceChildren(...cards.map(([k, f]) => el('div', { class: 'metric', 'data-metric': k },
+    el('div', { class: 'metric-name', text: t(`m_${k}`) }), el('div', { class: 'metric-value', text: String(f()) }),
+    el('div', { class: 'metric-desc', text: t(`m_${k}_d`) }))));
+}
+
+function findPlotSpec() {
+  for (let i = S.events.length - 1; i >= 0; i--) {
+    const d = S.events[i].data || {};
+    const o = d.observation;
+    if (o && o.tool === 'plot' && o.result && o.result.spec) return o.result.spec;
+  }
+  return null;
+}
+
+function renderChart() {
+  const box = $('chart-box');
+  const arts = (S.result && S.result.artifacts) || [];
+  const png = arts.find((a) => a.media_type === 'image/png') || arts[0];
+  if (png) {
+    const existing = box.querySelector('img');
+    if (!existing || existing.dataset.id !== png.id) {
+      box.replaceChildren(el('img', { src: `/artifacts/${encodeURIComponent(png.id)}`, alt: 'plot', 'data-id': png.id, 'data-testid': 'chart-img' }),
+        el('div', { class: 'mono small', text: `${png.id} · ${png.bytes} ${t('bytes')} · blake3 ${String(png.blake3 || '').slice(0, 16)}…` }));
+    }
+  } else {
+    box.replaceChildren(el('p', { class: 'muted', text: t('chart_empty') }));
+  }
+  const spec = findPlotSpec();
+  $('chart-spec').hidden = !spec;
+  $('chart-spec').textContent = spec ? JSON.stringify(spec, null, 2) : '';
+}
+
+function renderRunHead() {
+  const st = $('run-status');
+  st.textContent = S.runStatus ? t(S.runStatus) : t('not_run');
+  st.className = `badge badge-${S.runStatus || 'idle'}`;
+  st.dataset.status = S.runStatus || 'idle';
+  $('run-id').textContent = S.runId || '';
+  $('stop-reason').textContent = S.result ? `stop_reason = ${S.result.stop_reason}` : '';
+  const fin = $('final');
+  if (S.result && S.result.final_answer) {
+    fin.hidden = false;
+    fin.replaceChildren(el('strong', { text: `${t('final_answer')}: ` }), S.result.final_answer,
+      el('div', { class: 'muted small', text: `${t('evidence')}: ${(S.result.evidence_ids || []).join(', ')}` }));
+  } else if (S.result && S.result.error) {
+    fin.hidden = false;
+    fin.replaceChildren(el('strong', { text: `${S.result.error.code}: ` }), S.result.error.message || '');
+  } else { fin.hidden = true; fin.replaceChildren(); }
+}
+
+function renderAll() {
+  renderRunHead(); renderStages(); renderMeters(); renderTimeline(); renderMetrics(); renderChart(); renderModel(); renderManifest();
+  updateStartButton();
+}
+
+// ---------- source browser ----------
+async function loadManifest() {
+  try {
+    const r = await api('/example/manifest');
+    S.manifest = r.ok ? r.body : { error: r.body };
+  } catch (e) { S.manifest = { error: { code: 'runner_unreachable', message: String(e) } }; }
+  renderManifest(); renderTree();
+}
+
+function renderManifest() {
+  const line = $('manifest-line');
+  if (!S.manifest) return;
+  if (S.manifest.error) { line.textContent = `${t('manifest_failed')}: ${S.manifest.error.code}`; return; }
+  const m = S.manifest;
+  line.replaceChildren(`${m.file_count} ${t('files')} · ${m.bytes} ${t('bytes')} · ${t('tree_hash')} ${m.tree_blake3.slice(0, 16)}… · `,
+    el('a', { href: m.zip.download_path, download: `${m.root_folder}.zip`, 'data-testid': 'zip-link', text: `${t('download_zip')} (${m.zip.bytes} ${t('bytes')}, blake3 ${m.zip.blake3.slice(0, 12)}…)` }));
+}
+
+function renderTree() {
+  const root = $('file-tree');
+  root.replaceChildren();
+  if (!S.manifest || !S.manifest.files) return;
+  const tree = {};
+  for (const f of S.manifest.files) {
+    const parts = f.path.split('/'); let node = tree;
+    for (const p of parts.slice(0, -1)) node = (node[p + '/'] = node[p + '/'] || {});
+    node[parts[parts.length - 1]] = f;
+  }
+  const build = (node, depth) => {
+    const ul = el('ul', {});
+    for (const key of Object.keys(node).sort((a, b) => (b.endsWith('/') - a.endsWith('/')) || a.localeCompare(b))) {
+      const v = node[key];
+      if (key.endsWith('/')) {
+        const d = el('details', depth < 1 ? { open: true } : {}, el('summary', { text: key }), build(v, depth + 1));
+        ul.append(el('li', {}, d));
+      } else {
+        const a = el('a', { href: '#', 'data-path': v.path, text: key });
+        a.addEventListener('click', (e) => { e.preventDefault(); openFile(v.path); });
+        ul.append(el('li', {}, a));
+      }
+    }
+    return ul;
+  };
+  root.append(...build(tree, 0).childNodes);
+}
+
+async function openFile(path) {
+  const r = await api(`/example/file?path=${encodeURIComponent(path)}`);
+  const head = $('file-head'); const pre = $('file-content');
+  if (!r.ok) { head.textContent = `${r.status} ${r.body && r.body.code}`; pre.textContent = r.body ? r.body.message : ''; return; }
+  const f = r.body;
+  head.replaceChildren(`${f.path} · ${f.bytes} ${t('bytes')} · blake3 ${f.blake3} · `, el('a', { href: f.download_path, text: t('download') }));
+  pre.textContent = f.binary ? t('binary_file') : f.content;
+}
+
+// ---------- start ----------
+function init() {
+  $('lang-toggle').addEventListener('click', () => { S.lang = S.lang === 'en' ? 'zh' : 'en'; localStorage.setItem('forge.lang', S.lang); applyLang(); });
+  $('inspect-btn').addEventListener('click', inspectModel);
+  $('unload-btn').addEventListener('click', unloadModel);
+  $('run-form').addEventListener('submit', startRun);
+  $('cancel-btn').addEventListener('click', cancelRun);
+  $('policy').addEventListener('change', updateStartButton);
+  applyLang();
+  loadStatus().then(() => { if (S.runnerUp) inspectModel(); });
+  loadManifest();
+  loadHistory();
+  const m = location.hash.match(/run=(run-[0-9a-z-]+)/);
+  if (m) selectRun(m[1]);
+  setInterval(loadStatus, 5000);
+}
+
+document.addEventListener('DOMContentLoaded', init);

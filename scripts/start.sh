@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: make sure the build dependencies and the default model are present,
+# then start the runner service on 127.0.0.1:4890 (extra arguments go to `runner serve`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+ensure_apt cmake clang libclang-dev
+cargo xtask model fetch
+exec cargo run -p runner -- serve "$@"

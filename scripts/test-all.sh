@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every Forge test from a bare machine: installs what is missing, fetches the
+# model, builds once (dev profile; llama.cpp is optimised through a profile override),
+# then runs the workspace tests, the fault-contract verification and the browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+step() { printf '\n==> %s\n' "$*"; }
+
+source scripts/lib.sh
+ensure_apt cmake clang libclang-dev chromium
+
+step "fetching the default model (skipped when already verified)"
+cargo xtask model fetch
+
+export FORGE_REQUIRE_MODEL=1
+
+step "cargo test --workspace"
+cargo test --workspace --no-fail-fast
+
+step "cargo xtask verify (fault contracts of all seven stages)"
+cargo xtask verify
+
+step "browser tests"
+bash tests/ui/run.sh

@@ -1,0 +1,108 @@
+// Browser test with the scripted policy (no model needed): the page inspects the model, runs the
+// happy fixture to completion, shows stages, metrics and the chart, browses the source, cancels a
+// slow second run, and refuses bad budgets. Screenshots go to evidence/ui/.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { BASE, EVIDENCE, openBrowser, waitTerminal, metric, chartWidth } from './helpers.mjs';
+
+test('scripted run end to end in the browser', { timeout: 180_000 }, async () => {
+  const { page, consoleErrors, close } = await openBrowser();
+  try {
+    await page.goto(`${BASE}/`);
+    await page.locator('[data-testid=model-panel]').waitFor();
+    // Inspection finishes one way or the other; the page states it and never invents a model.
+    await page.waitForFunction(() => {
+      const t = document.querySelector('[data-testid=model-state]').className;
+      return t.includes('ok') || t.includes('bad');
+    }, null, { timeout: 30_000 });
+    const modelOk = await page.locator('[data-testid=model-state].ok').count() === 1;
+    if (modelOk) {
+      assert.ok(await page.locator('[data-testid=model-facts] tr').count() > 3, 'model facts are listed');
+    } else {
+      assert.equal(await page.locator('[data-testid=start-btn]').isDisabled(), true, 'start is disabled while the model is unavailable');
+    }
+    // Before any run: metrics say "not run", no chart.
+    assert.equal(await metric(page, 'task_success'), 'not run');
+    assert.equal(await page.locator('[data-testid=chart-img]').count(), 0);
+    await page.screenshot({ path: join(EVIDENCE, 'page-initial.png'), fullPage: true });
+
+    // The test-only policy selector exists only because the runner was started with --enable-test-policies.
+    await page.locator('#policy-row').waitFor({ state: 'visible' });
+    await page.selectOption('[data-testid=policy]', 'scripted');
+    await page.fill('[data-testid=fixture]', 'fixtures/happy.json');
+    assert.equal(await page.locator('[data-testid=start-btn]').isDisabled(), false);
+    await page.click('[data-testid=start-btn]');
+    const final = await waitTerminal(page, 60_000);
+    assert.equal(final, 'completed');
+    assert.match(await page.locator('[data-testid=stop-reason]').textContent(), /stop_reason = completed/);
+
+    // Stage strip: every stage reached.
+    const states = await page.locator('[data-testid=stages] li').evaluateAll((lis) => lis.map((l) => `${l.dataset.stage}:${l.dataset.state}`));
+    assert.deepEqual(states, ['load:done', 'decision:done', 'validate:done', 'tool:done', 'observation:done', 'final:done']);
+    // Timeline: contiguous events ending in run.finished.
+    const seqs = await page.locator('[data-testid=timeline] .event').evaluateAll((es) => es.map((e) => Number(e.dataset.seq)));
+    assert.ok(seqs.length >= 8, `timeline has ${seqs.length} events`);
+    assert.deepEqual(seqs, seqs.map((_, i) => i + 1));
+    assert.equal(await page.locator('[data-testid=timeline] .event').last().getAttribute('data-phase'), 'run.finished');
+    // Metrics cards.
+    assert.equal(await metric(page, 'task_success'), 'PASS');
+    assert.match(await metric(page, 'valid_action_rate'), /^\d+(\.\d)?%$/);
+    assert.equal(await metric(page, 'termination_correctness'), 'PASS');
+    assert.match(await metric(page, 'tokens'), /^\d+ \/ \d+$/);
+    // Budget meters and final answer.
+    assert.ok(await page.locator('[data-testid=meters] .meter').count() >= 4);
+    assert.match(await page.locator('[data-testid=final]').textContent(), /79/);
+    // The chart is a real PNG served by the runner.
+    const width = await chartWidth(page);
+    assert.ok(width > 0, 'chart image decoded');
+    assert.ok(await page.locator('[data-testid=chart-spec]').isVisible(), 'plot spec shown');
+    // Trace export link points at this run.
+    const runId = (await page.locator('[data-testid=run-id]').textContent()).trim();
+    assert.equal(await page.locator('[data-testid=trace-link]').getAttribute('href'), `/agent/runs/${runId}/trace`);
+    await page.screenshot({ path: join(EVIDENCE, 'scripted-completed.png'), fullPage: true });
+
+    // Chinese UI text.
+    await page.click('[data-testid=lang-toggle]');
+    assert.equal(await page.locator('h1').textContent(), 'Forge · 本地 ReAct 运行器');
+    assert.equal(await metric(page, 'task_success'), '通过');
+    await page.screenshot({ path: join(EVIDENCE, 'scripted-completed-zh.png'), fullPage: true });
+    await page.click('[data-testid=lang-toggle]');
+    assert.equal(await page.locator('h1').textContent(), 'Forge · local ReAct runner');
+
+    // Source browser: the file list, one file's content and hash, and the zip link.
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=file-tree] a').length > 20, null, { timeout: 30_000 });
+    await page.locator('[data-testid=file-tree] a[data-path="Cargo.toml"]').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=file-content]').textContent.includes('[workspace]'));
+    assert.match(await page.locator('[data-testid=file-head]').textContent(), /Cargo\.toml · \d+ bytes · blake3 [0-9a-f]{64}/);
+    assert.equal(await page.locator('[data-testid=zip-link]').getAttribute('href'), '/example.zip');
+    await page.locator('#source-card').screenshot({ path: join(EVIDENCE, 'source-browser.png') });
+
+    // Cancel a second, slow run while it is running.
+    await page.fill('[data-testid=fixture]', 'crates/server/tests/fixtures/slow_happy.json');
+    await page.click('[data-testid=start-btn]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=run-status]').dataset.status === 'running', null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=timeline] .event').length >= 2, null, { timeout: 30_000 });
+    assert.equal(await page.locator('[data-testid=cancel-btn]').isDisabled(), false);
+    await page.click('[data-testid=cancel-btn]');
+    assert.equal(await waitTerminal(page, 30_000), 'cancelled');
+    assert.match(await page.locator('[data-testid=stop-reason]').textContent(), /stop_reason = cancelled/);
+    assert.equal(await page.locator('[data-testid=cancel-btn]').isDisabled(), true);
+    await page.screenshot({ path: join(EVIDENCE, 'scripted-cancelled.png'), fullPage: true });
+
+    // Bad budgets: the runner's field errors are shown on the form, nothing starts.
+    const before = (await page.locator('[data-testid=run-id]').textContent()).trim();
+    await page.fill('input[name=max_steps]', '0');
+    await page.click('[data-testid=start-btn]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=form-errors]').textContent.includes('400'));
+    assert.match(await page.locator('[data-testid=form-errors]').textContent(), /invalid_request.*budgets\.max_steps/);
+    assert.equal(await page.locator('input[name=max_steps].field-bad').count(), 1);
+    assert.equal((await page.locator('[data-testid=run-id]').textContent()).trim(), before);
+
+    // History lists both runs.
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=history] li a').length >= 2);
+    assert.deepEqual(consoleErrors.filter((e) => !e.includes('400') && !e.includes('503')), [], 'no page errors');
+  } finally {
+    await close();
+  }
+});

@@ -1,0 +1,224 @@
+//! verification.json: the report types (schemas/verification.schema.json), timestamps, host and
+//! toolchain facts. Field meanings are documented in docs/xtask.md.
+//!
+//! This module only describes and serialises results; it does not decide outcomes.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::cargo::TestResult;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Reference,
+    Learner,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verification {
+    pub format_version: u32,
+    pub mode: Mode,
+    pub generator: String,
+    pub toolchain: Toolchain,
+    pub host: Host,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    pub options: RunOptions,
+    pub all_contracts_hold: bool,
+    pub stages_tree_hash: String,
+    pub cargo_lock_blake3: Option<String>,
+    pub summary: BTreeMap<String, u32>,
+    pub stages: Vec<StageReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOptions {
+    pub selected: Vec<String>,
+    pub no_cache: bool,
+    pub jobs: u32,
+    pub timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Toolchain {
+    pub rustc: String,
+    pub rustc_commit: String,
+    pub host_triple: String,
+    pub cargo: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Host {
+    pub os: String,
+    pub os_release: Option<String>,
+    pub kernel: Option<String>,
+    pub arch: String,
+    pub cpus: u32,
+    pub memory_mib: Option<u64>,
+}
+
+/// One stage's verdict. In reference mode `outcome` is a contract class; in learner mode it says
+/// whether the learner's code passes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageReport {
+    pub stage_id: String,
+    pub experiment_id: String,
+    pub fault_id: Option<String>,
+    pub outcome: String,
+    pub detail: String,
+    pub expected: Expectation,
+    pub observed: Observation,
+    pub cached: bool,
+    pub cached_from: Option<String>,
+    pub cache_key: String,
+    pub duration_ms: u64,
+    pub files: BTreeMap<String, String>,
+    pub runs: Runs,
+    pub evidence_dir: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Expectation {
+    /// Tests that must fail (the target test under the fault; nothing for solutions).
+    pub fail: Vec<String>,
+    /// Tests that must pass.
+    pub pass: Vec<String>,
+    pub excerpt: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Observation {
+    pub failed: Vec<String>,
+    pub passed: Vec<String>,
+    pub excerpt_found: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Runs {
+    pub solution: Option<RunReport>,
+    pub fault: Option<RunReport>,
+    pub learner: Option<RunReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    /// `solution`, `fault` or `learner`.
+    pub variant: String,
+    /// Where the crate that ran lives, relative to the course root when possible.
+    pub source_dir: String,
+    pub targets: Vec<String>,
+    pub build_ok: bool,
+    pub build_errors: Vec<String>,
+    /// Wall time of the (shared) cargo build that produced this run's binaries.
+    pub build_ms: u64,
+    /// Wall time spent running this run's test binaries.
+    pub run_ms: u64,
+    pub timed_out: bool,
+    pub passed: u32,
+    pub failed: u32,
+    pub ignored: u32,
+    pub tests: Vec<TestResult>,
+}
+
+/// RFC 3339 UTC timestamp with millisecond precision, e.g. `2026-04-30T22:07:01.123Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Howard Hinnant's days-to-civil conversion (proleptic Gregorian).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+pub fn toolchain() -> anyhow::Result<Toolchain> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .context("running `rustc -vV`")?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let cargo = crate::cargo::cargo_command()
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    Ok(Toolchain {
+        rustc: text.lines().next().unwrap_or_default().to_owned(),
+        rustc_commit: field("commit-hash:"),
+        host_triple: field("host:"),
+        cargo,
+    })
+}
+
+pub fn host() -> Host {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let os_release = read("/etc/os-release").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_owned())
+    });
+    let memory_mib = read("/proc/meminfo").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib / 1024)
+    });
+    Host {
+        os: std::env::consts::OS.to_owned(),
+        os_release,
+        kernel: read("/proc/sys/kernel/osrelease").map(|k| k.trim().to_owned()),
+        arch: std::env::consts::ARCH.to_owned(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        memory_mib,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_251_199_250); // leap-year February end
+        assert_eq!(rfc3339(t), "2024-02-29T23:59:59.250Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.000Z");
+    }
+}

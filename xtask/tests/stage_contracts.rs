@@ -1,0 +1,186 @@
+//! The seven real stage contracts, checked statically (no builds): every stages/*/fixtures/failure.json
+//! validates against schemas/failure.schema.json and names exactly the tests its targets contain.
+//!
+//! `cargo xtask verify` proves the contracts dynamically; this test catches a drifted contract in
+//! plain `cargo test` without compiling any stage.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let text = fs::read_to_string(root().join("schemas").join(name)).unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+}
+
+/// `#[test]` functions in a Rust source (attributes may sit between `#[test]` and `fn`).
+fn test_fns(source: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut pending = false;
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("//") {
+            continue;
+        }
+        if line.starts_with("#[test]") {
+            pending = true;
+        } else if pending && !line.starts_with("#[") && !line.is_empty() {
+            if let Some((_, rest)) = line.split_once("fn ") {
+                names.insert(
+                    rest.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                );
+            }
+            pending = false;
+        }
+    }
+    names
+}
+
+fn stage_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root().join("stages"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.is_dir() && p.file_name().unwrap().to_string_lossy().as_bytes()[0].is_ascii_digit()
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn there_are_seven_stages() {
+    let ids: Vec<String> = stage_dirs()
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "01-action-selection",
+            "02-observation-state",
+            "03-structured-tool-execution",
+            "04-retry-policy",
+            "05-idempotent-actions",
+            "06-stop-conditions",
+            "07-agent-loop-runner"
+        ]
+    );
+}
+
+#[test]
+fn every_failure_json_validates_and_lists_exactly_the_fault_run_tests() {
+    let validator = schema("failure.schema.json");
+    let mut problems = Vec::new();
+    for dir in stage_dirs() {
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let path = dir.join("fixtures/failure.json");
+        let Ok(text) = fs::read_to_string(&path) else {
+            problems.push(format!("{id}: fixtures/failure.json is missing"));
+            continue;
+        };
+        let value: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("{id}: failure.json is not JSON: {e}"));
+                continue;
+            }
+        };
+        for error in validator.iter_errors(&value) {
+            problems.push(format!("{id}: {} {error}", error.instance_path()));
+        }
+        if value["stage_id"] != id.as_str() {
+            problems.push(format!("{id}: stage_id is {}", value["stage_id"]));
+        }
+        let mut present = BTreeSet::new();
+        for target in value["fault_run_targets"].as_array().into_iter().flatten() {
+            let file = dir
+                .join("tests")
+                .join(format!("{}.rs", target.as_str().unwrap_or_default()));
+            match fs::read_to_string(&file) {
+                Ok(source) => present.extend(test_fns(&source)),
+                Err(e) => problems.push(format!("{id}: {}: {e}", file.display())),
+            }
+        }
+        let mut listed: BTreeSet<String> = value["must_still_pass"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+        listed.insert(value["target_test"].as_str().unwrap_or_default().to_owned());
+        if listed != present {
+            problems.push(format!(
+                "{id}: must_still_pass ∪ {{target_test}} = {listed:?}, but the fault_run_targets define {present:?}"
+            ));
+        }
+        let fault = fs::read(dir.join(value["fault_file"].as_str().unwrap_or("?")));
+        let solution = fs::read(dir.join(value["faulty_source_path"].as_str().unwrap_or("?")));
+        match (fault, solution) {
+            (Ok(f), Ok(s)) if f == s => {
+                problems.push(format!("{id}: the fault file equals the solution file"))
+            }
+            (Ok(_), Ok(_)) => {}
+            _ => problems.push(format!(
+                "{id}: fault_file or faulty_source_path cannot be read"
+            )),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "contract problems:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn every_stage_toml_has_titles_a_prediction_and_three_hints() {
+    for dir in stage_dirs() {
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let text = fs::read_to_string(dir.join("stage.toml"))
+            .unwrap_or_else(|e| panic!("{id}/stage.toml: {e}"));
+        let meta: toml::Table =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{id}/stage.toml: {e}"));
+        assert_eq!(meta["id"].as_str(), Some(id.as_str()), "{id}: id");
+        assert!(
+            meta["title"]["en"].is_str() && meta["title"]["zh-CN"].is_str(),
+            "{id}: title"
+        );
+        let hints = meta["hints"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id}: hints"));
+        assert_eq!(hints.len(), 3, "{id}: hint count");
+        for hint in hints {
+            assert!(
+                hint["en"].is_str() && hint["zh-CN"].is_str(),
+                "{id}: hint languages"
+            );
+        }
+        let options = meta["prediction"]["options"]["en"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{id}: options"));
+        let answer = meta["prediction"]["answer"].as_integer().unwrap_or(-1);
+        assert!(
+            (0..options.len() as i64).contains(&answer),
+            "{id}: answer {answer} out of range"
+        );
+    }
+}
+
+#[test]
+fn the_test_fn_scanner_sees_attributes_and_skips_comments() {
+    let names = test_fns(
+        "#[test]\n#[should_panic]\nfn a() {}\n// #[test]\nfn b() {}\n#[test]\nfn c_2() {}",
+    );
+    assert_eq!(names, BTreeSet::from(["a".to_owned(), "c_2".to_owned()]));
+}
