@@ -260,7 +260,8 @@ fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionE
     Ok(())
 }
 
-fn json_type_name(value: &Value) -> &'static str {
+/// The JSON type of `value` with its article, for error messages ("a string", "null").
+pub fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

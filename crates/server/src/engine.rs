@@ -115,7 +115,7 @@ pub fn budgets_from_json(value: &Value) -> Result<runtime::Budgets, Vec<FieldErr
     let obj = match value {
         Value::Null => &empty,
         Value::Object(m) => m,
-        other => return Err(vec![fe("budgets", format!("must be an object, got {}", kind(other)))]),
+        other => return Err(vec![fe("budgets", format!("must be an object, got {}", runtime::decision::json_type_name(other)))]),
     };
     let allowed: Vec<&str> = budget_fields().collect();
     let mut errors = Vec::new();
@@ -162,13 +162,3 @@ fn fe(field: &str, message: String) -> FieldError {
     FieldError { field: field.to_string(), message }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
