@@ -9,6 +9,7 @@ pub mod decision;
 pub mod fixture;
 pub mod guards;
 pub mod metrics;
+pub mod numbers;
 pub mod observe;
 pub mod policy;
 pub mod registry;

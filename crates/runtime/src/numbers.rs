@@ -1,0 +1,251 @@
+//! Numbers as people print them: whole-cell quantities (`99.2%`, `1,250`, `$4.50`, `30 min`), numbers
+//! mentioned in running text, canonical printing and the "printed rounding" rule.
+//!
+//! One module for every place that reads or writes a number — the knowledge tool's tables and facts,
+//! grounding (which numbers a model may write), the claims gate and the answer scorer — so all of them
+//! agree on what `83.3` means. It knows nothing about tasks, tools or models.
+
+/// Most decimals a printed rounding may have (`83.3333` is accepted for 83.333…; more is not a rounding).
+pub const MAX_ROUNDING_DECIMALS: u32 = 4;
+
+/// A number found in text, with where and how it was printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumberMention {
+    pub value: f64,
+    /// As printed, without thousands separators or a percent sign (`1,250.5%` → `1250.5`).
+    pub printed: String,
+    /// Digits after the decimal point as printed.
+    pub decimals: u32,
+    /// Byte range of the whole mention in the text (sign, separators and `%` included).
+    pub start: usize,
+    pub end: usize,
+    pub percent: bool,
+}
+
+impl NumberMention {
+    /// Whether this printed number is `value` or a rounding of it to the printed decimals
+    /// (83.3 and 83.33 both stand for 83.333…; 83.4 does not).
+    pub fn stands_for(&self, value: f64) -> bool {
+        stands_for(self.value, self.decimals, value)
+    }
+}
+
+/// `printed_value` with `decimals` digits after the point stands for `value` when it is `value`
+/// rounded (half either way) to that many decimals.
+pub fn stands_for(printed_value: f64, decimals: u32, value: f64) -> bool {
+    if !printed_value.is_finite() || !value.is_finite() {
+        return false;
+    }
+    let tolerance = 1e-9 * value.abs().max(1.0);
+    if (printed_value - value).abs() <= tolerance {
+        return true;
+    }
+    if decimals > MAX_ROUNDING_DECIMALS.max(6) {
+        return false;
+    }
+    let half_unit = 0.5 * 10f64.powi(-(decimals as i32));
+    (printed_value - value).abs() <= half_unit + tolerance
+}
+
+/// A whole cell or fact value read as one quantity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantity {
+    pub value: f64,
+    /// `%`, a currency symbol, or a short unit word (`min`, `kWh`, `分钟`); `None` for a bare number.
+    pub unit: Option<String>,
+}
+
+const CURRENCY: [char; 5] = ['$', '€', '£', '¥', '₹'];
+/// Longest unit word accepted after a number in a cell (`30 min`, `12 kWh`).
+const MAX_UNIT_CHARS: usize = 8;
+
+/// Reads a whole cell (or a fact's value) as one number with an optional unit:
+/// `72`, `-3.5`, `81.5%`, `1,250`, `$4.50`, `30 min`, `12 kWh`, `80分`. Anything else is `None`
+/// (text such as `n/a`, `72 (est.)`, `3–5`, `Q3`).
+pub fn parse_quantity(cell: &str) -> Option<Quantity> {
+    let mut text = cell.trim();
+    let mut unit: Option<String> = None;
+    if let Some(c) = text.chars().next().filter(|c| CURRENCY.contains(c)) {
+        unit = Some(c.to_string());
+        text = text[c.len_utf8()..].trim_start();
+    }
+    let (number_len, mention) = leading_number(text)?;
+    let rest = text[number_len..].trim();
+    if !rest.is_empty() {
+        if unit.is_some() {
+            return None; // `$4.50 USD`: one unit is enough to be sure
+        }
+        let is_unit_word = rest.chars().count() <= MAX_UNIT_CHARS
+            && (rest == "%" || rest.chars().all(|c| c.is_alphabetic() || c == '/' || c == '²' || c == '³'));
+        if !is_unit_word {
+            return None;
+        }
+        unit = Some(rest.to_owned());
+    } else if mention.percent {
+        unit = Some("%".into());
+    }
+    Some(Quantity { value: mention.value, unit })
+}
+
+/// The number at the start of `text` (sign, thousands groups, decimals, optional `%`), and its byte length.
+fn leading_number(text: &str) -> Option<(usize, NumberMention)> {
+    let mentions = scan(text);
+    let first = mentions.into_iter().next()?;
+    (first.start == 0).then_some((first.end, first))
+}
+
+/// Every number mentioned in `text`, in order. A `-` counts as a sign only at the start or after a
+/// space or opening bracket (so `2021-2024` is two years, not 2021 and −2024); `1,250` is one number
+/// (comma groups of exactly three digits), `72,78` is two; a trailing `%` is part of the mention.
+/// Digits glued to letters (`Q3`, `B2`) are still mentions: they are digits a writer chose.
+pub fn scan(text: &str) -> Vec<NumberMention> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        let negative = i > 0
+            && bytes[i - 1] == b'-'
+            && (i == 1 || matches!(bytes[i - 2], b' ' | b'(' | b'[' | b'\t' | b'\n' | b':' | b'='));
+        if negative {
+            start = i - 1;
+        }
+        // Integer part with optional thousands groups.
+        let mut j = i;
+        while j < bytes.len() && bytes[j].is_ascii_digit() {
+            j += 1;
+        }
+        let mut digits: String = text[i..j].to_owned();
+        let first_group_len = j - i;
+        if first_group_len <= 3 {
+            let mut k = j;
+            let mut grouped = String::new();
+            while k + 3 < bytes.len()
+                && bytes[k] == b','
+                && bytes[k + 1..k + 4].iter().all(u8::is_ascii_digit)
+                && bytes.get(k + 4).is_none_or(|b| !b.is_ascii_digit())
+            {
+                grouped.push_str(&text[k + 1..k + 4]);
+                k += 4;
+            }
+            if !grouped.is_empty() {
+                digits.push_str(&grouped);
+                j = k;
+            }
+        }
+        let mut decimals = 0;
+        if j + 1 < bytes.len() && bytes[j] == b'.' && bytes[j + 1].is_ascii_digit() {
+            let mut k = j + 1;
+            while k < bytes.len() && bytes[k].is_ascii_digit() {
+                k += 1;
+            }
+            decimals = (k - j - 1) as u32;
+            digits.push_str(&text[j..k]);
+            j = k;
+        }
+        let percent = bytes.get(j) == Some(&b'%');
+        let end = if percent { j + 1 } else { j };
+        let printed = if negative { format!("-{digits}") } else { digits };
+        if let Ok(value) = printed.parse::<f64>()
+            && value.is_finite()
+        {
+            out.push(NumberMention { value, printed, decimals, start, end, percent });
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The canonical printing of a value: integers without a fraction (`79`), others in the shortest form
+/// that reads back to the same f64 (`98.96666666666667`), never exponent notation for |x| < 1e15.
+pub fn canonical(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64 + 0)
+    } else {
+        let text = format!("{value}");
+        if text.contains('e') { format!("{value:.6}") } else { text }
+    }
+}
+
+/// The printed forms a writer may use for `value`: the canonical form (when it has at most 8 decimals)
+/// and its roundings to 0..=[`MAX_ROUNDING_DECIMALS`] decimals, shortest first, without duplicates.
+/// `79` → [`79`]; `83.333…` → [`83`, `83.3`, `83.33`, `83.333`, `83.3333`].
+pub fn printed_forms(value: f64) -> Vec<String> {
+    let mut forms: Vec<String> = Vec::new();
+    let canonical = canonical(value);
+    if value.fract() == 0.0 {
+        return vec![canonical];
+    }
+    for decimals in 0..=MAX_ROUNDING_DECIMALS {
+        let text = format!("{value:.prec$}", prec = decimals as usize);
+        let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text };
+        let text = if text == "-0" { "0".to_owned() } else { text };
+        if !forms.contains(&text) {
+            forms.push(text);
+        }
+    }
+    let canonical_decimals = canonical.split_once('.').map_or(0, |(_, d)| d.len());
+    if canonical_decimals <= 8 && !forms.contains(&canonical) {
+        forms.push(canonical);
+    }
+    forms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(text: &str) -> Vec<f64> {
+        scan(text).into_iter().map(|m| m.value).collect()
+    }
+
+    #[test]
+    fn scan_reads_people_numbers() {
+        assert_eq!(values("Average 79, lowest 72."), [79.0, 72.0]);
+        assert_eq!(values("revenue 1,250 and 72,78"), [1250.0, 72.0, 78.0]);
+        assert_eq!(values("2021-2024 change -3.5 (−2)"), [2021.0, 2024.0, -3.5, 2.0]);
+        assert_eq!(values("uptime 99.2% in Q3"), [99.2, 3.0]);
+        assert_eq!(values("平均值为79，最低72"), [79.0, 72.0]);
+        let m = &scan("is 83.30%")[0];
+        assert_eq!((m.printed.as_str(), m.decimals, m.percent), ("83.30", 2, true));
+    }
+
+    #[test]
+    fn rounding_rule() {
+        let third = 250.0 / 3.0;
+        for (printed, ok) in [("83.3", true), ("83.33", true), ("83", true), ("83.4", false), ("83.32", false)] {
+            let m = &scan(printed)[0];
+            assert_eq!(m.stands_for(third), ok, "{printed}");
+        }
+        assert!(scan("79")[0].stands_for(79.0));
+        assert!(!scan("78")[0].stands_for(79.0));
+    }
+
+    #[test]
+    fn quantities() {
+        let q = |s: &str| parse_quantity(s).map(|q| (q.value, q.unit));
+        assert_eq!(q("72"), Some((72.0, None)));
+        assert_eq!(q(" 99.2% "), Some((99.2, Some("%".into()))));
+        assert_eq!(q("1,250"), Some((1250.0, None)));
+        assert_eq!(q("$4.50"), Some((4.5, Some("$".into()))));
+        assert_eq!(q("30 min"), Some((30.0, Some("min".into()))));
+        assert_eq!(q("80分"), Some((80.0, Some("分".into()))));
+        for text in ["n/a", "72 (est.)", "3–5", "Q3", "", "4.5.6", "$4.50 USD", "North"] {
+            assert_eq!(q(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn printing() {
+        assert_eq!(canonical(79.0), "79");
+        assert_eq!(canonical(-0.0), "0");
+        assert_eq!(canonical(98.96666666666667), "98.96666666666667");
+        assert_eq!(printed_forms(79.0), ["79"]);
+        assert_eq!(printed_forms(250.0 / 3.0), ["83", "83.3", "83.33", "83.333", "83.3333"]);
+        assert_eq!(printed_forms(98.25), ["98", "98.2", "98.25"]);
+    }
+}
