@@ -1,14 +1,42 @@
 //! The calculator tool: a whitelisting tokenizer and recursive-descent parser for
-//! plain arithmetic, evaluated over f64 with explicit bounds.
+//! arithmetic, aggregates over argument lists and boolean rule checks, evaluated
+//! over f64 with every intermediate bounded. It is not a general expression
+//! language: there are no variables, strings, attributes or user functions, so
+//! nothing here can reach the host.
 //!
-//! Accepted: decimal numbers, `+ - * /`, unary minus, parentheses and `**` with
-//! an exponent of magnitude ≤ [`MAX_EXPONENT`]. There are no names, no function
-//! calls and no other syntax, so nothing here can reach the host. Anything else
-//! is a typed [`CalcError`] with the character position.
+//! The grammar, lowest precedence first:
+//!
+//! | level      | syntax                                   | operands → result   |
+//! |------------|------------------------------------------|---------------------|
+//! | or         | `a or b` (left-associative)              | booleans → boolean  |
+//! | and        | `a and b` (left-associative)             | booleans → boolean  |
+//! | not        | `not a`                                  | boolean → boolean   |
+//! | comparison | `a >= b`, `>`, `<=`, `<`, `==`, `!=` (at most one: `1 < 2 < 3` is refused) | numbers (`==`/`!=`: one type) → boolean |
+//! | sum        | `a + b`, `a - b` (left-associative)      | numbers → number    |
+//! | product    | `a * b`, `a / b` (left-associative)      | numbers → number    |
+//! | negation   | `-a`                                     | number → number     |
+//! | power      | `a ** b` (right-associative, \|b\| ≤ [`MAX_EXPONENT`]) | numbers → number |
+//! | value      | decimal number, `true`, `false`, `( … )`, `sum` `mean` `min` `max` `count` `(a, …)` | |
+//!
+//! The aggregates take 1 to [`MAX_ARGUMENTS`] number arguments (`count()` is an
+//! arity error like the others: a count of nothing is never what a task asks
+//! for). `mean` sums left to right and divides by the count, so it equals the
+//! spelled-out `(a + b + …) / n` exactly. Types are checked while parsing, so an
+//! expression is refused before any of it is evaluated; `and`/`or` evaluate both
+//! sides (no short circuit: an error anywhere is reported). Number comparisons
+//! ignore float noise (see [`COMPARISON_TOLERANCE`]).
+//!
+//! [`Expr`]'s `Display` is the canonical, fully parenthesised rendering: two
+//! spellings of one computation render alike, and the rendering parses back to
+//! the same tree whenever it stays within [`MAX_EXPRESSION_CHARS`] and
+//! [`MAX_DEPTH`] (it is longer, and `(-a)` nests one level deeper than `-a`).
+//!
+//! Anything else is a typed [`CalcError`] with a stable code and the character
+//! position.
 
 use std::fmt;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{ToolError, ToolOutput, number_value};
 
@@ -20,8 +48,15 @@ pub const MAX_EXPONENT: f64 = 64.0;
 /// Largest |value| of any literal, intermediate or final result. Below 2^53, so
 /// every integer in range is exact in f64.
 pub const MAX_MAGNITUDE: f64 = 1e15;
-/// Deepest nesting of parentheses / unary operators.
+/// Deepest nesting of parentheses, unary operators, `**` exponents and aggregate calls.
 pub const MAX_DEPTH: usize = 48;
+/// Most arguments one aggregate call accepts.
+pub const MAX_ARGUMENTS: usize = 64;
+/// Comparisons treat two numbers as equal when they differ by at most this
+/// fraction of the larger magnitude (at least 1), so float noise such as
+/// `0.1 + 0.2 == 0.3` cannot flip a rule check. Two whole numbers always compare
+/// exactly (every integer within [`MAX_MAGNITUDE`] is exact in f64).
+pub const COMPARISON_TOLERANCE: f64 = 1e-12;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalcError {
@@ -30,11 +65,29 @@ pub enum CalcError {
     #[error("expression has {chars} characters, the limit is {limit}")]
     TooLong { chars: usize, limit: usize },
     #[error(
-        "forbidden token {token:?} at position {position}: only numbers, + - * / ** and parentheses are allowed"
+        "forbidden token {token:?} at position {position}: only numbers, true, false, + - * / **, \
+         comparisons (>= > <= < == !=), and, or, not, parentheses, commas and the functions \
+         sum, mean, min, max, count are allowed"
     )]
     ForbiddenToken { token: String, position: usize },
     #[error("syntax error at position {position}: {message}")]
     Syntax { position: usize, message: String },
+    #[error("{function} at position {position} takes 1 to {MAX_ARGUMENTS} arguments, got {given}")]
+    Arity {
+        function: Function,
+        given: usize,
+        position: usize,
+    },
+    #[error("type error at position {position}: '{operator}' needs {expected}, found {found}")]
+    Type {
+        /// The operator or function, as written (`>=`, `not`, `mean`).
+        operator: &'static str,
+        /// What it accepts, e.g. "numbers on both sides".
+        expected: &'static str,
+        /// What it was given, e.g. "number >= boolean".
+        found: String,
+        position: usize,
+    },
     #[error("division by zero at position {position}")]
     DivisionByZero { position: usize },
     #[error("overflow at position {position}: {message}")]
@@ -51,9 +104,25 @@ impl CalcError {
             CalcError::TooLong { .. } => "expression_too_long",
             CalcError::ForbiddenToken { .. } => "forbidden_token",
             CalcError::Syntax { .. } => "syntax_error",
+            CalcError::Arity { .. } => "arity_error",
+            CalcError::Type { .. } => "type_error",
             CalcError::DivisionByZero { .. } => "division_by_zero",
             CalcError::Overflow { .. } => "overflow",
             CalcError::NonFinite { .. } => "non_finite",
+        }
+    }
+
+    /// The character position the error points at, when it points at one.
+    pub fn position(&self) -> Option<usize> {
+        match self {
+            CalcError::Empty | CalcError::TooLong { .. } => None,
+            CalcError::ForbiddenToken { position, .. }
+            | CalcError::Syntax { position, .. }
+            | CalcError::Arity { position, .. }
+            | CalcError::Type { position, .. }
+            | CalcError::DivisionByZero { position }
+            | CalcError::Overflow { position, .. }
+            | CalcError::NonFinite { position } => Some(*position),
         }
     }
 }
@@ -64,11 +133,93 @@ impl From<CalcError> for ToolError {
     }
 }
 
+/// The aggregate functions: the only names the calculator knows besides its keywords.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    Sum,
+    Mean,
+    Min,
+    Max,
+    Count,
+}
+
+impl Function {
+    pub const ALL: [Function; 5] = [
+        Function::Sum,
+        Function::Mean,
+        Function::Min,
+        Function::Max,
+        Function::Count,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Sum => "sum",
+            Function::Mean => "mean",
+            Function::Min => "min",
+            Function::Max => "max",
+            Function::Count => "count",
+        }
+    }
+
+    fn from_name(word: &str) -> Option<Function> {
+        Function::ALL.into_iter().find(|f| f.name() == word)
+    }
+}
+
+impl fmt::Display for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The two types a value can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    Number,
+    Boolean,
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ValueType::Number => "number",
+            ValueType::Boolean => "boolean",
+        })
+    }
+}
+
+/// What an expression evaluates to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CalcValue {
+    Number(f64),
+    Boolean(bool),
+}
+
+impl CalcValue {
+    pub fn value_type(self) -> ValueType {
+        match self {
+            CalcValue::Number(_) => ValueType::Number,
+            CalcValue::Boolean(_) => ValueType::Boolean,
+        }
+    }
+
+    /// JSON for the observation: integer-valued numbers as integers (79, not 79.0).
+    pub fn to_json(self) -> Value {
+        match self {
+            CalcValue::Number(x) => number_value(x),
+            CalcValue::Boolean(b) => Value::Bool(b),
+        }
+    }
+}
+
 /// The parsed expression. Positions are character offsets into the input.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Number(f64),
-    Neg {
+    Boolean(bool),
+    Unary {
+        op: UnaryOp,
         operand: Box<Expr>,
         position: usize,
     },
@@ -78,6 +229,50 @@ pub enum Expr {
         right: Box<Expr>,
         position: usize,
     },
+    Call {
+        function: Function,
+        arguments: Vec<Expr>,
+        position: usize,
+    },
+}
+
+impl Expr {
+    /// The type this node produces, read off the node alone (operands are
+    /// checked when the node is built by the parser, and again by [`eval`]).
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Expr::Number(_) | Expr::Call { .. } => ValueType::Number,
+            Expr::Boolean(_) => ValueType::Boolean,
+            Expr::Unary { op, .. } => op.result_type(),
+            Expr::Binary { op, .. } => op.result_type(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+}
+
+impl UnaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::Not => "not",
+        }
+    }
+
+    fn operand_type(self) -> ValueType {
+        match self {
+            UnaryOp::Neg => ValueType::Number,
+            UnaryOp::Not => ValueType::Boolean,
+        }
+    }
+
+    fn result_type(self) -> ValueType {
+        self.operand_type()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,30 +282,146 @@ pub enum BinOp {
     Mul,
     Div,
     Pow,
+    Less,
+    LessEqual,
+    Greater,
+    GreaterEqual,
+    Equal,
+    NotEqual,
+    And,
+    Or,
 }
 
 impl BinOp {
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
             BinOp::Sub => "-",
             BinOp::Mul => "*",
             BinOp::Div => "/",
             BinOp::Pow => "**",
+            BinOp::Less => "<",
+            BinOp::LessEqual => "<=",
+            BinOp::Greater => ">",
+            BinOp::GreaterEqual => ">=",
+            BinOp::Equal => "==",
+            BinOp::NotEqual => "!=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+        }
+    }
+
+    fn result_type(self) -> ValueType {
+        match self {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow => ValueType::Number,
+            _ => ValueType::Boolean,
+        }
+    }
+
+    /// The type rule: arithmetic and ordering need numbers, `and`/`or` booleans,
+    /// `==`/`!=` two operands of one type.
+    fn accepts(self, left: ValueType, right: ValueType) -> bool {
+        match self {
+            BinOp::Equal | BinOp::NotEqual => left == right,
+            BinOp::And | BinOp::Or => left == ValueType::Boolean && right == ValueType::Boolean,
+            _ => left == ValueType::Number && right == ValueType::Number,
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            BinOp::Equal | BinOp::NotEqual => "both sides of one type",
+            BinOp::And | BinOp::Or => "booleans on both sides",
+            _ => "numbers on both sides",
         }
     }
 }
 
-/// Canonical rendering: fully parenthesised, single spaces, so two spellings of
-/// the same computation compare equal (used by the repeated-result guard).
+fn binary_type_error(op: BinOp, left: ValueType, right: ValueType, position: usize) -> CalcError {
+    CalcError::Type {
+        operator: op.symbol(),
+        expected: op.expected(),
+        found: format!("{left} {} {right}", op.symbol()),
+        position,
+    }
+}
+
+fn unary_type_error(op: UnaryOp, operand: ValueType, position: usize) -> CalcError {
+    CalcError::Type {
+        operator: op.symbol(),
+        expected: match op {
+            UnaryOp::Neg => "a number",
+            UnaryOp::Not => "a boolean",
+        },
+        found: operand.to_string(),
+        position,
+    }
+}
+
+fn argument_type_error(
+    function: Function,
+    index: usize,
+    found: ValueType,
+    position: usize,
+) -> CalcError {
+    CalcError::Type {
+        operator: function.name(),
+        expected: "numbers as arguments",
+        found: format!("{found} as argument {}", index + 1),
+        position,
+    }
+}
+
+fn check_arity(function: Function, given: usize, position: usize) -> Result<(), CalcError> {
+    if (1..=MAX_ARGUMENTS).contains(&given) {
+        Ok(())
+    } else {
+        Err(CalcError::Arity {
+            function,
+            given,
+            position,
+        })
+    }
+}
+
+/// Canonical rendering: fully parenthesised, single spaces, shortest decimal
+/// literals without exponents, so two spellings of the same computation compare
+/// equal (used by the repeated-result guard) and the text parses back to the
+/// same tree.
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Expr::Number(x) => write!(f, "{}", number_value(*x)),
-            Expr::Neg { operand, .. } => write!(f, "(-{operand})"),
+            // Rust prints f64 as the shortest decimal that reads back exactly, never with an exponent.
+            Expr::Number(x) if x.is_sign_negative() => write!(f, "(-{})", -x),
+            Expr::Number(x) => write!(f, "{x}"),
+            Expr::Boolean(b) => write!(f, "{b}"),
+            Expr::Unary {
+                op: UnaryOp::Neg,
+                operand,
+                ..
+            } => write!(f, "(-{operand})"),
+            Expr::Unary {
+                op: UnaryOp::Not,
+                operand,
+                ..
+            } => write!(f, "(not {operand})"),
             Expr::Binary {
                 op, left, right, ..
             } => write!(f, "({left} {} {right})", op.symbol()),
+            Expr::Call {
+                function,
+                arguments,
+                ..
+            } => {
+                write!(f, "{function}(")?;
+                for (i, argument) in arguments.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{argument}")?;
+                }
+                f.write_str(")")
+            }
         }
     }
 }
@@ -118,6 +429,9 @@ impl fmt::Display for Expr {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Token {
     Number(f64),
+    True,
+    False,
+    Function(Function),
     Plus,
     Minus,
     Star,
@@ -125,6 +439,11 @@ enum Token {
     StarStar,
     LParen,
     RParen,
+    Comma,
+    Compare(BinOp),
+    And,
+    Or,
+    Not,
 }
 
 /// Splits the input into whitelisted tokens with their character positions.
@@ -135,6 +454,7 @@ fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
     while i < chars.len() {
         let c = chars[i];
         let start = i;
+        let next = chars.get(i + 1).copied();
         match c {
             c if c.is_whitespace() => {
                 i += 1;
@@ -162,9 +482,37 @@ fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
                 tokens.push((Token::Number(value), start));
                 continue;
             }
+            c if c.is_alphanumeric() || c == '_' => {
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                // A dotted name (`os.system`, `mean.x`) is refused whole.
+                if chars.get(i) == Some(&'.') {
+                    return Err(forbidden_word(&chars, start));
+                }
+                let word: String = chars[start..i].iter().collect();
+                let token = match word.as_str() {
+                    "true" => Token::True,
+                    "false" => Token::False,
+                    "and" => Token::And,
+                    "or" => Token::Or,
+                    "not" => Token::Not,
+                    other => match Function::from_name(other) {
+                        Some(function) => Token::Function(function),
+                        None => {
+                            return Err(CalcError::ForbiddenToken {
+                                token: word,
+                                position: start,
+                            });
+                        }
+                    },
+                };
+                tokens.push((token, start));
+                continue;
+            }
             '+' => tokens.push((Token::Plus, start)),
             '-' => tokens.push((Token::Minus, start)),
-            '*' if chars.get(i + 1) == Some(&'*') => {
+            '*' if next == Some('*') => {
                 tokens.push((Token::StarStar, start));
                 i += 1;
             }
@@ -172,7 +520,33 @@ fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
             '/' => tokens.push((Token::Slash, start)),
             '(' => tokens.push((Token::LParen, start)),
             ')' => tokens.push((Token::RParen, start)),
-            c if c.is_alphanumeric() || c == '_' => return Err(forbidden_word(&chars, start)),
+            ',' => tokens.push((Token::Comma, start)),
+            '<' | '>' | '=' | '!' if next == Some('=') => {
+                let op = match c {
+                    '<' => BinOp::LessEqual,
+                    '>' => BinOp::GreaterEqual,
+                    '=' => BinOp::Equal,
+                    _ => BinOp::NotEqual,
+                };
+                tokens.push((Token::Compare(op), start));
+                i += 1;
+            }
+            '<' => tokens.push((Token::Compare(BinOp::Less), start)),
+            '>' => tokens.push((Token::Compare(BinOp::Greater), start)),
+            // Halves of `==` / `!=`: say what was probably meant.
+            '=' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "'=' is not an operator: compare with '=='".to_owned(),
+                });
+            }
+            '!' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "'!' is not an operator: negate with 'not', compare with '!='"
+                        .to_owned(),
+                });
+            }
             other => {
                 return Err(CalcError::ForbiddenToken {
                     token: other.to_string(),
@@ -185,7 +559,7 @@ fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
     Ok(tokens)
 }
 
-/// The whole identifier-like word starting at `start` (e.g. `__import__`, `1e5`, `.real`).
+/// The whole identifier-like word starting at `start` (e.g. `__import__`, `1e5`, `.real`, `os.system`).
 fn forbidden_word(chars: &[char], start: usize) -> CalcError {
     let end = chars[start..]
         .iter()
@@ -234,8 +608,98 @@ impl Parser {
         Ok(())
     }
 
-    // expr := term (('+' | '-') term)*
+    fn syntax<T>(&self, message: String) -> Result<T, CalcError> {
+        Err(CalcError::Syntax {
+            position: self.position(),
+            message,
+        })
+    }
+
+    /// Builds a binary node after checking its operand types.
+    fn binary(op: BinOp, left: Expr, right: Expr, position: usize) -> Result<Expr, CalcError> {
+        let (l, r) = (left.value_type(), right.value_type());
+        if !op.accepts(l, r) {
+            return Err(binary_type_error(op, l, r, position));
+        }
+        Ok(Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            position,
+        })
+    }
+
+    /// Builds a unary node after checking its operand type.
+    fn unary_node(op: UnaryOp, operand: Expr, position: usize) -> Result<Expr, CalcError> {
+        if operand.value_type() != op.operand_type() {
+            return Err(unary_type_error(op, operand.value_type(), position));
+        }
+        Ok(Expr::Unary {
+            op,
+            operand: Box::new(operand),
+            position,
+        })
+    }
+
+    // expr := conjunction ('or' conjunction)*
     fn expr(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.conjunction()?;
+        while self.peek() == Some(Token::Or) {
+            let position = self.position();
+            self.next += 1;
+            let right = self.conjunction()?;
+            left = Self::binary(BinOp::Or, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // conjunction := negation ('and' negation)*
+    fn conjunction(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.negation()?;
+        while self.peek() == Some(Token::And) {
+            let position = self.position();
+            self.next += 1;
+            let right = self.negation()?;
+            left = Self::binary(BinOp::And, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // negation := 'not' negation | comparison
+    fn negation(&mut self) -> Result<Expr, CalcError> {
+        if self.peek() == Some(Token::Not) {
+            let position = self.position();
+            self.next += 1;
+            self.descend()?;
+            let operand = self.negation()?;
+            self.depth -= 1;
+            return Self::unary_node(UnaryOp::Not, operand, position);
+        }
+        self.comparison()
+    }
+
+    // comparison := sum (compare_op sum)?      (non-associative)
+    fn comparison(&mut self) -> Result<Expr, CalcError> {
+        let left = self.sum()?;
+        let Some(Token::Compare(op)) = self.peek() else {
+            return Ok(left);
+        };
+        let position = self.position();
+        self.next += 1;
+        let right = self.sum()?;
+        if let Some(Token::Compare(second)) = self.peek() {
+            return self.syntax(format!(
+                "comparisons do not chain: '{}' follows '{}' at position {position}; \
+                 join two comparisons with 'and' (a < b and b < c)",
+                second.symbol(),
+                op.symbol()
+            ));
+        }
+        Self::binary(op, left, right, position)
+    }
+
+    // sum := term (('+' | '-') term)*
+    fn sum(&mut self) -> Result<Expr, CalcError> {
         let mut left = self.term()?;
         while let Some(op @ (Token::Plus | Token::Minus)) = self.peek() {
             let position = self.position();
@@ -246,12 +710,7 @@ impl Parser {
             } else {
                 BinOp::Sub
             };
-            left = Expr::Binary {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-                position,
-            };
+            left = Self::binary(op, left, right, position)?;
         }
         Ok(left)
     }
@@ -268,12 +727,7 @@ impl Parser {
             } else {
                 BinOp::Div
             };
-            left = Expr::Binary {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-                position,
-            };
+            left = Self::binary(op, left, right, position)?;
         }
         Ok(left)
     }
@@ -286,10 +740,7 @@ impl Parser {
             self.descend()?;
             let operand = self.unary()?;
             self.depth -= 1;
-            return Ok(Expr::Neg {
-                operand: Box::new(operand),
-                position,
-            });
+            return Self::unary_node(UnaryOp::Neg, operand, position);
         }
         self.power()
     }
@@ -303,17 +754,12 @@ impl Parser {
             self.descend()?;
             let exponent = self.unary()?;
             self.depth -= 1;
-            return Ok(Expr::Binary {
-                op: BinOp::Pow,
-                left: Box::new(base),
-                right: Box::new(exponent),
-                position,
-            });
+            return Self::binary(BinOp::Pow, base, exponent, position);
         }
         Ok(base)
     }
 
-    // primary := number | '(' expr ')'
+    // primary := number | 'true' | 'false' | function '(' arguments ')' | '(' expr ')'
     fn primary(&mut self) -> Result<Expr, CalcError> {
         let position = self.position();
         match self.peek() {
@@ -321,35 +767,93 @@ impl Parser {
                 self.next += 1;
                 Ok(Expr::Number(x))
             }
+            Some(Token::True) => {
+                self.next += 1;
+                Ok(Expr::Boolean(true))
+            }
+            Some(Token::False) => {
+                self.next += 1;
+                Ok(Expr::Boolean(false))
+            }
+            Some(Token::Function(function)) => {
+                self.next += 1;
+                self.call(function, position)
+            }
             Some(Token::LParen) => {
                 self.next += 1;
                 self.descend()?;
                 let inner = self.expr()?;
                 self.depth -= 1;
                 if self.peek() != Some(Token::RParen) {
-                    return Err(CalcError::Syntax {
-                        position: self.position(),
-                        message: format!("expected ')' to close '(' at position {position}"),
-                    });
+                    return self
+                        .syntax(format!("expected ')' to close '(' at position {position}"));
                 }
                 self.next += 1;
                 Ok(inner)
             }
-            Some(other) => Err(CalcError::Syntax {
-                position,
-                message: format!("expected a number or '(', found {}", describe(other)),
-            }),
-            None => Err(CalcError::Syntax {
-                position,
-                message: "unexpected end of expression".to_owned(),
-            }),
+            Some(other) => self.syntax(format!(
+                "expected a number, true, false, a function or '(', found {}",
+                describe(other)
+            )),
+            None => self.syntax("unexpected end of expression".to_owned()),
         }
+    }
+
+    // arguments := expr (',' expr)*     (after the function name; checked: numbers, 1..=MAX_ARGUMENTS)
+    fn call(&mut self, function: Function, position: usize) -> Result<Expr, CalcError> {
+        if self.peek() != Some(Token::LParen) {
+            return self.syntax(format!("expected '(' after '{function}'"));
+        }
+        let open = self.position();
+        self.next += 1;
+        self.descend()?;
+        let mut arguments = Vec::new();
+        if self.peek() != Some(Token::RParen) {
+            loop {
+                let argument = self.expr()?;
+                if argument.value_type() != ValueType::Number {
+                    return Err(argument_type_error(
+                        function,
+                        arguments.len(),
+                        argument.value_type(),
+                        position,
+                    ));
+                }
+                arguments.push(argument);
+                match self.peek() {
+                    Some(Token::Comma) => self.next += 1,
+                    Some(Token::RParen) => break,
+                    Some(other) => {
+                        return self.syntax(format!(
+                            "expected ',' or ')' to close '{function}(' at position {open}, found {}",
+                            describe(other)
+                        ));
+                    }
+                    None => {
+                        return self.syntax(format!(
+                            "expected ')' to close '{function}(' at position {open}"
+                        ));
+                    }
+                }
+            }
+        }
+        self.next += 1; // the ')'
+        self.depth -= 1;
+        check_arity(function, arguments.len(), position)?;
+        Ok(Expr::Call {
+            function,
+            arguments,
+            position,
+        })
     }
 }
 
 fn describe(token: Token) -> String {
     match token {
-        Token::Number(x) => format!("number {}", number_value(x)),
+        Token::Number(x) => format!("number {x}"),
+        Token::True => "'true'".into(),
+        Token::False => "'false'".into(),
+        Token::Function(function) => format!("'{function}'"),
         Token::Plus => "'+'".into(),
         Token::Minus => "'-'".into(),
         Token::Star => "'*'".into(),
@@ -357,10 +861,15 @@ fn describe(token: Token) -> String {
         Token::StarStar => "'**'".into(),
         Token::LParen => "'('".into(),
         Token::RParen => "')'".into(),
+        Token::Comma => "','".into(),
+        Token::Compare(op) => format!("'{}'", op.symbol()),
+        Token::And => "'and'".into(),
+        Token::Or => "'or'".into(),
+        Token::Not => "'not'".into(),
     }
 }
 
-/// Tokenizes and parses `input` into an AST without evaluating it.
+/// Tokenizes, parses and type-checks `input` into an AST without evaluating it.
 pub fn parse(input: &str) -> Result<Expr, CalcError> {
     let chars = input.chars().count();
     if chars > MAX_EXPRESSION_CHARS {
@@ -381,19 +890,121 @@ pub fn parse(input: &str) -> Result<Expr, CalcError> {
     };
     let expr = parser.expr()?;
     if let Some(token) = parser.peek() {
-        return Err(CalcError::Syntax {
-            position: parser.position(),
-            message: format!("unexpected {} after a complete expression", describe(token)),
-        });
+        return parser.syntax(format!(
+            "unexpected {} after a complete expression",
+            describe(token)
+        ));
     }
     Ok(expr)
 }
 
-/// Evaluates a parsed expression with every intermediate result bounded.
-pub fn eval(expr: &Expr) -> Result<f64, CalcError> {
+/// A number result within bounds, or the error for the operator at `position`.
+fn bounded(value: f64, position: usize) -> Result<f64, CalcError> {
+    if value.is_nan() {
+        // Finite operands within bounds can only leave the reals via powf
+        // (negative base, fractional exponent).
+        return Err(CalcError::NonFinite { position });
+    }
+    if value.abs() > MAX_MAGNITUDE {
+        return Err(CalcError::Overflow {
+            position,
+            message: format!("result exceeds {MAX_MAGNITUDE:e}"),
+        });
+    }
+    Ok(value)
+}
+
+/// Equality up to float noise; see [`COMPARISON_TOLERANCE`].
+fn same_number(a: f64, b: f64) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.fract() == 0.0 && b.fract() == 0.0 {
+        return false;
+    }
+    (a - b).abs() <= COMPARISON_TOLERANCE * a.abs().max(b.abs()).max(1.0)
+}
+
+fn arithmetic(op: BinOp, a: f64, b: f64, position: usize) -> Result<f64, CalcError> {
+    let value = match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Div => {
+            if b == 0.0 {
+                return Err(CalcError::DivisionByZero { position });
+            }
+            a / b
+        }
+        BinOp::Pow => {
+            if b.abs() > MAX_EXPONENT {
+                return Err(CalcError::Overflow {
+                    position,
+                    message: format!(
+                        "exponent {} exceeds the limit of ±{MAX_EXPONENT}",
+                        number_value(b)
+                    ),
+                });
+            }
+            if a == 0.0 && b < 0.0 {
+                return Err(CalcError::DivisionByZero { position });
+            }
+            a.powf(b)
+        }
+        _ => {
+            return Err(binary_type_error(
+                op,
+                ValueType::Number,
+                ValueType::Number,
+                position,
+            ));
+        }
+    };
+    bounded(value, position)
+}
+
+/// `sum`, `mean`, `min`, `max`, `count` over already evaluated arguments.
+fn aggregate(function: Function, values: &[f64], position: usize) -> Result<f64, CalcError> {
+    let Some((&first, rest)) = values.split_first() else {
+        return Err(CalcError::Arity {
+            function,
+            given: 0,
+            position,
+        });
+    };
+    // Left to right, each partial sum bounded: `mean(a, b, c)` is exactly `(a + b + c) / 3`.
+    let total = || {
+        rest.iter()
+            .try_fold(first, |acc, &x| bounded(acc + x, position))
+    };
+    match function {
+        Function::Sum => total(),
+        Function::Mean => bounded(total()? / values.len() as f64, position),
+        Function::Min => Ok(rest.iter().fold(first, |acc, &x| acc.min(x))),
+        Function::Max => Ok(rest.iter().fold(first, |acc, &x| acc.max(x))),
+        Function::Count => Ok(values.len() as f64),
+    }
+}
+
+/// Evaluates an expression with every intermediate result bounded. Types are
+/// checked again here, so a hand-built tree that mixes types gets a
+/// `type_error` too, never a panic.
+pub fn eval(expr: &Expr) -> Result<CalcValue, CalcError> {
+    use CalcValue::{Boolean, Number};
     match expr {
-        Expr::Number(x) => Ok(*x),
-        Expr::Neg { operand, .. } => Ok(-eval(operand)?),
+        // Literal positions are not kept: an out-of-range literal can only come
+        // from a hand-built tree (the tokenizer refuses it with its position).
+        Expr::Number(x) => Ok(Number(bounded(*x, 0)?)),
+        Expr::Boolean(b) => Ok(Boolean(*b)),
+        Expr::Unary {
+            op,
+            operand,
+            position,
+        } => match (op, eval(operand)?) {
+            (UnaryOp::Neg, Number(x)) => Ok(Number(-x)),
+            (UnaryOp::Not, Boolean(b)) => Ok(Boolean(!b)),
+            (op, value) => Err(unary_type_error(*op, value.value_type(), *position)),
+        },
         Expr::Binary {
             op,
             left,
@@ -402,70 +1013,72 @@ pub fn eval(expr: &Expr) -> Result<f64, CalcError> {
         } => {
             let (a, b) = (eval(left)?, eval(right)?);
             let position = *position;
-            let value = match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => {
-                    if b == 0.0 {
-                        return Err(CalcError::DivisionByZero { position });
-                    }
-                    a / b
-                }
-                BinOp::Pow => {
-                    if b.abs() > MAX_EXPONENT {
-                        return Err(CalcError::Overflow {
-                            position,
-                            message: format!(
-                                "exponent {} exceeds the limit of ±{MAX_EXPONENT}",
-                                number_value(b)
-                            ),
-                        });
-                    }
-                    if a == 0.0 && b < 0.0 {
-                        return Err(CalcError::DivisionByZero { position });
-                    }
-                    a.powf(b)
-                }
-            };
-            if !value.is_finite() {
-                // Finite operands within bounds can only leave the reals via powf
-                // (negative base, fractional exponent) or a huge product.
-                return Err(if value.is_nan() {
-                    CalcError::NonFinite { position }
-                } else {
-                    CalcError::Overflow {
+            Ok(match (op, a, b) {
+                (BinOp::And, Boolean(a), Boolean(b)) => Boolean(a && b),
+                (BinOp::Or, Boolean(a), Boolean(b)) => Boolean(a || b),
+                (BinOp::Equal, Boolean(a), Boolean(b)) => Boolean(a == b),
+                (BinOp::NotEqual, Boolean(a), Boolean(b)) => Boolean(a != b),
+                (BinOp::Equal, Number(a), Number(b)) => Boolean(same_number(a, b)),
+                (BinOp::NotEqual, Number(a), Number(b)) => Boolean(!same_number(a, b)),
+                (BinOp::Less, Number(a), Number(b)) => Boolean(a < b && !same_number(a, b)),
+                (BinOp::LessEqual, Number(a), Number(b)) => Boolean(a < b || same_number(a, b)),
+                (BinOp::Greater, Number(a), Number(b)) => Boolean(a > b && !same_number(a, b)),
+                (BinOp::GreaterEqual, Number(a), Number(b)) => Boolean(a > b || same_number(a, b)),
+                (
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow,
+                    Number(a),
+                    Number(b),
+                ) => Number(arithmetic(*op, a, b, position)?),
+                (op, a, b) => {
+                    return Err(binary_type_error(
+                        *op,
+                        a.value_type(),
+                        b.value_type(),
                         position,
-                        message: format!("result exceeds {MAX_MAGNITUDE:e}"),
+                    ));
+                }
+            })
+        }
+        Expr::Call {
+            function,
+            arguments,
+            position,
+        } => {
+            check_arity(*function, arguments.len(), *position)?;
+            let mut values = Vec::with_capacity(arguments.len());
+            for (index, argument) in arguments.iter().enumerate() {
+                match eval(argument)? {
+                    Number(x) => values.push(x),
+                    Boolean(_) => {
+                        return Err(argument_type_error(
+                            *function,
+                            index,
+                            ValueType::Boolean,
+                            *position,
+                        ));
                     }
-                });
+                }
             }
-            if value.abs() > MAX_MAGNITUDE {
-                return Err(CalcError::Overflow {
-                    position,
-                    message: format!("result exceeds {MAX_MAGNITUDE:e}"),
-                });
-            }
-            Ok(value)
+            Ok(Number(aggregate(*function, &values, *position)?))
         }
     }
 }
 
 /// Parses and evaluates `input`.
-pub fn evaluate(input: &str) -> Result<f64, CalcError> {
+pub fn evaluate(input: &str) -> Result<CalcValue, CalcError> {
     eval(&parse(input)?)
 }
 
-/// The tool entry point: `{expression, value}` with integer-valued results as integers.
+/// The tool entry point: `{expression, value}`, the value a number (integer-valued
+/// results as integers) or a boolean.
 pub fn run(expression: &str) -> Result<ToolOutput, ToolError> {
     let ast = parse(expression)?;
-    let value = eval(&ast)?;
-    let value_json = number_value(value);
+    let value = eval(&ast)?.to_json();
     Ok(ToolOutput {
-        result: json!({ "expression": expression, "value": value_json }),
-        summary: format!("{} = {}", expression.trim(), value_json),
+        result: json!({ "expression": expression, "value": value }),
+        summary: format!("{} = {}", expression.trim(), value),
         citations: Vec::new(),
         artifacts: Vec::new(),
-        digest_basis: json!({ "expression": ast.to_string(), "value": value_json }),
+        digest_basis: json!({ "expression": ast.to_string(), "value": value }),
     })
 }
