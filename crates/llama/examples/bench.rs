@@ -113,7 +113,7 @@ fn main() {
             // The first run of each mode starts from an empty KV cache; later ones reuse the system prompt.
             session.lock().unwrap().clear_cache();
         }
-        let spec = harness::default_spec(&root, &format!("bench-{mode}-{i}"), artifacts.path());
+        let spec = harness::spec_for(&root, "agent_eval_mini", &format!("bench-{mode}-{i}"), artifacts.path());
         let mut cfg = LlamaConfig::new(&model, mode);
         cfg.engine = config;
         let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
@@ -196,6 +196,7 @@ fn raw<'a>(prompt: &'a str, prefill: &'a str, grammar: Option<&'a str>, mode: Gr
         sampling: Sampling::default(),
         max_new_tokens: n,
         stop_at_json_end: false,
+        banned_prefixes: &[],
     }
 }
 

@@ -1,95 +1,146 @@
-//! Task Success evaluation (`cargo xtask eval` runs it): N real AgentEval Mini runs per mode and temperature,
-//! each scored by the runtime's metrics against expected.json. Writes evidence/eval/llama-<mode>-t<temp>.json
-//! and evidence/eval/llama-summary.json. Measures; asserts nothing.
+//! `cargo xtask eval` runs this: the task suite through the real model, resumable, with a progress bar;
+//! writes `<out>/runs.jsonl`, `summary.json`, `report.md` and `success.png`. Measures; asserts nothing
+//! about the score — it exits non-zero only when scoring itself failed (`--require-scoring`).
 //!
-//! usage: eval [--gguf PATH] [--runs N] [--modes guided,free] [--temps 0,0.7] [--out-dir DIR]
+//! usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N]
+//!             [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
-use forge_llama::{LlamaConfig, Mode, harness};
-use serde_json::json;
+use forge_llama::eval::{self, Plan};
+use forge_llama::Mode;
+
+const USAGE: &str = "usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N] \
+[--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+fn flag(args: &[String], name: &str) -> Result<Option<String>, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(None),
+        Some(i) => args.get(i + 1).cloned().map(Some).ok_or_else(|| format!("{name} needs a value")),
+    }
 }
 
-fn main() {
+fn parse() -> Result<(Plan, PathBuf, bool, bool, String), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let root = root();
-    let model = arg(&args, "--gguf").map(PathBuf::from).unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let runs: u32 = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(5);
-    let modes: Vec<Mode> = arg(&args, "--modes")
-        .unwrap_or_else(|| "guided,free".into())
-        .split(',')
-        .map(|m| m.parse().unwrap_or_else(|e| panic!("--modes: {e}")))
-        .collect();
-    let temps: Vec<f32> = arg(&args, "--temps")
-        .unwrap_or_else(|| "0,0.7".into())
-        .split(',')
-        .map(|t| t.parse().unwrap_or_else(|_| panic!("--temps: {t:?} is not a number")))
-        .collect();
-    let out_dir = arg(&args, "--out-dir").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/eval"));
-    if let Err(e) = forge_llama::inspect::quick_check(&model) {
-        eprintln!("eval: {e}");
-        std::process::exit(2);
-    }
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let artifacts = tempfile::tempdir().unwrap();
-    let mut summary = BTreeMap::new();
-    for &mode in &modes {
-        for &temp in &temps {
-            let mut rows = Vec::new();
-            let mut successes = 0;
-            for i in 0..runs {
-                let spec = harness::default_spec(&root, &format!("eval-{mode}-{temp}-{i}"), artifacts.path());
-                let mut cfg = LlamaConfig::new(&model, mode);
-                cfg.temperature = temp;
-                cfg.seed = 1000 + i;
-                let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
-                let r = &run.result;
-                let m = r.metrics.as_ref();
-                let success = m.and_then(|m| m.task_success).unwrap_or(false);
-                successes += u32::from(success);
-                eprintln!(
-                    "eval: {mode} t={temp} run {i}: {}/{} task_success={success} in {:.1}s",
-                    r.status.as_str(),
-                    r.stop_reason.as_str(),
-                    run.wall_ms / 1e3
-                );
-                rows.push(json!({
-                    "run": i, "seed": 1000 + i,
-                    "status": r.status.as_str(), "stop_reason": r.stop_reason.as_str(),
-                    "task_success": success,
-                    "steps": r.steps,
-                    "valid_action_rate": m.and_then(|m| m.valid_action_rate),
-                    "tool_argument_accuracy": m.and_then(|m| m.tool_argument_accuracy),
-                    "termination_correctness": m.and_then(|m| m.termination_correctness),
-                    "wall_s": (run.wall_ms / 10.0).round() / 100.0,
-                    "prefill_tokens_saved": m.map(|m| m.prefill_tokens_saved),
-                    "final_answer": r.final_answer,
-                }));
-            }
-            let key = format!("{mode}-t{temp}");
-            let rate = f64::from(successes) / f64::from(runs.max(1));
-            summary.insert(key.clone(), json!({ "runs": runs, "task_success": successes, "rate": rate }));
-            let file = out_dir.join(format!("llama-{key}.json"));
-            let doc = json!({
-                "what": "Task Success of real AgentEval Mini runs (runtime metrics vs expected.json)",
-                "model": model.file_name().map(|n| n.to_string_lossy().into_owned()),
-                "mode": mode.to_string(), "temperature": temp, "runs": runs,
-                "task_success": successes, "rate": rate,
-                "results": rows,
-            });
-            std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap() + "\n").unwrap();
-            eprintln!("eval: {key}: {successes}/{runs} Task Success -> {}", file.display());
+    let known_values = ["--tasks", "--modes", "--temps", "--seeds", "--model", "--out", "--note"];
+    let known_switches = ["--fresh", "--require-scoring"];
+    let mut i = 0;
+    while i < args.len() {
+        if known_values.contains(&args[i].as_str()) {
+            i += 2;
+        } else if known_switches.contains(&args[i].as_str()) {
+            i += 1;
+        } else {
+            return Err(format!("unknown argument {:?}\n{USAGE}", args[i]));
         }
     }
-    let file = out_dir.join("llama-summary.json");
-    std::fs::write(&file, serde_json::to_string_pretty(&json!(summary)).unwrap() + "\n").unwrap();
-    eprintln!("eval: wrote {}", file.display());
+    let root = root();
+    let tasks_dir = root.join("fixtures/tasks");
+    let tasks = match flag(&args, "--tasks")?.as_deref() {
+        None | Some("all") => eval::all_tasks(&tasks_dir).map_err(|e| e.to_string())?,
+        Some(list) => list.split(',').map(str::to_owned).collect(),
+    };
+    for task in &tasks {
+        if !tasks_dir.join(task).join("task.json").is_file() {
+            return Err(format!("--tasks: no task folder fixtures/tasks/{task}"));
+        }
+    }
+    let modes = flag(&args, "--modes")?
+        .unwrap_or_else(|| "guided".into())
+        .split(',')
+        .map(|m| m.parse::<Mode>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--modes: {e}"))?;
+    let temperatures = flag(&args, "--temps")?
+        .unwrap_or_else(|| "0".into())
+        .split(',')
+        .map(|t| t.parse::<f32>().ok().filter(|t| (0.0..=2.0).contains(t)).ok_or(format!("--temps: {t:?} is not a temperature in 0..=2")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let seeds = flag(&args, "--seeds")?.map_or(Ok(1), |s| s.parse::<u32>().ok().filter(|n| *n >= 1).ok_or(format!("--seeds: {s:?} is not a positive integer")))?;
+    let (model_path, model_name) = match flag(&args, "--model")?.as_deref() {
+        None | Some("0.5b") => (root.join("models/qwen2.5-coder-0.5b.gguf"), "qwen2.5-coder-0.5b".to_owned()),
+        Some("1.5b") => (root.join("models/qwen2.5-coder-1.5b.gguf"), "qwen2.5-coder-1.5b".to_owned()),
+        Some(path) => {
+            let p = PathBuf::from(path);
+            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).ok_or(format!("--model: {path:?} names no file"))?;
+            (p, name)
+        }
+    };
+    forge_llama::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
+    let out = flag(&args, "--out")?.map(PathBuf::from).unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
+    let note = flag(&args, "--note")?.unwrap_or_default();
+    let plan = Plan { tasks, modes, temperatures, seeds, model_path, model_name, tasks_dir, knowledge_dir: root.join("knowledge") };
+    Ok((plan, out, args.iter().any(|a| a == "--fresh"), args.iter().any(|a| a == "--require-scoring"), note))
+}
+
+fn main() -> ExitCode {
+    let (plan, out, fresh, require_scoring, note) = match parse() {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("eval: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("eval: cannot create {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    let jsonl = out.join("runs.jsonl");
+    if fresh {
+        let _ = std::fs::remove_file(&jsonl);
+    }
+    let artifacts = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("eval: no temporary directory: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let bar = indicatif::ProgressBar::new(plan.runs().len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut successes = 0u32;
+    let mut finished = 0u32;
+    let result = eval::execute(&plan, &jsonl, artifacts.path(), &mut |done, total, record| {
+        finished += 1;
+        successes += u32::from(record.task_success == Some(true));
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        bar.set_message(format!("{successes}/{finished} ok; last {} {} t={} s{}: {}", record.task, record.mode, record.temperature, record.seed, record.stop_reason));
+    });
+    bar.finish();
+    let records = match result {
+        Ok(records) => records,
+        Err(e) => {
+            eprintln!("eval: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let wanted: Vec<_> = plan.runs().into_iter().map(|(t, m, temp, s)| (t, m.to_string(), format!("{temp}"), s)).collect();
+    let selected: Vec<_> = records.into_iter().filter(|r| wanted.contains(&r.key())).collect();
+    let summaries = eval::summarize(&selected);
+    if let Err(e) = eval::write_reports(&out, &summaries, &note) {
+        eprintln!("eval: {e}");
+        return ExitCode::from(1);
+    }
+    print!("{}", eval::report_markdown(&summaries, &note));
+    eprintln!("eval: wrote {}", out.display());
+    let unscored: Vec<String> = selected
+        .iter()
+        .filter(|r| r.task_success.is_none() && r.status != "cancelled")
+        .map(|r| format!("{} ({}; ground truth {})", r.task, r.stop_reason, r.ground_truth))
+        .collect();
+    if require_scoring && !unscored.is_empty() {
+        eprintln!("eval: scoring failed for {} run(s): {}", unscored.len(), unscored.join(", "));
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

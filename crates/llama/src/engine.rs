@@ -106,6 +106,9 @@ pub struct GenerateRequest<'a> {
     pub max_new_tokens: u32,
     /// Stop as soon as the first top-level JSON value (starting in the prefill or output) is complete.
     pub stop_at_json_end: bool,
+    /// Texts the output (prefill included) must never start with: a token that would make it start with
+    /// one is masked like a grammar-rejected token. Callers use it to forbid repeating an earlier output.
+    pub banned_prefixes: &'a [String],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -363,7 +366,16 @@ impl Session {
             if debug_tokens() {
                 eprintln!("{}", top_candidates(&self.model, logits, 5));
             }
-            let token = pick(logits, chain.as_mut(), grammar.as_mut(), req.grammar_mode, &mut full_passes)?;
+            let banned = |token: LlamaToken| {
+                if req.banned_prefixes.is_empty() {
+                    return false;
+                }
+                let mut text = req.prefill.as_bytes().to_vec();
+                text.extend_from_slice(&out);
+                text.extend_from_slice(&vocab.token_to_piece(token, false, None));
+                req.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
+            };
+            let token = pick(logits, chain.as_mut(), grammar.as_mut(), req.grammar_mode, &banned, &mut full_passes)?;
             if let Some(g) = grammar.as_mut() {
                 g.try_accept(token).map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
             }
@@ -468,8 +480,17 @@ fn pick(
     mut chain: Option<&mut LlamaSampler>,
     mut grammar: Option<&mut LlamaSampler>,
     mode: GrammarMode,
+    banned: &dyn Fn(LlamaToken) -> bool,
     full_passes: &mut u32,
 ) -> Result<LlamaToken, EngineError> {
+    // Banned tokens are masked exactly as a grammar masks: out of the candidate arrays before selection.
+    let unban = |arr: &mut LlamaTokenDataArray| {
+        for d in arr.data.iter_mut() {
+            if d.logit().is_finite() && banned(d.id()) {
+                d.set_logit(f32::NEG_INFINITY);
+            }
+        }
+    };
     let unconstrained = |chain: Option<&mut LlamaSampler>| -> Result<LlamaToken, EngineError> {
         match chain {
             None => Ok(LlamaToken(argmax(logits) as i32)),
@@ -487,7 +508,7 @@ fn pick(
         let candidate = unconstrained(chain.as_deref_mut())?;
         let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(candidate, logits[candidate.0 as usize], 0.0)], false);
         one.apply_sampler(g);
-        if one.data[0].logit().is_finite() {
+        if one.data[0].logit().is_finite() && !banned(candidate) {
             return Ok(candidate);
         }
         // Rejected: the grammar's choice is almost always among the most likely tokens. Filter the top
@@ -495,6 +516,7 @@ fn pick(
         // token is allowed (the best allowed token overall is then the best allowed shortlisted one).
         let mut short = shortlist(logits, SHORTLIST);
         short.apply_sampler(g);
+        unban(&mut short);
         if short.data.iter().any(|d| d.logit().is_finite()) {
             return select(short, chain);
         }
@@ -502,6 +524,7 @@ fn pick(
     *full_passes += 1;
     let mut arr = full_array(logits);
     arr.apply_sampler(g);
+    unban(&mut arr);
     if !arr.data.iter().any(|d| d.logit().is_finite()) {
         return Err(EngineError::Grammar("the grammar allows no token here".into()));
     }
@@ -587,9 +610,30 @@ impl JsonScanner {
     }
 }
 
-/// Convert a JSON Schema to GBNF with llama.cpp's converter (then compacted, see `grammar::compact_gbnf`).
+/// Convert a JSON Schema to GBNF with llama.cpp's converter, compacted (benchmarks use it for a grammar
+/// that does not depend on a run; decisions use `grammar`, which builds GBNF itself).
 pub fn schema_to_gbnf(schema: &serde_json::Value) -> Result<String, EngineError> {
     let text = serde_json::to_string(schema).expect("schema serialises");
     let gbnf = llama_cpp_2::json_schema_to_grammar(&text).map_err(|e| EngineError::Grammar(e.to_string()))?;
-    Ok(crate::grammar::compact_gbnf(&gbnf))
+    Ok(compact_gbnf(&gbnf))
+}
+
+/// No optional whitespace between JSON tokens, no escapes inside strings, at most four decimals: the
+/// converter's defaults cost tokens a small model wanders into.
+fn compact_gbnf(gbnf: &str) -> String {
+    gbnf.lines()
+        .map(|line| {
+            let rule = line.trim_start();
+            if rule.starts_with("space ::=") {
+                "space ::= \"\"".to_string()
+            } else if rule.starts_with("char ::=") {
+                r#"char ::= [^"\\\x7F\x00-\x1F]"#.to_string()
+            } else if rule.starts_with("decimal-part ::=") {
+                "decimal-part ::= [0-9]{1,4}".to_string()
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

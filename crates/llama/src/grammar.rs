@@ -1,172 +1,120 @@
-//! Generation schemas: the JSON Schemas that constrain decoding, derived from schemas/decision.schema.json
-//! and the tool registry (never restated by hand), plus the guided-mode JSON prefixes.
+//! Decoding grammars for one decision, built per step from the registry's argument schemas (with their
+//! `x-grammar` roles), the decision schema's limits, the task's answer template and the run's grounding.
 //!
-//! A generation schema is a strict subset of the decision contract, so everything it admits also passes the
-//! runtime's validation. It is tighter in three ways, each for speed or for a small model's sake: string and
-//! array lengths are capped, fields are in a fixed order, and optional arguments *without* a registry
-//! default (e.g. plot's `average`) are required while those *with* a default (e.g. `top_k`) are left to the
-//! runtime. Conversion to GBNF happens in `engine` (the llama.cpp interface).
+//! Everything a grammar admits also passes the runtime's validation: it is the decision contract made
+//! tighter. Numbers a model writes — in calculator expressions, chart values, titles, queries and the
+//! final answer — can only be numbers the observations (or the task's own text) established; chart
+//! labels only observed row labels; evidence ids only ids of successful observations; and the final
+//! answer follows the task's template. The runtime still verifies every claim (its claims gate): the
+//! grammar makes wrong writing hard, the gate makes it impossible to accept. This module builds
+//! [`gbnf::Grammar`]s and prefixes; it never runs a model.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use runtime::policy::ToolCard;
+use runtime::policy::{Grounding, ResultKind, ToolCard};
+
+use crate::gbnf::{Grammar, Node};
 
 /// Caps applied on top of the registry's limits (tokens are the budget that matters on 2 cores).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Caps {
-    pub string_chars: u64,
-    pub answer_chars: u64,
-    pub array_items: u64,
-    pub evidence_ids: u64,
+    /// Characters of a free-text argument (query, title).
+    pub string_chars: u32,
+    /// Items of an array argument.
+    pub array_items: u32,
+    /// Evidence ids of a final answer.
+    pub evidence_ids: u32,
+    /// Arguments of one aggregate function in an expression.
+    pub function_args: u32,
 }
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { string_chars: 120, answer_chars: 480, array_items: 12, evidence_ids: 8 }
+        Self { string_chars: 80, array_items: 12, evidence_ids: 8, function_args: 12 }
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GrammarError {
-    #[error("unknown tool {0:?} in a guided gap (not in the tool cards)")]
+    #[error("unknown tool {0:?} (not in the tool cards)")]
     UnknownTool(String),
     #[error("the decision schema has no {0:?} branch")]
     MissingBranch(&'static str),
+    #[error("{tool}.{field}: cannot build a grammar for schema {schema}")]
+    Unsupported { tool: String, field: String, schema: String },
+    #[error("the final answer needs at least one observation to cite")]
+    NothingToCite,
+    #[error("grammar is inconsistent: {0}")]
+    Inconsistent(String),
 }
 
-/// Tighten one argument schema from the registry (recursively) for generation.
-pub fn generation_arguments_schema(args: &Value, caps: &Caps) -> Value {
-    let mut out = Map::new();
-    let props = args.get("properties").and_then(Value::as_object);
-    let required: Vec<&str> =
-        args.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let mut keep = Map::new();
-    let mut req = Vec::new();
-    if let Some(props) = props {
-        // Required fields first (in registry order), then default-less optional ones, which we require too.
-        for (name, schema) in props.iter().filter(|(n, _)| required.contains(&n.as_str())) {
-            keep.insert(name.clone(), tighten(schema, caps));
-            req.push(Value::String(name.clone()));
-        }
-        for (name, schema) in props.iter().filter(|(n, s)| !required.contains(&n.as_str()) && s.get("default").is_none()) {
-            keep.insert(name.clone(), tighten(schema, caps));
-            req.push(Value::String(name.clone()));
-        }
+/// What a grammar may draw on for one decision.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    pub tools: &'a [ToolCard],
+    pub grounding: &'a Grounding,
+    pub answer_template: &'a str,
+    pub caps: Caps,
+}
+
+/// Guided mode, tool gap: one action for exactly `tool` (a calculator asked for a `boolean` result must
+/// write a comparison; asked for a number it must not).
+pub fn guided_tool(inputs: &Inputs, tool: &str, result: Option<ResultKind>) -> Result<Grammar, GrammarError> {
+    let card = card(inputs, tool)?;
+    let mut grammar = Grammar::new(Node::rule("action"));
+    let action = action_node(&mut grammar, inputs, card, result)?;
+    grammar.define("action", action);
+    finish(grammar)
+}
+
+/// Guided mode, final gap: the final answer citing exactly `evidence_ids`, worded by the task's template.
+pub fn guided_final(inputs: &Inputs, evidence_ids: &[String]) -> Result<Grammar, GrammarError> {
+    if evidence_ids.is_empty() {
+        return Err(GrammarError::NothingToCite);
     }
-    out.insert("type".into(), json!("object"));
-    out.insert("properties".into(), Value::Object(keep));
-    out.insert("required".into(), Value::Array(req));
-    out.insert("additionalProperties".into(), json!(false));
-    Value::Object(out)
+    let mut grammar = Grammar::new(Node::rule("final"));
+    let ids = Node::lit(serde_json::to_string(evidence_ids).expect("strings serialise"));
+    let answer = answer_node(&mut grammar, inputs);
+    grammar.define("final", final_shell(ids, answer));
+    finish(grammar)
 }
 
-fn tighten(schema: &Value, caps: &Caps) -> Value {
-    let mut s = Map::new();
-    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
-    for key in ["type", "enum", "const"] {
-        if let Some(v) = schema.get(key) {
-            s.insert(key.into(), v.clone());
-        }
-    }
-    match ty {
-        "string" => {
-            let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(caps.string_chars).min(caps.string_chars);
-            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0).min(max);
-            s.insert("minLength".into(), json!(min));
-            s.insert("maxLength".into(), json!(max));
-        }
-        "integer" => {
-            for key in ["minimum", "maximum"] {
-                if let Some(v) = schema.get(key) {
-                    s.insert(key.into(), v.clone());
-                }
-            }
-        }
-        "array" => {
-            let max = schema.get("maxItems").and_then(Value::as_u64).unwrap_or(caps.array_items).min(caps.array_items);
-            let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0).min(max);
-            s.insert("minItems".into(), json!(min));
-            s.insert("maxItems".into(), json!(max));
-            if let Some(items) = schema.get("items") {
-                s.insert("items".into(), tighten(items, caps));
-            }
-        }
-        "object" => return generation_arguments_schema(schema, caps),
-        // numbers: the grammar cannot bound a float's range; the registry checks it after parsing.
-        _ => {}
-    }
-    Value::Object(s)
-}
-
-fn action_schema(card: &ToolCard, caps: &Caps) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "type": {"const": "action"},
-            "tool": {"const": card.name},
-            "arguments": generation_arguments_schema(&card.arguments_schema, caps),
-        },
-        "required": ["type", "tool", "arguments"],
-        "additionalProperties": false,
-    })
-}
-
-/// Final branch with `evidence_ids` before `answer`, so guided mode can prefill the ids and stop the
-/// prefix right where the answer text begins.
-fn final_schema(decision_schema: &Value, caps: &Caps) -> Result<Value, GrammarError> {
-    let branch = branch(decision_schema, "final").ok_or(GrammarError::MissingBranch("final"))?;
-    let props = &branch["properties"];
-    let answer_max = props["answer"]["maxLength"].as_u64().unwrap_or(caps.answer_chars).min(caps.answer_chars);
-    let ids_max = props["evidence_ids"]["maxItems"].as_u64().unwrap_or(caps.evidence_ids).min(caps.evidence_ids);
-    let id_max = props["evidence_ids"]["items"]["maxLength"].as_u64().unwrap_or(64).min(64);
-    Ok(json!({
-        "type": "object",
-        "properties": {
-            "type": {"const": "final"},
-            "evidence_ids": {"type": "array", "minItems": 1, "maxItems": ids_max,
-                              "items": {"type": "string", "minLength": 1, "maxLength": id_max}},
-            "answer": {"type": "string", "minLength": 1, "maxLength": answer_max},
-        },
-        "required": ["type", "evidence_ids", "answer"],
-        "additionalProperties": false,
-    }))
-}
-
-fn branch<'a>(decision_schema: &'a Value, title: &str) -> Option<&'a Value> {
-    decision_schema.get("oneOf")?.as_array()?.iter().find(|b| b.get("title").and_then(Value::as_str) == Some(title))
-}
-
-/// Free mode: any tool in the registry's decision enum (with its own arguments) or a final answer.
-pub fn free_schema(decision_schema: &Value, tools: &[ToolCard], caps: &Caps) -> Result<Value, GrammarError> {
+/// Free mode: any tool of the decision schema's enum (with its own arguments) or a final answer citing
+/// successful observations.
+pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, GrammarError> {
     let action = branch(decision_schema, "action").ok_or(GrammarError::MissingBranch("action"))?;
     let allowed: Vec<&str> = action["properties"]["tool"]["enum"]
         .as_array()
         .map(|e| e.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut alternatives: Vec<Value> =
-        tools.iter().filter(|c| allowed.contains(&c.name.as_str())).map(|c| action_schema(c, caps)).collect();
-    alternatives.push(final_schema(decision_schema, caps)?);
-    Ok(json!({ "oneOf": alternatives }))
+    branch(decision_schema, "final").ok_or(GrammarError::MissingBranch("final"))?;
+    let mut grammar = Grammar::new(Node::rule("decision"));
+    let mut alternatives = Vec::new();
+    for card in inputs.tools.iter().filter(|c| allowed.contains(&c.name.as_str())) {
+        let name = format!("action-{}", rule_name(&card.name));
+        let body = action_node(&mut grammar, inputs, card, None)?;
+        grammar.define(&name, body);
+        alternatives.push(Node::rule(name));
+    }
+    if !inputs.grounding.evidence_ids.is_empty() {
+        let id = Node::one_of_texts(inputs.grounding.evidence_ids.iter().map(|id| json_string(id)));
+        grammar.define("evidence-id", id);
+        let more = Node::seq([Node::lit(","), Node::rule("evidence-id")]).repeat(0, inputs.caps.evidence_ids - 1);
+        let ids = Node::seq([Node::lit("["), Node::rule("evidence-id"), more, Node::lit("]")]);
+        let answer = answer_node(&mut grammar, inputs);
+        grammar.define("final", final_shell(ids, answer));
+        alternatives.push(Node::rule("final"));
+    }
+    grammar.define("decision", Node::Alt(alternatives));
+    finish(grammar)
 }
 
-/// Guided mode, tool gap: one action for exactly `tool`.
-pub fn guided_tool_schema(tools: &[ToolCard], tool: &str, caps: &Caps) -> Result<Value, GrammarError> {
+/// The JSON the runtime writes for the model in guided mode: through the tool name and the first
+/// argument's key (and its opening quote or bracket), so the model fills only values.
+pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str) -> Result<String, GrammarError> {
     let card = tools.iter().find(|c| c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.into()))?;
-    Ok(action_schema(card, caps))
-}
-
-/// Guided mode, final gap.
-pub fn guided_final_schema(decision_schema: &Value, caps: &Caps) -> Result<Value, GrammarError> {
-    final_schema(decision_schema, caps)
-}
-
-/// The JSON the runtime writes for the model in guided mode: through the tool name and the first argument's
-/// key (and its opening quote or bracket), so the model fills only values.
-pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str, caps: &Caps) -> Result<String, GrammarError> {
-    let card = tools.iter().find(|c| c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.into()))?;
-    let args = generation_arguments_schema(&card.arguments_schema, caps);
     let mut prefix = format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", json!(tool));
-    if let Some((name, schema)) = args["properties"].as_object().and_then(|p| p.iter().next()) {
+    if let Some((name, schema)) = generation_properties(&card.arguments_schema).into_iter().next() {
         prefix.push_str(&format!("{}:", json!(name)));
         match schema.get("type").and_then(Value::as_str) {
             Some("string") => prefix.push('"'),
@@ -182,25 +130,359 @@ pub fn guided_final_prefix(evidence_ids: &[String]) -> String {
     format!("{{\"type\":\"final\",\"evidence_ids\":{},\"answer\":\"", json!(evidence_ids))
 }
 
-/// Make a GBNF grammar from llama.cpp's converter compact: no optional whitespace between JSON tokens, no
-/// escape sequences inside strings, at most four decimals in numbers. The converter allows up to ~20 blank characters at every separator
-/// and `\\n`-style escapes in every string; a small model wanders into both (each a token decoded for
-/// nothing, and an escaped newline is how it drifts into a second paragraph). No decision value needs them.
-pub fn compact_gbnf(gbnf: &str) -> String {
-    gbnf.lines()
-        .map(|line| {
-            let rule = line.trim_start();
-            if rule.starts_with("space ::=") {
-                "space ::= \"\"".to_string()
-            } else if rule.starts_with("char ::=") {
-                r#"char ::= [^"\\\x7F\x00-\x1F]"#.to_string()
-            } else if rule.starts_with("decimal-part ::=") {
-                // Values here are percentages, counts and averages; 16 decimals only invite 79.000000000000005.
-                "decimal-part ::= [0-9]{1,4}".to_string()
-            } else {
-                line.to_string()
+/// The properties a generated action writes, in order: required ones (registry order), then optional
+/// ones without a registry default (written too, e.g. a chart's average line); optional ones with a
+/// default are left to the runtime.
+pub fn generation_properties(arguments_schema: &Value) -> Vec<(&String, &Value)> {
+    let required: Vec<&str> = arguments_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = arguments_schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(&String, &Value)> = props.iter().filter(|(n, _)| required.contains(&n.as_str())).collect();
+    out.extend(props.iter().filter(|(n, s)| !required.contains(&n.as_str()) && s.get("default").is_none()));
+    out
+}
+
+fn card<'a>(inputs: &Inputs<'a>, tool: &str) -> Result<&'a ToolCard, GrammarError> {
+    inputs.tools.iter().find(|c| c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.into()))
+}
+
+fn branch<'a>(decision_schema: &'a Value, title: &str) -> Option<&'a Value> {
+    decision_schema.get("oneOf")?.as_array()?.iter().find(|b| b.get("title").and_then(Value::as_str) == Some(title))
+}
+
+fn finish(grammar: Grammar) -> Result<Grammar, GrammarError> {
+    grammar.check().map_err(|e| GrammarError::Inconsistent(e.to_string()))?;
+    Ok(grammar)
+}
+
+fn rule_name(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).expect("strings serialise")
+}
+
+/// `{"type":"final","evidence_ids":<ids>,"answer":"<answer>"}`
+fn final_shell(ids: Node, answer: Node) -> Node {
+    Node::seq([
+        Node::lit("{\"type\":\"final\",\"evidence_ids\":"),
+        ids,
+        Node::lit(",\"answer\":\""),
+        answer,
+        Node::lit("\"}"),
+    ])
+}
+
+/// `{"type":"action","tool":"<name>","arguments":{...}}` with one rule per argument.
+fn action_node(grammar: &mut Grammar, inputs: &Inputs, card: &ToolCard, result: Option<ResultKind>) -> Result<Node, GrammarError> {
+    let mut items = vec![Node::lit(format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", json!(card.name)))];
+    for (i, (name, schema)) in generation_properties(&card.arguments_schema).into_iter().enumerate() {
+        if i > 0 {
+            items.push(Node::lit(","));
+        }
+        items.push(Node::lit(format!("{}:", json!(name))));
+        let rule = format!("{}-{}", rule_name(&card.name), rule_name(name));
+        let body = value_node(grammar, inputs, &card.name, name, schema, result)?;
+        grammar.define(&rule, body);
+        items.push(Node::rule(rule));
+    }
+    items.push(Node::lit("}}"));
+    Ok(Node::Seq(items))
+}
+
+/// The grammar of one argument value, from its schema and `x-grammar` role.
+fn value_node(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    tool: &str,
+    field: &str,
+    schema: &Value,
+    result: Option<ResultKind>,
+) -> Result<Node, GrammarError> {
+    let unsupported = || GrammarError::Unsupported { tool: tool.into(), field: field.into(), schema: schema.to_string() };
+    let role = schema.get("x-grammar").and_then(Value::as_str);
+    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
+    let caps = &inputs.caps;
+    match (ty, role) {
+        ("string", Some("expression")) => {
+            define_expression(grammar, inputs);
+            let root = match result {
+                Some(ResultKind::Boolean) => "calc-bool",
+                Some(ResultKind::Number) => "calc-num",
+                None => "calc-any",
+            };
+            Ok(Node::seq([Node::lit("\""), Node::rule(root), Node::lit("\"")]))
+        }
+        ("string", Some("label")) if !inputs.grounding.labels.is_empty() => {
+            grammar.define("label", Node::one_of_texts(inputs.grounding.labels.iter().map(|l| json_string(l))));
+            Ok(Node::rule("label"))
+        }
+        ("string", _) => {
+            let max = schema.get("maxLength").and_then(Value::as_u64).map_or(caps.string_chars, |m| (m as u32).min(caps.string_chars));
+            let min = schema.get("minLength").and_then(Value::as_u64).map_or(0, |m| (m as u32).min(max));
+            define_text(grammar, inputs);
+            Ok(Node::seq([Node::lit("\""), Node::rule("text-seg").repeat(min, max), Node::rule("text-end").opt(), Node::lit("\"")]))
+        }
+        ("number", _) => Ok(number_node(grammar, inputs)),
+        ("integer", _) => {
+            let min = schema.get("minimum").and_then(Value::as_i64);
+            let max = schema.get("maximum").and_then(Value::as_i64);
+            match (min, max) {
+                (Some(a), Some(b)) if b >= a && b - a <= 32 => Ok(Node::one_of_texts((a..=b).map(|n| n.to_string()))),
+                _ => Ok(Node::seq([Node::lit("-").opt(), Node::Class { negated: false, ranges: vec![('0', '9')] }.repeat(1, 12)])),
             }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+        }
+        ("boolean", _) => Ok(Node::one_of_texts(["true", "false"])),
+        ("array", _) => {
+            let items_schema = schema.get("items").ok_or_else(unsupported)?;
+            let item = value_node(grammar, inputs, tool, &format!("{field}[]"), items_schema, result)?;
+            let max = schema.get("maxItems").and_then(Value::as_u64).map_or(caps.array_items, |m| (m as u32).min(caps.array_items)).max(1);
+            let min = schema.get("minItems").and_then(Value::as_u64).map_or(0, |m| (m as u32).min(max));
+            let rule = format!("{}-{}-item", rule_name(tool), rule_name(field.trim_end_matches("[]")));
+            grammar.define(&rule, item);
+            let rest = Node::seq([Node::lit(","), Node::rule(rule.clone())]).repeat(min.saturating_sub(1), max - 1);
+            let body = Node::seq([Node::rule(rule), rest]);
+            Ok(Node::seq([Node::lit("["), if min == 0 { body.opt() } else { body }, Node::lit("]")]))
+        }
+        _ => Err(unsupported()),
+    }
+}
+
+/// A JSON number that is a grounded value (signed, as printed), or any number while nothing is grounded.
+fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
+    if !grammar.has_rule("json-num") {
+        let grounded: Vec<&String> = inputs.grounding.numbers.iter().filter(|n| is_json_number(n)).collect();
+        let body = if grounded.is_empty() {
+            let digits = Node::Class { negated: false, ranges: vec![('0', '9')] };
+            Node::seq([
+                Node::lit("-").opt(),
+                digits.clone().repeat(1, 15),
+                Node::seq([Node::lit("."), digits.repeat(1, 4)]).opt(),
+            ])
+        } else {
+            Node::one_of_texts(grounded)
+        };
+        grammar.define("json-num", body);
+    }
+    Node::rule("json-num")
+}
+
+fn is_json_number(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let int = digits.split('.').next().unwrap_or("");
+    !int.is_empty() && (int == "0" || !int.starts_with('0')) && serde_json::from_str::<f64>(text).is_ok()
+}
+
+/// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there).
+fn text_numbers(inputs: &Inputs) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in &inputs.grounding.numbers {
+        let n = n.trim_start_matches('-').to_owned();
+        if !n.is_empty() && !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    // Longest first: alternatives are tried in order by the checker, and it reads better.
+    out.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    out
+}
+
+/// Free text inside a JSON string whose digit runs are grounded numbers:
+/// `text-seg ::= text-char | num text-after`, `text-end ::= num "."?`.
+fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
+    if grammar.has_rule("text-seg") {
+        return;
+    }
+    let numbers = text_numbers(inputs);
+    grammar.define("text-char", text_char("\"\\0123456789"));
+    if numbers.is_empty() {
+        grammar.define("text-seg", Node::rule("text-char"));
+        grammar.define("text-end", Node::rule("text-char"));
+        return;
+    }
+    grammar.define("text-num", Node::one_of_texts(numbers));
+    // After a number: not a digit and not a bare decimal point (so 7 and 2 cannot make 72, nor 7 and .5 make 7.5).
+    let after = Node::Alt(vec![text_char("\"\\0123456789."), Node::seq([Node::lit("."), text_char("\"\\0123456789.")])]);
+    grammar.define("text-after", after);
+    grammar.define(
+        "text-seg",
+        Node::Alt(vec![Node::rule("text-char"), Node::seq([Node::rule("text-num"), Node::rule("text-after")])]),
+    );
+    grammar.define("text-end", Node::seq([Node::rule("text-num"), Node::lit(".").opt()]));
+}
+
+/// One character of JSON string content other than `excluded` (control characters are never allowed;
+/// escapes are not needed by any decision and only invite a small model to wander).
+fn text_char(excluded: &str) -> Node {
+    Node::char_except(excluded)
+}
+
+/// Calculator expressions over grounded numbers: `calc-num` (arithmetic and aggregates), `calc-bool`
+/// (comparisons joined by and/or/not), `calc-any` (either). The shapes follow the calculator's own
+/// syntax, so a grammar-made expression always parses.
+fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
+    if grammar.has_rule("calc-num") {
+        return;
+    }
+    let sp = || Node::lit(" ").opt();
+    let numbers = text_numbers(inputs);
+    let number = if numbers.is_empty() {
+        let digits = Node::Class { negated: false, ranges: vec![('0', '9')] };
+        Node::seq([digits.clone().repeat(1, 15), Node::seq([Node::lit("."), digits.repeat(1, 4)]).opt()])
+    } else {
+        Node::one_of_texts(numbers)
+    };
+    grammar.define("calc-number", number);
+    let args_max = inputs.caps.function_args.max(1);
+    grammar.define(
+        "calc-call",
+        Node::seq([
+            Node::one_of_texts(["mean", "sum", "min", "max", "count"]),
+            Node::lit("("),
+            Node::rule("calc-num"),
+            Node::seq([Node::lit(","), sp(), Node::rule("calc-num")]).repeat(0, args_max - 1),
+            Node::lit(")"),
+        ]),
+    );
+    grammar.define(
+        "calc-atom",
+        Node::Alt(vec![
+            Node::rule("calc-number"),
+            Node::rule("calc-call"),
+            Node::seq([Node::lit("("), sp(), Node::rule("calc-num"), sp(), Node::lit(")")]),
+        ]),
+    );
+    grammar.define("calc-unary", Node::seq([Node::lit("-").opt(), Node::rule("calc-atom")]));
+    grammar.define(
+        "calc-term",
+        Node::seq([
+            Node::rule("calc-unary"),
+            Node::seq([sp(), Node::one_of_texts(["*", "/"]), sp(), Node::rule("calc-unary")]).star(),
+        ]),
+    );
+    grammar.define(
+        "calc-num",
+        Node::seq([
+            Node::rule("calc-term"),
+            Node::seq([sp(), Node::one_of_texts(["+", "-"]), sp(), Node::rule("calc-term")]).star(),
+        ]),
+    );
+    grammar.define(
+        "calc-cmp",
+        Node::seq([
+            Node::rule("calc-num"),
+            sp(),
+            Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
+            sp(),
+            Node::rule("calc-num"),
+        ]),
+    );
+    grammar.define("calc-not", Node::seq([Node::lit("not ").opt(), Node::rule("calc-cmp")]));
+    grammar.define(
+        "calc-bool",
+        Node::seq([
+            Node::rule("calc-not"),
+            Node::seq([Node::one_of_texts([" and ", " or "]), Node::rule("calc-not")]).star(),
+        ]),
+    );
+    grammar.define("calc-any", Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-num")]));
+}
+
+/// One piece of an answer template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplatePart {
+    Text(String),
+    /// `<a / b>`: one of the alternatives, as written.
+    Choice(Vec<String>),
+    /// `<name>`: a grounded number or an observed row label.
+    Value(String),
+}
+
+/// Splits a template into text, choices (`<met / not met>`) and value slots (`<average>`); a `<` without
+/// its `>` is text.
+pub fn parse_template(template: &str) -> Vec<TemplatePart> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else { break };
+        if open > 0 {
+            parts.push(TemplatePart::Text(rest[..open].to_owned()));
+        }
+        let inner = rest[open + 1..close].trim();
+        let options: Vec<String> = inner.split('/').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
+        parts.push(if options.len() >= 2 { TemplatePart::Choice(options) } else { TemplatePart::Value(inner.to_owned()) });
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(TemplatePart::Text(rest.to_owned()));
+    }
+    parts
+}
+
+/// The answer text (inside the JSON string): the template with its slots filled from the grounding.
+/// Without a usable template, grounded free text.
+fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
+    let parts = parse_template(inputs.answer_template);
+    if !parts.iter().any(|p| !matches!(p, TemplatePart::Text(t) if t.trim().is_empty())) {
+        define_text(grammar, inputs);
+        return Node::seq([Node::rule("text-seg").repeat(1, 400), Node::rule("text-end").opt()]);
+    }
+    let escape = |text: &str| {
+        let quoted = json_string(text);
+        quoted[1..quoted.len() - 1].to_owned()
+    };
+    let mut value_alternatives: Vec<String> = text_numbers(inputs);
+    value_alternatives.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
+    let mut items = Vec::new();
+    for part in parts {
+        match part {
+            TemplatePart::Text(text) => items.push(Node::lit(escape(&text))),
+            TemplatePart::Choice(options) => items.push(Node::one_of_texts(options.iter().map(|o| escape(o)))),
+            TemplatePart::Value(_) if value_alternatives.is_empty() => {
+                define_text(grammar, inputs);
+                items.push(Node::seq([Node::rule("text-seg").repeat(1, 40), Node::rule("text-end").opt()]));
+            }
+            TemplatePart::Value(_) => {
+                grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
+                items.push(Node::rule("slot-value"));
+            }
+        }
+    }
+    Node::Seq(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_split_into_parts() {
+        assert_eq!(
+            parse_template("Average is <average>; rule <met / not met>. <oops"),
+            vec![
+                TemplatePart::Text("Average is ".into()),
+                TemplatePart::Value("average".into()),
+                TemplatePart::Text("; rule ".into()),
+                TemplatePart::Choice(vec!["met".into(), "not met".into()]),
+                TemplatePart::Text(". <oops".into()),
+            ]
+        );
+        assert_eq!(parse_template("规则<满足/不满足>。")[1], TemplatePart::Choice(vec!["满足".into(), "不满足".into()]));
+    }
+
+    #[test]
+    fn json_numbers() {
+        for ok in ["0", "79", "-3.5", "98.96666666666667"] {
+            assert!(is_json_number(ok), "{ok}");
+        }
+        for bad in ["05", "", "-", "1.", "1e5x"] {
+            assert!(!is_json_number(bad), "{bad}");
+        }
+    }
 }

@@ -12,7 +12,7 @@ use runtime::{Budgets, RunConfig, RunResult, Task, TraceEvent};
 use crate::policy::{DecisionStats, LlamaConfig, LlamaPolicy};
 
 /// Workspace-relative defaults (the runner resolves them against its root).
-pub const DEFAULT_TASK_DIR: &str = "fixtures/tasks/agent_eval_mini";
+pub const DEFAULT_TASKS_DIR: &str = "fixtures/tasks";
 pub const DEFAULT_KNOWLEDGE_DIR: &str = "knowledge";
 
 #[derive(Debug, Clone)]
@@ -45,7 +45,7 @@ pub fn run_with_model(
     control: &RunControl,
     sink: &mut dyn FnMut(&TraceEvent),
 ) -> Result<ModelRun, HarnessError> {
-    let task = Task::load(&spec.task_dir)?;
+    let task = Task::load_checked(&spec.task_dir, &spec.knowledge_dir)?;
     let mut policy = LlamaPolicy::new(config);
     let mut run_config = RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     run_config.budgets = spec.budgets.clone();
@@ -59,11 +59,11 @@ pub fn control_for(budgets: &Budgets) -> RunControl {
     RunControl::new(Instant::now() + Duration::from_secs(budgets.wall_clock_s))
 }
 
-/// `root/<DEFAULT_TASK_DIR>` etc., with a fresh artifact dir under `artifact_root`.
-pub fn default_spec(root: &Path, run_id: &str, artifact_root: &Path) -> RunSpec {
+/// `root/fixtures/tasks/<task>` with the repository's knowledge and a fresh artifact dir under `artifact_root`.
+pub fn spec_for(root: &Path, task: &str, run_id: &str, artifact_root: &Path) -> RunSpec {
     RunSpec {
         run_id: run_id.to_string(),
-        task_dir: root.join(DEFAULT_TASK_DIR),
+        task_dir: root.join(DEFAULT_TASKS_DIR).join(task),
         knowledge_dir: root.join(DEFAULT_KNOWLEDGE_DIR),
         artifact_dir: artifact_root.join(run_id),
         budgets: Budgets::default(),

@@ -5,11 +5,14 @@
 //! llama.cpp): that is what `cargo xtask model …` links, so xtask stays quick to compile.
 
 pub mod fetch;
+pub mod gbnf;
 pub mod gguf;
 pub mod inspect;
 
 #[cfg(feature = "engine")]
 pub mod engine;
+#[cfg(feature = "engine")]
+pub mod eval;
 #[cfg(feature = "engine")]
 pub mod grammar;
 #[cfg(feature = "engine")]

@@ -1,16 +1,16 @@
 //! `LlamaPolicy`: the runtime's `Policy` backed by a local GGUF model through `engine`.
 //!
-//! Per decision it builds the prompt (`prompt`), the generation schema and its GBNF (`grammar`, converted once
-//! and cached), and — in guided mode — the JSON prefix the runtime writes for the model. It does not parse or
+//! Per decision it builds the prompt (`prompt`), the step's grounded grammar (`grammar`, rendered to GBNF) and —
+//! in guided mode — the JSON prefix the runtime writes for the model. Repairs run at temperature 0. It does not parse or
 //! validate the decision (the runtime does), and it never falls back to a scripted decision.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
 use crate::engine::{self, EngineConfig, EngineError, Finish, GenerateRequest, GrammarMode, Sampling, SharedSession, StopCause};
+use crate::gbnf::Grammar;
 use crate::grammar::{self, Caps};
 pub use crate::prompt::Mode;
 use crate::prompt;
@@ -64,20 +64,22 @@ pub struct DecisionStats {
     pub decode_ms: f64,
     pub latency_ms: f64,
     pub full_grammar_passes: u32,
+    /// Time to build and render this step's grammar (it changes with every observation).
+    pub grammar_ms: f64,
+    pub grammar_bytes: usize,
     pub finish: Finish,
 }
 
 pub struct LlamaPolicy {
     config: LlamaConfig,
     session: Option<SharedSession>,
-    gbnf_cache: HashMap<String, String>,
     stats: Vec<DecisionStats>,
 }
 
 impl LlamaPolicy {
     /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
     pub fn new(config: LlamaConfig) -> Self {
-        Self { config, session: None, gbnf_cache: HashMap::new(), stats: Vec::new() }
+        Self { config, session: None, stats: Vec::new() }
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
@@ -108,29 +110,48 @@ impl LlamaPolicy {
         Ok(s)
     }
 
-    fn gbnf(&mut self, schema: &serde_json::Value) -> Result<String, PolicyError> {
-        let key = schema.to_string();
-        if let Some(g) = self.gbnf_cache.get(&key) {
-            return Ok(g.clone());
-        }
-        let g = engine::schema_to_gbnf(schema).map_err(policy_error)?;
-        self.gbnf_cache.insert(key, g.clone());
-        Ok(g)
-    }
-
-    /// The generation schema and the prefix the runtime writes, for this request and mode.
-    fn plan(&self, req: &DecisionRequest) -> Result<(serde_json::Value, String), PolicyError> {
-        let caps = &self.config.caps;
-        let decision_schema = runtime::decision::decision_schema();
+    /// The grammar and the prefix the runtime writes, for this request and mode (built per step: the
+    /// grounding changes with every observation).
+    fn plan(&self, req: &DecisionRequest) -> Result<(Grammar, String), PolicyError> {
+        let inputs = grammar::Inputs {
+            tools: &req.tools,
+            grounding: &req.grounding,
+            answer_template: &req.answer_template,
+            caps: self.config.caps,
+        };
         let planned = match (self.config.mode, &req.gap) {
-            (Mode::Guided, Gap::Tool { tool, .. }) => grammar::guided_tool_schema(&req.tools, tool, caps)
-                .and_then(|s| Ok((s, grammar::guided_tool_prefix(&req.tools, tool, caps)?))),
-            (Mode::Guided, Gap::Final { evidence_ids, .. }) => grammar::guided_final_schema(decision_schema, caps)
-                .map(|s| (s, grammar::guided_final_prefix(evidence_ids))),
-            (Mode::Free, _) => grammar::free_schema(decision_schema, &req.tools, caps).map(|s| (s, String::new())),
+            (Mode::Guided, Gap::Tool { tool, result, .. }) => grammar::guided_tool(&inputs, tool, *result)
+                .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?))),
+            (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
+                grammar::guided_final(&inputs, evidence_ids).map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
+            }
+            (Mode::Free, _) => {
+                grammar::free(&inputs, runtime::decision::decision_schema()).map(|g| (g, String::new()))
+            }
         };
         planned.map_err(|e| PolicyError::Runtime(e.to_string()))
     }
+}
+
+/// For each successful action, the decision text the grammar would write for it, up to the end of its last
+/// argument (`{"type":"action","tool":"t","arguments":{"a":1` — past that point the repeat is certain).
+pub fn repeat_prefixes(req: &DecisionRequest) -> Vec<String> {
+    req.succeeded_actions
+        .iter()
+        .filter_map(|action| {
+            let tool = action["tool"].as_str()?;
+            let card = req.tools.iter().find(|c| c.name == tool)?;
+            let mut text = format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", serde_json::json!(tool));
+            for (i, (name, _)) in grammar::generation_properties(&card.arguments_schema).into_iter().enumerate() {
+                let value = action["arguments"].get(name.as_str())?;
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&format!("{}:{}", serde_json::json!(name), serde_json::to_string(value).ok()?));
+            }
+            Some(text)
+        })
+        .collect()
 }
 
 fn policy_error(e: EngineError) -> PolicyError {
@@ -164,8 +185,13 @@ impl Policy for LlamaPolicy {
         }
         let started = Instant::now();
         let session = self.session()?;
-        let (schema, prefix) = self.plan(req)?;
-        let gbnf = if self.config.constrained { Some(self.gbnf(&schema)?) } else { None };
+        let grammar_started = Instant::now();
+        let (grammar, prefix) = self.plan(req)?;
+        let gbnf = self.config.constrained.then(|| grammar.render());
+        // Free mode: an exact repeat of a successful action can only repeat its observation; mask it as
+        // the grammar masks anything else, instead of letting a loop guard end the run.
+        let banned = if self.config.mode == Mode::Free { repeat_prefixes(req) } else { Vec::new() };
+        let grammar_ms = grammar_started.elapsed().as_secs_f64() * 1e3;
         let system = prompt::system_prompt(&req.tools);
         let user = prompt::user_message(req, self.config.mode);
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
@@ -173,8 +199,10 @@ impl Policy for LlamaPolicy {
         }
         let mut session = session.lock().unwrap_or_else(|p| p.into_inner());
         let chat = session.chat_prompt(&system, &user).map_err(policy_error)?;
+        // Repairs run greedy (the specification): a repair should fix the reported error, not explore.
+        let temperature = if req.attempt > 0 { 0.0 } else { self.config.temperature };
         let sampling = Sampling {
-            temperature: self.config.temperature,
+            temperature,
             // A different stream per step and attempt, reproducible for a given run seed.
             seed: self.config.seed.wrapping_add(req.step.wrapping_mul(7919)).wrapping_add(req.attempt),
             ..Sampling::default()
@@ -187,6 +215,7 @@ impl Policy for LlamaPolicy {
             sampling,
             max_new_tokens: req.max_new_tokens.min(PER_DECISION_CAP),
             stop_at_json_end: true,
+            banned_prefixes: &banned,
         };
         let generation = session.generate(&request, &mut |_| control_check(control)).map_err(policy_error)?;
         self.stats.push(DecisionStats {
@@ -204,6 +233,8 @@ impl Policy for LlamaPolicy {
             decode_ms: generation.decode_ms,
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
             full_grammar_passes: generation.full_grammar_passes,
+            grammar_ms,
+            grammar_bytes: gbnf.as_ref().map_or(0, String::len),
             finish: generation.finish,
         });
         Ok(PolicyOutput {
@@ -211,6 +242,7 @@ impl Policy for LlamaPolicy {
             input_tokens: generation.input_tokens,
             output_tokens: generation.output_tokens,
             prefill_tokens_saved: generation.reused_tokens,
+            temperature: Some(temperature),
         })
     }
 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use runtime::policy::{DecisionRequest, Gap, ToolCard};
+use runtime::policy::{DecisionRequest, Gap, ResultKind, ToolCard};
 
 /// The system prompt. Depends only on the tool cards, so it is identical for every step and run.
 pub fn system_prompt(tools: &[ToolCard]) -> String {
@@ -22,8 +22,9 @@ pub fn system_prompt(tools: &[ToolCard]) -> String {
         s.push_str(&argument_lines(&card.arguments_schema));
     }
     s.push_str(
-        "Rules: take numbers only from observations; calculator expressions contain numbers and operators only, \
-         never names or functions; answer only when every needed observation exists, citing their ids.",
+        "Rules: copy numbers and labels exactly from the observations; let the calculator do every sum, average and \
+         comparison; answer only when every needed observation exists, citing their ids; the answer's verdict must \
+         agree with the computed results.",
     );
     s
 }
@@ -81,13 +82,29 @@ fn first_sentence(text: &str) -> &str {
     }
 }
 
-/// Extra lines for the guided step of a tool, found by measuring what the 0.5B model gets wrong (it summed
-/// without dividing; it pasted the whole task as a search query; it plotted the average four times). Wording only: nothing here names a value.
-const TOOL_GUIDANCE: [(&str, &str); 3] = [
-    ("calculator", "Write the whole computation as one expression."),
-    ("knowledge_search", "Use a short query of a few keywords."),
-    ("plot", "values: the number given for each label in the observations, in the same order. average: the calculator result."),
-];
+/// Extra lines for a guided step, by what the step must write. Wording only: nothing here names a task, a
+/// label or a value; it was chosen by measuring the task suite (the model summed without dividing, pasted
+/// the whole task as a query, repeated the average as chart values).
+fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
+    match (tool, result) {
+        ("knowledge_search", _) => "Use a short query: a few keywords naming what to look up.",
+        ("calculator", Some(ResultKind::Boolean)) => {
+            "Write one comparison that is true exactly when the rule holds, with the rule's limits and the values above \
+             (e.g. mean(...) >= A and min(...) >= B; use <= and max(...) for upper limits)."
+        }
+        ("calculator", _) => {
+            "Write one expression over the numbers above, copied exactly: mean(...) for an average, sum(...) for a total."
+        }
+        ("plot", _) => {
+            "labels: every row label of the table, in order. values: each row's number in the column the task names, \
+             same order. average: the calculator's average."
+        }
+        _ => "",
+    }
+}
+
+/// At most this many grounded numbers are listed in a prompt (the grammar enforces all of them anyway).
+const LISTED_NUMBERS: usize = 40;
 
 /// How the policy asks: the runtime names the gap (guided) or the model decides everything (free).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -124,29 +141,56 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
     if let Some(repair) = &req.repair {
         s.push_str(&format!("Your previous reply was rejected ({}): {}\n", repair.error_code, repair.error));
     }
+    if !req.missing.is_empty() {
+        s.push_str(&format!("Still needed before the final answer: {}.\n", req.missing.join("; ")));
+    }
+    let numbers = listed_numbers(req);
     match (mode, &req.gap) {
-        (Mode::Guided, Gap::Tool { tool, hint }) => {
+        (Mode::Guided, Gap::Tool { tool, hint, result }) => {
+            if tool != "knowledge_search" {
+                s.push_str(&numbers);
+            }
             s.push_str(&format!("Next: call {tool} to {hint}.\n"));
             if let Some(card) = req.tools.iter().find(|c| &c.name == tool) {
                 s.push_str(&format!("{tool}: {}\n", card.description));
-                if let Some((_, line)) = TOOL_GUIDANCE.iter().find(|(name, _)| name == tool) {
-                    s.push_str(line);
-                    s.push('\n');
-                }
+            }
+            let guidance = step_guidance(tool, *result);
+            if !guidance.is_empty() {
+                s.push_str(guidance);
+                s.push('\n');
             }
         }
         (Mode::Guided, Gap::Final { evidence_ids, answer_template }) => {
+            s.push_str(&numbers);
             s.push_str(&format!(
-                "Next: the final answer, citing {}. Fill this template with the numbers from the observations: {}\n",
+                "Next: the final answer, citing {}. Fill this template with numbers and labels from the observations, \
+                 choosing the verdict words that agree with them (a rule check that came out true means the rule holds): {}\n",
                 evidence_ids.join(", "),
                 answer_template
             ));
         }
         (Mode::Free, _) => {
+            if req.missing.is_empty() {
+                s.push_str(&format!(
+                    "Every needed observation exists: answer now, citing the latest of each, with this template: {}\n",
+                    req.answer_template
+                ));
+            }
             s.push_str("Next: choose the single best next step.\n");
         }
     }
     s
+}
+
+/// `Numbers from the observations: 72, 78, … (and whole counts up to 4).` — empty when there are none.
+fn listed_numbers(req: &DecisionRequest) -> String {
+    let counts = req.grounding.numbers.iter().enumerate().take_while(|(i, n)| **n == i.to_string()).count();
+    let listed: Vec<&str> = req.grounding.numbers.iter().skip(counts).take(LISTED_NUMBERS).map(String::as_str).collect();
+    if listed.is_empty() {
+        return String::new();
+    }
+    let counts = if counts > 1 { format!(" (and whole counts up to {})", counts - 1) } else { String::new() };
+    format!("Numbers from the observations: {}{counts}.\n", listed.join(", "))
 }
 
 /// The runtime's state view as compact lines: observation-like lists first (they only grow, so their
@@ -200,13 +244,21 @@ pub fn render_state(state: &Value) -> String {
 /// Keys of a tool result that cost many tokens and tell the model nothing it can act on.
 const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
 
-/// One observation as one line: `id (tool) ok: <the tool's own summary, or its result without bulky keys>`,
-/// or `id (tool) failed: code: message`. The runtime keeps the full observation; this is only the view.
+/// One observation: `id (tool) ok: <text>` where the text is the tool's own `view` (multi-line, indented),
+/// a calculation as `expression = value`, or the tool's summary; `id (tool) failed: code: message`.
+/// The runtime keeps the full observation; this is only the view.
 pub fn render_observation(o: &Value) -> String {
     let id = o.get("id").and_then(Value::as_str).unwrap_or("?");
     let tool = o.get("tool").and_then(Value::as_str).unwrap_or("?");
     if o.get("ok").and_then(Value::as_bool) == Some(true) {
         let result = o.get("result").cloned().unwrap_or(Value::Null);
+        if let Some(view) = result.get("view").and_then(Value::as_str) {
+            let body: String = view.lines().map(|l| format!("\n  {l}")).collect();
+            return format!("{id} ({tool}) ok:{body}");
+        }
+        if let (Some(expression), Some(value)) = (result.get("expression").and_then(Value::as_str), result.get("value")) {
+            return format!("{id} ({tool}) ok: {} = {}", expression.trim(), compact(value));
+        }
         let text = match result.get("summary").and_then(Value::as_str) {
             Some(summary) => summary.to_string(),
             None => match result {

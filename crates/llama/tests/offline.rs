@@ -6,6 +6,7 @@ use std::path::Path;
 
 use forge_llama::engine::JsonScanner;
 use forge_llama::grammar::{self, Caps};
+use runtime::policy::{Grounding, ResultKind};
 use forge_llama::prompt::{self, Mode};
 use pretty_assertions::assert_eq;
 use runtime::policy::{DecisionRequest, Gap};
@@ -92,7 +93,7 @@ fn bad_files_are_model_unavailable_naming_only_the_file() {
 fn a_missing_model_ends_a_run_failed_model_unavailable() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let spec = forge_llama::harness::default_spec(&root, "missing", dir.path());
+    let spec = forge_llama::harness::spec_for(&root, "agent_eval_mini", "missing", dir.path());
     let cfg = forge_llama::LlamaConfig::new(dir.path().join("nowhere.gguf"), Mode::Guided);
     let run = forge_llama::harness::run_with_model(&spec, cfg, &forge_llama::harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
     assert_eq!(run.result.status, runtime::RunStatus::Failed);
@@ -105,63 +106,121 @@ fn tool_names() -> Vec<&'static str> {
     ToolRegistry::builtin().tool_names()
 }
 
+fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
+    Grounding {
+        numbers: numbers.iter().map(|s| s.to_string()).collect(),
+        labels: labels.iter().map(|s| s.to_string()).collect(),
+        evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+const TEMPLATE: &str = "Average is <average>; the lowest is <lowest>. The rule is <met / not met>.";
+
+fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> grammar::Inputs<'a> {
+    grammar::Inputs { tools: cards, grounding: g, answer_template: TEMPLATE, caps: Caps::default() }
+}
+
+/// A decision the grammar accepts must also be one the runtime accepts (parse + registry validation).
+fn runtime_accepts(text: &str) {
+    let decision = runtime::decision::parse_decision(text, &tool_names()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    if let runtime::decision::Decision::Action(a) = decision {
+        ToolRegistry::builtin().validate_arguments(&a.tool, &a.arguments).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+    }
+}
+
 #[test]
-fn guided_prefixes_complete_into_decisions_the_runtime_accepts() {
+fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
     let cards = ToolRegistry::builtin().cards();
-    let caps = Caps::default();
-    let completions = [
-        ("knowledge_search", "Task Success per batch\"}}"),
-        ("calculator", "(72 + 78 + 81 + 85) / 4\"}}"),
-        ("plot", "\"A\",\"B\"],\"values\":[1,2],\"title\":\"T\",\"average\":1.5}}"),
+    let g = grounding(&["0", "1", "2", "3", "4", "72", "78", "81", "85", "79", "70"], &["Batch A", "Batch B", "Batch C", "Batch D"], &["obs-knowledge_search-1"]);
+    let i = inputs(&cards, &g);
+    let cases: [(&str, Option<ResultKind>, &str); 5] = [
+        ("knowledge_search", None, r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"Task Success by batch"}}"#),
+        ("calculator", Some(ResultKind::Number), r#"{"type":"action","tool":"calculator","arguments":{"expression":"mean(72, 78, 81, 85)"}}"#),
+        ("calculator", Some(ResultKind::Number), r#"{"type":"action","tool":"calculator","arguments":{"expression":"(72 + 78 + 81 + 85) / 4"}}"#),
+        ("calculator", Some(ResultKind::Boolean), r#"{"type":"action","tool":"calculator","arguments":{"expression":"79 >= 78 and min(72, 78, 81, 85) >= 70"}}"#),
+        ("plot", None, r#"{"type":"action","tool":"plot","arguments":{"labels":["Batch A","Batch B"],"values":[72,78],"title":"Task Success 4 batches","average":79}}"#),
     ];
-    for (tool, rest) in completions {
-        let prefix = grammar::guided_tool_prefix(&cards, tool, &caps).unwrap();
-        let text = format!("{prefix}{rest}");
-        let decision = runtime::decision::parse_decision(&text, &tool_names()).unwrap_or_else(|e| panic!("{text}: {e}"));
-        let args = match decision {
-            runtime::decision::Decision::Action(a) => a.arguments,
-            other => panic!("{other:?}"),
-        };
-        ToolRegistry::builtin().validate_arguments(tool, &args).unwrap_or_else(|e| panic!("{tool}: {e:?}"));
+    for (tool, result, text) in cases {
+        let grammar = grammar::guided_tool(&i, tool, result).unwrap();
+        assert!(grammar.accepts(text), "{tool}: grammar refuses {text}\n{}", grammar.render());
+        let prefix = grammar::guided_tool_prefix(&cards, tool).unwrap();
+        assert!(text.starts_with(&prefix) && grammar.accepts_prefix(&prefix), "{tool}: prefix {prefix}");
+        runtime_accepts(text);
     }
     let ids = vec!["obs-knowledge_search-1".to_string(), "obs-calculator-2".to_string()];
-    let text = format!("{}The average is 79.\"}}", grammar::guided_final_prefix(&ids));
-    let decision = runtime::decision::parse_decision(&text, &tool_names()).unwrap();
-    assert!(matches!(decision, runtime::decision::Decision::Final(f) if f.evidence_ids == ids));
+    let fin = grammar::guided_final(&i, &ids).unwrap();
+    let text = format!("{}Average is 79; the lowest is Batch A. The rule is met.\"}}", grammar::guided_final_prefix(&ids));
+    assert!(fin.accepts(&text), "{text}\n{}", fin.render());
+    runtime_accepts(&text);
 }
 
 #[test]
-fn generation_schemas_tighten_the_registry() {
+fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     let cards = ToolRegistry::builtin().cards();
-    let caps = Caps::default();
-    let plot = grammar::guided_tool_schema(&cards, "plot", &caps).unwrap();
-    let args = &plot["properties"]["arguments"];
-    // Required first, then default-less optionals (average) made required; defaulted ones (y_label) left out.
-    assert_eq!(args["required"], json!(["labels", "values", "title", "average"]));
-    assert!(args["properties"].get("y_label").is_none());
-    assert_eq!(args["properties"]["labels"]["maxItems"], json!(caps.array_items));
-    let ks = grammar::guided_tool_schema(&cards, "knowledge_search", &caps).unwrap();
-    assert_eq!(ks["properties"]["arguments"]["properties"]["query"]["maxLength"], json!(caps.string_chars));
-
-    let free = grammar::free_schema(runtime::decision::decision_schema(), &cards, &caps).unwrap();
-    let branches = free["oneOf"].as_array().unwrap();
-    let tools: Vec<&str> = branches.iter().filter_map(|b| b["properties"]["tool"]["const"].as_str()).collect();
-    assert_eq!(tools, tool_names());
-    assert_eq!(branches.last().unwrap()["properties"]["type"]["const"], json!("final"));
-    assert!(matches!(grammar::guided_tool_schema(&cards, "shell", &caps), Err(grammar::GrammarError::UnknownTool(_))));
+    let g = grounding(&["0", "1", "2", "72", "78", "79.5", "79"], &["North", "Plant 7"], &["obs-a-1"]);
+    let i = inputs(&cards, &g);
+    let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
+    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    assert!(calc.accepts(&expr("mean(72, 78)")));
+    for unseen in ["mean(72, 77)", "(72 + 78) / 3", "7 + 2", "72 + 780", "79.55 + 1", "72 >= 70"] {
+        assert!(!calc.accepts(&expr(unseen)), "accepted {unseen}");
+    }
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    assert!(check.accepts(&expr("mean(72, 78) >= 72 and 79.5 <= 79")));
+    assert!(!check.accepts(&expr("mean(72, 78)")), "a rule check must compare");
+    let plot = grammar::guided_tool(&i, "plot", None).unwrap();
+    let chart = |labels: &str| format!(r#"{{"type":"action","tool":"plot","arguments":{{"labels":{labels},"values":[72,78],"title":"Plant 7","average":79.5}}}}"#);
+    assert!(plot.accepts(&chart(r#"["North","Plant 7"]"#)), "{}", plot.render());
+    assert!(!plot.accepts(&chart(r#"["North","South"]"#)), "unseen label");
+    let fin = grammar::guided_final(&i, &["obs-a-1".into()]).unwrap();
+    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&["obs-a-1".into()]));
+    assert!(fin.accepts(&answer("Average is 79.5; the lowest is Plant 7. The rule is not met.")));
+    assert!(!fin.accepts(&answer("Average is 80; the lowest is Plant 7. The rule is not met.")), "unseen number");
+    assert!(!fin.accepts(&answer("Average is 79.5; the lowest is South. The rule is not met.")), "unseen label");
+    assert!(!fin.accepts(&answer("Average is 79.5; the lowest is North. The rule is unmet.")), "verdict outside the template");
 }
 
 #[test]
-fn compact_gbnf_removes_free_whitespace_and_string_escapes_only() {
-    let g = [
-        r#"root ::= "{" space "}""#,
-        r#"space ::= | " " | "\n"{1,2} [ \t]{0,20}"#,
-        r#"char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})"#,
-        r#"digit ::= [0-9]"#,
-    ]
-    .join("\n");
-    let want = [r#"root ::= "{" space "}""#, r#"space ::= """#, r#"char ::= [^"\\\x7F\x00-\x1F]"#, r#"digit ::= [0-9]"#].join("\n");
-    assert_eq!(grammar::compact_gbnf(&g), want);
+fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = grounding(&["72", "78"], &["North"], &["obs-knowledge_search-1", "obs-calculator-2"]);
+    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema()).unwrap();
+    for text in [
+        r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
+        r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78"}}"#,
+        r#"{"type":"final","evidence_ids":["obs-calculator-2","obs-knowledge_search-1"],"answer":"Average is 72; the lowest is North. The rule is met."}"#,
+    ] {
+        assert!(free.accepts(text), "{text}");
+        runtime_accepts(text);
+    }
+    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
+    let none = grounding(&[], &[], &[]);
+    let first = grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema()).unwrap();
+    assert!(!first.accepts(r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":"x"}"#), "nothing to cite yet");
+    assert!(matches!(grammar::guided_tool(&inputs(&cards, &g), "shell", None), Err(grammar::GrammarError::UnknownTool(_))));
+}
+
+#[test]
+fn repeat_prefixes_are_what_the_grammar_would_write() {
+    let cards = ToolRegistry::builtin().cards();
+    let mut req = request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None });
+    req.succeeded_actions = vec![
+        json!({"tool": "knowledge_search", "arguments": {"query": "wait times", "top_k": 3}}),
+        json!({"tool": "calculator", "arguments": {"expression": "72 <= 78"}}),
+    ];
+    let prefixes = forge_llama::policy::repeat_prefixes(&req);
+    assert_eq!(
+        prefixes,
+        vec![
+            r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times""#.to_string(),
+            r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78""#.to_string(),
+        ]
+    );
+    let g = grounding(&["72", "78"], &[], &["obs-a-1"]);
+    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema()).unwrap();
+    for p in &prefixes {
+        assert!(free.accepts_prefix(p), "{p}");
+    }
 }
 
 #[test]
@@ -192,6 +251,10 @@ fn request(gap: Gap) -> DecisionRequest {
             ]
         }),
         gap,
+        missing: vec!["calculator: average them".into()],
+        grounding: Grounding::default(),
+        answer_template: "Average is <average>.".into(),
+        succeeded_actions: Vec::new(),
         repair: None,
         max_new_tokens: 256,
     }
@@ -206,7 +269,7 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     }
     assert!(system.contains("top_k?: integer 1..4"), "{system}");
 
-    let guided = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into() }), Mode::Guided);
+    let guided = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None }), Mode::Guided);
     let obs = guided.find("obs-knowledge_search-1").unwrap();
     let budget = guided.find("budget left: steps 10, tool calls 9\n").expect(&guided);
     assert!(!guided.contains("seconds"), "only steps and tool calls are shown: {guided}");
@@ -226,8 +289,9 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     );
     assert!(fin.contains("Average is <average>.") && fin.contains("obs-1"), "{fin}");
 
-    // Free mode is not told the gap.
-    let free = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into() }), Mode::Free);
-    assert!(!free.contains("Next: call") && !free.contains("average them"), "{free}");
+    // Free mode is not told which tool to call next, only what the final-answer gate still needs.
+    let free = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None }), Mode::Free);
+    assert!(!free.contains("Next: call"), "{free}");
+    assert!(free.contains("Still needed before the final answer: calculator: average them."), "{free}");
     let _: Value = json!(null);
 }

@@ -56,7 +56,7 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     }
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::default_spec(&root, "truncated", artifacts.path());
+    let spec = harness::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
     let run = harness::run_with_model(
         &spec,
         LlamaConfig::new(&copy, Mode::Guided),
@@ -75,7 +75,7 @@ fn guided_run_completes_agent_eval_mini() {
     let Some(path) = common::model_or_skip("guided_run_completes_agent_eval_mini") else { return };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::default_spec(&root, "guided-test", artifacts.path());
+    let spec = harness::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
     let mut phases = Vec::new();
     let run = harness::run_with_model(
         &spec,
@@ -106,7 +106,7 @@ fn free_run_ends_with_a_valid_status_pair() {
     let Some(path) = common::model_or_skip("free_run_ends_with_a_valid_status_pair") else { return };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let mut spec = harness::default_spec(&root, "free-test", artifacts.path());
+    let mut spec = harness::spec_for(&root, "agent_eval_mini", "free-test", artifacts.path());
     spec.budgets.max_steps = 8;
     let run = harness::run_with_model(
         &spec,
@@ -133,6 +133,7 @@ fn long_request<'a>(prompt: &'a str) -> GenerateRequest<'a> {
         sampling: Sampling::default(),
         max_new_tokens: 64,
         stop_at_json_end: false,
+        banned_prefixes: &[],
     }
 }
 
@@ -191,7 +192,7 @@ fn deadline_during_generation_is_a_timeout() {
     // A whole run whose deadline passes while the model works ends stopped/timeout.
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::default_spec(&root, "deadline-test", artifacts.path());
+    let spec = harness::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
     session.lock().unwrap().clear_cache(); // make the first prefill long enough to outlast the deadline
     let control = RunControl::new(Instant::now() + Duration::from_millis(700));
     let mut phases = Vec::new();
@@ -212,7 +213,11 @@ fn sample_request() -> runtime::policy::DecisionRequest {
         task: "Count the batches in the knowledge base and explain every step in detail.".into(),
         tools: runtime::registry::ToolRegistry::builtin().cards(),
         state: serde_json::json!({"observations": [], "feedback": [], "budget": {}}),
-        gap: runtime::policy::Gap::Tool { tool: "knowledge_search".into(), hint: "find the batches".into() },
+        gap: runtime::policy::Gap::Tool { tool: "knowledge_search".into(), hint: "find the batches".into(), result: None },
+        missing: vec!["knowledge_search: find the batches".into()],
+        grounding: runtime::policy::Grounding::default(),
+        answer_template: "There are <count> batches.".into(),
+        succeeded_actions: Vec::new(),
         repair: None,
         max_new_tokens: 256,
     }

@@ -21,6 +21,8 @@ use stop_conditions::{StopController, StopReason as StageStopReason};
 
 use crate::budget::{BudgetMeter, Budgets};
 use crate::decision::{decision_schema, parse_decision, ActionDecision, Decision, FinalDecision};
+use crate::claims;
+use crate::grounding::Grounding;
 use crate::guards::{result_digest, GuardKind, Guards};
 use crate::metrics::{self, Counters, Expected, Metrics, MetricsInput};
 use crate::observe::{Ledger, ObservationError, ObservationRecord, VIEW_FEEDBACK};
@@ -148,6 +150,7 @@ pub fn run_task(
         policy_control,
         tool_attempts: BTreeMap::new(),
         pending_recovery: 0,
+        succeeded_actions: Vec::new(),
         step: 0,
     };
     run.emit(
@@ -158,7 +161,7 @@ pub fn run_task(
             "task": task.name(),
             "policy": policy.name(),
             "budgets": config.budgets,
-            "required_evidence": task.required_tools(),
+            "required_evidence": task.required_evidence().iter().map(|e| e.describe()).collect::<Vec<_>>(),
         }),
     );
     let end = match config.budgets.validate() {
@@ -236,6 +239,8 @@ struct Run<'r, 's> {
     tool_attempts: BTreeMap<String, u32>,
     /// Recoverable failures waiting for the next valid action or accepted final.
     pending_recovery: u32,
+    /// Actions (as proposed) whose dispatch produced a successful observation.
+    succeeded_actions: Vec<Value>,
     step: u32,
 }
 
@@ -306,10 +311,19 @@ impl Run<'_, '_> {
                 "feedback": &self.feedback[start..],
                 "budget": self.meter.remaining_json(),
             }),
-            gap: self.task.gap(&self.ledger.latest_success()),
+            gap: self.task.gap(self.ledger.records()),
+            missing: self.task.missing(self.ledger.records()).iter().map(|e| format!("{}: {}", e.describe(), e.hint)).collect(),
+            grounding: Grounding::build(self.ledger.records(), &self.task_texts()),
+            answer_template: self.task.file.answer_template.clone(),
+            succeeded_actions: self.succeeded_actions.clone(),
             repair,
             max_new_tokens,
         }
+    }
+
+    /// The task's own words, whose numbers a decision may repeat (task text and answer template).
+    fn task_texts(&self) -> [&str; 2] {
+        [self.task.text(), self.task.file.answer_template.as_str()]
     }
 
     /// One step's decision: the first call plus up to `max_retries` repairs in the same step.
@@ -372,6 +386,7 @@ impl Run<'_, '_> {
                     "input_tokens": output.input_tokens,
                     "output_tokens": output.output_tokens,
                     "prefill_tokens_saved": output.prefill_tokens_saved,
+                    "temperature": output.temperature,
                     "latency_ms": latency.as_millis() as u64,
                 }),
             );
@@ -413,8 +428,8 @@ impl Run<'_, '_> {
     /// A short public description of the decision, written by the runtime (not the model).
     fn summarize(&self, decision: &Decision) -> String {
         match decision {
-            Decision::Action(action) => match self.task.gap(&self.ledger.latest_success()) {
-                Gap::Tool { tool, hint } if tool == action.tool => format!("run {} to {hint}", action.tool),
+            Decision::Action(action) => match self.task.gap(self.ledger.records()) {
+                Gap::Tool { tool, hint, .. } if tool == action.tool => format!("run {} to {hint}", action.tool),
                 _ => format!("run {}", action.tool),
             },
             Decision::Final(final_decision) => {
@@ -426,18 +441,24 @@ impl Run<'_, '_> {
     /// The evidence gate: every required tool has a successful observation and the final cites
     /// the latest one of each; every cited id exists, succeeded and is current.
     fn final_gate(&mut self, final_decision: FinalDecision) -> Result<FinalDecision, Option<End>> {
-        let latest = self.ledger.latest_success();
+        let found = self.task.evidence(self.ledger.records());
+        let items = self.task.required_evidence();
         let cited = &final_decision.evidence_ids;
         let unknown: Vec<&String> = cited.iter().filter(|id| self.ledger.get(id).is_none()).collect();
         let failed: Vec<&String> = cited.iter().filter(|id| self.ledger.get(id).is_some_and(|r| !r.ok)).collect();
+        // Superseded: an item would accept it, but a later observation is that item's evidence now.
         let stale: Vec<&String> = cited
             .iter()
-            .filter(|id| self.ledger.get(id).is_some_and(|r| r.ok && latest.get(&r.tool) != Some(*id)))
+            .filter(|id| {
+                self.ledger.get(id).is_some_and(|r| {
+                    let accepting: Vec<usize> = (0..items.len()).filter(|&i| items[i].accepts(r)).collect();
+                    !accepting.is_empty() && accepting.iter().all(|&i| found[i].as_deref() != Some(id.as_str()))
+                })
+            })
             .collect();
-        let required = self.task.required_tools();
-        let missing: Vec<&str> = required.iter().copied().filter(|tool| !latest.contains_key(*tool)).collect();
-        let uncited: Vec<&String> =
-            required.iter().filter_map(|tool| latest.get(*tool)).filter(|id| !cited.contains(id)).collect();
+        let missing: Vec<String> =
+            items.iter().zip(&found).filter(|(_, id)| id.is_none()).map(|(item, _)| item.describe()).collect();
+        let uncited: Vec<&String> = found.iter().flatten().filter(|id| !cited.contains(id)).collect();
         let join = |ids: &[&String]| ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
         let rejection = if !unknown.is_empty() {
             Some(("final_unknown_evidence", format!("evidence_ids name observations that do not exist: {}", join(&unknown))))
@@ -452,13 +473,22 @@ impl Run<'_, '_> {
         } else {
             None
         };
-        match rejection {
-            None => {
-                self.emit("final.validated", 0, json!({ "accepted": true, "evidence_ids": cited }));
+        // The evidence is complete and current: now what the answer says must agree with it.
+        let checked = match rejection {
+            Some(rejection) => Err(rejection),
+            None => claims::check(self.task, &self.ledger, &final_decision).map_err(|r| (r.code, r.message)),
+        };
+        match checked {
+            Ok(claims) => {
+                self.emit(
+                    "final.validated",
+                    0,
+                    json!({ "accepted": true, "evidence_ids": cited, "claims": claims.to_json() }),
+                );
                 self.counters.recovered += std::mem::take(&mut self.pending_recovery);
                 Ok(final_decision)
             }
-            Some((code, message)) => {
+            Err((code, message)) => {
                 self.emit(
                     "final.validated",
                     0,
@@ -490,6 +520,7 @@ impl Run<'_, '_> {
     fn act(&mut self, action: ActionDecision) -> Option<End> {
         self.counters.action_attempts += 1;
         let ActionDecision { tool, arguments } = action;
+        let proposed = json!({ "tool": tool, "arguments": Value::Object(arguments.clone()) });
         let arguments = match self.registry.validate_arguments(&tool, &arguments) {
             Ok(valid) => valid,
             Err(error) => {
@@ -529,7 +560,13 @@ impl Run<'_, '_> {
                 json!({ "repeated_action": { "tool": tool, "arguments": Value::Object(arguments) } }),
             ));
         }
-        self.dispatch(&tool, arguments)
+        let before = self.ledger.len();
+        let end = self.dispatch(&tool, arguments);
+        let succeeded = self.ledger.len() > before && self.ledger.records().last().is_some_and(|r| r.ok && r.tool == tool);
+        if succeeded && !self.succeeded_actions.contains(&proposed) {
+            self.succeeded_actions.push(proposed);
+        }
+        end
     }
 
     /// Runs a validated action with stage 04's retry: budgets before every attempt, each attempt

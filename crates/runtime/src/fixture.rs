@@ -29,7 +29,6 @@ pub struct Fixture {
     pub format_version: u32,
     pub description: String,
     /// Task folder name under `<fixtures>/tasks/`.
-    #[serde(default = "default_task")]
     pub task: String,
     /// Budget overrides; unspecified fields keep their defaults.
     #[serde(default)]
@@ -43,10 +42,6 @@ pub struct Fixture {
     /// Directory the fixture was loaded from (its `tasks/` folder holds the task).
     #[serde(skip)]
     pub source_dir: PathBuf,
-}
-
-fn default_task() -> String {
-    "agent_eval_mini".to_owned()
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,14 +5,17 @@
 
 pub mod agent_loop;
 pub mod budget;
+pub mod claims;
 pub mod decision;
 pub mod fixture;
+pub mod grounding;
 pub mod guards;
 pub mod metrics;
 pub mod numbers;
 pub mod observe;
 pub mod policy;
 pub mod registry;
+pub mod rules;
 pub mod task;
 pub mod tools;
 pub mod trace;

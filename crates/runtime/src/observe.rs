@@ -146,7 +146,7 @@ impl Ledger {
         self.state.record(&tool, status, record).map(|observation| observation.payload())
     }
 
-    pub fn records(&self) -> impl Iterator<Item = &ObservationRecord> {
+    pub fn records(&self) -> impl Iterator<Item = &ObservationRecord> + Clone {
         self.state.observations().iter().map(|o| o.payload())
     }
 

@@ -32,7 +32,13 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
     "maxItems",
     "items",
     "default",
+    "x-grammar",
 ];
+
+/// Values of a property's `x-grammar`: what a decoding grammar should let a model write there.
+/// `text` = free text whose digits must be grounded numbers; `expression` = a calculator expression
+/// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number.
+pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number"];
 
 /// One tool's entry.
 #[derive(Debug, Clone)]
@@ -44,6 +50,8 @@ pub struct ToolSpec {
     pub arguments_schema: Value,
     /// Array arguments that must have equal lengths (`x-same-length`).
     pub same_length: Vec<String>,
+    /// JSON types the tool's result `value` can have (`x-result-kinds`); empty for tools without one.
+    pub result_kinds: Vec<crate::task::ResultKind>,
     contract: ToolContract,
     /// Property name → schema, in file order.
     properties: Vec<(String, Value)>,
@@ -202,6 +210,11 @@ impl ToolRegistry {
 
     pub fn spec(&self, tool: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == tool)
+    }
+
+    /// The kinds of `value` the tool can return (`x-result-kinds` in the registry).
+    pub fn result_kinds(&self, tool: &str) -> &[crate::task::ResultKind] {
+        self.spec(tool).map_or(&[], |t| t.result_kinds.as_slice())
     }
 
     /// What the model is shown: name, description, argument schema.
@@ -387,6 +400,11 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
             )));
         }
     }
+    let result_kinds: Vec<crate::task::ResultKind> = match entry.get("x-result-kinds") {
+        None => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| err(format!("`x-result-kinds` must list \"number\"/\"boolean\": {e}")))?,
+    };
     let required_refs: Vec<&str> = required.iter().map(String::as_str).collect();
     let optional: Vec<&str> = properties
         .iter()
@@ -400,6 +418,7 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
         timeout_ms,
         arguments_schema: schema.clone(),
         same_length,
+        result_kinds,
         contract,
         properties,
     })
@@ -428,8 +447,13 @@ fn check_property_schema(tool: &str, path: &str, schema: &Value) -> Result<(), R
         "boolean" => &[],
         other => return Err(err(format!("unsupported type `{other}`"))),
     };
+    if let Some(role) = object.get("x-grammar")
+        && !role.as_str().is_some_and(|r| GRAMMAR_ROLES.contains(&r))
+    {
+        return Err(err(format!("`x-grammar` must be one of {GRAMMAR_ROLES:?}, got {role}")));
+    }
     for key in object.keys() {
-        if !["type", "description", "default"].contains(&key.as_str())
+        if !["type", "description", "default", "x-grammar"].contains(&key.as_str())
             && !allowed.contains(&key.as_str())
         {
             return Err(err(format!(

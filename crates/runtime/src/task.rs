@@ -4,11 +4,12 @@
 //! This module never reads `expected.json`: ground truth belongs to `metrics` alone, so nothing
 //! built from a `Task` (prompts, state views, tool contexts) can carry it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use crate::observe::ObservationRecord;
 use crate::policy::Gap;
 
 /// One tool whose successful observation the final answer must cite.
@@ -18,6 +19,51 @@ pub struct RequiredEvidence {
     pub tool: String,
     /// What the evidence is for, in words a model can act on (never an expected value).
     pub hint: String,
+    /// The kind of `value` the observation must carry. `boolean` marks the task's rule check (a
+    /// comparison the calculator evaluates); absent means any result that is not a boolean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultKind>,
+}
+
+/// The JSON type of an observation's `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    Number,
+    Boolean,
+}
+
+impl ResultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultKind::Number => "number",
+            ResultKind::Boolean => "boolean",
+        }
+    }
+}
+
+impl RequiredEvidence {
+    /// Whether `record` is a successful observation this item accepts.
+    pub fn accepts(&self, record: &ObservationRecord) -> bool {
+        if !record.ok || record.tool != self.tool {
+            return false;
+        }
+        let value = record.result.as_ref().map(|r| &r["value"]);
+        match self.result {
+            Some(ResultKind::Number) => value.is_some_and(Value::is_number),
+            Some(ResultKind::Boolean) => value.is_some_and(Value::is_boolean),
+            // A rule check (boolean) only counts where one is asked for.
+            None => !value.is_some_and(Value::is_boolean),
+        }
+    }
+
+    /// `calculator (boolean)` — how the item is named to a model and in messages.
+    pub fn describe(&self) -> String {
+        match self.result {
+            Some(kind) => format!("{} ({})", self.tool, kind.as_str()),
+            None => self.tool.clone(),
+        }
+    }
 }
 
 /// `task.json`, as written in the folder.
@@ -33,8 +79,12 @@ pub struct TaskFile {
     pub knowledge_files: Vec<String>,
     /// In causal order: the gap analysis asks for the first one still missing.
     pub required_evidence: Vec<RequiredEvidence>,
-    /// How the final answer should be phrased (no expected values).
+    /// How the final answer should be phrased (no expected values). `<a / b>` is a choice, any other
+    /// `<slot>` a value (a grounded number or a row label).
     pub answer_template: String,
+    /// The words that state the rule's verdict; defaults apply when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_phrases: Option<crate::answer::VerdictPhrases>,
 }
 
 /// A loaded task folder.
@@ -52,6 +102,8 @@ pub enum TaskError {
     Parse { path: String, source: serde_json::Error },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
+    #[error("{path}: knowledge file {file}: {message}")]
+    Knowledge { path: String, file: String, message: String },
 }
 
 impl Task {
@@ -68,6 +120,39 @@ impl Task {
         Ok(task)
     }
 
+    /// [`Task::load`], then the task against its knowledge: every file exists, is safe to read and
+    /// parses, and evidence that labels values (a chart) has a table with a numeric column to draw from.
+    pub fn load_checked(dir: impl AsRef<Path>, knowledge_dir: impl AsRef<Path>) -> Result<Task, TaskError> {
+        let task = Task::load(dir)?;
+        task.check_knowledge(knowledge_dir.as_ref())?;
+        Ok(task)
+    }
+
+    /// The knowledge half of [`Task::load_checked`].
+    pub fn check_knowledge(&self, knowledge_dir: &Path) -> Result<(), TaskError> {
+        let path = display_name(&self.dir, "task.json");
+        let mut has_table = false;
+        for file in &self.file.knowledge_files {
+            // MERGE-TODO(knowledge): parse_source(knowledge_dir, file)?.has_numeric_table()
+            let _ = (knowledge_dir, file);
+            has_table = true;
+        }
+        let registry = crate::registry::ToolRegistry::builtin();
+        for item in &self.file.required_evidence {
+            let labels_rows = registry.spec(&item.tool).is_some_and(|spec| takes_labels(&spec.arguments_schema));
+            if labels_rows && !has_table {
+                return Err(TaskError::Invalid {
+                    path,
+                    message: format!(
+                        "required_evidence asks for {} (labelled values), but no knowledge file has a table with a numeric column",
+                        item.tool
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), String> {
         let file = &self.file;
         if file.format_version != 1 {
@@ -79,16 +164,33 @@ impl Task {
         if file.required_evidence.is_empty() {
             return Err("required_evidence must name at least one tool".into());
         }
-        let known = crate::registry::ToolRegistry::builtin().tool_names();
-        let mut seen = Vec::new();
+        let registry = crate::registry::ToolRegistry::builtin();
+        let known = registry.tool_names();
+        let mut seen: Vec<String> = Vec::new();
         for evidence in &file.required_evidence {
             if !known.contains(&evidence.tool.as_str()) {
                 return Err(format!("required_evidence names unknown tool {:?}", evidence.tool));
             }
-            if seen.contains(&evidence.tool) {
-                return Err(format!("required_evidence names {:?} twice", evidence.tool));
+            let name = evidence.describe();
+            if seen.contains(&name) {
+                return Err(format!("required_evidence names {name:?} twice"));
             }
-            seen.push(evidence.tool.clone());
+            if let Some(kind) = evidence.result
+                && !registry.result_kinds(&evidence.tool).contains(&kind)
+            {
+                return Err(format!(
+                    "required_evidence asks {:?} for a {} result, which that tool never returns",
+                    evidence.tool,
+                    kind.as_str()
+                ));
+            }
+            seen.push(name);
+        }
+        if let Some(phrases) = &file.verdict_phrases {
+            let blank = |list: &[String]| list.is_empty() || list.iter().any(|p| p.trim().is_empty());
+            if blank(&phrases.met) || blank(&phrases.not_met) {
+                return Err("verdict_phrases needs non-empty \"true\" and \"false\" phrase lists".into());
+            }
         }
         for name in &file.knowledge_files {
             let plain = !name.is_empty()
@@ -119,18 +221,55 @@ impl Task {
         self.file.required_evidence.iter().map(|e| e.tool.as_str()).collect()
     }
 
-    /// What the run needs next, from the latest successful observation id of each tool.
-    pub fn gap(&self, latest_success: &BTreeMap<String, String>) -> Gap {
-        for evidence in &self.file.required_evidence {
-            if !latest_success.contains_key(&evidence.tool) {
-                return Gap::Tool { tool: evidence.tool.clone(), hint: evidence.hint.clone() };
+    pub fn required_evidence(&self) -> &[RequiredEvidence] {
+        &self.file.required_evidence
+    }
+
+    /// The words that state this task's verdict (the task's own, or the defaults).
+    pub fn verdict_phrases(&self) -> crate::answer::VerdictPhrases {
+        self.file.verdict_phrases.clone().unwrap_or_default()
+    }
+
+    /// The index of the rule check (the `boolean` evidence item), if the task declares one.
+    pub fn rule_check(&self) -> Option<usize> {
+        self.file.required_evidence.iter().position(|e| e.result == Some(ResultKind::Boolean))
+    }
+
+    /// For each required item, the id of the latest observation it accepts (in ledger order).
+    pub fn evidence<'a>(&self, records: impl IntoIterator<Item = &'a ObservationRecord> + Clone) -> Vec<Option<String>> {
+        self.file
+            .required_evidence
+            .iter()
+            .map(|item| records.clone().into_iter().filter(|r| item.accepts(r)).last().map(|r| r.id.clone()))
+            .collect()
+    }
+
+    /// What the run needs next: the first required item without an accepted observation, or the final.
+    pub fn gap<'a>(&self, records: impl IntoIterator<Item = &'a ObservationRecord> + Clone) -> Gap {
+        let found = self.evidence(records);
+        for (item, id) in self.file.required_evidence.iter().zip(&found) {
+            if id.is_none() {
+                return Gap::Tool { tool: item.tool.clone(), hint: item.hint.clone(), result: item.result };
             }
         }
         Gap::Final {
-            evidence_ids: self.file.required_evidence.iter().map(|e| latest_success[&e.tool].clone()).collect(),
+            evidence_ids: found.into_iter().flatten().collect(),
             answer_template: self.file.answer_template.clone(),
         }
     }
+
+    /// Every required item still without an accepted observation, in causal order.
+    pub fn missing<'a>(&self, records: impl IntoIterator<Item = &'a ObservationRecord> + Clone) -> Vec<&RequiredEvidence> {
+        let found = self.evidence(records);
+        self.file.required_evidence.iter().zip(found).filter(|(_, id)| id.is_none()).map(|(item, _)| item).collect()
+    }
+}
+
+/// Whether an argument schema takes row labels (`x-grammar: label`, directly or as array items).
+fn takes_labels(schema: &Value) -> bool {
+    schema["properties"].as_object().is_some_and(|props| {
+        props.values().any(|p| p["x-grammar"] == "label" || p["items"]["x-grammar"] == "label")
+    })
 }
 
 /// A path for messages: the folder's last component and the file, never an absolute path.

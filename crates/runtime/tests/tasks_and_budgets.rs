@@ -112,6 +112,6 @@ fn fixture_files_refuse_unknown_fields() {
     std::fs::write(&path, r#"{"format_version":1,"description":"x","decisions":[],"expect":{"status":"completed","stop_reason":"completed"},"expected":{}}"#).unwrap();
     let error = runtime::fixture::Fixture::load(&path).unwrap_err();
     assert!(error.to_string().contains("expected"), "{error}");
-    assert!(ScriptedPolicy::from_file(tmp.path().join("none.json")).is_err());
-    assert!(ScriptedPolicy::from_file(common::fixtures_dir().join("happy.json")).is_ok());
+    assert!(runtime::fixture::Fixture::load(tmp.path().join("none.json")).is_err());
+    assert!(runtime::fixture::Fixture::load(common::fixtures_dir().join("happy.json")).map(|f| f.policy()).is_ok());
 }

@@ -8,6 +8,9 @@ use std::time::Instant;
 
 pub mod scripted;
 
+pub use crate::grounding::Grounding;
+pub use crate::task::ResultKind;
+
 /// What the runtime tells the policy for one decision. Everything here is safe
 /// to show a model: it never contains expected values from the task's ground truth.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -23,6 +26,17 @@ pub struct DecisionRequest {
     pub state: serde_json::Value,
     /// The runtime's gap analysis: what evidence is missing next.
     pub gap: Gap,
+    /// Every required evidence item still missing, in causal order (`calculator (boolean): <hint>`),
+    /// so a policy can show what the final-answer gate still needs.
+    pub missing: Vec<String>,
+    /// What the observations so far establish: the numbers and labels a decision may write and the
+    /// ids it may cite (built from the ledger and the task's own text, never from ground truth).
+    pub grounding: Grounding,
+    /// The task's answer template (also in `Gap::Final`; free mode needs it on every step).
+    pub answer_template: String,
+    /// Actions already run successfully, as proposed (`{"tool", "arguments"}`), oldest first: running one
+    /// again exactly can only repeat its observation, so a policy may refuse to write it.
+    pub succeeded_actions: Vec<serde_json::Value>,
     /// Set when the previous output of this step was invalid: the error and the
     /// schema, never the invalid text itself.
     pub repair: Option<RepairNote>,
@@ -42,8 +56,14 @@ pub struct ToolCard {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Gap {
-    /// A tool still has to produce evidence; `hint` says what for (no expected values).
-    Tool { tool: String, hint: String },
+    /// A tool still has to produce evidence; `hint` says what for (no expected values); `result`
+    /// the kind of value wanted (`boolean` = the task's rule check).
+    Tool {
+        tool: String,
+        hint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<ResultKind>,
+    },
     /// All required evidence exists: write the final answer citing these ids.
     Final { evidence_ids: Vec<String>, answer_template: String },
 }
@@ -63,6 +83,8 @@ pub struct PolicyOutput {
     pub output_tokens: u32,
     /// Prompt tokens not re-decoded thanks to KV-cache prefix reuse.
     pub prefill_tokens_saved: u32,
+    /// The sampling temperature this call used (repairs run at 0); `None` for policies that do not sample.
+    pub temperature: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,7 +4,6 @@
 //! It never looks at the request to choose what to say — a script is a script — and it is not a
 //! fallback for a missing model: the server reaches it only behind an explicit flag.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -80,12 +79,6 @@ impl ScriptedPolicy {
         Self::new(texts.into_iter().map(ScriptedDecision::text).collect())
     }
 
-    /// Loads the `decisions` of a fixture file (see [`crate::fixture::Fixture`]).
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
-        let fixture = crate::fixture::Fixture::load(path)?;
-        Ok(fixture.policy())
-    }
-
     /// Calls made so far.
     pub fn calls(&self) -> usize {
         self.next
@@ -143,6 +136,12 @@ impl Policy for ScriptedPolicy {
         if decision.cancel_after {
             control.cancel();
         }
-        Ok(PolicyOutput { raw_text: decision.text, input_tokens, output_tokens, prefill_tokens_saved: decision.prefill_tokens_saved })
+        Ok(PolicyOutput {
+            raw_text: decision.text,
+            input_tokens,
+            output_tokens,
+            prefill_tokens_saved: decision.prefill_tokens_saved,
+            temperature: None,
+        })
     }
 }

@@ -321,13 +321,97 @@ fn shorten(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// A horizontal grouped bar chart (one group per label, one bar per series, values 0–100) as PNG bytes —
+/// for reports such as the evaluation's success per task and mode, not for the plot tool. The height
+/// grows with the number of groups; the series get a legend.
+pub fn render_grouped_png(
+    title: &str,
+    labels: &[String],
+    series: &[(String, Vec<f64>)],
+    x_label: &str,
+) -> Result<Vec<u8>, ToolError> {
+    let failed = |message: String| ToolError::permanent("plot_render_failed", message);
+    if labels.is_empty() || series.is_empty() || series.iter().any(|(_, v)| v.len() != labels.len()) {
+        return Err(failed("a grouped chart needs labels and series of the same length".into()));
+    }
+    if series.iter().flat_map(|(_, v)| v).any(|v| !v.is_finite()) {
+        return Err(failed("a grouped chart needs finite values".into()));
+    }
+    ensure_font()?;
+    let width = 1000u32;
+    let row_px = 10 + 14 * series.len() as u32;
+    let height = 120 + row_px * labels.len() as u32;
+    let mut pixels = vec![255u8; (width * height * 3) as usize];
+    draw_grouped(title, labels, series, x_label, (width, height), &mut pixels)
+        .map_err(|e| failed(format!("drawing the chart failed: {e}")))?;
+    encode_rgb_png(&pixels, width, height)
+}
+
+fn draw_grouped(
+    title: &str,
+    labels: &[String],
+    series: &[(String, Vec<f64>)],
+    x_label: &str,
+    size: (u32, u32),
+    pixels: &mut [u8],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let root = BitMapBackend::with_buffer(pixels, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let n = labels.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, (FONT_FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(260)
+        .build_cartesian_2d(0f64..100f64, 0f64..n as f64)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc(x_label)
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 14))
+        .draw()?;
+    let palette = [RGBColor(66, 114, 196), RGBColor(237, 125, 49), RGBColor(112, 173, 71), RGBColor(165, 105, 189)];
+    let bar = 0.8 / series.len() as f64;
+    for (s, (name, values)) in series.iter().enumerate() {
+        let color = palette[s % palette.len()];
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                // Group i is drawn top-down: label 0 at the top.
+                let top = (n - i) as f64 - 0.1 - bar * s as f64;
+                Rectangle::new([(0.0, top - bar), (v.clamp(0.0, 100.0), top)], color.filled())
+            }))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    let small = TextStyle::from((FONT_FAMILY, 13).into_font()).color(&BLACK);
+    for (i, label) in labels.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(0.0, (n - i) as f64 - 0.5));
+        root.draw(&Text::new(shorten(label, 34), (x - 8, y), small.pos(Pos::new(HPos::Right, VPos::Center))))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT_FAMILY, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
 fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, ToolError> {
+    encode_rgb_png(rgb, WIDTH, HEIGHT)
+}
+
+fn encode_rgb_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, ToolError> {
     let failed = |e: png::EncodingError| {
         ToolError::permanent("plot_render_failed", format!("PNG encoding failed: {e}"))
     };
     let mut bytes = Vec::new();
     {
-        let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+        let mut encoder = png::Encoder::new(&mut bytes, width, height);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         let mut writer = encoder.write_header().map_err(failed)?;

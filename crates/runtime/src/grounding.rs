@@ -1,0 +1,201 @@
+//! Grounding: which numbers and labels the observations so far establish — what a model may write into
+//! tool arguments and a final answer (grammar), and what a final answer's numbers are checked against
+//! (claims gate).
+//!
+//! Built per step from the observation ledger and the task's own text, never from `expected.json`.
+//! It reads results by their shape (`data.tables`, `data.facts`, `citations[].text`, `value`,
+//! `expression`, `spec`), not by tool or task name, so a new tool with the same result shapes is
+//! grounded the same way.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::numbers;
+use crate::observe::ObservationRecord;
+
+/// What the next decision may write, for a policy's grammar (all strings, ready to print).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Grounding {
+    /// Printed forms of grounded numbers (signed, JSON-valid), shortest first per value.
+    pub numbers: Vec<String>,
+    /// Row labels seen in tables (what a chart or an answer may name).
+    pub labels: Vec<String>,
+    /// Ids of successful observations (what a final answer may cite).
+    pub evidence_ids: Vec<String>,
+}
+
+/// The values behind a [`Grounding`], for checking numbers a writer already wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroundedValues {
+    pub values: Vec<f64>,
+    pub labels: Vec<String>,
+    /// The most rows any observed table has: counts up to it are grounded ("3 of 5 sites").
+    pub max_rows: usize,
+}
+
+impl GroundedValues {
+    /// Collects the values established by `records` (successful ones only) and by `texts` (the task's
+    /// own words: task text and answer template).
+    pub fn collect<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>, texts: &[&str]) -> GroundedValues {
+        let mut out = GroundedValues::default();
+        for record in records.into_iter().filter(|r| r.ok) {
+            if let Some(result) = &record.result {
+                out.add_result(result);
+            }
+        }
+        for text in texts {
+            out.values.extend(numbers::scan(text).into_iter().map(|m| m.value));
+        }
+        out
+    }
+
+    fn add_result(&mut self, result: &Value) {
+        let data = &result["data"];
+        for table in data["tables"].as_array().into_iter().flatten() {
+            let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
+            self.max_rows = self.max_rows.max(rows.len());
+            for row in rows {
+                if let Some(label) = row["label"].as_str() {
+                    self.add_label(label);
+                }
+                for value in row["values"].as_object().into_iter().flat_map(|m| m.values()) {
+                    self.add_number(value);
+                }
+            }
+            for stat in table["stats"].as_object().into_iter().flat_map(|m| m.values()) {
+                for key in ["lowest", "highest"] {
+                    self.add_number(&stat[key]["value"]);
+                }
+            }
+        }
+        for fact in data["facts"].as_array().into_iter().flatten() {
+            self.add_number(&fact["value"]);
+        }
+        for citation in result["citations"].as_array().into_iter().flatten() {
+            for key in ["text", "heading"] {
+                if let Some(text) = citation[key].as_str() {
+                    self.values.extend(numbers::scan(text).into_iter().map(|m| m.value));
+                }
+            }
+        }
+        self.add_number(&result["value"]);
+        if let Some(expression) = result["expression"].as_str() {
+            self.values.extend(numbers::scan(expression).into_iter().map(|m| m.value));
+        }
+        let spec = &result["spec"];
+        for value in spec["values"].as_array().into_iter().flatten() {
+            self.add_number(value);
+        }
+        self.add_number(&spec["average"]);
+        for label in spec["labels"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            self.add_label(label);
+        }
+    }
+
+    fn add_number(&mut self, value: &Value) {
+        if let Some(x) = value.as_f64().filter(|x| x.is_finite()) {
+            self.values.push(x);
+        }
+    }
+
+    fn add_label(&mut self, label: &str) {
+        if !label.trim().is_empty() && !self.labels.iter().any(|l| l == label) {
+            self.labels.push(label.to_owned());
+        }
+    }
+
+    /// Whether `mention` states a grounded value (printed rounding allowed) or a count up to the most
+    /// rows of any observed table.
+    pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
+        let small_count = mention.decimals == 0 && mention.value >= 0.0 && mention.value <= self.max_rows as f64;
+        small_count || self.values.iter().any(|v| mention.stands_for(*v) || mention.stands_for(-*v))
+    }
+}
+
+impl Grounding {
+    /// The grammar-facing view of `records` plus the task's own texts: every grounded value in its
+    /// canonical form, calculator-like results (a top-level `value`) also in their roundings, and
+    /// the counts `0..=max_rows`.
+    pub fn build<'a>(records: impl IntoIterator<Item = &'a ObservationRecord> + Clone, texts: &[&str]) -> Grounding {
+        let values = GroundedValues::collect(records.clone(), texts);
+        let mut numbers_out: Vec<String> = Vec::new();
+        let mut push = |text: String| {
+            if !numbers_out.contains(&text) {
+                numbers_out.push(text);
+            }
+        };
+        for count in 0..=values.max_rows {
+            push(count.to_string());
+        }
+        for value in &values.values {
+            push(numbers::canonical(*value));
+        }
+        let mut evidence_ids = Vec::new();
+        for record in records.into_iter().filter(|r| r.ok) {
+            evidence_ids.push(record.id.clone());
+            if let Some(value) = record.result.as_ref().and_then(|r| r["value"].as_f64()) {
+                for form in numbers::printed_forms(value) {
+                    push(form);
+                }
+            }
+        }
+        Grounding { numbers: numbers_out, labels: values.labels, evidence_ids }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(id: &str, ok: bool, result: Value) -> ObservationRecord {
+        ObservationRecord {
+            id: id.into(),
+            tool: "t".into(),
+            ok,
+            step: 1,
+            result: Some(result),
+            error: None,
+            attempted_arguments: None,
+            digest: None,
+            artifacts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn collects_by_shape() {
+        let knowledge = record(
+            "obs-a-1",
+            true,
+            json!({
+                "citations": [{"text": "The rule: at least 78 on average.", "heading": "Rule"}],
+                "data": {
+                    "tables": [{"rows": [{"label": "North", "values": {"Uptime": 99.2}},
+                                          {"label": "South", "values": {"Uptime": 97.5}}],
+                                "stats": {"Uptime": {"lowest": {"label": "South", "value": 97.5}}}}],
+                    "facts": [{"key": "Minimum", "value": 98}]
+                }
+            }),
+        );
+        let calc = record("obs-b-2", true, json!({"expression": "mean(99.2, 97.5)", "value": 98.35}));
+        let failed = record("obs-c-3", false, json!({"value": 12345}));
+        let g = Grounding::build([&knowledge, &calc, &failed], &["Task for 2024"]);
+        for n in ["0", "1", "2", "99.2", "97.5", "98", "78", "98.35", "98.3", "2024"] {
+            assert!(g.numbers.contains(&n.to_string()), "{n} missing from {:?}", g.numbers);
+        }
+        assert!(!g.numbers.contains(&"12345".to_string()));
+        assert_eq!(g.labels, ["North", "South"]);
+        assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);
+    }
+
+    #[test]
+    fn grounds_roundings_and_counts() {
+        let calc = record("obs-b-1", true, json!({"value": 250.0 / 3.0}));
+        let table = record("obs-a-2", true, json!({"data": {"tables": [{"rows": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}}));
+        let values = GroundedValues::collect([&calc, &table], &[]);
+        let ok = |text: &str| values.grounds(&numbers::scan(text)[0]);
+        assert!(ok("83.3") && ok("83.33") && ok("83") && ok("3") && ok("0"));
+        assert!(!ok("83.4") && !ok("4") && !ok("2.5"));
+    }
+}

@@ -1,0 +1,82 @@
+//! The claims gate, driven by scripted fixtures (no model): an answer's numbers must be grounded in the
+//! observations it cites (printed rounding allowed) and its verdict must agree with the rule check —
+//! declared (a boolean calculator observation) or stated as `key: number` facts. Rejections are
+//! recoverable: the repaired final is accepted.
+
+mod common;
+
+use common::run_fixture;
+use pretty_assertions::assert_eq;
+use runtime::{RunStatus, StopReason};
+
+fn rejections(o: &common::Outcome) -> Vec<String> {
+    o.events
+        .iter()
+        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
+        .map(|e| e.data["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_ungrounded_number_is_never_accepted() {
+    let o = run_fixture("claims_ungrounded_number");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Stopped, StopReason::LoopDetected));
+    assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
+    assert_eq!(o.result.final_answer, None);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let message = rejected.data["message"].as_str().unwrap();
+    assert!(message.contains("80") && message.contains("obs-calculator-2"), "{message}");
+    // The model is told why, in the feedback its next decision sees.
+    let m = o.metrics();
+    assert_eq!((m.recoverable_failures, m.recovered), (2, 0));
+}
+
+#[test]
+fn a_printed_rounding_is_grounded_and_a_wrong_rounding_is_not() {
+    let o = run_fixture("claims_rounding");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["ungrounded_number"]);
+    assert!(o.result.final_answer.as_deref().unwrap().contains("78.3"));
+    let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+    assert_eq!(accepted.data["accepted"], true);
+    assert!(accepted.data["claims"]["numbers"].as_array().unwrap().iter().any(|n| n == "78.3"), "{}", accepted.data);
+    // The calculation itself was wrong for the task: accepted (grounded, consistent), still scored wrong.
+    assert_eq!(o.metrics().task_success, Some(false));
+    assert_eq!(o.metrics().recovered, 1);
+}
+
+#[test]
+fn a_verdict_contradicting_the_declared_rule_check_is_rejected_then_repaired() {
+    let o = run_fixture("claims_verdict_repaired");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let message = rejected.data["message"].as_str().unwrap();
+    assert!(message.contains("obs-calculator-3") && message.contains("\"missed\""), "{message}");
+    assert!(o.result.final_answer.as_deref().unwrap().ends_with("missed."));
+    let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+    assert_eq!(accepted.data["claims"]["verdict"], false);
+    assert_eq!(accepted.data["claims"]["rule_source"], "obs-calculator-3");
+    assert_eq!(o.metrics().task_success, Some(true));
+}
+
+#[test]
+fn a_verdict_contradicting_rules_stated_as_facts_is_rejected_then_repaired() {
+    let o = run_fixture("claims_legacy_verdict");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let message = o.events.iter().find(|e| e.phase == "final.validated").unwrap().data["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("obs-knowledge_search-1") && message.contains("average_gte"), "{message}");
+    assert_eq!(o.metrics().task_success, Some(true));
+}
+
+#[test]
+fn the_happy_chains_pass_the_gate_with_their_claims_recorded() {
+    for name in ["happy", "router_happy"] {
+        let o = run_fixture(name);
+        assert_eq!(o.result.status, RunStatus::Completed, "{name}");
+        let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+        assert_eq!(accepted.data["accepted"], true, "{name}");
+        assert!(!accepted.data["claims"]["numbers"].as_array().unwrap().is_empty(), "{name}");
+    }
+}
