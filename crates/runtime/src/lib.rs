@@ -4,6 +4,7 @@
 //! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where).
 
 pub mod agent_loop;
+pub mod answer;
 pub mod budget;
 pub mod decision;
 pub mod fixture;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError};
 pub use budget::{BudgetSnapshot, Budgets, FieldError};
+pub use answer::{Verdict, VerdictPhrases};
 pub use metrics::Metrics;
 pub use task::Task;
 pub use tools::ArtifactRecord;
