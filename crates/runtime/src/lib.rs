@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError};
 pub use budget::{BudgetSnapshot, Budgets, FieldError};
 pub use answer::{Verdict, VerdictPhrases};
-pub use metrics::Metrics;
+pub use metrics::{GroundTruth, Metrics};
 pub use task::Task;
 pub use tools::ArtifactRecord;
 pub use trace::TraceEvent;
