@@ -177,3 +177,43 @@ fn numbers_outside_masks_keep_offsets() {
 fn the_corpus_is_large_enough_to_mean_something() {
     assert!(DEFAULT_VERDICTS.len() >= 30, "{}", DEFAULT_VERDICTS.len());
 }
+
+/// `template` with every `<a / b>` slot set to its `pick`-th alternative and every other slot to a label.
+fn fill(template: &str, pick: usize) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('<') {
+        let close = open + rest[open..].find('>').expect("slots close");
+        out.push_str(&rest[..open]);
+        let slot = &rest[open + 1..close];
+        let alternatives: Vec<&str> = slot.split(" / ").collect();
+        out.push_str(if alternatives.len() > 1 { alternatives[pick].trim() } else { "North" });
+        rest = &rest[close + 1..];
+    }
+    out + rest
+}
+
+#[test]
+fn every_task_template_reads_as_the_verdict_it_is_filled_with() {
+    let tasks = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tasks");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(tasks).unwrap() {
+        let path = entry.unwrap().path().join("task.json");
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let task: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let template = task["answer_template"].as_str().unwrap();
+        if !template.contains(" / ") {
+            continue;
+        }
+        let phrases: VerdictPhrases = match task.get("verdict_phrases") {
+            Some(value) => serde_json::from_value(value.clone()).unwrap(),
+            None => VerdictPhrases::default(),
+        };
+        for (pick, verdict) in [(0, Verdict::Met), (1, Verdict::NotMet)] {
+            let answer = fill(template, pick);
+            assert_eq!(verdict_of(&answer, &phrases), verdict, "{}: {answer}", path.display());
+        }
+        checked.push(task["name"].as_str().unwrap().to_owned());
+    }
+    assert!(checked.len() >= 2, "{checked:?}");
+}
