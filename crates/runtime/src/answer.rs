@@ -229,9 +229,14 @@ fn find_whole_ci(hay: &str, needle: &str) -> Vec<(usize, usize)> {
         }
         let Some(end) = match_ci_at(hay, start, &wanted) else { continue };
         let before = hay[..start].chars().next_back();
-        let after = hay[end..].chars().next();
+        let mut after = hay[end..].chars();
+        let (next, next_but_one) = (after.next(), after.next());
         let cuts_before = first.is_some_and(is_latin_word_char) && before.is_some_and(is_latin_word_char);
-        let cuts_after = last.is_some_and(is_latin_word_char) && after.is_some_and(is_latin_word_char);
+        // "Plant 7" must not mask the start of "Plant 72" or of "Plant 7.5".
+        let continues_number = last.is_some_and(|c| c.is_ascii_digit())
+            && matches!(next, Some('.' | ','))
+            && next_but_one.is_some_and(|c| c.is_ascii_digit());
+        let cuts_after = (last.is_some_and(is_latin_word_char) && next.is_some_and(is_latin_word_char)) || continues_number;
         if !cuts_before && !cuts_after {
             out.push((start, end));
             from = end;
@@ -453,6 +458,7 @@ mod tests {
     fn masks_are_whole_and_case_insensitive() {
         assert_eq!(mask("plant 7 and Plant 72", &["PLANT 7"]), "        and Plant 72");
         assert_eq!(mask("Plant 7号", &["Plant 7"]), "       号");
+        assert_eq!(mask("Plant 7.5, Plant 7.", &["Plant 7"]), "Plant 7.5,        .");
         assert_eq!(mask("value 79", &["79"]), "value 79", "a bare number is never a mask");
     }
 
