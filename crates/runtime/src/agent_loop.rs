@@ -24,7 +24,8 @@ use crate::decision::{decision_schema, parse_decision, ActionDecision, Decision,
 use crate::claims;
 use crate::grounding::Grounding;
 use crate::guards::{result_digest, GuardKind, Guards};
-use crate::metrics::{self, Counters, Expected, Metrics, MetricsInput};
+use crate::answer::VerdictPhrases;
+use crate::metrics::{self, Counters, Expected, GroundTruth, Metrics, MetricsInput};
 use crate::observe::{Ledger, ObservationError, ObservationRecord, VIEW_FEEDBACK};
 use crate::policy::{DecisionRequest, Gap, Policy, PolicyError, RepairNote, RunControl};
 use crate::registry::ToolRegistry;
@@ -100,6 +101,8 @@ pub struct RunResult {
     pub evidence_ids: Vec<String>,
     /// `None` when the run never reached a valid decision loop (model_unavailable, runtime_error).
     pub metrics: Option<Metrics>,
+    /// Whether `expected.json` could be read; metrics needing it are `None` when it could not.
+    pub ground_truth: GroundTruth,
     pub artifacts: Vec<ArtifactRecord>,
     pub steps: u32,
     /// Trace events kept (≤ 800).
@@ -734,10 +737,18 @@ impl Run<'_, '_> {
     fn finish(mut self, end: End, started: Instant) -> RunResult {
         let status = end.reason.status();
         let observations: Vec<ObservationRecord> = self.ledger.records().cloned().collect();
-        let (metrics, ground_truth) = if matches!(end.reason, StopReason::ModelUnavailable | StopReason::RuntimeError) {
-            (None, "not_scored")
+        // Ground truth is loaded for every run and its availability always reported: a missing or
+        // invalid expected.json must never look like a scored run.
+        let expected = Expected::load(self.task.dir());
+        let ground_truth = match GroundTruth::from_load(&expected) {
+            GroundTruth::Unavailable { reason, message } => {
+                GroundTruth::Unavailable { reason, message: self.tracer.scrub_text(&message) }
+            }
+            loaded => loaded,
+        };
+        let metrics = if matches!(end.reason, StopReason::ModelUnavailable | StopReason::RuntimeError) {
+            None
         } else {
-            let expected = Expected::load(self.task.dir());
             let input = MetricsInput {
                 status,
                 stop_reason: end.reason,
@@ -747,10 +758,8 @@ impl Run<'_, '_> {
                 usage: &self.meter.usage,
                 total_latency: started.elapsed(),
             };
-            match &expected {
-                Ok(expected) => (Some(metrics::compute(&input, Some(expected))), "loaded"),
-                Err(_) => (Some(metrics::compute(&input, None)), "unavailable"),
-            }
+            // The task's own verdict phrases replace the defaults once task.json carries them.
+            Some(metrics::compute(&input, expected.as_ref().ok(), &VerdictPhrases::default()))
         };
         let final_answer = end.accepted.as_ref().map(|f| f.answer.clone());
         let evidence_ids = end.accepted.as_ref().map(|f| f.evidence_ids.clone()).unwrap_or_default();
@@ -779,6 +788,7 @@ impl Run<'_, '_> {
             final_answer,
             evidence_ids,
             metrics,
+            ground_truth,
             artifacts: self.artifact_records,
             steps: self.meter.usage.steps,
             events: self.tracer.len() as u32,

@@ -4,6 +4,7 @@
 //! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where).
 
 pub mod agent_loop;
+pub mod answer;
 pub mod budget;
 pub mod claims;
 pub mod decision;
@@ -24,7 +25,8 @@ use serde::{Deserialize, Serialize};
 
 pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError};
 pub use budget::{BudgetSnapshot, Budgets, FieldError};
-pub use metrics::Metrics;
+pub use answer::{Verdict, VerdictPhrases};
+pub use metrics::{GroundTruth, Metrics};
 pub use task::Task;
 pub use tools::ArtifactRecord;
 pub use trace::TraceEvent;

@@ -67,7 +67,7 @@ fn no_request_carries_any_expected_key_or_value() {
         // The run was still scored against the canary truth, so the file was really read.
         let m = o.metrics();
         assert_eq!(m.task_success, Some(false));
-        assert_eq!(m.accurate_actions, 0);
+        assert_eq!(m.accurate_actions, Some(0));
     }
 }
 
