@@ -1,6 +1,7 @@
-//! knowledge_search tests: real BM25 retrieval over the shipped knowledge files,
-//! data parsed from markdown (not hard-coded), typed errors for missing, corrupt
-//! and path-like sources.
+//! knowledge_search tests over the shipped knowledge files: real BM25 retrieval, data parsed from
+//! the markdown (not hard-coded), typed errors for missing, corrupt and path-like sources.
+//! Generic markdown shapes are in `tools_knowledge_markdown.rs`, the task suite in
+//! `tools_knowledge_suite.rs`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ fn search(
 }
 
 #[test]
-fn agent_eval_mini_batches_and_release_rule_are_found() {
+fn agent_eval_mini_table_and_rule_facts_are_found() {
     let out = search(
         &knowledge_dir(),
         &["agent_eval_mini.md"],
@@ -40,27 +41,34 @@ fn agent_eval_mini_batches_and_release_rule_are_found() {
         3,
     )
     .unwrap();
+    let table = "kb-agent_eval_mini-task-success-by-batch";
+    let rule = "kb-agent_eval_mini-release-rule";
+    let row = |label: &str, value: i64| json!({ "label": label, "values": { "Task Success": value } });
     assert_eq!(
         out.result["data"],
         json!({
-            "metric": "Task Success",
-            "unit": "%",
-            "batches": [
-                { "label": "Batch A", "value": 72 },
-                { "label": "Batch B", "value": 78 },
-                { "label": "Batch C", "value": 81 },
-                { "label": "Batch D", "value": 85 },
+            "tables": [{
+                "citation_id": table,
+                "heading": "AgentEval Mini > Task Success by batch",
+                "label_column": "Batch",
+                "columns": [{ "name": "Task Success", "unit": "%" }],
+                "rows": [row("Batch A", 72), row("Batch B", 78), row("Batch C", 81), row("Batch D", 85)],
+                "stats": { "Task Success": {
+                    "count": 4,
+                    "lowest": { "label": "Batch A", "value": 72 },
+                    "highest": { "label": "Batch D", "value": 85 },
+                } },
+            }],
+            "facts": [
+                { "citation_id": rule, "key": "average_gte", "value": 78, "unit": null },
+                { "citation_id": rule, "key": "every_batch_gte", "value": 70, "unit": null },
             ],
-            "release_rule": { "average_gte": 78, "every_batch_gte": 70 },
         })
     );
     assert_eq!(out.digest_basis, out.result["data"]);
     let ids: Vec<&str> = out.citations.iter().map(|c| c.id.as_str()).collect();
-    assert!(
-        ids.contains(&"kb-agent_eval_mini-task-success-by-batch"),
-        "{ids:?}"
-    );
-    assert!(ids.contains(&"kb-agent_eval_mini-release-rule"), "{ids:?}");
+    assert!(ids.contains(&table), "{ids:?}");
+    assert!(ids.contains(&rule), "{ids:?}");
     assert_eq!(out.citations.len(), 3);
 
     // Citations carry the file's blake3; the aggregate hash is a separate value.
@@ -75,11 +83,19 @@ fn agent_eval_mini_batches_and_release_rule_are_found() {
     let aggregate = out.result["source_blake3"].as_str().unwrap();
     assert_eq!(aggregate.len(), 64);
     assert_ne!(aggregate, file_hash);
-    assert!(
-        out.summary.contains("Batch A=72") && out.summary.contains("average_gte=78"),
-        "{}",
-        out.summary
+    assert_eq!(
+        out.summary,
+        format!("3 passage(s): {}; 1 table(s) (4 rows), 2 fact(s)", ids.join(", "))
     );
+    assert_eq!(out.result["summary"], json!(out.summary));
+    // The view the model reads has the rows as `label = value` and the rule's facts.
+    let view = out.result["view"].as_str().unwrap();
+    assert!(
+        view.contains("Task Success (%): Batch A = 72, Batch B = 78, Batch C = 81, Batch D = 85 (4 rows; lowest Batch A = 72; highest Batch D = 85)"),
+        "{view}"
+    );
+    assert!(view.contains("Facts: average_gte = 78; every_batch_gte = 70"), "{view}");
+    assert!(view.contains(&format!("[{rule}] AgentEval Mini > Release rule")), "{view}");
     // The observation shows the citations too, with the same ids.
     assert_eq!(out.result["citations"][0]["id"], json!(out.citations[0].id));
     assert_eq!(out.result["top_k"], json!(3));
@@ -118,8 +134,8 @@ fn unrelated_query_ranks_the_unrelated_section_first() {
     .unwrap();
     assert_eq!(out.citations[0].chunk_id, "hardware-and-environment");
     // Neither section holds data, so the data is empty rather than invented.
-    assert_eq!(out.result["data"]["batches"], json!([]));
-    assert_eq!(out.result["data"]["release_rule"], Value::Null);
+    assert_eq!(out.result["data"], json!({ "tables": [], "facts": [] }));
+    assert!(out.summary.ends_with("0 table(s) (0 rows), 0 fact(s)"), "{}", out.summary);
 }
 
 #[test]
@@ -144,18 +160,22 @@ fn second_task_has_its_own_data_and_only_allowed_files_are_read() {
         3,
     )
     .unwrap();
-    assert_eq!(out.result["data"]["metric"], json!("Routing Accuracy"));
-    let values: Vec<i64> = out.result["data"]["batches"]
+    let table = &out.result["data"]["tables"][0];
+    assert_eq!(table["columns"], json!([{ "name": "Routing Accuracy", "unit": "%" }]));
+    let values: Vec<i64> = table["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| b["value"].as_i64().unwrap())
+        .map(|r| r["values"]["Routing Accuracy"].as_i64().unwrap())
         .collect();
     assert_eq!(values, [82, 74, 67, 88, 79]);
-    assert_eq!(
-        out.result["data"]["release_rule"],
-        json!({ "average_gte": 80, "every_batch_gte": 70 })
-    );
+    let facts: Vec<(&str, i64)> = out.result["data"]["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["key"].as_str().unwrap(), f["value"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(facts, [("average_gte", 80), ("every_batch_gte", 70)]);
     // The AgentEval Mini file is not allowed for this task, so none of its sections appear.
     assert!(
         out.citations
@@ -195,9 +215,10 @@ fn data_follows_the_file_not_the_code() {
     )
     .unwrap();
     assert_eq!(
-        out.result["data"]["batches"][2],
-        json!({ "label": "Batch C", "value": 91.5 })
+        out.result["data"]["tables"][0]["rows"][2],
+        json!({ "label": "Batch C", "values": { "Task Success": 91.5 } })
     );
+    assert!(out.result["view"].as_str().unwrap().contains("Batch C = 91.5"));
 }
 
 #[test]
@@ -237,48 +258,29 @@ fn corrupt_code(contents: &[u8]) -> (String, String) {
 
 #[test]
 fn corrupt_files_are_knowledge_corrupt_with_a_reason() {
-    let table = "# T\n\n## Scores\n\n| Batch | Score |\n|---|---|\n";
+    let many_rows: String = (0..201).map(|i| format!("| r{i} | {i} |\n")).collect();
+    let wide_header: String = (0..33).map(|i| format!("| c{i} ")).collect();
+    let wide_rule: String = (0..33).map(|_| "|---").collect();
+    let many_facts: String = (0..101).map(|i| format!("- limit {i}: {i}\n")).collect();
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (
-            format!("{table}| Batch A | seventy-two |\n").into_bytes(),
-            "not a finite number",
-        ),
-        (
-            format!("{table}| Batch A | 72 | extra |\n").into_bytes(),
-            "cells",
-        ),
-        (
-            "# T\n\n## Scores\n\n| Batch | Score |\n| Batch A | 72 |\n".into(),
-            "separator",
-        ),
-        (
-            "# T\n\n## Release rule\n\n- average_gte: high\n".into(),
-            "non-numeric",
-        ),
-        (
-            "# T\n\n## Release rule\n\nNo numbers here.\n".into(),
-            "rule lines",
-        ),
-        (
-            "# Just prose\n\nNothing structured at all.\n".into(),
-            "no structured data",
-        ),
         (b"# T\n\n\xff\xfe garbage\n".to_vec(), "not UTF-8"),
         (Vec::new(), "no section"),
-        (
-            format!("{table}| Batch A | 72 |\n| Batch A | 73 |\n").into_bytes(),
-            "twice",
-        ),
+        (b"  \n\n\t\n".to_vec(), "no section"),
+        (b"---\n\n***\n".to_vec(), "no section"),
+        (format!("# T\n\n| Row | Value |\n|---|---|\n{many_rows}").into_bytes(), "201 rows; at most 200"),
+        (format!("# T\n\n{wide_header}|\n{wide_rule}|\n").into_bytes(), "33 columns; at most 32"),
+        (format!("# T\n\n{many_facts}").into_bytes(), "101 `key: number` lines; at most 100"),
+        (vec![b'a'; 1024 * 1024 + 1], "larger than"),
     ];
     for (contents, reason) in cases {
         let (code, message) = corrupt_code(&contents);
         assert_eq!(code, "knowledge_corrupt", "{message}");
-        assert!(
-            message.contains(reason),
-            "expected {reason:?} in {message:?}"
-        );
+        assert!(message.contains(reason), "expected {reason:?} in {message:?}");
         assert!(message.starts_with("broken.md"), "{message}");
     }
+    // The line of the offending table is named.
+    let (_, message) = corrupt_code(format!("# T\n\nintro\n\n| Row | Value |\n|---|---|\n{many_rows}").as_bytes());
+    assert!(message.contains("table at line 5"), "{message}");
 }
 
 #[test]
@@ -321,7 +323,8 @@ fn symlinks_pointing_outside_are_refused_inside_are_allowed() {
     .unwrap();
     std::os::unix::fs::symlink(dir.path().join("real.md"), dir.path().join("alias.md")).unwrap();
     let out = search(dir.path(), &["alias.md"], "release rule", 1).unwrap();
-    assert_eq!(out.result["data"]["release_rule"]["average_gte"], json!(78));
+    assert_eq!(out.result["data"]["facts"][0]["key"], json!("average_gte"));
+    assert_eq!(out.result["data"]["facts"][0]["value"], json!(78));
 }
 
 #[test]

@@ -1,0 +1,347 @@
+//! Markdown → sections, with pulldown-cmark (CommonMark + GFM tables): each section's heading path,
+//! its source markdown, its prose lines (markup stripped) and its raw tables (cell text).
+//!
+//! This module only reads structure. It does not decide what is a number, a fact or a series
+//! (that is `extract`), nor how sections are scored (that is `retrieval`).
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+/// Heading shown for text that comes before the first heading.
+pub(crate) const PREAMBLE: &str = "(preamble)";
+/// Title of a heading with no text (`#` alone).
+const UNTITLED: &str = "(untitled)";
+
+/// One line of prose as the reader sees it (markup stripped), with where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ProseLine {
+    pub text: String,
+    /// 1-based line in the file.
+    pub line: usize,
+    /// Inside a code block: shown and searched, never read as a fact.
+    pub code: bool,
+    /// Continues the previous line's paragraph (a wrapped line), rather than starting a block.
+    pub continues: bool,
+}
+
+/// A table as written: header and body cells as plain text. Rows are as long as the header
+/// (the GFM parser pads short rows and drops cells beyond the header).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawTable {
+    /// 1-based line of the header row.
+    pub line: usize,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// One heading-delimited part of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Section {
+    /// The section's own heading text (`Release rule`), or [`PREAMBLE`].
+    pub title: String,
+    /// Titles of the enclosing headings, outermost first.
+    pub ancestors: Vec<String>,
+    /// 1-based line of the heading (1 for the preamble).
+    pub line: usize,
+    /// The section's markdown source, heading line included, trimmed.
+    pub markdown: String,
+    pub prose: Vec<ProseLine>,
+    pub tables: Vec<RawTable>,
+}
+
+impl Section {
+    /// `AgentEval Mini > Release rule`.
+    pub fn path(&self) -> String {
+        let mut parts: Vec<&str> = self.ancestors.iter().map(String::as_str).collect();
+        parts.push(&self.title);
+        parts.join(" > ")
+    }
+
+    fn has_body(&self) -> bool {
+        !self.prose.is_empty() || !self.tables.is_empty()
+    }
+}
+
+/// Byte offset → 1-based line number.
+struct LineIndex(Vec<usize>);
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        Self(text.match_indices('\n').map(|(i, _)| i).collect())
+    }
+    fn line(&self, offset: usize) -> usize {
+        self.0.partition_point(|&newline| newline < offset) + 1
+    }
+}
+
+/// Where inline text currently goes.
+enum Sink {
+    Prose,
+    Heading,
+    Cell,
+}
+
+/// Section under construction.
+struct Open {
+    title: String,
+    level: usize,
+    ancestors: Vec<String>,
+    line: usize,
+    start: usize,
+    prose: Vec<ProseLine>,
+    tables: Vec<RawTable>,
+}
+
+/// Splits `text` into sections. Never fails: anything the parser accepts (all text) has a reading.
+/// A heading directly followed by a deeper heading carries nothing of its own and is not a section
+/// (its title still appears in its children's paths); an empty preamble is dropped.
+pub(crate) fn parse(text: &str) -> Vec<Section> {
+    let lines = LineIndex::new(text);
+    let mut sections = Vec::new();
+    // Enclosing headings: (level, title).
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut open = Open {
+        title: PREAMBLE.to_owned(),
+        level: 0,
+        ancestors: Vec::new(),
+        line: 1,
+        start: 0,
+        prose: Vec::new(),
+        tables: Vec::new(),
+    };
+    let mut sink = Sink::Prose;
+    let mut buffer = String::new();
+    let mut buffer_line = 0;
+    let mut heading_text = String::new();
+    let mut pending_heading: Option<(usize, usize)> = None; // (level, byte start)
+    let mut table: Option<RawTable> = None;
+    let mut row: Vec<String> = Vec::new();
+    let mut cell = String::new();
+    let mut in_code = false;
+    // Whether the next prose line continues a paragraph (set by line breaks, cleared by blocks).
+    let mut continues = false;
+
+    let flush = |buffer: &mut String, line: usize, code: bool, continues: bool, prose: &mut Vec<ProseLine>| {
+        let collapsed = collapse_whitespace(buffer);
+        if !collapsed.is_empty() {
+            prose.push(ProseLine { text: collapsed, line, code, continues });
+        }
+        buffer.clear();
+    };
+
+    for (event, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                continues = false;
+                pending_heading = Some((heading_level(level), range.start));
+                heading_text.clear();
+                sink = Sink::Heading;
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                sink = Sink::Prose;
+                let Some((level, start)) = pending_heading.take() else { continue };
+                let title = match collapse_whitespace(&heading_text) {
+                    t if t.is_empty() => UNTITLED.to_owned(),
+                    t => t,
+                };
+                stack.retain(|(l, _)| *l < level);
+                let next = Open {
+                    title: title.clone(),
+                    level,
+                    ancestors: stack.iter().map(|(_, t)| t.clone()).collect(),
+                    line: lines.line(start),
+                    start,
+                    prose: Vec::new(),
+                    tables: Vec::new(),
+                };
+                stack.push((level, title));
+                let previous = std::mem::replace(&mut open, next);
+                close(previous, text, start, Some(level), &mut sections);
+            }
+            Event::Start(Tag::Table(_)) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                continues = false;
+                table = Some(RawTable { line: lines.line(range.start), header: Vec::new(), rows: Vec::new() });
+            }
+            Event::End(TagEnd::Table) => {
+                open.tables.extend(table.take());
+            }
+            Event::Start(Tag::TableHead | Tag::TableRow) => row.clear(),
+            Event::End(TagEnd::TableHead) => {
+                if let Some(t) = table.as_mut() {
+                    t.header = std::mem::take(&mut row);
+                }
+            }
+            Event::End(TagEnd::TableRow) => {
+                if let Some(t) = table.as_mut() {
+                    t.rows.push(std::mem::take(&mut row));
+                }
+            }
+            Event::Start(Tag::TableCell) => {
+                cell.clear();
+                sink = Sink::Cell;
+            }
+            Event::End(TagEnd::TableCell) => {
+                row.push(collapse_whitespace(&cell));
+                sink = Sink::Prose;
+            }
+            Event::Start(Tag::CodeBlock(_)) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                continues = false;
+                in_code = true;
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                continues = false;
+                in_code = false;
+            }
+            Event::Text(t) if in_code => {
+                // Code keeps its line structure: each line is its own prose line.
+                let mut offset = range.start;
+                for piece in t.split_inclusive('\n') {
+                    if buffer.is_empty() {
+                        buffer_line = lines.line(offset);
+                    }
+                    buffer.push_str(piece.trim_end_matches('\n'));
+                    if piece.ends_with('\n') {
+                        flush(&mut buffer, buffer_line, true, continues, &mut open.prose);
+                        continues = true;
+                    }
+                    offset += piece.len();
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => match sink {
+                Sink::Heading => heading_text.push_str(&t),
+                Sink::Cell => cell.push_str(&t),
+                Sink::Prose => {
+                    if buffer.is_empty() {
+                        buffer_line = lines.line(range.start);
+                    }
+                    buffer.push_str(&t);
+                }
+            },
+            Event::SoftBreak | Event::HardBreak => match sink {
+                Sink::Heading => heading_text.push(' '),
+                Sink::Cell => cell.push(' '),
+                Sink::Prose => {
+                    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                    continues = true;
+                }
+            },
+            // Block boundaries end a line; inline markup (emphasis, links) does not.
+            Event::Start(
+                Tag::Paragraph
+                | Tag::Item
+                | Tag::List(_)
+                | Tag::BlockQuote(_)
+                | Tag::HtmlBlock
+                | Tag::FootnoteDefinition(_)
+                | Tag::DefinitionList
+                | Tag::DefinitionListTitle
+                | Tag::DefinitionListDefinition,
+            )
+            | Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Item
+                | TagEnd::List(_)
+                | TagEnd::BlockQuote(_)
+                | TagEnd::HtmlBlock
+                | TagEnd::FootnoteDefinition
+                | TagEnd::DefinitionList
+                | TagEnd::DefinitionListTitle
+                | TagEnd::DefinitionListDefinition,
+            )
+            | Event::Rule => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                continues = false;
+            }
+            // Raw HTML, footnote references, task-list boxes and the remaining inline tags carry no text of their own.
+            _ => {}
+        }
+    }
+    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+    close(open, text, text.len(), None, &mut sections);
+    sections
+}
+
+/// Finishes `open` (its markdown ends at `end`); `next_level` is the heading that follows, if any.
+fn close(open: Open, text: &str, end: usize, next_level: Option<usize>, sections: &mut Vec<Section>) {
+    let is_preamble = open.level == 0;
+    let is_container = next_level.is_some_and(|next| next > open.level);
+    let has_body = !open.prose.is_empty() || !open.tables.is_empty();
+    if !has_body && (is_preamble || is_container) {
+        return;
+    }
+    let section = Section {
+        title: open.title,
+        ancestors: open.ancestors,
+        line: open.line,
+        markdown: text.get(open.start..end).unwrap_or_default().trim().to_owned(),
+        prose: open.prose,
+        tables: open.tables,
+    };
+    debug_assert!(section.has_body() || !is_preamble);
+    sections.push(section);
+}
+
+fn heading_level(level: HeadingLevel) -> usize {
+    level as usize
+}
+
+/// Runs of whitespace become one space; leading and trailing whitespace is dropped.
+pub(crate) fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn titles(sections: &[Section]) -> Vec<String> {
+        sections.iter().map(Section::path).collect()
+    }
+
+    #[test]
+    fn headings_make_paths_and_containers_are_skipped() {
+        let s = parse("intro\n\n# A\n\n## B\n\ntext b\n\n### C\n\ntext c\n\n## D\n");
+        assert_eq!(titles(&s), ["(preamble)", "A > B", "A > B > C", "A > D"]);
+        assert_eq!(s[1].line, 5);
+        assert_eq!(s[1].markdown, "## B\n\ntext b");
+    }
+
+    #[test]
+    fn code_fences_hide_headings_and_tables() {
+        let s = parse("# T\n\n```\n# not a heading\n| a | b |\n|---|---|\n| 1 | 2 |\n```\n");
+        assert_eq!(titles(&s), ["T"]);
+        assert!(s[0].tables.is_empty());
+        assert!(s[0].prose.iter().all(|l| l.code));
+        assert_eq!(s[0].prose[0].text, "# not a heading");
+        assert_eq!(s[0].prose[0].line, 4);
+    }
+
+    #[test]
+    fn inline_markup_is_stripped_and_lines_kept() {
+        let s = parse("# T\n\n- **Max wait**: 30 min\n- `average_gte`: 78\n\nA [link](http://x) and *stress*\nnext line\n");
+        let texts: Vec<&str> = s[0].prose.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, ["Max wait: 30 min", "average_gte: 78", "A link and stress", "next line"]);
+        assert_eq!(s[0].prose[3].line, 7);
+        let continues: Vec<bool> = s[0].prose.iter().map(|l| l.continues).collect();
+        assert_eq!(continues, [false, false, false, true], "only the wrapped line continues its paragraph");
+    }
+
+    #[test]
+    fn tables_are_cells_of_text() {
+        let s = parse("## T\n\n| Site | **Wait** (min) |\n|:--|--:|\n| North | 24 |\n| South |\n");
+        let t = &s[0].tables[0];
+        assert_eq!(t.line, 3);
+        assert_eq!(t.header, ["Site", "Wait (min)"]);
+        assert_eq!(t.rows, [vec!["North".to_owned(), "24".to_owned()], vec!["South".to_owned(), String::new()]]);
+    }
+
+    #[test]
+    fn setext_and_unicode_headings() {
+        let s = parse("发布规则\n====\n\n平均值：80\n");
+        assert_eq!(titles(&s), ["发布规则"]);
+        assert_eq!(s[0].prose[0].text, "平均值：80");
+    }
+}

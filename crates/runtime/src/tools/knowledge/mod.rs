@@ -1,0 +1,510 @@
+//! The knowledge_search tool: BM25 over the heading-delimited sections of the task's allowed
+//! `knowledge/*.md` files, returning the best passages (text + citations), the tables and
+//! `key: number` facts found in them, and a compact text view for the model.
+//!
+//! The model only sends a query. Which files may be read comes from the task (`allowed_sources`,
+//! plain file names); each is resolved inside the knowledge directory and refused if it is
+//! path-like or resolves outside it (symlinks). Any markdown is a source: a file without tables is
+//! prose, not an error. The result shape is `schemas/knowledge_result.schema.json`.
+//! Submodules: `markdown` (parsing), `extract` (tables and facts), `retrieval` (BM25), `view` (text).
+
+mod extract;
+mod markdown;
+mod retrieval;
+mod view;
+
+use std::fs;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::{ToolError, ToolOutput, number_value};
+
+pub use extract::{
+    Column, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, Table,
+};
+pub use view::MAX_PROSE_CHARS;
+
+pub const TOOL_NAME: &str = "knowledge_search";
+pub const DEFAULT_TOP_K: usize = 3;
+pub const MAX_TOP_K: usize = 4;
+pub const MAX_QUERY_CHARS: usize = 500;
+/// Larger files are refused as corrupt: knowledge files are short notes.
+pub const MAX_SOURCE_BYTES: u64 = 1024 * 1024;
+/// Longest passage markdown returned per citation (the observation must stay small).
+pub const MAX_CITATION_CHARS: usize = 900;
+/// The result schema, one source of truth for the shape this module returns.
+pub const RESULT_SCHEMA: &str = include_str!("../../../../../schemas/knowledge_result.schema.json");
+
+/// A validated search request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub top_k: usize,
+}
+
+impl SearchRequest {
+    pub fn new(query: impl Into<String>, top_k: usize) -> Result<Self, ToolError> {
+        let query = query.into();
+        let chars = query.chars().count();
+        if query.trim().is_empty() || chars > MAX_QUERY_CHARS {
+            return Err(ToolError::permanent(
+                "invalid_arguments",
+                format!("query must have 1..={MAX_QUERY_CHARS} characters, got {chars}"),
+            ));
+        }
+        if !(1..=MAX_TOP_K).contains(&top_k) {
+            return Err(ToolError::permanent("invalid_arguments", format!("top_k must be 1..={MAX_TOP_K}, got {top_k}")));
+        }
+        Ok(Self { query, top_k })
+    }
+
+    pub(crate) fn from_arguments(arguments: &Map<String, Value>) -> Result<Self, ToolError> {
+        let query = super::string_argument(arguments, "query")?;
+        let top_k = match arguments.get("top_k") {
+            None => DEFAULT_TOP_K,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                ToolError::permanent("invalid_arguments", format!("top_k: expected an integer, got {v}"))
+            })? as usize,
+        };
+        Self::new(query, top_k)
+    }
+}
+
+/// One retrieved passage, attributable to a file version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Citation {
+    /// `kb-<source_id>-<chunk_id>`: deterministic for the same file content.
+    pub id: String,
+    /// The file stem, e.g. `agent_eval_mini`.
+    pub source_id: String,
+    /// Slug of the section heading, unique within the source.
+    pub chunk_id: String,
+    /// Heading path, e.g. `AgentEval Mini > Release rule`.
+    pub heading: String,
+    /// The section's markdown (clipped to [`MAX_CITATION_CHARS`]).
+    pub text: String,
+    /// blake3 of the whole source file, hex.
+    pub source_blake3: String,
+    /// BM25 score, rounded to 4 decimals.
+    pub score: f64,
+}
+
+/// One section of a source with what was read from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Passage {
+    citation_id: String,
+    chunk_id: String,
+    heading: String,
+    markdown: String,
+    /// Prose without tables and fact lines, markup stripped, one line.
+    prose: String,
+    tables: Vec<Table>,
+    /// The tables' cells as written, parallel to `tables` (the view lists text-only tables from them).
+    raw_tables: Vec<markdown::RawTable>,
+    facts: Vec<Fact>,
+    terms: retrieval::Terms,
+}
+
+impl Passage {
+    /// `kb-<source_id>-<chunk_id>`.
+    pub fn citation_id(&self) -> &str {
+        &self.citation_id
+    }
+    pub fn chunk_id(&self) -> &str {
+        &self.chunk_id
+    }
+    /// Heading path, `A > B`.
+    pub fn heading(&self) -> &str {
+        &self.heading
+    }
+    /// The section's markdown source.
+    pub fn markdown(&self) -> &str {
+        &self.markdown
+    }
+    /// Prose with tables and `key: number` lines removed, markup stripped, whitespace collapsed.
+    pub fn prose(&self) -> &str {
+        &self.prose
+    }
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+    pub fn facts(&self) -> &[Fact] {
+        &self.facts
+    }
+}
+
+/// One knowledge file, parsed once: its passages with their tables and facts. Used by the search
+/// and, without a query, to validate a task's knowledge when the task is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedSource {
+    source_id: String,
+    blake3: String,
+    passages: Vec<Passage>,
+}
+
+impl ParsedSource {
+    /// The file stem, e.g. `agent_eval_mini`.
+    pub fn source_id(&self) -> &str {
+        &self.source_id
+    }
+    /// blake3 of the file's bytes, hex.
+    pub fn blake3(&self) -> &str {
+        &self.blake3
+    }
+    pub fn passages(&self) -> &[Passage] {
+        &self.passages
+    }
+    /// Every table, in file order, with the passage holding it.
+    pub fn tables(&self) -> impl Iterator<Item = (&Passage, &Table)> {
+        self.passages.iter().flat_map(|p| p.tables.iter().map(move |t| (p, t)))
+    }
+    /// Whether any table has at least one numeric column.
+    pub fn has_numeric_table(&self) -> bool {
+        self.tables().any(|(_, t)| t.has_numeric_column())
+    }
+    /// Every `key: number` fact, in file order, with the passage holding it.
+    pub fn facts(&self) -> impl Iterator<Item = (&Passage, &Fact)> {
+        self.passages.iter().flat_map(|p| p.facts.iter().map(move |f| (p, f)))
+    }
+}
+
+/// Reads and parses one allowed source (`name` is a plain `*.md` file name inside `knowledge_dir`).
+pub fn parse_source(knowledge_dir: &Path, name: &str) -> Result<ParsedSource, ToolError> {
+    let path = resolve(knowledge_dir, name)?;
+    let text = read_source(&path, name)?;
+    parse_text(name, &text)
+}
+
+/// Parses markdown `text` as the source `name` (a `*.md` file name; its stem is the source id).
+/// Errors are `knowledge_corrupt`, with the file name first and the line of the offending part.
+pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
+    let corrupt = |reason: String| ToolError::permanent("knowledge_corrupt", format!("{name}: {reason}"));
+    let source_id = name.strip_suffix(".md").unwrap_or(name).to_owned();
+    let sections = markdown::parse(text);
+    if sections.is_empty() {
+        return Err(corrupt("no section with content (the file has no text)".into()));
+    }
+    let mut used_ids: Vec<String> = Vec::new();
+    let mut passages = Vec::with_capacity(sections.len());
+    for section in sections {
+        let chunk_id = unique_slug(&section, &mut used_ids);
+        let tables = section
+            .tables
+            .iter()
+            .map(extract::table)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(e.to_string()))?;
+        let mut facts = Vec::new();
+        let mut prose_lines = Vec::new();
+        for line in &section.prose {
+            match extract::fact(line) {
+                Some(fact) => facts.push(fact),
+                None => prose_lines.push(line),
+            }
+        }
+        let prose = view::join_prose(&prose_lines);
+        let terms = passage_terms(&section);
+        passages.push(Passage {
+            citation_id: format!("kb-{source_id}-{chunk_id}"),
+            chunk_id,
+            heading: section.path(),
+            markdown: section.markdown,
+            prose,
+            tables,
+            raw_tables: section.tables,
+            facts,
+            terms,
+        });
+    }
+    extract::check_fact_count(passages.iter().flat_map(|p| p.facts.iter())).map_err(|e| corrupt(e.to_string()))?;
+    Ok(ParsedSource { source_id, blake3: blake3::hash(text.as_bytes()).to_hex().to_string(), passages })
+}
+
+/// What BM25 sees of a section: its own heading and the tables' column headers count
+/// [`retrieval::HEADING_WEIGHT`] times (both say what the section holds); prose and the tables'
+/// text cells (row labels) count once. Numeric cells are left out: a table of 40 numbers would
+/// otherwise look like a long, diluted section. Enclosing headings are left out too: the file's
+/// title sits above every section, so it would only blur the scores.
+fn passage_terms(section: &markdown::Section) -> retrieval::Terms {
+    let title = if section.title == markdown::PREAMBLE { "" } else { section.title.as_str() };
+    let prose: Vec<&str> = section.prose.iter().map(|l| l.text.as_str()).collect();
+    let headers: Vec<&str> = section.tables.iter().flat_map(|t| &t.header).map(String::as_str).collect();
+    let text_cells: Vec<&str> = section
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().flatten())
+        .map(String::as_str)
+        .filter(|cell| crate::numbers::parse_quantity(cell).is_none())
+        .collect();
+    let (prose, headers, text_cells) = (prose.join("\n"), headers.join("\n"), text_cells.join("\n"));
+    retrieval::Terms::of(&[
+        (title, retrieval::HEADING_WEIGHT),
+        (&headers, retrieval::HEADING_WEIGHT),
+        (&prose, 1),
+        (&text_cells, 1),
+    ])
+}
+
+/// Runs one search over the allowed sources.
+pub fn search(request: &SearchRequest, knowledge_dir: &Path, allowed_sources: &[String]) -> Result<ToolOutput, ToolError> {
+    if allowed_sources.is_empty() {
+        return Err(ToolError::permanent("knowledge_no_sources", "this task allows no knowledge files"));
+    }
+    let sources =
+        allowed_sources.iter().map(|name| parse_source(knowledge_dir, name)).collect::<Result<Vec<_>, _>>()?;
+    search_sources(request, &sources)
+}
+
+/// The search itself, over sources already parsed.
+pub fn search_sources(request: &SearchRequest, sources: &[ParsedSource]) -> Result<ToolOutput, ToolError> {
+    let all: Vec<(&ParsedSource, &Passage)> =
+        sources.iter().flat_map(|s| s.passages.iter().map(move |p| (s, p))).collect();
+    let terms: Vec<&retrieval::Terms> = all.iter().map(|(_, p)| &p.terms).collect();
+    let ranked = retrieval::rank(&terms, &request.query);
+    if ranked.is_empty() {
+        return Err(ToolError::permanent(
+            "knowledge_no_match",
+            format!(
+                "no section of the allowed knowledge matches the query {:?}; try other words",
+                clip(&request.query, 80)
+            ),
+        ));
+    }
+    let hits: Vec<(&ParsedSource, &Passage, f64)> =
+        ranked.into_iter().take(request.top_k).map(|(i, score)| (all[i].0, all[i].1, score)).collect();
+    let citations: Vec<Citation> = hits
+        .iter()
+        .map(|(source, passage, score)| Citation {
+            id: passage.citation_id.clone(),
+            source_id: source.source_id.clone(),
+            chunk_id: passage.chunk_id.clone(),
+            heading: passage.heading.clone(),
+            text: clip(&passage.markdown, MAX_CITATION_CHARS),
+            source_blake3: source.blake3.clone(),
+            score: (score * 10_000.0).round() / 10_000.0,
+        })
+        .collect();
+    let passages: Vec<&Passage> = hits.iter().map(|(_, p, _)| *p).collect();
+    let data = data_json(&passages);
+    let summary = summarize(&passages);
+    let result = json!({
+        "query": request.query,
+        "top_k": request.top_k,
+        "citations": citations,
+        "source_blake3": aggregate_hash(sources),
+        "data": data,
+        "summary": summary,
+        "view": view::render(&passages),
+    });
+    Ok(ToolOutput { result, summary, citations, artifacts: Vec::new(), digest_basis: data })
+}
+
+/// `data`: the tables and facts of the returned passages, in rank order. Passages are distinct
+/// sections, so a table appears once; a fact repeated verbatim (same key, value, unit) in a
+/// lower-ranked passage is dropped.
+fn data_json(passages: &[&Passage]) -> Value {
+    let mut tables = Vec::new();
+    let mut facts: Vec<(&Passage, &Fact)> = Vec::new();
+    for passage in passages {
+        tables.extend(passage.tables.iter().map(|t| table_json(passage, t)));
+        for fact in &passage.facts {
+            let seen = facts.iter().any(|(_, f)| f.key == fact.key && f.value == fact.value && f.unit == fact.unit);
+            if !seen {
+                facts.push((passage, fact));
+            }
+        }
+    }
+    let facts: Vec<Value> = facts
+        .into_iter()
+        .map(|(p, f)| json!({ "citation_id": p.citation_id, "key": f.key, "value": number_value(f.value), "unit": f.unit }))
+        .collect();
+    json!({ "tables": tables, "facts": facts })
+}
+
+fn table_json(passage: &Passage, table: &Table) -> Value {
+    let columns: Vec<Value> = table.columns.iter().map(|c| json!({ "name": c.name, "unit": c.unit })).collect();
+    let rows: Vec<Value> = table
+        .rows
+        .iter()
+        .map(|row| {
+            let values: Map<String, Value> = table
+                .columns
+                .iter()
+                .zip(&row.values)
+                .filter_map(|(column, value)| Some((column.name.clone(), number_value((*value)?))))
+                .collect();
+            json!({ "label": row.label, "values": values })
+        })
+        .collect();
+    let mut stats = Map::new();
+    for (index, column) in table.columns.iter().enumerate() {
+        if let Some(s) = table.stats(index) {
+            stats.insert(
+                column.name.clone(),
+                json!({
+                    "count": s.count,
+                    "lowest": { "label": s.lowest.0, "value": number_value(s.lowest.1) },
+                    "highest": { "label": s.highest.0, "value": number_value(s.highest.1) },
+                }),
+            );
+        }
+    }
+    json!({
+        "citation_id": passage.citation_id,
+        "heading": passage.heading,
+        "label_column": table.label_column,
+        "columns": columns,
+        "rows": rows,
+        "stats": stats,
+    })
+}
+
+/// `3 passage(s): kb-a-x, kb-a-y, kb-a-z; 1 table(s) (4 rows), 2 fact(s)`.
+fn summarize(passages: &[&Passage]) -> String {
+    let ids: Vec<&str> = passages.iter().map(|p| p.citation_id.as_str()).collect();
+    let tables = passages.iter().map(|p| p.tables.len()).sum::<usize>();
+    let rows = passages.iter().flat_map(|p| &p.tables).map(|t| t.rows.len()).sum::<usize>();
+    let facts = passages.iter().map(|p| p.facts.len()).sum::<usize>();
+    format!("{} passage(s): {}; {tables} table(s) ({rows} rows), {facts} fact(s)", passages.len(), ids.join(", "))
+}
+
+/// blake3 over `source_id NUL blake3 LF` for every searched source, sorted by id.
+fn aggregate_hash(sources: &[ParsedSource]) -> String {
+    let mut entries: Vec<(&str, &str)> = sources.iter().map(|s| (s.source_id.as_str(), s.blake3.as_str())).collect();
+    entries.sort();
+    let mut hasher = blake3::Hasher::new();
+    for (id, hash) in entries {
+        hasher.update(id.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(hash.as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The section's slug, made unique within the file with `-2`, `-3`, ….
+fn unique_slug(section: &markdown::Section, used: &mut Vec<String>) -> String {
+    let base = if section.title == markdown::PREAMBLE { "preamble".to_owned() } else { slug(&section.title) };
+    let mut id = base.clone();
+    let mut n = 2;
+    while used.contains(&id) {
+        id = format!("{base}-{n}");
+        n += 1;
+    }
+    used.push(id.clone());
+    id
+}
+
+/// Slug of a heading: Unicode letters and digits lower-cased, every other run of characters one
+/// `-`: `Task Success by batch` → `task-success-by-batch`, `发布规则` → `发布规则`.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() { "section".to_owned() } else { out.to_owned() }
+}
+
+/// A plain `*.md` file name: no separators, no leading dot, no `..`.
+fn is_plain_markdown_name(name: &str) -> bool {
+    name.len() <= 128
+        && name.ends_with(".md")
+        && name.len() > 3
+        && !name.starts_with('.')
+        && !name.contains("..")
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Resolves `name` inside `knowledge_dir`, refusing anything that escapes it.
+fn resolve(knowledge_dir: &Path, name: &str) -> Result<PathBuf, ToolError> {
+    if !is_plain_markdown_name(name) {
+        return Err(ToolError::permanent(
+            "knowledge_source_invalid",
+            format!("knowledge source {:?} is not a plain .md file name", clip(name, 80)),
+        ));
+    }
+    let root = knowledge_dir.canonicalize().map_err(|e| {
+        ToolError::permanent("knowledge_missing", format!("the knowledge directory cannot be opened: {}", e.kind()))
+    })?;
+    let resolved = root.join(name).canonicalize().map_err(|e| match e.kind() {
+        ErrorKind::NotFound => ToolError::permanent("knowledge_missing", format!("knowledge file {name} does not exist")),
+        kind => {
+            ToolError::transient("knowledge_read_failed", format!("knowledge file {name} cannot be resolved: {kind}"))
+        }
+    })?;
+    // canonicalize() followed every symlink, so this also catches links pointing out.
+    if resolved.parent() != Some(root.as_path()) {
+        return Err(ToolError::permanent(
+            "knowledge_source_outside",
+            format!("knowledge file {name} resolves outside the knowledge directory"),
+        ));
+    }
+    Ok(resolved)
+}
+
+/// Reads a resolved source: a regular file of at most [`MAX_SOURCE_BYTES`] bytes of UTF-8.
+fn read_source(path: &Path, name: &str) -> Result<String, ToolError> {
+    let read_failed = |e: std::io::Error| {
+        ToolError::transient("knowledge_read_failed", format!("knowledge file {name} cannot be read: {}", e.kind()))
+    };
+    let meta = fs::metadata(path).map_err(read_failed)?;
+    if !meta.is_file() {
+        return Err(ToolError::permanent("knowledge_corrupt", format!("{name}: not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(path).and_then(|file| file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes)).map_err(read_failed)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(ToolError::permanent("knowledge_corrupt", format!("{name}: larger than {MAX_SOURCE_BYTES} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        ToolError::permanent(
+            "knowledge_corrupt",
+            format!("{name}: not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+fn clip(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_only() {
+        for bad in ["../x.md", "a/b.md", ".hidden.md", "x.txt", "/etc/passwd", "a..md", "kb\\x.md", ".md"] {
+            assert!(!is_plain_markdown_name(bad), "{bad}");
+        }
+        assert!(is_plain_markdown_name("agent_eval_mini.md"));
+    }
+
+    #[test]
+    fn slugs_keep_unicode_letters() {
+        assert_eq!(slug("Task Success by batch"), "task-success-by-batch");
+        assert_eq!(slug("发布规则"), "发布规则");
+        assert_eq!(slug("  Ünïcode & Co. (2024)  "), "ünïcode-co-2024");
+        assert_eq!(slug("***"), "section");
+    }
+
+    #[test]
+    fn duplicate_headings_get_numbered_ids() {
+        let parsed = parse_text("d.md", "# Notes\n\na\n\n# Notes\n\nb\n\n# Notes\n\nc\n").unwrap();
+        let ids: Vec<&str> = parsed.passages().iter().map(Passage::chunk_id).collect();
+        assert_eq!(ids, ["notes", "notes-2", "notes-3"]);
+    }
+}
