@@ -211,8 +211,8 @@ fn run_example(example: &str, args: &[String]) -> anyhow::Result<()> {
         .args([
             "run",
             "--quiet",
-            "-p",
-            "forge-llama",
+            // No `-p`: selecting one package resolves other build-dependency features and would compile
+            // llama.cpp a second time; example names are unique in the workspace.
             "--example",
             example,
             "--",

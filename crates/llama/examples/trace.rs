@@ -1,6 +1,6 @@
 //! Developer aid: one real run printed event by event (phase + data) with per-decision measurements.
 //!
-//! usage: trace [--mode guided|free] [--temperature T] [--gguf PATH]
+//! usage: trace [--task NAME] [--mode guided|free] [--temperature T] [--gguf PATH]
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,8 @@ fn main() {
     let mut cfg = LlamaConfig::new(&model, mode);
     cfg.temperature = arg(&args, "--temperature").and_then(|t| t.parse().ok()).unwrap_or(0.0);
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "trace", artifacts.path());
+    let task = arg(&args, "--task").unwrap_or_else(|| "agent_eval_mini".into());
+    let spec = harness::spec_for(&root, &task, "trace", artifacts.path());
     let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |e| {
         let data = e.data.to_string();
         let cut: String = data.chars().take(if std::env::var_os("TRACE_FULL").is_some() { usize::MAX } else { 600 }).collect();

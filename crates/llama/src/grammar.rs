@@ -30,7 +30,7 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { string_chars: 80, array_items: 12, evidence_ids: 8, function_args: 12 }
+        Self { string_chars: 80, array_items: 20, evidence_ids: 8, function_args: 24 }
     }
 }
 
@@ -182,18 +182,78 @@ fn final_shell(ids: Node, answer: Node) -> Node {
 /// `{"type":"action","tool":"<name>","arguments":{...}}` with one rule per argument.
 fn action_node(grammar: &mut Grammar, inputs: &Inputs, card: &ToolCard, result: Option<ResultKind>) -> Result<Node, GrammarError> {
     let mut items = vec![Node::lit(format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", json!(card.name)))];
-    for (i, (name, schema)) in generation_properties(&card.arguments_schema).into_iter().enumerate() {
+    let properties = generation_properties(&card.arguments_schema);
+    let mut i = 0;
+    while i < properties.len() {
+        let (name, schema) = properties[i];
         if i > 0 {
             items.push(Node::lit(","));
         }
         items.push(Node::lit(format!("{}:", json!(name))));
         let rule = format!("{}-{}", rule_name(&card.name), rule_name(name));
-        let body = value_node(grammar, inputs, &card.name, name, schema, result)?;
+        // Two adjacent arrays that must have equal lengths are written as one rule with one alternative
+        // per length, so a chart can never get more values than labels.
+        let paired = properties.get(i + 1).filter(|(next, _)| {
+            card.same_length.iter().any(|n| n == name) && card.same_length.iter().any(|n| n == *next)
+        });
+        let body = match paired {
+            Some((next, next_schema)) => {
+                i += 1;
+                paired_arrays(grammar, inputs, card, (name, schema), (next, next_schema), result)?
+            }
+            None => value_node(grammar, inputs, &card.name, name, schema, result)?,
+        };
         grammar.define(&rule, body);
         items.push(Node::rule(rule));
+        i += 1;
     }
     items.push(Node::lit("}}"));
     Ok(Node::Seq(items))
+}
+
+/// `[a1,…,an],"second":[b1,…,bn]` for n = 1..=max: two arrays of equal length, the second's key in
+/// between. With row labels known, n is at most their number.
+fn paired_arrays(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    card: &ToolCard,
+    first: (&String, &Value),
+    second: (&String, &Value),
+    result: Option<ResultKind>,
+) -> Result<Node, GrammarError> {
+    let mut item_rules = Vec::new();
+    let mut max = inputs.caps.array_items;
+    for (name, schema) in [first, second] {
+        let items_schema = schema.get("items").ok_or_else(|| GrammarError::Unsupported {
+            tool: card.name.clone(),
+            field: name.clone(),
+            schema: schema.to_string(),
+        })?;
+        let item = value_node(grammar, inputs, &card.name, &format!("{name}[]"), items_schema, result)?;
+        let rule = format!("{}-{}-item", rule_name(&card.name), rule_name(name));
+        grammar.define(&rule, item);
+        item_rules.push(rule);
+        if let Some(m) = schema.get("maxItems").and_then(Value::as_u64) {
+            max = max.min(m as u32);
+        }
+    }
+    if !inputs.grounding.labels.is_empty() {
+        max = max.min(inputs.grounding.labels.len() as u32);
+    }
+    let list = |rule: &str, n: u32| {
+        let mut parts = vec![Node::lit("["), Node::rule(rule)];
+        for _ in 1..n {
+            parts.push(Node::lit(","));
+            parts.push(Node::rule(rule));
+        }
+        parts.push(Node::lit("]"));
+        Node::Seq(parts)
+    };
+    let between = Node::lit(format!(",{}:", json!(second.0)));
+    let alternatives = (1..=max.max(1))
+        .map(|n| Node::seq([list(&item_rules[0], n), between.clone(), list(&item_rules[1], n)]))
+        .collect();
+    Ok(Node::Alt(alternatives))
 }
 
 /// The grammar of one argument value, from its schema and `x-grammar` role.
@@ -279,10 +339,12 @@ fn is_json_number(text: &str) -> bool {
     !int.is_empty() && (int == "0" || !int.starts_with('0')) && serde_json::from_str::<f64>(text).is_ok()
 }
 
-/// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there).
-fn text_numbers(inputs: &Inputs) -> Vec<String> {
+/// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there). Counts
+/// (`0..=rows`) only where prose may use them, never in a computation.
+fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for n in &inputs.grounding.numbers {
+    let counts = if with_counts { inputs.grounding.counts.as_slice() } else { &[] };
+    for n in inputs.grounding.numbers.iter().chain(counts) {
         let n = n.trim_start_matches('-').to_owned();
         if !n.is_empty() && !out.contains(&n) {
             out.push(n);
@@ -299,7 +361,7 @@ fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
     if grammar.has_rule("text-seg") {
         return;
     }
-    let numbers = text_numbers(inputs);
+    let numbers = text_numbers(inputs, true);
     grammar.define("text-char", text_char("\"\\0123456789"));
     if numbers.is_empty() {
         grammar.define("text-seg", Node::rule("text-char"));
@@ -331,7 +393,7 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
         return;
     }
     let sp = || Node::lit(" ").opt();
-    let numbers = text_numbers(inputs);
+    let numbers = text_numbers(inputs, false);
     let number = if numbers.is_empty() {
         let digits = Node::Class { negated: false, ranges: vec![('0', '9')] };
         Node::seq([digits.clone().repeat(1, 15), Node::seq([Node::lit("."), digits.repeat(1, 4)]).opt()])
@@ -363,14 +425,14 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
         "calc-term",
         Node::seq([
             Node::rule("calc-unary"),
-            Node::seq([sp(), Node::one_of_texts(["*", "/"]), sp(), Node::rule("calc-unary")]).star(),
+            Node::seq([sp(), Node::one_of_texts(["*", "/"]), sp(), Node::rule("calc-unary")]).repeat(0, 4),
         ]),
     );
     grammar.define(
         "calc-num",
         Node::seq([
             Node::rule("calc-term"),
-            Node::seq([sp(), Node::one_of_texts(["+", "-"]), sp(), Node::rule("calc-term")]).star(),
+            Node::seq([sp(), Node::one_of_texts(["+", "-"]), sp(), Node::rule("calc-term")]).repeat(0, 24),
         ]),
     );
     grammar.define(
@@ -388,7 +450,7 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
         "calc-bool",
         Node::seq([
             Node::rule("calc-not"),
-            Node::seq([Node::one_of_texts([" and ", " or "]), Node::rule("calc-not")]).star(),
+            Node::seq([Node::one_of_texts([" and ", " or "]), Node::rule("calc-not")]).repeat(0, 4),
         ]),
     );
     grammar.define("calc-any", Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-num")]));
@@ -437,7 +499,7 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         let quoted = json_string(text);
         quoted[1..quoted.len() - 1].to_owned()
     };
-    let mut value_alternatives: Vec<String> = text_numbers(inputs);
+    let mut value_alternatives: Vec<String> = text_numbers(inputs, true);
     value_alternatives.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
     let mut items = Vec::new();
     for part in parts {

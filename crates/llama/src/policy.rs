@@ -218,6 +218,9 @@ impl Policy for LlamaPolicy {
             banned_prefixes: &banned,
         };
         let generation = session.generate(&request, &mut |_| control_check(control)).map_err(policy_error)?;
+        if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
+            eprintln!("--- output ({:?}, {} tokens) ---\n{}\n---", generation.finish, generation.output_tokens, generation.text);
+        }
         self.stats.push(DecisionStats {
             step: req.step,
             attempt: req.attempt,

@@ -93,7 +93,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
              (e.g. mean(...) >= A and min(...) >= B; use <= and max(...) for upper limits)."
         }
         ("calculator", _) => {
-            "Write one expression over the numbers above, copied exactly: mean(...) for an average, sum(...) for a total."
+            "Write one expression with the values of the column the task names, copied from its line above in order: \
+             mean(v1, v2, ...) for an average, sum(v1, v2, ...) for a total."
         }
         ("plot", _) => {
             "labels: every row label of the table, in order. values: each row's number in the column the task names, \
@@ -147,9 +148,6 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
     let numbers = listed_numbers(req);
     match (mode, &req.gap) {
         (Mode::Guided, Gap::Tool { tool, hint, result }) => {
-            if tool != "knowledge_search" {
-                s.push_str(&numbers);
-            }
             s.push_str(&format!("Next: call {tool} to {hint}.\n"));
             if let Some(card) = req.tools.iter().find(|c| &c.name == tool) {
                 s.push_str(&format!("{tool}: {}\n", card.description));
@@ -182,15 +180,13 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
     s
 }
 
-/// `Numbers from the observations: 72, 78, … (and whole counts up to 4).` — empty when there are none.
+/// `Numbers from the observations: 72, 78, ….` — empty when there are none.
 fn listed_numbers(req: &DecisionRequest) -> String {
-    let counts = req.grounding.numbers.iter().enumerate().take_while(|(i, n)| **n == i.to_string()).count();
-    let listed: Vec<&str> = req.grounding.numbers.iter().skip(counts).take(LISTED_NUMBERS).map(String::as_str).collect();
+    let listed: Vec<&str> = req.grounding.numbers.iter().take(LISTED_NUMBERS).map(String::as_str).collect();
     if listed.is_empty() {
         return String::new();
     }
-    let counts = if counts > 1 { format!(" (and whole counts up to {})", counts - 1) } else { String::new() };
-    format!("Numbers from the observations: {}{counts}.\n", listed.join(", "))
+    format!("Numbers from the observations: {}.\n", listed.join(", "))
 }
 
 /// The runtime's state view as compact lines: observation-like lists first (they only grow, so their

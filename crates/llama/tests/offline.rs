@@ -109,6 +109,7 @@ fn tool_names() -> Vec<&'static str> {
 fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
     Grounding {
         numbers: numbers.iter().map(|s| s.to_string()).collect(),
+        counts: Vec::new(),
         labels: labels.iter().map(|s| s.to_string()).collect(),
         evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
     }
@@ -157,12 +158,12 @@ fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
 #[test]
 fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     let cards = ToolRegistry::builtin().cards();
-    let g = grounding(&["0", "1", "2", "72", "78", "79.5", "79"], &["North", "Plant 7"], &["obs-a-1"]);
+    let g = grounding(&["0", "1", "2", "72", "78", "79.5", "79", "7"], &["North", "Plant 7"], &["obs-a-1"]);
     let i = inputs(&cards, &g);
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
     let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
     assert!(calc.accepts(&expr("mean(72, 78)")));
-    for unseen in ["mean(72, 77)", "(72 + 78) / 3", "7 + 2", "72 + 780", "79.55 + 1", "72 >= 70"] {
+    for unseen in ["mean(72, 77)", "(72 + 78) / 3", "7 + 5", "77", "72 + 780", "79.55 + 1", "72 >= 70"] {
         assert!(!calc.accepts(&expr(unseen)), "accepted {unseen}");
     }
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();

@@ -24,7 +24,6 @@ use crate::decision::{decision_schema, parse_decision, ActionDecision, Decision,
 use crate::claims;
 use crate::grounding::Grounding;
 use crate::guards::{result_digest, GuardKind, Guards};
-use crate::answer::VerdictPhrases;
 use crate::metrics::{self, Counters, Expected, GroundTruth, Metrics, MetricsInput};
 use crate::observe::{Ledger, ObservationError, ObservationRecord, VIEW_FEEDBACK};
 use crate::policy::{DecisionRequest, Gap, Policy, PolicyError, RepairNote, RunControl};
@@ -758,8 +757,7 @@ impl Run<'_, '_> {
                 usage: &self.meter.usage,
                 total_latency: started.elapsed(),
             };
-            // The task's own verdict phrases replace the defaults once task.json carries them.
-            Some(metrics::compute(&input, expected.as_ref().ok(), &VerdictPhrases::default()))
+            Some(metrics::compute(&input, expected.as_ref().ok(), &self.task.verdict_phrases()))
         };
         let final_answer = end.accepted.as_ref().map(|f| f.answer.clone());
         let evidence_ids = end.accepted.as_ref().map(|f| f.evidence_ids.clone()).unwrap_or_default();

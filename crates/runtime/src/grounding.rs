@@ -18,6 +18,8 @@ use crate::observe::ObservationRecord;
 pub struct Grounding {
     /// Printed forms of grounded numbers (signed, JSON-valid), shortest first per value.
     pub numbers: Vec<String>,
+    /// Whole counts `0..=max_rows` ("3 of 5 sites"): fine in an answer's text, never data to compute with.
+    pub counts: Vec<String>,
     /// Row labels seen in tables (what a chart or an answer may name).
     pub labels: Vec<String>,
     /// Ids of successful observations (what a final answer may cite).
@@ -114,8 +116,8 @@ impl GroundedValues {
 
 impl Grounding {
     /// The grammar-facing view of `records` plus the task's own texts: every grounded value in its
-    /// canonical form, calculator-like results (a top-level `value`) also in their roundings, and
-    /// the counts `0..=max_rows`.
+    /// canonical form, calculator-like results (a top-level `value`) also in their roundings, digits
+    /// inside row labels, and (apart) the counts `0..=max_rows`.
     pub fn build<'a>(records: impl IntoIterator<Item = &'a ObservationRecord> + Clone, texts: &[&str]) -> Grounding {
         let values = GroundedValues::collect(records.clone(), texts);
         let mut numbers_out: Vec<String> = Vec::new();
@@ -124,11 +126,14 @@ impl Grounding {
                 numbers_out.push(text);
             }
         };
-        for count in 0..=values.max_rows {
-            push(count.to_string());
-        }
         for value in &values.values {
             push(numbers::canonical(*value));
+        }
+        // Digits inside row labels ("Plant 7") may be written wherever the label may.
+        for label in &values.labels {
+            for mention in numbers::scan(label) {
+                push(mention.printed);
+            }
         }
         let mut evidence_ids = Vec::new();
         for record in records.into_iter().filter(|r| r.ok) {
@@ -139,7 +144,8 @@ impl Grounding {
                 }
             }
         }
-        Grounding { numbers: numbers_out, labels: values.labels, evidence_ids }
+        let counts = (0..=values.max_rows).map(|c| c.to_string()).collect();
+        Grounding { numbers: numbers_out, counts, labels: values.labels, evidence_ids }
     }
 }
 
@@ -181,9 +187,10 @@ mod tests {
         let calc = record("obs-b-2", true, json!({"expression": "mean(99.2, 97.5)", "value": 98.35}));
         let failed = record("obs-c-3", false, json!({"value": 12345}));
         let g = Grounding::build([&knowledge, &calc, &failed], &["Task for 2024"]);
-        for n in ["0", "1", "2", "99.2", "97.5", "98", "78", "98.35", "98.3", "2024"] {
+        for n in ["99.2", "97.5", "98", "78", "98.35", "98.3", "2024"] {
             assert!(g.numbers.contains(&n.to_string()), "{n} missing from {:?}", g.numbers);
         }
+        assert_eq!(g.counts, ["0", "1", "2"]);
         assert!(!g.numbers.contains(&"12345".to_string()));
         assert_eq!(g.labels, ["North", "South"]);
         assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);

@@ -181,6 +181,11 @@ fn compact(record: &ObservationRecord) -> Value {
         if let Some(map) = result.as_object_mut() {
             // Latency is noise to the policy and costs tokens.
             map.remove("tool_latency_ms");
+            // A tool that writes its own `view` (what a model should read) is shown as that view: the
+            // structured data and citations behind it stay in the full observation.
+            if map.get("view").is_some_and(Value::is_string) {
+                map.retain(|key, _| key == "view" || key == "summary");
+            }
         }
         let text = result.to_string();
         if text.chars().count() > VIEW_RESULT_CHARS {

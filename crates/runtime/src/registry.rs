@@ -225,6 +225,7 @@ impl ToolRegistry {
                 name: t.name.clone(),
                 description: t.description.clone(),
                 arguments_schema: t.arguments_schema.clone(),
+                same_length: t.same_length.clone(),
             })
             .collect()
     }

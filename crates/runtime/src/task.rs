@@ -133,9 +133,12 @@ impl Task {
         let path = display_name(&self.dir, "task.json");
         let mut has_table = false;
         for file in &self.file.knowledge_files {
-            // MERGE-TODO(knowledge): parse_source(knowledge_dir, file)?.has_numeric_table()
-            let _ = (knowledge_dir, file);
-            has_table = true;
+            let source = crate::tools::knowledge::parse_source(knowledge_dir, file).map_err(|e| TaskError::Knowledge {
+                path: path.clone(),
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
+            has_table |= source.has_numeric_table();
         }
         let registry = crate::registry::ToolRegistry::builtin();
         for item in &self.file.required_evidence {
@@ -187,10 +190,7 @@ impl Task {
             seen.push(name);
         }
         if let Some(phrases) = &file.verdict_phrases {
-            let blank = |list: &[String]| list.is_empty() || list.iter().any(|p| p.trim().is_empty());
-            if blank(&phrases.met) || blank(&phrases.not_met) {
-                return Err("verdict_phrases needs non-empty \"true\" and \"false\" phrase lists".into());
-            }
+            phrases.check().map_err(|e| format!("verdict_phrases: {e}"))?;
         }
         for name in &file.knowledge_files {
             let plain = !name.is_empty()

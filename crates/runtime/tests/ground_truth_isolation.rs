@@ -85,7 +85,18 @@ fn real_expected_values_reach_the_policy_only_through_observations() {
     }
     // The request is exactly the documented shape.
     let keys: Vec<&String> = spy.requests[0].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["step", "attempt", "task", "tools", "state", "gap", "repair", "max_new_tokens"]);
+    assert_eq!(
+        keys,
+        [
+            "step", "attempt", "task", "tools", "state", "gap", "missing", "grounding", "answer_template",
+            "succeeded_actions", "repair", "max_new_tokens"
+        ]
+    );
+    // Grounding grows only from observations: the final step may use the observed values.
+    let last = &spy.requests[3]["grounding"];
+    for value in ["72", "79", "85"] {
+        assert!(last["numbers"].as_array().unwrap().iter().any(|n| n == value), "{last}");
+    }
     let state_keys: Vec<&String> = spy.requests[3]["state"].as_object().unwrap().keys().collect();
     assert_eq!(state_keys, ["observations", "feedback", "budget"]);
     assert_eq!(spy.requests[3]["state"]["observations"].as_array().unwrap().len(), 3);

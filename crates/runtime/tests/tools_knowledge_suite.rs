@@ -6,6 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use runtime::metrics::Expected;
+use runtime::observe::ObservationRecord;
 use runtime::tools::knowledge::{self, SearchRequest};
 use serde_json::Value;
 
@@ -17,20 +19,6 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// `expected ⊆ actual` as task-format.md defines it: objects by key, arrays of objects order-free
-/// (each expected element matches some actual element), arrays of scalars equal, numbers by value.
-fn contains(expected: &Value, actual: &Value) -> bool {
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => e.iter().all(|(k, v)| a.get(k).is_some_and(|av| contains(v, av))),
-        (Value::Array(e), Value::Array(a)) if e.iter().all(Value::is_object) => {
-            e.iter().all(|x| a.iter().any(|y| contains(x, y)))
-        }
-        (Value::Array(e), Value::Array(a)) => e.len() == a.len() && e.iter().zip(a).all(|(x, y)| contains(x, y)),
-        (Value::Number(e), Value::Number(a)) => e.as_f64() == a.as_f64(),
-        (e, a) => e == a,
-    }
-}
-
 fn task_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fs::read_dir(repo().join("fixtures/tasks"))
         .unwrap()
@@ -39,17 +27,6 @@ fn task_dirs() -> Vec<PathBuf> {
         .collect();
     dirs.sort();
     dirs
-}
-
-/// The knowledge part of a task's ground truth, in either expected.json format.
-fn expected_knowledge(expected: &Value) -> &Value {
-    match expected["format_version"].as_u64() {
-        Some(1) => &expected["tools"]["knowledge_search"]["result"],
-        _ => {
-            let evidence = expected["evidence"].as_array().expect("evidence");
-            &evidence.iter().find(|e| e["tool"] == "knowledge_search").expect("knowledge evidence")["result"]
-        }
-    }
 }
 
 #[test]
@@ -73,11 +50,22 @@ fn every_task_hint_retrieves_what_its_ground_truth_requires() {
         let request = SearchRequest::new(hint, knowledge::DEFAULT_TOP_K).unwrap();
         let out = knowledge::search(&request, &repo().join("knowledge"), &files).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(validator.is_valid(&out.result), "{name}: result does not match the schema");
-        let expected = read_json(&dir.join("expected.json"));
-        let wanted = expected_knowledge(&expected);
+        // Judged by the scorer itself, in either expected.json format.
+        let expected = Expected::load(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let record = ObservationRecord {
+            id: "obs-knowledge_search-1".into(),
+            tool: "knowledge_search".into(),
+            ok: true,
+            step: 1,
+            result: Some(out.result.clone()),
+            error: None,
+            attempted_arguments: None,
+            digest: None,
+            artifacts: Vec::new(),
+        };
         assert!(
-            contains(wanted, &out.result),
-            "{name}: searching {hint:?} misses the expected knowledge\nexpected: {wanted:#}\nview:\n{}",
+            expected.matches(&record),
+            "{name}: searching {hint:?} misses the expected knowledge\nview:\n{}",
             out.result["view"].as_str().unwrap()
         );
         view_chars.push((out.result["view"].as_str().unwrap().chars().count(), name));

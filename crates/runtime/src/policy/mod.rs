@@ -50,6 +50,9 @@ pub struct ToolCard {
     pub description: String,
     /// JSON Schema of the arguments object, straight from the registry.
     pub arguments_schema: serde_json::Value,
+    /// Array arguments that must have equal lengths (the registry's `x-same-length`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_length: Vec<String>,
 }
 
 /// The next thing the run needs, as the runtime sees it.
