@@ -5,6 +5,7 @@
 //! llama.cpp): that is what `cargo xtask model …` links, so xtask stays quick to compile.
 
 pub mod fetch;
+pub mod gbnf_prefill;
 pub mod gguf;
 pub mod inspect;
 
