@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
-use crate::engine::{self, EngineConfig, EngineError, Finish, GenerateRequest, GrammarMode, Sampling, SharedSession, StopCause};
+use crate::backend::{self, Backend, BackendConfig, BackendRequest};
+use crate::engine::{self, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause};
 use crate::grammar::{self, Caps};
 pub use crate::prompt::Mode;
 use crate::prompt;
@@ -33,6 +34,8 @@ pub struct LlamaConfig {
     pub constrained: bool,
     pub grammar_mode: GrammarMode,
     pub caps: Caps,
+    /// Where generation happens (in process by default, or an inference server).
+    pub backend: BackendConfig,
 }
 
 impl LlamaConfig {
@@ -46,6 +49,7 @@ impl LlamaConfig {
             constrained: true,
             grammar_mode: GrammarMode::CheckFirst,
             caps: Caps::default(),
+            backend: BackendConfig::InProcess,
         }
     }
 }
@@ -69,7 +73,7 @@ pub struct DecisionStats {
 
 pub struct LlamaPolicy {
     config: LlamaConfig,
-    session: Option<SharedSession>,
+    backend: Option<Box<dyn Backend>>,
     gbnf_cache: HashMap<String, String>,
     stats: Vec<DecisionStats>,
 }
@@ -77,13 +81,13 @@ pub struct LlamaPolicy {
 impl LlamaPolicy {
     /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
     pub fn new(config: LlamaConfig) -> Self {
-        Self { config, session: None, gbnf_cache: HashMap::new(), stats: Vec::new() }
+        Self { config, backend: None, gbnf_cache: HashMap::new(), stats: Vec::new() }
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
     pub fn load(config: LlamaConfig) -> Result<Self, PolicyError> {
         let mut p = Self::new(config);
-        p.session()?;
+        p.backend()?;
         Ok(p)
     }
 
@@ -99,13 +103,11 @@ impl LlamaPolicy {
         std::mem::take(&mut self.stats)
     }
 
-    fn session(&mut self) -> Result<SharedSession, PolicyError> {
-        if let Some(s) = &self.session {
-            return Ok(s.clone());
+    fn backend(&mut self) -> Result<&mut dyn Backend, PolicyError> {
+        if self.backend.is_none() {
+            self.backend = Some(backend::open(&self.config.backend, &self.config.model_path, self.config.engine)?);
         }
-        let s = engine::load(&self.config.model_path, self.config.engine).map_err(policy_error)?;
-        self.session = Some(s.clone());
-        Ok(s)
+        Ok(self.backend.as_deref_mut().expect("opened above"))
     }
 
     fn gbnf(&mut self, schema: &serde_json::Value) -> Result<String, PolicyError> {
@@ -163,7 +165,7 @@ impl Policy for LlamaPolicy {
             return Err(policy_error(engine::stop_error(cause, 0)));
         }
         let started = Instant::now();
-        let session = self.session()?;
+        self.backend()?;
         let (schema, prefix) = self.plan(req)?;
         let gbnf = if self.config.constrained { Some(self.gbnf(&schema)?) } else { None };
         let system = prompt::system_prompt(&req.tools);
@@ -171,24 +173,24 @@ impl Policy for LlamaPolicy {
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
             eprintln!("--- prompt (step {}, attempt {}) ---\n{user}---", req.step, req.attempt);
         }
-        let mut session = session.lock().unwrap_or_else(|p| p.into_inner());
-        let chat = session.chat_prompt(&system, &user).map_err(policy_error)?;
         let sampling = Sampling {
             temperature: self.config.temperature,
             // A different stream per step and attempt, reproducible for a given run seed.
             seed: self.config.seed.wrapping_add(req.step.wrapping_mul(7919)).wrapping_add(req.attempt),
             ..Sampling::default()
         };
-        let request = GenerateRequest {
-            prompt: &chat,
+        let request = BackendRequest {
+            system: &system,
+            user: &user,
             prefill: &prefix,
             grammar: gbnf.as_deref(),
+            json_schema: self.config.constrained.then_some(&schema),
             grammar_mode: self.config.grammar_mode,
             sampling,
             max_new_tokens: req.max_new_tokens.min(PER_DECISION_CAP),
             stop_at_json_end: true,
         };
-        let generation = session.generate(&request, &mut |_| control_check(control)).map_err(policy_error)?;
+        let generation = self.backend()?.generate(&request, &mut |_| control_check(control))?;
         self.stats.push(DecisionStats {
             step: req.step,
             attempt: req.attempt,
