@@ -82,16 +82,11 @@ impl Grammar {
         id
     }
 
-    /// A fresh rule id for a group or repetition inside `base` (named so it cannot clash with a parsed name).
+    /// A fresh rule id for a group or repetition inside `base`. Its name holds a `#`, which no parsed name
+    /// can, so a rule defined later in the text never takes it over; `write` gives it a real name.
     fn generated(&mut self, base: &str) -> usize {
-        let mut n = self.names.len();
-        loop {
-            let name = format!("{base}-g{n}");
-            if !self.ids.contains_key(&name) {
-                return self.symbol(&name);
-            }
-            n += 1;
-        }
+        let name = format!("{base}#{}", self.names.len());
+        self.symbol(&name)
     }
 }
 
@@ -461,14 +456,23 @@ pub fn resume_after(gbnf: &str, prefill: &str) -> Result<String, GbnfError> {
 /// The surviving stacks as the alternatives of a new `root` (top frame's remainder first), followed by every
 /// rule of the original grammar; the old `root` is renamed because a stack may still refer to it.
 fn write(g: &Grammar, stacks: &BTreeSet<Stack>) -> String {
-    let mut names: Vec<String> = g.names.clone();
+    let mut taken: std::collections::HashSet<String> = g.names.iter().filter(|n| !n.contains('#')).cloned().collect();
+    let mut fresh = |wanted: String| {
+        let mut name = wanted.clone();
+        let mut n = 1;
+        while taken.contains(&name) {
+            name = format!("{wanted}-{n}");
+            n += 1;
+        }
+        taken.insert(name.clone());
+        name
+    };
     let root = g.ids["root"];
-    let mut renamed = "root-whole".to_string();
-    while g.ids.contains_key(&renamed) {
-        renamed.push('-');
-        renamed.push('x');
+    let mut names: Vec<String> = g.names.clone();
+    names[root] = fresh("root-whole".to_string());
+    for name in names.iter_mut().filter(|n| n.contains('#')) {
+        *name = fresh(name.replace('#', "-g"));
     }
-    names[root] = renamed;
 
     let mut out = String::from("root ::= ");
     let alternatives: Vec<String> = stacks
@@ -648,6 +652,15 @@ space ::= ""
         }
         assert!(!accepts(&rest, "d\n\u{e9}").unwrap());
         assert!(!accepts(&rest, "a\n\u{1}\u{e9}").unwrap());
+    }
+
+    #[test]
+    fn generated_rules_never_clash_with_rules_defined_later() {
+        // `x{2,3}` makes helper rules; a later rule with the helper-like name must stay itself.
+        let g = "root ::= \"a\" item{2,3} root-g1 root-g2\nitem ::= \"x\"\nroot-g1 ::= \"y\"\nroot-g2 ::= \"z\"";
+        let rest = resume_after(g, "a").unwrap();
+        assert!(accepts(g, "axxyz").unwrap() && accepts(&rest, "xxyz").unwrap() && accepts(&rest, "xxxyz").unwrap(), "{rest}");
+        assert!(!accepts(&rest, "xyz").unwrap() && !accepts(&rest, "xxxxyz").unwrap(), "{rest}");
     }
 
     #[test]

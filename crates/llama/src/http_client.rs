@@ -119,6 +119,9 @@ pub struct HttpClient {
     agent: ureq::Agent,
     base: String,
     stall: Duration,
+    /// Budget for small JSON calls (`/health`, `/props`, `/apply-template`): they answer at once when the
+    /// server is healthy, so waiting the whole stall timeout for them would only delay a failure.
+    quick: Duration,
     bearer: Option<String>,
 }
 
@@ -158,7 +161,8 @@ impl HttpClient {
             .proxy(None)
             .build()
             .into();
-        Ok(Self { agent, base: url, stall, bearer })
+        let quick = (Duration::from_millis(config.connect_timeout_ms) + Duration::from_secs(10)).min(stall.max(Duration::from_secs(1)));
+        Ok(Self { agent, base: url, stall, quick, bearer })
     }
 
     pub fn base(&self) -> &str {
@@ -172,7 +176,7 @@ impl HttpClient {
     /// GET `path` and parse the JSON answer.
     pub fn get_json(&self, path: &str) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let mut req = self.agent.get(&url);
+        let mut req = self.agent.get(&url).config().timeout_global(Some(self.quick)).build();
         if let Some(b) = &self.bearer {
             req = req.header("authorization", format!("Bearer {b}"));
         }
@@ -183,12 +187,42 @@ impl HttpClient {
     /// POST a JSON body to `path` and parse the JSON answer.
     pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let mut req = self.agent.post(&url).header("content-type", "application/json");
+        let mut req = self.agent.post(&url).config().timeout_global(Some(self.quick)).build().header("content-type", "application/json");
         if let Some(b) = &self.bearer {
             req = req.header("authorization", format!("Bearer {b}"));
         }
-        let resp = req.send(body.to_string().as_bytes()).map_err(|e| transport_error(&url, e, self.stall))?;
-        json_body(&url, resp, self.stall)
+        let resp = req.send(body.to_string().as_bytes()).map_err(|e| transport_error(&url, e, self.quick))?;
+        json_body(&url, resp, self.quick)
+    }
+
+    /// `post_json` on a worker thread while `stop()` is polled every `interval`: `Ok(None)` when the caller
+    /// stopped waiting (the answer, if it ever comes, is dropped).
+    pub fn post_json_polled(
+        &self,
+        path: &str,
+        body: &Value,
+        interval: Duration,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Value>, HttpError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let client = self.clone();
+        let (path_owned, body) = (path.to_string(), body.clone());
+        std::thread::Builder::new()
+            .name("forge-http".into())
+            .spawn(move || {
+                let _ = tx.send(client.post_json(&path_owned, &body));
+            })
+            .expect("spawn the HTTP thread");
+        loop {
+            if stop() {
+                return Ok(None);
+            }
+            match rx.recv_timeout(interval) {
+                Ok(result) => return result.map(Some),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Err(HttpError::Closed { url: self.url(path) }),
+            }
+        }
     }
 
     /// POST a JSON body to `path` and read the answer as server-sent events on a worker thread.

@@ -172,3 +172,40 @@ impl Backend for OpenAiBackend {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{GrammarMode, Sampling};
+
+    fn request<'a>(grammar: Option<&'a str>, schema: Option<&'a Value>) -> BackendRequest<'a> {
+        BackendRequest {
+            system: "sys",
+            user: "user",
+            prefill: "{\"type\":\"final\"",
+            grammar,
+            json_schema: schema,
+            grammar_mode: GrammarMode::CheckFirst,
+            sampling: Sampling::default(),
+            max_new_tokens: 16,
+            stop_at_json_end: true,
+        }
+    }
+
+    #[test]
+    fn the_schema_goes_in_response_format_and_the_prefill_nowhere() {
+        let schema = json!({"type": "object"});
+        let body = chat_body("qwen", &request(Some("root ::= x"), Some(&schema))).unwrap();
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
+        assert_eq!(body["model"], "qwen");
+        assert!(!body.to_string().contains("\\\"type\\\":\\\"final\\\""), "the prefill must not be sent: {body}");
+        assert!(chat_body("qwen", &request(None, None)).unwrap().get("response_format").is_none());
+    }
+
+    #[test]
+    fn a_grammar_without_its_schema_is_refused() {
+        let err = chat_body("qwen", &request(Some("root ::= x"), None)).unwrap_err();
+        assert!(err.to_string().contains("cannot send GBNF"), "{err}");
+    }
+}

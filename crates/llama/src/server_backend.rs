@@ -65,9 +65,16 @@ impl LlamaServerBackend {
     }
 
     /// The model's chat template applied by the server, ending with the assistant header.
-    fn chat_prompt(&self, system: &str, user: &str) -> Result<String, BackendError> {
+    fn chat_prompt(&self, system: &str, user: &str, check: &mut dyn FnMut(u32) -> Option<StopCause>) -> Result<String, BackendError> {
         let body = json!({ "messages": [ {"role": "system", "content": system}, {"role": "user", "content": user} ] });
-        let answer = self.client.post_json("/apply-template", &body)?;
+        let mut cause = None;
+        let answer = self.client.post_json_polled("/apply-template", &body, POLL, &mut || {
+            cause = check(0);
+            cause.is_some()
+        })?;
+        let Some(answer) = answer else {
+            return Err(BackendError::stopped(cause.expect("stopped for a cause"), 0));
+        };
         answer
             .get("prompt")
             .and_then(Value::as_str)
@@ -128,7 +135,7 @@ impl Backend for LlamaServerBackend {
         if let Some(cause) = check(0) {
             return Err(BackendError::stopped(cause, 0));
         }
-        let prompt = self.chat_prompt(req.system, req.user)?;
+        let prompt = self.chat_prompt(req.system, req.user, check)?;
         let grammar = match req.grammar {
             Some(g) => Some(self.resumed_grammar(g, req.prefill)?),
             None => None,
@@ -214,4 +221,47 @@ fn read_completion(
 pub(crate) fn excerpt(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 160 { format!("{}…", &s[..s.char_indices().nth(160).map_or(s.len(), |(i, _)| i)]) } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{GrammarMode, Sampling};
+
+    fn request<'a>(temperature: f32) -> BackendRequest<'a> {
+        BackendRequest {
+            system: "sys",
+            user: "user",
+            prefill: "{\"a\":\"",
+            grammar: Some("root ::= \"{\\\"a\\\":\\\"\" [a-z]+ \"\\\"}\""),
+            json_schema: None,
+            grammar_mode: GrammarMode::CheckFirst,
+            sampling: Sampling { temperature, ..Sampling::default() },
+            max_new_tokens: 32,
+            stop_at_json_end: true,
+        }
+    }
+
+    #[test]
+    fn the_completion_body_mirrors_the_in_process_sampler() {
+        let greedy = completion_body("<prompt>", &request(0.0), Some("root ::= x"));
+        assert_eq!(greedy["prompt"], "<prompt>{\"a\":\"");
+        assert_eq!(greedy["samplers"], json!(["temperature"]));
+        assert_eq!(greedy["temperature"], 0.0);
+        assert_eq!(greedy["repeat_penalty"], 1.0);
+        assert_eq!(greedy["n_predict"], 32);
+        assert_eq!(greedy["stream"], true);
+        assert_eq!(greedy["grammar"], "root ::= x");
+        let sampled = completion_body("<prompt>", &request(0.7), None);
+        assert_eq!(sampled["samplers"], json!(["top_k", "top_p", "temperature"]));
+        assert!(sampled.get("grammar").is_none());
+    }
+
+    #[test]
+    fn the_grammar_sent_accepts_what_follows_the_prefill() {
+        let req = request(0.0);
+        let sent = gbnf_prefill::resume_after(req.grammar.unwrap(), req.prefill).unwrap();
+        assert!(gbnf_prefill::accepts(&sent, "abc\"}").unwrap(), "{sent}");
+        assert!(!gbnf_prefill::accepts(&sent, "{\"a\":\"abc\"}").unwrap(), "{sent}");
+    }
 }

@@ -349,3 +349,43 @@ fn bad_urls_are_refused_with_the_reason() {
         assert!(err.to_string().contains(needle), "{url}: {err}");
     }
 }
+
+/// The runner's real guided grammars (llama.cpp's schema converter, compacted) survive the rewrite the
+/// server backend applies: every tool prefix is accepted, and a decision continues the same way before and
+/// after it. Needs neither the model nor llama-server.
+#[test]
+fn real_guided_grammars_resume_after_their_prefixes() {
+    use forge_llama::gbnf_prefill::{accepts, resume_after};
+    use forge_llama::grammar::{self, Caps};
+    let cards = runtime::registry::ToolRegistry::builtin().cards();
+    let caps = Caps::default();
+    let continuations = [
+        ("knowledge_search", "batch release rule\"}}"),
+        ("calculator", "(79 + 72) / 2\"}}"),
+        ("plot", "\"A\",\"B\"],\"values\":[79,72],\"title\":\"Yield\"}}"),
+    ];
+    for card in &cards {
+        let schema = grammar::guided_tool_schema(&cards, &card.name, &caps).unwrap();
+        let gbnf = forge_llama::engine::schema_to_gbnf(&schema).unwrap();
+        let prefix = grammar::guided_tool_prefix(&cards, &card.name, &caps).unwrap();
+        let resumed = resume_after(&gbnf, &prefix).unwrap_or_else(|e| panic!("{}: {e}\n{gbnf}", card.name));
+        assert!(!accepts(&resumed, "").unwrap(), "{}: a bare prefix is not a decision", card.name);
+        if let Some((_, rest)) = continuations.iter().find(|(t, _)| *t == card.name) {
+            let whole = format!("{prefix}{rest}");
+            let before = accepts(&gbnf, &whole).unwrap();
+            let after = accepts(&resumed, rest).unwrap();
+            assert_eq!(before, after, "{}: {whole}", card.name);
+            if card.name != "plot" {
+                assert!(after, "{}: {whole}\n{resumed}", card.name);
+            }
+        }
+    }
+    let final_schema = grammar::guided_final_schema(runtime::decision::decision_schema(), &caps).unwrap();
+    let gbnf = forge_llama::engine::schema_to_gbnf(&final_schema).unwrap();
+    let prefix = grammar::guided_final_prefix(&["obs-knowledge_search-1".to_string(), "obs-calculator-2".to_string()]);
+    let resumed = resume_after(&gbnf, &prefix).unwrap();
+    let rest = "Batch A passes with 79 percent.\"}";
+    assert!(accepts(&gbnf, &format!("{prefix}{rest}")).unwrap());
+    assert!(accepts(&resumed, rest).unwrap(), "{resumed}");
+    assert!(!accepts(&resumed, "\"}").unwrap(), "an empty answer is refused (minLength 1)");
+}
