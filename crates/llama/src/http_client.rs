@@ -44,7 +44,7 @@ impl HttpConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HttpError {
     #[error("invalid server URL {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
@@ -136,14 +136,14 @@ const MAX_JSON_BYTES: u64 = 8 << 20;
 
 impl HttpClient {
     pub fn new(config: &HttpConfig) -> Result<Self, HttpError> {
-        let url = config.url.trim_end_matches('/').to_string();
         let bad = |reason: &str| HttpError::BadUrl { url: config.url.clone(), reason: reason.into() };
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            bad(if url.starts_with("https://") { "https is not supported (no TLS in this build); use http or a local proxy" } else { "must start with http://" })
+        let rest = config.url.strip_prefix("http://").map(|r| r.trim_end_matches('/')).ok_or_else(|| {
+            bad(if config.url.starts_with("https://") { "https is not supported (no TLS in this build); use http or a local proxy" } else { "must start with http://" })
         })?;
         if rest.is_empty() || rest.starts_with('/') {
             return Err(bad("no host"));
         }
+        let url = format!("http://{rest}");
         if config.connect_timeout_ms == 0 || config.stall_timeout_ms == 0 {
             return Err(bad("timeouts must be above 0 ms"));
         }

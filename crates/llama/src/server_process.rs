@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::http_client::{HttpClient, HttpConfig, HttpError};
+use crate::http_client::{HttpClient, HttpConfig};
 
 /// Where `cargo xtask llama-tools` installs the binaries, relative to the workspace root.
 pub const TOOLS_DIR: &str = "target/llama-tools";
@@ -94,9 +94,9 @@ impl LlamaServerProcess {
             if let Ok(Some(status)) = server.child.try_wait() {
                 return Err(ServerProcessError::ExitedEarly { status: status.to_string(), log: server.log_tail() });
             }
-            match client.get_json("/health") {
-                Ok(v) if v.get("status").and_then(|s| s.as_str()) == Some("ok") => return Ok(server),
-                Ok(_) | Err(HttpError::Status { .. }) | Err(HttpError::Unreachable { .. }) | Err(_) => {}
+            // 503 while the model loads, refused before the socket is bound: keep waiting until the deadline.
+            if client.get_json("/health").is_ok_and(|v| v.get("status").and_then(|s| s.as_str()) == Some("ok")) {
+                return Ok(server);
             }
             if started.elapsed() > ready_within {
                 return Err(ServerProcessError::NotReady { secs: started.elapsed().as_secs_f64(), log: server.log_tail() });

@@ -48,7 +48,7 @@ fn server_config(model: &std::path::Path, mode: Mode, backend: BackendConfig) ->
     c
 }
 
-fn run(name: &str, config: LlamaConfig, control: Option<RunControl>) -> ModelRun {
+fn run_task(name: &str, config: LlamaConfig, control: Option<RunControl>) -> ModelRun {
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
     let spec = harness::default_spec(&root, name, artifacts.path());
@@ -75,7 +75,7 @@ fn guided_run_through_llama_server_completes_with_task_success() {
     let Some((binary, model)) = tools_or_skip("guided_run_through_llama_server_completes_with_task_success") else { return };
     let server = start_server(binary, model.clone(), 2);
     let config = server_config(&model, Mode::Guided, BackendConfig::LlamaServer(server.http_config()));
-    let run = run("server-guided", config, None);
+    let run = run_task("server-guided", config, None);
     eprintln!("guided run via llama-server: {}", describe(&run));
     for d in &run.decisions {
         eprintln!("  {d:?}");
@@ -98,7 +98,7 @@ fn two_runs_in_parallel_on_two_slots_both_complete() {
         let handles: Vec<_> = (0..2)
             .map(|i| {
                 let config = server_config(&model, Mode::Guided, BackendConfig::LlamaServer(server.http_config()));
-                s.spawn(move || run(&format!("server-parallel-{i}"), config, None))
+                s.spawn(move || run_task(&format!("server-parallel-{i}"), config, None))
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("run thread")).collect()
@@ -156,7 +156,7 @@ fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on(
     assert_eq!(phases.last().map(String::as_str), Some("run.finished"));
 
     // The caller is still here: a new run against the dead URL fails the same typed way, at once.
-    let again = run("server-dead", server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http)), None);
+    let again = run_task("server-dead", server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http)), None);
     assert_eq!((again.result.status, again.result.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable));
     assert!(again.result.error.as_ref().unwrap().message.contains("connection refused"), "{}", describe(&again));
 }
@@ -196,7 +196,7 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
 
     // A whole guided run: the schema carries what the prefill would have written. Whatever the 0.5B model
     // makes of it, the run ends in a known pair and never as a transport failure.
-    let run = run("openai-guided", server_config(&model, Mode::Guided, config), None);
+    let run = run_task("openai-guided", server_config(&model, Mode::Guided, config), None);
     eprintln!("guided run via openai-chat: {}", describe(&run));
     let r = &run.result;
     assert_eq!(r.stop_reason.status(), r.status);
@@ -283,7 +283,7 @@ fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&st
 fn fake_run(name: &str, http: HttpConfig, control: RunControl) -> ModelRun {
     // No model is loaded for a server backend: the model path is never read.
     let config = server_config(std::path::Path::new("models/not-needed.gguf"), Mode::Guided, BackendConfig::LlamaServer(http));
-    run(name, config, Some(control))
+    run_task(name, config, Some(control))
 }
 
 #[test]
