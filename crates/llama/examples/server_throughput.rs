@@ -116,12 +116,38 @@ fn main() {
     let opts = ServerOptions::new(&server_bin, &model, 1);
     eprintln!("throughput: {} threads, {runs} runs per configuration, load {load_at_start}", opts.threads);
 
-    let mut configs = Vec::new();
+    let mut configs: Vec<Value> = Vec::new();
+    // Written after every configuration, so a long benchmark interrupted halfway still leaves its numbers.
+    let write = |configs: &[Value], done: bool| {
+        let tools: Value = server_bin
+            .parent()
+            .and_then(|d| std::fs::read_to_string(d.join("manifest.json")).ok())
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or(Value::Null);
+        let report = json!({
+            "what": "AgentEval Mini (guided) runs per hour: in process one at a time vs llama-server -np N with N runs in flight, same run, this machine",
+            "complete": done,
+            "model": model.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "threads": opts.threads,
+            "runs_per_configuration": runs,
+            "loadavg_at_start": load_at_start,
+            "loadavg_at_end": loadavg(),
+            "llama_cpp": {
+                "in_process": { "ggml_version": forge_llama::engine::ggml_version(), "bindings": "llama-cpp-2 0.1.160 / llama-cpp-sys-2 0.1.161" },
+                "llama_server": tools,
+            },
+            "target": "llama-server -np 4 ≥ 1.5× the in-process sequential runs per hour",
+            "configurations": configs,
+        });
+        std::fs::create_dir_all(out.parent().expect("out has a parent")).expect("create out dir");
+        std::fs::write(&out, serde_json::to_string_pretty(&report).expect("serialises") + "\n").expect("write report");
+    };
     let in_process = measure("in-process", &LlamaConfig::new(&model, Mode::Guided), runs, 1);
     // The in-process model is not needed any more; free its memory before the servers load theirs.
     forge_llama::engine::unload_all();
     let base = in_process["runs_per_hour"].as_f64().unwrap_or(f64::NAN);
     configs.push(in_process);
+    write(&configs, false);
     for np in parallel {
         let opts = ServerOptions { parallel: np, ..ServerOptions::new(&server_bin, &model, np) };
         let server = match LlamaServerProcess::start(&opts, Duration::from_secs(120)) {
@@ -137,27 +163,8 @@ fn main() {
         m["ratio_to_in_process_sequential"] = json!(round(m["runs_per_hour"].as_f64().unwrap_or(f64::NAN) / base));
         configs.push(m);
         drop(server);
+        write(&configs, false);
     }
-    let tools: Value = server_bin
-        .parent()
-        .and_then(|d| std::fs::read_to_string(d.join("manifest.json")).ok())
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    let report = json!({
-        "what": "AgentEval Mini (guided) runs per hour: in process one at a time vs llama-server -np N with N runs in flight, same run, this machine",
-        "model": model.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "threads": opts.threads,
-        "runs_per_configuration": runs,
-        "loadavg_at_start": load_at_start,
-        "loadavg_at_end": loadavg(),
-        "llama_cpp": {
-            "in_process": { "ggml_version": forge_llama::engine::ggml_version(), "bindings": "llama-cpp-2 0.1.160 / llama-cpp-sys-2 0.1.161" },
-            "llama_server": tools,
-        },
-        "target": "llama-server -np 4 ≥ 1.5× the in-process sequential runs per hour",
-        "configurations": configs,
-    });
-    std::fs::create_dir_all(out.parent().expect("out has a parent")).expect("create out dir");
-    std::fs::write(&out, serde_json::to_string_pretty(&report).expect("serialises") + "\n").expect("write report");
+    write(&configs, true);
     eprintln!("throughput: wrote {}", out.display());
 }

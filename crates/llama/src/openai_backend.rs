@@ -145,7 +145,9 @@ impl Backend for OpenAiBackend {
                 Some(_) => finish = Some(if scanner.complete() { Finish::JsonComplete } else { Finish::EndOfGeneration }),
                 None => {}
             }
-            if finish.is_none() && req.stop_at_json_end && scanner.complete() {
+            // With a schema the server ends the answer itself (and sends `usage` after it); only free text
+            // is cut here.
+            if finish.is_none() && req.stop_at_json_end && req.json_schema.is_none() && scanner.complete() {
                 finish = Some(Finish::JsonComplete);
                 break;
             }
