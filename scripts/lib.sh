@@ -14,3 +14,27 @@ ensure_apt() {
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# export_ggml_cpu_features: build the in-process llama.cpp (crate llama-cpp-sys-2) for the CPU of the machine
+# that builds it. Its build script turns GGML_NATIVE off and enables only what Rust's own target names, but it
+# forwards every GGML_* variable to CMake and reruns when one of them changes. So every feature is set, ON or
+# OFF, from /proc/cpuinfo: a target/ reused on another CPU sees other values and is rebuilt, never run with
+# instructions that CPU lacks (ggml's default without these would assume AVX2 everywhere). x86-64 only.
+export_ggml_cpu_features() {
+  [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ] || return 0
+  local flags
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  # ON when the CPU has every flag named (ggml's AVX512 option compiles with -mavx512{f,cd,vl,dq,bw}).
+  _ggml_has() {
+    local f
+    for f in "$@"; do case "$flags" in *" $f "*) ;; *) echo OFF; return ;; esac; done
+    echo ON
+  }
+  local avx512="avx512f avx512cd avx512vl avx512dq avx512bw"
+  export GGML_SSE42="$(_ggml_has sse4_2)" GGML_AVX="$(_ggml_has avx)" GGML_AVX2="$(_ggml_has avx2)" \
+    GGML_FMA="$(_ggml_has fma)" GGML_F16C="$(_ggml_has f16c)" GGML_BMI2="$(_ggml_has bmi2)" \
+    GGML_AVX_VNNI="$(_ggml_has avx_vnni)" GGML_AVX512="$(_ggml_has $avx512)" \
+    GGML_AVX512_VBMI="$(_ggml_has $avx512 avx512_vbmi)" GGML_AVX512_VNNI="$(_ggml_has $avx512 avx512_vnni)" \
+    GGML_AVX512_BF16="$(_ggml_has $avx512 avx512_bf16)"
+  unset -f _ggml_has
+}

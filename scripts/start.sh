@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_apt cmake clang libclang-dev
+export_ggml_cpu_features
 cargo xtask model fetch
 exec cargo run -p runner -- serve "$@"

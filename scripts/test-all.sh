@@ -10,9 +10,14 @@ step() { printf '\n==> %s\n' "$*"; }
 
 source scripts/lib.sh
 ensure_apt cmake clang libclang-dev chromium
+# llama.cpp in the runner is built for this machine's CPU (see scripts/lib.sh).
+export_ggml_cpu_features
 
 step "fetching the default model (skipped when already verified)"
 cargo xtask model fetch
+
+step "llama-server and llama-bench for the server-backend tests and the benchmark (cached)"
+cargo xtask llama-tools
 
 export FORGE_REQUIRE_MODEL=1
 

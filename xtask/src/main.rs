@@ -8,6 +8,7 @@ mod args;
 mod cargo;
 mod course;
 mod learn;
+mod llama_tools;
 mod model;
 mod report;
 mod scratch;
@@ -38,6 +39,10 @@ learners
 model (crates/llama, see `cargo xtask model`)
   model fetch|inspect|list …, eval …
   bench …                bench-verify, then the model benchmark with these arguments
+                         (builds llama-tools first and measures llama-bench in the same run)
+  llama-tools [--force] [--jobs N] [--print-dir]
+                         build llama-server + llama-bench from the llama-cpp-python sdist into
+                         target/llama-tools/ (cached in ~/.cache/forge, skipped when present)
 
 common options
   --root DIR             course root (default: this workspace)
@@ -65,6 +70,13 @@ fn main() -> ExitCode {
     }
 }
 
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
 fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
     match verb {
         "verify" => verify::cmd_verify(Args::parse(rest, verify::VERIFY_FLAGS)?),
@@ -76,6 +88,11 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "progress" => learn::cmd_progress(Args::parse(rest, learn::PROGRESS_FLAGS)?),
         // The model verbs belong to crates/llama's helper (xtask/src/model.rs).
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
+        "llama-tools" => {
+            let args = Args::parse(rest, llama_tools::FLAGS)?;
+            let root = args.path("root").unwrap_or_else(workspace_root);
+            llama_tools::cmd_llama_tools(&root, args).map(|()| ExitCode::SUCCESS)
+        }
         "eval" => model::eval(&rest).map(|()| ExitCode::SUCCESS),
         // `bench` = the verify benchmark (defaults), then the model benchmark with the given args.
         "bench" => {

@@ -226,9 +226,17 @@ fn run_example(example: &str, args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `cargo xtask bench` (model part): writes evidence/bench/llama.json.
+/// `cargo xtask bench` (model part): builds llama-bench if needed (`llama-tools`), then writes
+/// evidence/bench/llama.json with llama-bench measured in the same run.
 pub fn bench(args: &[String]) -> anyhow::Result<()> {
-    run_example("bench", args)
+    let root = root();
+    crate::llama_tools::cmd_llama_tools(&root, crate::args::Args::parse(Vec::new(), crate::llama_tools::FLAGS)?)?;
+    let mut args = args.to_vec();
+    if !args.iter().any(|a| a == "--llama-bench") {
+        let bin = crate::llama_tools::tools_dir(&root).join("llama-bench");
+        args.extend(["--llama-bench".to_string(), bin.display().to_string()]);
+    }
+    run_example("bench", &args)
 }
 
 /// `cargo xtask eval`: Task Success over N runs per mode and temperature, writes evidence/eval/*.json.

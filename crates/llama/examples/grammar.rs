@@ -1,18 +1,31 @@
-//! Developer aid: print the GBNF grammars the policy decodes with (guided per tool, guided final, free).
+//! Developer aid: print the GBNF a guided or free decision would be constrained by, for a sample grounding.
+//!
+//! usage: grammar <free|final|knowledge_search|calculator|calculator-boolean|plot>
 
-use forge_llama::engine::schema_to_gbnf;
-use forge_llama::grammar::{self, Caps};
-use runtime::registry::ToolRegistry;
+use forge_llama::grammar::{self, Caps, Inputs};
+use runtime::policy::{Grounding, ResultKind};
 
 fn main() {
-    let cards = ToolRegistry::builtin().cards();
-    let caps = Caps::default();
-    let decision = runtime::decision::decision_schema();
-    let which = std::env::args().nth(1).unwrap_or_else(|| "free".into());
-    let schema = match which.as_str() {
-        "free" => grammar::free_schema(decision, &cards, &caps).unwrap(),
-        "final" => grammar::guided_final_schema(decision, &caps).unwrap(),
-        tool => grammar::guided_tool_schema(&cards, tool, &caps).unwrap(),
+    let what = std::env::args().nth(1).unwrap_or_else(|| "free".into());
+    let cards = runtime::registry::ToolRegistry::builtin().cards();
+    let grounding = Grounding {
+        numbers: ["72", "78", "81", "85", "79", "70"].map(String::from).to_vec(),
+        counts: ["0", "1", "2", "3", "4"].map(String::from).to_vec(),
+        labels: ["Batch A", "Batch B", "Batch C", "Batch D"].map(String::from).to_vec(),
+        evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
     };
-    println!("{}", schema_to_gbnf(&schema).unwrap());
+    let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "Average is <average>; the rule is <met / not met>.", caps: Caps::default() };
+    let built = match what.as_str() {
+        "free" => grammar::free(&inputs, runtime::decision::decision_schema()),
+        "final" => grammar::guided_final(&inputs, &grounding.evidence_ids),
+        "calculator-boolean" => grammar::guided_tool(&inputs, "calculator", Some(ResultKind::Boolean)),
+        tool => grammar::guided_tool(&inputs, tool, None),
+    };
+    match built {
+        Ok(g) => print!("{}", g.render()),
+        Err(e) => {
+            eprintln!("grammar: {e}");
+            std::process::exit(2);
+        }
+    }
 }

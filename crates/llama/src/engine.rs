@@ -158,6 +158,12 @@ pub fn runtime_info() -> crate::inspect::RuntimeInfo {
     }
 }
 
+/// The ggml version compiled into this process (llama.cpp's tensor library; bumps with llama.cpp releases).
+pub fn ggml_version() -> String {
+    // SAFETY: returns a pointer to a static, NUL-terminated string compiled into ggml.
+    unsafe { CStr::from_ptr(llama_cpp_sys_2::ggml_version()) }.to_string_lossy().into_owned()
+}
+
 type SessionKey = (PathBuf, EngineConfig);
 struct Cache {
     models: HashMap<PathBuf, Arc<LlamaModel>>,

@@ -109,6 +109,51 @@ pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, Grammar
     finish(grammar)
 }
 
+/// A JSON Schema of the same decision shape, without grounding — for backends that take only a schema
+/// (OpenAI-compatible servers). Guided tool step: the one action; guided final: the final branch; free: any.
+pub fn json_schema(tools: &[ToolCard], decision_schema: &Value, mode: crate::prompt::Mode, gap: &runtime::policy::Gap) -> Result<Value, GrammarError> {
+    let action = |card: &ToolCard| {
+        let props = generation_properties(&card.arguments_schema);
+        let mut properties = serde_json::Map::new();
+        for (name, schema) in &props {
+            properties.insert((*name).clone(), strip_extensions(schema));
+        }
+        json!({
+            "type": "object",
+            "properties": {
+                "type": {"const": "action"},
+                "tool": {"const": card.name},
+                "arguments": {"type": "object", "properties": properties,
+                              "required": props.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                              "additionalProperties": false},
+            },
+            "required": ["type", "tool", "arguments"],
+            "additionalProperties": false,
+        })
+    };
+    let final_branch = branch(decision_schema, "final").ok_or(GrammarError::MissingBranch("final"))?.clone();
+    match (mode, gap) {
+        (crate::prompt::Mode::Guided, runtime::policy::Gap::Tool { tool, .. }) => {
+            Ok(action(tools.iter().find(|c| &c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.clone()))?))
+        }
+        (crate::prompt::Mode::Guided, runtime::policy::Gap::Final { .. }) => Ok(final_branch),
+        (crate::prompt::Mode::Free, _) => {
+            let mut any: Vec<Value> = tools.iter().map(action).collect();
+            any.push(final_branch);
+            Ok(json!({ "oneOf": any }))
+        }
+    }
+}
+
+fn strip_extensions(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter().filter(|(k, _)| !k.starts_with("x-")).map(|(k, v)| (k.clone(), strip_extensions(v))).collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The JSON the runtime writes for the model in guided mode: through the tool name and the first
 /// argument's key (and its opening quote or bracket), so the model fills only values.
 pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str) -> Result<String, GrammarError> {

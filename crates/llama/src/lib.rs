@@ -6,9 +6,12 @@
 
 pub mod fetch;
 pub mod gbnf;
+pub mod gbnf_prefill;
 pub mod gguf;
 pub mod inspect;
 
+#[cfg(feature = "engine")]
+pub mod backend;
 #[cfg(feature = "engine")]
 pub mod engine;
 #[cfg(feature = "engine")]
@@ -18,11 +21,21 @@ pub mod grammar;
 #[cfg(feature = "engine")]
 pub mod harness;
 #[cfg(feature = "engine")]
+pub mod http_client;
+#[cfg(feature = "engine")]
+pub mod openai_backend;
+#[cfg(feature = "engine")]
 pub mod policy;
 #[cfg(feature = "engine")]
 pub mod prompt;
+#[cfg(feature = "engine")]
+pub mod server_backend;
+#[cfg(feature = "engine")]
+pub mod server_process;
 
 pub use inspect::{ModelInfo, ModelUnavailable, inspect};
+#[cfg(feature = "engine")]
+pub use backend::{Backend, BackendConfig, BackendError};
 #[cfg(feature = "engine")]
 pub use policy::{DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};
 

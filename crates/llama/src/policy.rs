@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
-use crate::engine::{self, EngineConfig, EngineError, Finish, GenerateRequest, GrammarMode, Sampling, SharedSession, StopCause};
+use crate::backend::{self, Backend, BackendConfig, BackendRequest};
+use crate::engine::{self, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause};
 use crate::gbnf::Grammar;
 use crate::grammar::{self, Caps};
 pub use crate::prompt::Mode;
@@ -33,6 +34,8 @@ pub struct LlamaConfig {
     pub constrained: bool,
     pub grammar_mode: GrammarMode,
     pub caps: Caps,
+    /// Where generation happens (in process by default, or an inference server).
+    pub backend: BackendConfig,
 }
 
 impl LlamaConfig {
@@ -46,6 +49,7 @@ impl LlamaConfig {
             constrained: true,
             grammar_mode: GrammarMode::CheckFirst,
             caps: Caps::default(),
+            backend: BackendConfig::InProcess,
         }
     }
 }
@@ -72,20 +76,20 @@ pub struct DecisionStats {
 
 pub struct LlamaPolicy {
     config: LlamaConfig,
-    session: Option<SharedSession>,
+    backend: Option<Box<dyn Backend>>,
     stats: Vec<DecisionStats>,
 }
 
 impl LlamaPolicy {
     /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
     pub fn new(config: LlamaConfig) -> Self {
-        Self { config, session: None, stats: Vec::new() }
+        Self { config, backend: None, stats: Vec::new() }
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
     pub fn load(config: LlamaConfig) -> Result<Self, PolicyError> {
         let mut p = Self::new(config);
-        p.session()?;
+        p.backend()?;
         Ok(p)
     }
 
@@ -101,13 +105,11 @@ impl LlamaPolicy {
         std::mem::take(&mut self.stats)
     }
 
-    fn session(&mut self) -> Result<SharedSession, PolicyError> {
-        if let Some(s) = &self.session {
-            return Ok(s.clone());
+    fn backend(&mut self) -> Result<&mut dyn Backend, PolicyError> {
+        if self.backend.is_none() {
+            self.backend = Some(backend::open(&self.config.backend, &self.config.model_path, self.config.engine)?);
         }
-        let s = engine::load(&self.config.model_path, self.config.engine).map_err(policy_error)?;
-        self.session = Some(s.clone());
-        Ok(s)
+        Ok(self.backend.as_deref_mut().expect("opened above"))
     }
 
     /// The grammar and the prefix the runtime writes, for this request and mode (built per step: the
@@ -184,10 +186,13 @@ impl Policy for LlamaPolicy {
             return Err(policy_error(engine::stop_error(cause, 0)));
         }
         let started = Instant::now();
-        let session = self.session()?;
+        self.backend()?;
         let grammar_started = Instant::now();
         let (grammar, prefix) = self.plan(req)?;
         let gbnf = self.config.constrained.then(|| grammar.render());
+        // Backends that take a JSON Schema instead of GBNF get the same decision shape, ungrounded.
+        let schema = grammar::json_schema(&req.tools, runtime::decision::decision_schema(), self.config.mode, &req.gap)
+            .map_err(|e| PolicyError::Runtime(e.to_string()))?;
         // Free mode: an exact repeat of a successful action can only repeat its observation; mask it as
         // the grammar masks anything else, instead of letting a loop guard end the run.
         let banned = if self.config.mode == Mode::Free { repeat_prefixes(req) } else { Vec::new() };
@@ -197,8 +202,6 @@ impl Policy for LlamaPolicy {
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
             eprintln!("--- prompt (step {}, attempt {}) ---\n{user}---", req.step, req.attempt);
         }
-        let mut session = session.lock().unwrap_or_else(|p| p.into_inner());
-        let chat = session.chat_prompt(&system, &user).map_err(policy_error)?;
         // Repairs run greedy (the specification): a repair should fix the reported error, not explore.
         let temperature = if req.attempt > 0 { 0.0 } else { self.config.temperature };
         let sampling = Sampling {
@@ -207,17 +210,19 @@ impl Policy for LlamaPolicy {
             seed: self.config.seed.wrapping_add(req.step.wrapping_mul(7919)).wrapping_add(req.attempt),
             ..Sampling::default()
         };
-        let request = GenerateRequest {
-            prompt: &chat,
+        let request = BackendRequest {
+            system: &system,
+            user: &user,
             prefill: &prefix,
             grammar: gbnf.as_deref(),
+            json_schema: self.config.constrained.then_some(&schema),
             grammar_mode: self.config.grammar_mode,
             sampling,
             max_new_tokens: req.max_new_tokens.min(PER_DECISION_CAP),
             stop_at_json_end: true,
             banned_prefixes: &banned,
         };
-        let generation = session.generate(&request, &mut |_| control_check(control)).map_err(policy_error)?;
+        let generation = self.backend()?.generate(&request, &mut |_| control_check(control))?;
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
             eprintln!("--- output ({:?}, {} tokens) ---\n{}\n---", generation.finish, generation.output_tokens, generation.text);
         }

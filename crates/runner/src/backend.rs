@@ -14,6 +14,8 @@ pub struct LlamaBackend {
     pub root: PathBuf,
     /// The model runs use (`--gguf`, or `<model-dir>/<default file>`).
     pub default_model: PathBuf,
+    /// Where runs generate: in process (the model above) or on an inference server.
+    pub backend: forge_llama::BackendConfig,
 }
 
 impl LlamaBackend {
@@ -56,12 +58,14 @@ impl ModelBackend for LlamaBackend {
                 .map(|m| Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
                 .collect::<Vec<_>>(),
             "backend": "llama.cpp",
+            "generation": { "kind": self.backend.kind(), "url": self.backend.url() },
         })
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
         let mut config = forge_llama::LlamaConfig::new(self.default_model.clone(), llama_mode(mode));
         config.temperature = temperature;
+        config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.
         Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
     }

@@ -34,6 +34,34 @@ enum Command {
     Inspect(ModelArgs),
 }
 
+/// Where generation happens: this process (default) or an inference server.
+#[derive(clap::Args)]
+struct BackendArgs {
+    /// in-process | llama-server (native /completion: the runner's prompt, prefill and grammar) |
+    /// openai-chat (/v1/chat/completions with a JSON schema, e.g. vLLM; no prefill)
+    #[arg(long, default_value = "in-process")]
+    backend: String,
+    /// Server URL for llama-server / openai-chat, e.g. http://127.0.0.1:8080
+    #[arg(long)]
+    url: Option<String>,
+    /// Longest silence tolerated from the server, in seconds (queueing and prompt processing included).
+    #[arg(long, default_value_t = 120)]
+    server_stall_s: u64,
+}
+
+impl BackendArgs {
+    fn config(&self) -> Result<forge_llama::BackendConfig> {
+        let mut config = forge_llama::BackendConfig::from_kind(&self.backend, self.url.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        match &mut config {
+            forge_llama::BackendConfig::LlamaServer(h) | forge_llama::BackendConfig::OpenaiChat { http: h, .. } => {
+                h.stall_timeout_ms = self.server_stall_s.max(1) * 1000;
+            }
+            forge_llama::BackendConfig::InProcess => {}
+        }
+        Ok(config)
+    }
+}
+
 #[derive(clap::Args)]
 struct ModelArgs {
     /// GGUF model file (default: <model-dir>/<default model file>).
@@ -58,6 +86,9 @@ struct ServeArgs {
     allow_origin: Vec<String>,
     #[command(flatten)]
     model: ModelArgs,
+    /// The backend every run uses.
+    #[command(flatten)]
+    backend: BackendArgs,
     /// Accept `policy: "scripted:fixtures/…"` in run requests (browser and HTTP tests only).
     #[arg(long)]
     enable_test_policies: bool,
@@ -87,6 +118,8 @@ struct RunArgs {
     mode: ModeArg,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    backend: BackendArgs,
     #[arg(long, default_value_t = 0.0)]
     temperature: f32,
     /// Print every event and the result as JSON lines instead of text.
@@ -162,7 +195,10 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
         eprintln!("WARNING: serving on {addr}, reachable from other machines. The API has no authentication and runs tools here.");
     }
     let model = model_path(root, &args.model);
-    if !model.is_file() {
+    let backend_config = args.backend.config()?;
+    if let Some(url) = backend_config.url() {
+        eprintln!("runs generate on {} at {url}", backend_config.kind());
+    } else if !model.is_file() {
         eprintln!("note: no model file at {} yet (cargo xtask model fetch); runs will end failed/model_unavailable", model.display());
     }
     let mut config = ServerConfig::new(root);
@@ -173,7 +209,7 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     config.allow_remote = args.allow_remote;
     config.allowed_origins = args.allow_origin;
     config.jobs.queue_capacity = args.queue_capacity;
-    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model });
+    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model, backend: backend_config });
     let service = Service::start(config, backend).map_err(|e| anyhow::anyhow!("{e}"))?;
     let rec = &service.recovery;
     if rec.loaded > 0 || !rec.unreadable.is_empty() {
@@ -233,7 +269,11 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
     let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
     let artifact_dir = root.join(".runs").join("cli").join(&run_id);
     std::fs::create_dir_all(&artifact_dir)?;
-    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model_path(root, &args.model) });
+    let backend = Arc::new(backend::LlamaBackend {
+        root: root.to_path_buf(),
+        default_model: model_path(root, &args.model),
+        backend: args.backend.config()?,
+    });
     let executor = RuntimeExecutor { root: root.to_path_buf(), backend };
     let json = args.json;
     let mut sink = |event: Value| {

@@ -1,0 +1,393 @@
+//! The blocking HTTP client the server backends share — the only module that touches `ureq`: JSON requests,
+//! server-sent-event streams read on a worker thread, and every failure as a typed `HttpError`.
+//!
+//! Not a backend: it knows no endpoint's meaning. Streams are how a generation can be abandoned: the caller
+//! polls its own cancel flag and deadline between events and simply drops the stream; the worker notices at
+//! the server's next event and closes the connection, which is what makes llama-server stop generating.
+
+use std::io::{BufRead, BufReader, Read};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How to reach an inference server. Plain data (serde), so a backend can be built from a config value on
+/// any thread.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `http://HOST:PORT` (a path prefix such as `/v1` is allowed where the backend says so).
+    pub url: String,
+    /// Time allowed to open the TCP connection.
+    #[serde(default = "default_connect_ms")]
+    pub connect_timeout_ms: u64,
+    /// Longest silence tolerated while waiting for the server's next bytes. Generous by default: a server
+    /// sends nothing while a request waits for a free slot or its prompt is processed.
+    #[serde(default = "default_stall_ms")]
+    pub stall_timeout_ms: u64,
+    /// Name of an environment variable holding a bearer token (never the token itself, so configs and
+    /// traces can be shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+}
+
+fn default_connect_ms() -> u64 {
+    3_000
+}
+fn default_stall_ms() -> u64 {
+    120_000
+}
+
+impl HttpConfig {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), connect_timeout_ms: default_connect_ms(), stall_timeout_ms: default_stall_ms(), api_key_env: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HttpError {
+    #[error("invalid server URL {url:?}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("cannot reach {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("{url} sent nothing for {secs:.1} s")]
+    Stalled { url: String, secs: f64 },
+    #[error("{url} answered HTTP {status}: {message}")]
+    Status { url: String, status: u16, message: String },
+    #[error("{url} sent malformed {what}: {detail}")]
+    Malformed { url: String, what: &'static str, detail: String },
+    #[error("{url} closed the stream before its final event")]
+    Closed { url: String },
+    #[error("{url}: {reason}")]
+    Io { url: String, reason: String },
+}
+
+/// One item of a server-sent-event stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SseItem {
+    /// A `data:` payload parsed as JSON.
+    Data(Value),
+    /// `data: [DONE]` (OpenAI-style end marker).
+    Done,
+    /// A comment line (`: ping`) — proof the server is alive, nothing else.
+    KeepAlive,
+}
+
+/// A running stream: events arrive from a worker thread. Dropping it abandons the request.
+pub struct SseStream {
+    rx: Receiver<Result<SseItem, HttpError>>,
+    url: String,
+    stall: Duration,
+    last_event: Instant,
+}
+
+/// What `SseStream::next` saw within its poll interval.
+#[derive(Debug)]
+pub enum Poll {
+    Item(SseItem),
+    /// Nothing yet; the caller checks its own stop conditions and polls again.
+    Pending,
+    /// The stream ended cleanly (connection closed after the body).
+    End,
+}
+
+impl SseStream {
+    /// Wait up to `interval` for the next item; a silence longer than the stall timeout is an error.
+    pub fn next(&mut self, interval: Duration) -> Result<Poll, HttpError> {
+        match self.rx.recv_timeout(interval) {
+            Ok(Ok(item)) => {
+                self.last_event = Instant::now();
+                Ok(Poll::Item(item))
+            }
+            Ok(Err(e)) => Err(e),
+            Err(RecvTimeoutError::Timeout) => {
+                let silent = self.last_event.elapsed();
+                if silent > self.stall {
+                    Err(HttpError::Stalled { url: self.url.clone(), secs: silent.as_secs_f64() })
+                } else {
+                    Ok(Poll::Pending)
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => Ok(Poll::End),
+        }
+    }
+}
+
+/// A client for one server: base URL, timeouts, optional bearer token.
+#[derive(Clone)]
+pub struct HttpClient {
+    agent: ureq::Agent,
+    base: String,
+    stall: Duration,
+    /// Budget for small JSON calls (`/health`, `/props`, `/apply-template`): they answer at once when the
+    /// server is healthy, so waiting the whole stall timeout for them would only delay a failure.
+    quick: Duration,
+    bearer: Option<String>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient").field("base", &self.base).field("stall", &self.stall).finish_non_exhaustive()
+    }
+}
+
+/// Largest JSON body read from a non-streaming answer or an error.
+const MAX_JSON_BYTES: u64 = 8 << 20;
+
+impl HttpClient {
+    pub fn new(config: &HttpConfig) -> Result<Self, HttpError> {
+        let bad = |reason: &str| HttpError::BadUrl { url: config.url.clone(), reason: reason.into() };
+        let rest = config.url.strip_prefix("http://").map(|r| r.trim_end_matches('/')).ok_or_else(|| {
+            bad(if config.url.starts_with("https://") { "https is not supported (no TLS in this build); use http or a local proxy" } else { "must start with http://" })
+        })?;
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(bad("no host"));
+        }
+        let url = format!("http://{rest}");
+        if config.connect_timeout_ms == 0 || config.stall_timeout_ms == 0 {
+            return Err(bad("timeouts must be above 0 ms"));
+        }
+        let bearer = match &config.api_key_env {
+            None => None,
+            Some(var) => Some(std::env::var(var).map_err(|_| bad(&format!("api_key_env names {var}, which is not set")))?),
+        };
+        let stall = Duration::from_millis(config.stall_timeout_ms);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(Duration::from_millis(config.connect_timeout_ms)))
+            .timeout_per_read(Some(stall))
+            .timeout_per_write(Some(stall))
+            .http_status_as_error(false)
+            // An inference server is addressed directly; a proxy from the environment would only get in the way.
+            .proxy(None)
+            .build()
+            .into();
+        let quick = (Duration::from_millis(config.connect_timeout_ms) + Duration::from_secs(10)).min(stall.max(Duration::from_secs(1)));
+        Ok(Self { agent, base: url, stall, quick, bearer })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// GET `path` and parse the JSON answer.
+    pub fn get_json(&self, path: &str) -> Result<Value, HttpError> {
+        let url = self.url(path);
+        let mut req = self.agent.get(&url).config().timeout_global(Some(self.quick)).build();
+        if let Some(b) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {b}"));
+        }
+        let resp = req.call().map_err(|e| transport_error(&url, e, self.stall))?;
+        json_body(&url, resp, self.stall)
+    }
+
+    /// POST a JSON body to `path` and parse the JSON answer.
+    pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
+        let url = self.url(path);
+        let mut req = self.agent.post(&url).config().timeout_global(Some(self.quick)).build().header("content-type", "application/json");
+        if let Some(b) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {b}"));
+        }
+        let resp = req.send(body.to_string().as_bytes()).map_err(|e| transport_error(&url, e, self.quick))?;
+        json_body(&url, resp, self.quick)
+    }
+
+    /// `post_json` on a worker thread while `stop()` is polled every `interval`: `Ok(None)` when the caller
+    /// stopped waiting (the answer, if it ever comes, is dropped).
+    pub fn post_json_polled(
+        &self,
+        path: &str,
+        body: &Value,
+        interval: Duration,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Value>, HttpError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let client = self.clone();
+        let (path_owned, body) = (path.to_string(), body.clone());
+        std::thread::Builder::new()
+            .name("forge-http".into())
+            .spawn(move || {
+                let _ = tx.send(client.post_json(&path_owned, &body));
+            })
+            .expect("spawn the HTTP thread");
+        loop {
+            if stop() {
+                return Ok(None);
+            }
+            match rx.recv_timeout(interval) {
+                Ok(result) => return result.map(Some),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Err(HttpError::Closed { url: self.url(path) }),
+            }
+        }
+    }
+
+    /// POST a JSON body to `path` and read the answer as server-sent events on a worker thread.
+    pub fn post_sse(&self, path: &str, body: &Value) -> SseStream {
+        let url = self.url(path);
+        // A small buffer: the worker blocks on a full channel instead of reading ahead, so an abandoned
+        // stream is noticed within a few events.
+        let (tx, rx) = mpsc::sync_channel(16);
+        let client = self.clone();
+        let body = body.to_string();
+        let worker_url = url.clone();
+        std::thread::Builder::new()
+            .name("forge-sse".into())
+            .spawn(move || client.stream_worker(&worker_url, body, tx))
+            .expect("spawn the SSE reader thread");
+        SseStream { rx, url, stall: self.stall, last_event: Instant::now() }
+    }
+
+    fn stream_worker(&self, url: &str, body: String, tx: SyncSender<Result<SseItem, HttpError>>) {
+        let mut req = self.agent.post(url).header("content-type", "application/json").header("accept", "text/event-stream");
+        if let Some(b) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {b}"));
+        }
+        let resp = match req.send(body.as_bytes()) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.send(Err(transport_error(url, e, self.stall)));
+                return;
+            }
+        };
+        if !resp.status().is_success() {
+            let _ = tx.send(Err(status_error(url, resp)));
+            return;
+        }
+        let reader = BufReader::new(resp.into_body().into_reader());
+        let mut data = String::new();
+        for line in reader.lines() {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = tx.send(Err(io_error(url, e, self.stall)));
+                    return;
+                }
+            };
+            let item = if line.is_empty() {
+                // End of one event: its data lines joined.
+                if data.is_empty() {
+                    continue;
+                }
+                let payload = std::mem::take(&mut data);
+                if payload.trim() == "[DONE]" {
+                    Ok(SseItem::Done)
+                } else {
+                    serde_json::from_str(&payload).map(SseItem::Data).map_err(|e| HttpError::Malformed {
+                        url: url.to_string(),
+                        what: "event data",
+                        detail: format!("{e} in {:?}", excerpt(&payload)),
+                    })
+                }
+            } else if line.starts_with(':') {
+                Ok(SseItem::KeepAlive)
+            } else if let Some(rest) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+                continue;
+            } else if line.starts_with("event:") || line.starts_with("id:") || line.starts_with("retry:") {
+                continue;
+            } else {
+                Err(HttpError::Malformed { url: url.to_string(), what: "event stream", detail: format!("unexpected line {:?}", excerpt(&line)) })
+            };
+            let stop = item.is_err();
+            if tx.send(item).is_err() || stop {
+                // The caller gave up (or we did): dropping the reader closes the connection.
+                return;
+            }
+        }
+        if !data.is_empty() {
+            let payload = std::mem::take(&mut data);
+            let item = serde_json::from_str(&payload).map(SseItem::Data).map_err(|e| HttpError::Malformed {
+                url: url.to_string(),
+                what: "event data",
+                detail: format!("{e} in {:?}", excerpt(&payload)),
+            });
+            let _ = tx.send(item);
+        }
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    let mut e: String = s.chars().take(120).collect();
+    if e.len() < s.len() {
+        e.push('…');
+    }
+    e
+}
+
+fn json_body(url: &str, resp: ureq::http::Response<ureq::Body>, stall: Duration) -> Result<Value, HttpError> {
+    if !resp.status().is_success() {
+        return Err(status_error(url, resp));
+    }
+    let mut text = String::new();
+    resp.into_body()
+        .into_with_config()
+        .limit(MAX_JSON_BYTES)
+        .reader()
+        .read_to_string(&mut text)
+        .map_err(|e| io_error(url, e, stall))?;
+    serde_json::from_str(&text).map_err(|e| HttpError::Malformed { url: url.to_string(), what: "JSON", detail: format!("{e} in {:?}", excerpt(&text)) })
+}
+
+/// A non-2xx answer: the server's own message when it sent the usual `{"error": {"message": …}}`.
+fn status_error(url: &str, resp: ureq::http::Response<ureq::Body>) -> HttpError {
+    let status = resp.status().as_u16();
+    let mut text = String::new();
+    let _ = resp.into_body().into_with_config().limit(64 << 10).reader().read_to_string(&mut text);
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            e.get("message").and_then(Value::as_str).map(str::to_string).or_else(|| e.as_str().map(str::to_string))
+        })
+        .unwrap_or_else(|| excerpt(text.trim()));
+    HttpError::Status { url: url.to_string(), status, message }
+}
+
+fn transport_error(url: &str, e: ureq::Error, stall: Duration) -> HttpError {
+    let secs = stall.as_secs_f64();
+    let url = url.to_string();
+    match e {
+        ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
+            HttpError::Unreachable { url, reason: "connection timed out".into() }
+        }
+        ureq::Error::Timeout(_) => HttpError::Stalled { url, secs },
+        ureq::Error::HostNotFound => HttpError::Unreachable { url, reason: "host not found".into() },
+        ureq::Error::ConnectionFailed => HttpError::Unreachable { url, reason: "connection failed".into() },
+        ureq::Error::Io(io) => match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => HttpError::Unreachable { url, reason: "connection refused".into() },
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Stalled { url, secs },
+            _ => HttpError::Io { url, reason: io.to_string() },
+        },
+        ureq::Error::BadUri(reason) => HttpError::BadUrl { url, reason },
+        ureq::Error::Protocol(p) => HttpError::Malformed { url, what: "HTTP", detail: p.to_string() },
+        other => HttpError::Io { url, reason: other.to_string() },
+    }
+}
+
+fn io_error(url: &str, e: std::io::Error, stall: Duration) -> HttpError {
+    let secs = stall.as_secs_f64();
+    let url = url.to_string();
+    // ureq reports its own timeouts and protocol errors through io::Error when reading a body.
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>()) {
+        if matches!(inner, ureq::Error::Timeout(_)) {
+            return HttpError::Stalled { url, secs };
+        }
+        if matches!(inner, ureq::Error::Protocol(_)) {
+            return HttpError::Malformed { url, what: "HTTP", detail: inner.to_string() };
+        }
+    }
+    match e.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Stalled { url, secs },
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+            HttpError::Closed { url }
+        }
+        _ => HttpError::Io { url, reason: e.to_string() },
+    }
+}

@@ -1,0 +1,164 @@
+//! A llama-server child process for tests, benchmarks and (later) parallel evaluation: start it on a free
+//! loopback port with `-np N` slots, wait until `/health` says ok (with a deadline), kill it on drop.
+//!
+//! Not a backend (that is `server_backend`, which talks to any server, started here or not) and not a
+//! supervisor: a server that dies stays dead, and its log tail is in the error.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::http_client::{HttpClient, HttpConfig};
+
+/// Where `cargo xtask llama-tools` installs the binaries, relative to the workspace root.
+pub const TOOLS_DIR: &str = "target/llama-tools";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerOptions {
+    pub binary: PathBuf,
+    pub model: PathBuf,
+    /// Slots (`-np`): requests decoded together by continuous batching.
+    pub parallel: u32,
+    /// Context per slot; the server gets `parallel × ctx_per_slot`.
+    pub ctx_per_slot: u32,
+    pub threads: u32,
+    /// Where the server's stderr goes (a temporary file when `None`).
+    pub log: Option<PathBuf>,
+    pub extra_args: Vec<String>,
+}
+
+impl ServerOptions {
+    pub fn new(binary: impl Into<PathBuf>, model: impl Into<PathBuf>, parallel: u32) -> Self {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8) as u32;
+        Self { binary: binary.into(), model: model.into(), parallel, ctx_per_slot: 4096, threads, log: None, extra_args: Vec::new() }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerProcessError {
+    #[error("no llama-server at {0} (run `cargo xtask llama-tools`)")]
+    BinaryMissing(PathBuf),
+    #[error("cannot start llama-server: {0}")]
+    Spawn(String),
+    #[error("llama-server exited during start-up ({status}); log tail:\n{log}")]
+    ExitedEarly { status: String, log: String },
+    #[error("llama-server was not ready after {secs:.0} s; log tail:\n{log}")]
+    NotReady { secs: f64, log: String },
+}
+
+pub struct LlamaServerProcess {
+    child: Child,
+    url: String,
+    log: PathBuf,
+    _tmp_log: Option<tempfile_path::TempLog>,
+}
+
+/// The llama-server the xtask verb builds under `root`.
+pub fn default_binary(root: &Path) -> PathBuf {
+    root.join(TOOLS_DIR).join("llama-server")
+}
+
+impl LlamaServerProcess {
+    /// Start and wait until the model is loaded and `/health` is ok (at most `ready_within`).
+    pub fn start(opts: &ServerOptions, ready_within: Duration) -> Result<Self, ServerProcessError> {
+        if !opts.binary.is_file() {
+            return Err(ServerProcessError::BinaryMissing(opts.binary.clone()));
+        }
+        let port = free_port().map_err(|e| ServerProcessError::Spawn(format!("no free port: {e}")))?;
+        let (log, tmp) = match &opts.log {
+            Some(p) => (p.clone(), None),
+            None => {
+                let t = tempfile_path::TempLog::new(port);
+                (t.path.clone(), Some(t))
+            }
+        };
+        let log_file = std::fs::File::create(&log).map_err(|e| ServerProcessError::Spawn(format!("log file {}: {e}", log.display())))?;
+        let child = Command::new(&opts.binary)
+            .arg("-m")
+            .arg(&opts.model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-np", &opts.parallel.to_string()])
+            .args(["-c", &(opts.ctx_per_slot * opts.parallel).to_string()])
+            .args(["-t", &opts.threads.to_string(), "-tb", &opts.threads.to_string()])
+            .args(&opts.extra_args)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().map_err(|e| ServerProcessError::Spawn(e.to_string()))?)
+            .stderr(log_file)
+            .spawn()
+            .map_err(|e| ServerProcessError::Spawn(format!("{}: {e}", opts.binary.display())))?;
+        let mut server = Self { child, url: format!("http://127.0.0.1:{port}"), log, _tmp_log: tmp };
+        let client = HttpClient::new(&HttpConfig { connect_timeout_ms: 500, stall_timeout_ms: 2_000, ..HttpConfig::new(&server.url) })
+            .expect("a loopback URL is valid");
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(ServerProcessError::ExitedEarly { status: status.to_string(), log: server.log_tail() });
+            }
+            // 503 while the model loads, refused before the socket is bound: keep waiting until the deadline.
+            if client.get_json("/health").is_ok_and(|v| v.get("status").and_then(|s| s.as_str()) == Some("ok")) {
+                return Ok(server);
+            }
+            if started.elapsed() > ready_within {
+                return Err(ServerProcessError::NotReady { secs: started.elapsed().as_secs_f64(), log: server.log_tail() });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// An HTTP config for this server.
+    pub fn http_config(&self) -> HttpConfig {
+        HttpConfig::new(&self.url)
+    }
+
+    /// Kill the server now (SIGKILL) and reap it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The last lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+}
+
+impl Drop for LlamaServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+mod tempfile_path {
+    //! A log file in the system temp dir, removed on drop (no dependency for one file).
+    use std::path::PathBuf;
+
+    pub struct TempLog {
+        pub path: PathBuf,
+    }
+
+    impl TempLog {
+        pub fn new(port: u16) -> Self {
+            Self { path: std::env::temp_dir().join(format!("forge-llama-server-{}-{port}.log", std::process::id())) }
+        }
+    }
+
+    impl Drop for TempLog {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
