@@ -13,6 +13,7 @@ fn main() {
         counts: ["0", "1", "2", "3", "4"].map(String::from).to_vec(),
         labels: ["Batch A", "Batch B", "Batch C", "Batch D"].map(String::from).to_vec(),
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
+        series: Vec::new(),
     };
     let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "Average is <average>; the rule is <met / not met>.", caps: Caps::default() };
     let built = match what.as_str() {

@@ -447,15 +447,24 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     };
     grammar.define("calc-number", number);
     let args_max = inputs.caps.function_args.max(1);
+    // An aggregate runs over a whole observed column, copied by the grammar in table order: a small model
+    // chooses the function and the column; it cannot drop, repeat or mistype a value. Without an observed
+    // table, any grounded arguments.
+    let series: Vec<String> = inputs
+        .grounding
+        .series
+        .iter()
+        .filter(|s| s.values.len() as u32 <= args_max)
+        .map(|s| s.values.join(", "))
+        .collect();
+    let arguments = if series.is_empty() {
+        Node::seq([Node::rule("calc-num"), Node::seq([Node::lit(","), sp(), Node::rule("calc-num")]).repeat(0, args_max - 1)])
+    } else {
+        Node::one_of_texts(series)
+    };
     grammar.define(
         "calc-call",
-        Node::seq([
-            Node::one_of_texts(["mean", "sum", "min", "max", "count"]),
-            Node::lit("("),
-            Node::rule("calc-num"),
-            Node::seq([Node::lit(","), sp(), Node::rule("calc-num")]).repeat(0, args_max - 1),
-            Node::lit(")"),
-        ]),
+        Node::seq([Node::one_of_texts(["mean", "sum", "min", "max", "count"]), Node::lit("("), arguments, Node::lit(")")]),
     );
     grammar.define(
         "calc-atom",

@@ -365,6 +365,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         counts: vec!["0".into(), "1".into(), "2".into()],
         labels: vec!["A".into(), "B".into()],
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
+        series: Vec::new(),
     };
     let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "<lowest> is lowest.", caps: Caps::default() };
     let continuations = [

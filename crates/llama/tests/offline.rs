@@ -112,6 +112,7 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         counts: Vec::new(),
         labels: labels.iter().map(|s| s.to_string()).collect(),
         evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
+        series: Vec::new(),
     }
 }
 
@@ -179,6 +180,27 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     assert!(!fin.accepts(&answer("Average is 80; the lowest is Plant 7. The rule is not met.")), "unseen number");
     assert!(!fin.accepts(&answer("Average is 79.5; the lowest is South. The rule is not met.")), "unseen label");
     assert!(!fin.accepts(&answer("Average is 79.5; the lowest is North. The rule is unmet.")), "verdict outside the template");
+}
+
+#[test]
+fn aggregates_run_over_whole_observed_columns() {
+    let cards = ToolRegistry::builtin().cards();
+    let mut g = grounding(&["2.8", "3.4", "5.4", "4820", "3150", "3.5"], &["Seafront", "Millbrook"], &["obs-a-1"]);
+    g.series = vec![
+        runtime::policy::Series { name: "Loans".into(), values: vec!["4820".into(), "3150".into()] },
+        runtime::policy::Series { name: "Arrears rate".into(), values: vec!["2.8".into(), "3.4".into(), "5.4".into()] },
+    ];
+    let i = inputs(&cards, &g);
+    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
+    for ok in ["mean(2.8, 3.4, 5.4)", "sum(4820, 3150)", "(2.8 + 3.4) * 3.5"] {
+        assert!(calc.accepts(&expr(ok)), "{ok}");
+    }
+    for bad in ["mean(2.8, 3.4)", "mean(2.8, 3.4, 5.4, 4820)", "mean(3.4, 2.8, 5.4)", "max(4820)"] {
+        assert!(!calc.accepts(&expr(bad)), "{bad}");
+    }
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    assert!(check.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4")));
 }
 
 #[test]

@@ -24,6 +24,15 @@ pub struct Grounding {
     pub labels: Vec<String>,
     /// Ids of successful observations (what a final answer may cite).
     pub evidence_ids: Vec<String>,
+    /// Every numeric table column seen, its values in table order (what an aggregate runs over).
+    pub series: Vec<Series>,
+}
+
+/// One numeric column of an observed table: `Arrears rate (%)` → [2.8, 3.4, …] (printed forms).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub values: Vec<String>,
 }
 
 /// The values behind a [`Grounding`], for checking numbers a writer already wrote.
@@ -136,7 +145,7 @@ impl Grounding {
             }
         }
         let mut evidence_ids = Vec::new();
-        for record in records.into_iter().filter(|r| r.ok) {
+        for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             if let Some(value) = record.result.as_ref().and_then(|r| r["value"].as_f64()) {
                 for form in numbers::printed_forms(value) {
@@ -145,8 +154,37 @@ impl Grounding {
             }
         }
         let counts = (0..=values.max_rows).map(|c| c.to_string()).collect();
-        Grounding { numbers: numbers_out, counts, labels: values.labels, evidence_ids }
+        let mut series: Vec<Series> = Vec::new();
+        for record in records.clone().into_iter().filter(|r| r.ok) {
+            for s in series_in(record.result.as_ref().unwrap_or(&Value::Null)) {
+                if !series.contains(&s) {
+                    series.push(s);
+                }
+            }
+        }
+        Grounding { numbers: numbers_out, counts, labels: values.labels, evidence_ids, series }
     }
+}
+
+/// The numeric columns of a result's `data.tables`, values in row order (rows lacking the column skipped).
+fn series_in(result: &Value) -> Vec<Series> {
+    let mut out = Vec::new();
+    for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        for column in table["columns"].as_array().into_iter().flatten() {
+            let Some(name) = column["name"].as_str() else { continue };
+            let values: Vec<String> = table["rows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|row| row["values"][name].as_f64())
+                .map(numbers::canonical)
+                .collect();
+            if !values.is_empty() {
+                out.push(Series { name: name.to_owned(), values });
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

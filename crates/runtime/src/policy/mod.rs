@@ -8,7 +8,7 @@ use std::time::Instant;
 
 pub mod scripted;
 
-pub use crate::grounding::Grounding;
+pub use crate::grounding::{Grounding, Series};
 pub use crate::task::ResultKind;
 
 /// What the runtime tells the policy for one decision. Everything here is safe
