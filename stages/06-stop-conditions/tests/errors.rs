@@ -172,7 +172,7 @@ fn higher_repeat_limit_allows_more_repeats() {
 #[test]
 fn histories_built_at_run_time_are_accepted() {
     let controller = StopController::default();
-    let owned = vec!["plot".to_owned(), "plot".to_owned()];
+    let owned = ["plot".to_owned(), "plot".to_owned()];
     let history: Vec<&str> = owned.iter().map(String::as_str).collect();
     assert_eq!(
         controller.decide(StopFacts {
