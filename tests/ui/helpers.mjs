@@ -8,7 +8,8 @@ import { chromium } from 'playwright-core';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BASE = process.env.FORGE_UI_BASE;
-export const EVIDENCE = process.env.FORGE_EVIDENCE_DIR || join(ROOT, 'evidence', 'ui');
+// Screenshots differ on every run, so they go under target/ (git-ignored), never into evidence/.
+export const EVIDENCE = process.env.FORGE_EVIDENCE_DIR || join(ROOT, 'target', 'ui-screenshots');
 export const CHROMIUM = process.env.FORGE_CHROMIUM || '/usr/bin/chromium';
 
 if (!BASE) throw new Error('FORGE_UI_BASE is not set: run tests/ui/run.sh, which starts the runner');

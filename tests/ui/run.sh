@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests end to end: install chromium if missing, npm ci for playwright-core, build the runner,
 # start `runner serve --enable-test-policies` on a free loopback port with a fresh runs dir, run the
-# node tests, stop the server. Screenshots land in evidence/ui/.
+# node tests, stop the server. Screenshots land in target/ui-screenshots/ (git-ignored).
 #   FORGE_REQUIRE_MODEL=1  makes a missing model file a failure (otherwise the real-model test skips)
 #   CARGO_TARGET_DIR       honoured (the runner links llama.cpp: a cold build takes minutes)
 set -euo pipefail
@@ -50,6 +50,6 @@ done
 echo "== runner up at $BASE"
 
 status=0
-FORGE_UI_BASE="$BASE" node --test tests/ui/scripted.test.mjs tests/ui/real-model.test.mjs || status=$?
+FORGE_UI_BASE="$BASE" node --test tests/ui/scripted.test.mjs tests/ui/course.test.mjs tests/ui/real-model.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then echo "== runner log"; cat "$LOG"; fi
 exit "$status"

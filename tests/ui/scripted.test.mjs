@@ -1,6 +1,6 @@
 // Browser test with the scripted policy (no model needed): the page inspects the model, runs the
 // happy fixture to completion, shows stages, metrics and the chart, browses the source, cancels a
-// slow second run, and refuses bad budgets. Screenshots go to evidence/ui/.
+// slow second run, and refuses bad budgets. Screenshots go to target/ui-screenshots/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';

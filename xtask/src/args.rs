@@ -14,7 +14,7 @@ pub type Flag = (&'static str, bool);
 /// Options every verb accepts (they locate the course and its outputs).
 const COMMON: &[Flag] = &[
     ("root", true),
-    ("scratch", true),
+    ("scratch-dir", true),
     ("evidence", true),
     ("lang", true),
 ];

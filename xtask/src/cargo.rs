@@ -42,6 +42,8 @@ pub struct BuildOutcome {
     pub binaries: Vec<TestBinary>,
     /// Rendered compiler errors per package name (packages that failed to build).
     pub errors: BTreeMap<String, Vec<String>>,
+    /// Rendered compiler warnings per package name (cargo replays them for fresh builds too).
+    pub warnings: BTreeMap<String, Vec<String>>,
     pub duration: Duration,
     /// cargo's own stderr (for logs), and whether cargo exited successfully.
     pub stderr: String,
@@ -129,12 +131,19 @@ pub fn build_tests(
                     });
                 }
             }
-            "compiler-message" if message["message"]["level"].as_str() == Some("error") => {
-                let rendered = message["message"]["rendered"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                outcome.errors.entry(package).or_default().push(rendered);
+            "compiler-message" => {
+                let rendered =
+                    clean_output(message["message"]["rendered"].as_str().unwrap_or_default());
+                let bucket = match message["message"]["level"].as_str() {
+                    Some("error") => &mut outcome.errors,
+                    Some("warning") => &mut outcome.warnings,
+                    _ => continue,
+                };
+                let list = bucket.entry(package).or_default();
+                // The same warning is reported once per test target that compiles the file.
+                if !list.contains(&rendered) {
+                    list.push(rendered);
+                }
             }
             _ => {}
         }
@@ -240,8 +249,12 @@ pub fn run_test_binary(
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    let stdout = clean_output(&String::from_utf8_lossy(
+        &out_reader.join().unwrap_or_default(),
+    ));
+    let stderr = clean_output(&String::from_utf8_lossy(
+        &err_reader.join().unwrap_or_default(),
+    ));
     let tests = parse_libtest(&binary.target, &stdout);
     Ok(BinaryRun {
         target: binary.target.clone(),
@@ -252,6 +265,55 @@ pub fn run_test_binary(
         stdout,
         stderr,
     })
+}
+
+/// Test output as it should be stored and shown: without ANSI colour codes (pretty_assertions
+/// paints its diffs whatever the terminal), without the thread ids newer toolchains print in
+/// `thread 'name' (12345) panicked`, and without the backtrace note libtest attaches to the first
+/// panic only — all three differ between runs of the same code.
+pub fn clean_output(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI sequence: ESC [ parameters… final byte in '@'..='~'.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    let mut cleaned = String::with_capacity(out.len());
+    for line in out.split_inclusive('\n') {
+        // libtest prints this under whichever test panicked first: it moves between runs.
+        if line.starts_with("note: run with `RUST_BACKTRACE=1`") {
+            continue;
+        }
+        cleaned.push_str(&drop_thread_id(line));
+    }
+    cleaned
+}
+
+/// `thread 'name' (12345) panicked at …` → `thread 'name' panicked at …`.
+fn drop_thread_id(line: &str) -> std::borrow::Cow<'_, str> {
+    let Some(rest) = line.strip_prefix("thread '") else {
+        return line.into();
+    };
+    let Some(end) = rest.find("' (") else {
+        return line.into();
+    };
+    let after = &rest[end + 3..];
+    let digits = after.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 || !after[digits..].starts_with(") ") {
+        return line.into();
+    }
+    format!("thread '{}'{}", &rest[..end], &after[digits + 1..]).into()
 }
 
 /// Parses libtest's pretty output: result lines plus each failure's captured output.
@@ -334,6 +396,18 @@ mod tests {
         assert!(output.starts_with("thread 'b_fails' panicked"), "{output}");
         assert!(output.contains("the fault is visible"));
         assert!(!output.contains("failures:"));
+    }
+
+    #[test]
+    fn output_is_stored_without_colours_or_thread_ids() {
+        let raw = "thread 'b_fails' (31337) panicked at tests/stage.rs:9:5:\n\u{1b}[1mDiff\u{1b}[0m \u{1b}[31m< left\u{1b}[0m\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\nthread 'main' panicked at x\n";
+        assert_eq!(
+            clean_output(raw),
+            "thread 'b_fails' panicked at tests/stage.rs:9:5:\nDiff < left\nthread 'main' panicked at x\n"
+        );
+        // A quote in the name and a non-numeric parenthesis are left alone.
+        let odd = "thread 'a' (x) panicked\n";
+        assert_eq!(clean_output(odd), odd);
     }
 
     #[test]

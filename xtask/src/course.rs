@@ -50,6 +50,21 @@ impl Stage {
     pub fn number(&self) -> &str {
         &self.id[..2]
     }
+
+    /// The library name the tests `use`: `[lib] name`, else the package name with `_` for `-`.
+    pub fn lib_name(&self) -> anyhow::Result<String> {
+        let path = self.dir.join("Cargo.toml");
+        let manifest: toml::Table = toml::from_str(
+            &fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("parsing {}", path.display()))?;
+        Ok(manifest
+            .get("lib")
+            .and_then(|l| l.get("name"))
+            .and_then(|n| n.as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.package.replace('-', "_")))
+    }
     pub fn failure_json(&self) -> PathBuf {
         self.dir.join("fixtures/failure.json")
     }
@@ -80,7 +95,7 @@ impl Course {
             .cloned()
             .unwrap_or_default();
         let profiles = manifest.get("profile").cloned();
-        let scratch = match args.path("scratch") {
+        let scratch = match args.path("scratch-dir") {
             Some(dir) => absolute(&dir)?,
             None => root.join("target/xtask-scratch"),
         };
@@ -328,6 +343,8 @@ pub struct StageMeta {
     pub title: Localized,
     pub prediction: Prediction,
     pub hints: Vec<Localized>,
+    #[serde(default)]
+    pub mutants: MutantsMeta,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -350,7 +367,42 @@ impl Localized {
 pub struct Prediction {
     pub question: Localized,
     pub options: LocalizedList,
-    pub answer: usize,
+    /// The right option's label, `A` to `D` (the same labels the guides print).
+    pub answer: String,
+    /// Why that option is right and the others are not; shown once the learner has committed.
+    pub explanation: Localized,
+}
+
+/// The labels of prediction options, in order: `A`, `B`, `C`, `D`.
+pub const OPTION_LABELS: [&str; 4] = ["A", "B", "C", "D"];
+
+impl Prediction {
+    /// Index of a label (`b` and `B` both work), or None for anything else.
+    pub fn index_of(label: &str) -> Option<usize> {
+        let label = label.trim().to_ascii_uppercase();
+        OPTION_LABELS.iter().position(|l| *l == label)
+    }
+
+    pub fn answer_index(&self) -> usize {
+        Self::index_of(&self.answer).expect("checked by load_meta")
+    }
+}
+
+/// A surviving cargo-mutants mutant the stage's tests deliberately do not kill, with the reason.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainedMutant {
+    /// cargo-mutants' description without the line and column, e.g.
+    /// `src/retry.rs: replace RetryResult::attempts -> u32 with 1`.
+    pub mutant: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MutantsMeta {
+    #[serde(default)]
+    pub explained: Vec<ExplainedMutant>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -376,6 +428,22 @@ pub enum Lang {
 }
 
 impl Lang {
+    /// The code used in file names and stage.toml keys: `en` or `zh-CN`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::ZhCn => "zh-CN",
+        }
+    }
+
+    /// The stage guide in this language.
+    pub fn guide_file(self) -> &'static str {
+        match self {
+            Lang::En => "README.md",
+            Lang::ZhCn => "README.zh-CN.md",
+        }
+    }
+
     /// `--lang` wins; otherwise `LC_ALL` / `LC_MESSAGES` / `LANG` starting with `zh` picks Chinese.
     pub fn choose(args: &Args) -> anyhow::Result<Lang> {
         if let Some(lang) = args.value("lang") {
@@ -426,8 +494,24 @@ pub fn load_meta(stage: &Stage) -> anyhow::Result<StageMeta> {
             meta.experiment_id
         );
     }
+    let Some(answer) = Prediction::index_of(&meta.prediction.answer) else {
+        bail!(
+            "{}: prediction.answer is `{}`; it must be one of {}",
+            path.display(),
+            meta.prediction.answer,
+            OPTION_LABELS.join(", ")
+        );
+    };
     for lang in [Lang::En, Lang::ZhCn] {
-        if meta.prediction.answer >= meta.prediction.options.get(lang).len() {
+        let options = meta.prediction.options.get(lang).len();
+        if options != OPTION_LABELS.len() {
+            bail!(
+                "{}: prediction.options.{} has {options} options; every prediction has exactly four (A-D)",
+                path.display(),
+                lang.code()
+            );
+        }
+        if answer >= options {
             bail!(
                 "{}: prediction.answer {} has no matching option",
                 path.display(),

@@ -1,19 +1,26 @@
 //! `cargo xtask` — Forge's developer tasks: one flat dispatch over hand-parsed arguments.
 //!
-//! Instructors: `verify`, `fault`, `bench-verify`. Learners: `learn`, `check`, `hint`, `progress`.
+//! Instructors: `verify`, `fault`, `mutants`, `bench-verify`. Learners: `learn`, `predict`, `check`,
+//! `hint`, `progress`, `watch`.
 //! The model verbs (`model`, `eval`, the model part of `bench`) live in `model.rs`. This file only
 //! parses arguments and dispatches; it holds no course logic.
 
 mod args;
 mod cargo;
+mod check;
 mod course;
+mod guide;
 mod learn;
 mod llama_tools;
 mod model;
+mod mutants;
+mod progress;
 mod report;
 mod scratch;
+mod skeleton;
 mod verify;
 mod verify_bench;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -26,14 +33,22 @@ instructors
   verify [STAGE…] [--json] [--no-cache] [--jobs N] [--timeout SECS]
                          prove every stage's fault contract, write evidence/verification.json
   fault STAGE            swap the fault in (scratch copy), run the target test, show the diagnosis
+  mutants [STAGE…]       run cargo-mutants on each stage's src/ (when installed), record the figures
+                         in evidence/mutants/, fail on a surviving mutant stage.toml does not explain
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
 
 learners
-  learn STAGE [--force]  create learn/NN-name/, a crate holding the faulty source and the stage tests
-  check [STAGE]          run your copy's tests, record progress, write learn/verification.json
+  learn STAGE [--scratch] [--force]
+                         create learn/NN-name/: the faulty source (or, with --scratch, todo!() bodies),
+                         the stage tests and a transfer-test skeleton, in the learn/ workspace
+  predict STAGE <A-D>    commit your prediction (once, before the first check); tells you why
+  check [STAGE]          run your copy's tests, prove your transfer test catches the fault, record
+                         progress, write learn/verification.json; a pass reveals the reference repair
   hint STAGE [LEVEL] [--lang en|zh-CN]
-                         print the next graded hint (or LEVEL 1-3)
+                         print the next graded hint (one level at a time)
+  watch [STAGE]          re-check on every save; keys: h hint, l list, r re-run, q quit, a-d predict;
+                         moves on to the next stage when one passes
   progress [--reset]     list the seven stages with your status
 
 model (crates/llama, see `cargo xtask model`)
@@ -46,7 +61,7 @@ model (crates/llama, see `cargo xtask model`)
 
 common options
   --root DIR             course root (default: this workspace)
-  --scratch DIR          scratch workspace for solution and fault copies and their target dir
+  --scratch-dir DIR      scratch workspace for solution and fault copies and their target dir
                          (default: ROOT/target/xtask-scratch)
   --evidence DIR         where verification.json goes (default: ROOT/evidence)
   --lang en|zh-CN        language of hints and titles (default from $LANG)
@@ -83,9 +98,12 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "fault" => verify::cmd_fault(Args::parse(rest, verify::FAULT_FLAGS)?),
         "bench-verify" => verify_bench::cmd_bench_verify(Args::parse(rest, verify_bench::FLAGS)?),
         "learn" => learn::cmd_learn(Args::parse(rest, learn::LEARN_FLAGS)?),
-        "check" => learn::cmd_check(Args::parse(rest, learn::CHECK_FLAGS)?),
-        "hint" => learn::cmd_hint(Args::parse(rest, learn::HINT_FLAGS)?),
-        "progress" => learn::cmd_progress(Args::parse(rest, learn::PROGRESS_FLAGS)?),
+        "predict" => progress::cmd_predict(Args::parse(rest, progress::PREDICT_FLAGS)?),
+        "check" => check::cmd_check(Args::parse(rest, check::CHECK_FLAGS)?),
+        "hint" => progress::cmd_hint(Args::parse(rest, progress::HINT_FLAGS)?),
+        "progress" => progress::cmd_progress(Args::parse(rest, progress::PROGRESS_FLAGS)?),
+        "watch" => watch::cmd_watch(Args::parse(rest, watch::WATCH_FLAGS)?),
+        "mutants" => mutants::cmd_mutants(Args::parse(rest, mutants::MUTANTS_FLAGS)?),
         // The model verbs belong to crates/llama's helper (xtask/src/model.rs).
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
         "llama-tools" => {

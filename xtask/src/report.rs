@@ -208,10 +208,74 @@ pub fn host() -> Host {
     }
 }
 
+/// Keys whose values change from run to run although nothing about the verdicts changed: when and
+/// where it ran, how long it took, and whether the result came from the cache.
+const VOLATILE_KEYS: &[&str] = &[
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "toolchain",
+    "host",
+    "jobs",
+    "no_cache",
+    "cached",
+    "cached_from",
+    "cache_key",
+    "build_ms",
+    "run_ms",
+    "generator",
+];
+
+/// The report without its volatile keys (at any depth): what a re-run must reproduce.
+pub fn substance(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| !VOLATILE_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), substance(v)))
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(substance).collect(),
+        other => other.clone(),
+    }
+}
+
+/// Writes a reference report only when its substance differs from the file already there, so a
+/// re-run that reproduces the same verdicts leaves a committed `evidence/verification.json` (and
+/// its timestamps, which then say when these results were first produced) untouched.
+pub fn write_if_substance_changed(
+    path: &std::path::Path,
+    verification: &Verification,
+) -> anyhow::Result<bool> {
+    let fresh = serde_json::to_value(verification)?;
+    let unchanged = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|old| substance(&old) == substance(&fresh));
+    if unchanged {
+        return Ok(false);
+    }
+    crate::scratch::write_if_changed(
+        path,
+        (serde_json::to_string_pretty(&fresh)? + "\n").as_bytes(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn substance_ignores_timings_and_cache_flags_at_any_depth() {
+        let a = serde_json::json!({"started_at": "x", "stages": [{"outcome": "holds", "cached": true,
+            "runs": {"fault": {"run_ms": 3, "failed": 1}}}]});
+        let b = serde_json::json!({"started_at": "y", "stages": [{"outcome": "holds", "cached": false,
+            "runs": {"fault": {"run_ms": 9, "failed": 1}}}]});
+        assert_eq!(substance(&a), substance(&b));
+        let c = serde_json::json!({"started_at": "y", "stages": [{"outcome": "collateral", "cached": false,
+            "runs": {"fault": {"run_ms": 9, "failed": 2}}}]});
+        assert_ne!(substance(&a), substance(&c));
+    }
 
     #[test]
     fn formats_rfc3339() {

@@ -83,8 +83,8 @@ pub fn standalone_manifest(
     manifest.remove("lints");
     if own_workspace {
         manifest.insert("workspace".into(), toml::Value::Table(Default::default()));
-        if let Some(profiles) = &course.profiles {
-            manifest.insert("profile".into(), profiles.clone());
+        if let Some(profiles) = profiles_for_stages(course) {
+            manifest.insert("profile".into(), profiles);
         }
     }
     Ok(format!(
@@ -369,10 +369,8 @@ pub fn prepare_scratch_workspace(
     ws.insert("resolver".into(), "3".into());
     ws.insert("members".into(), toml::Value::Array(member_paths));
     root.insert("workspace".into(), toml::Value::Table(ws));
-    let mut profiles = course
-        .profiles
-        .clone()
-        .unwrap_or_else(|| toml::Value::Table(Default::default()));
+    let mut profiles =
+        profiles_for_stages(course).unwrap_or_else(|| toml::Value::Table(Default::default()));
     if let Some(dev) = profiles
         .as_table_mut()
         .map(|p| {
@@ -398,6 +396,37 @@ pub fn prepare_scratch_workspace(
         fs::copy(&root_lock, &lock).with_context(|| format!("copying {}", root_lock.display()))?;
     }
     Ok(workspace)
+}
+
+/// The root `[profile.*]` tables, keeping only the per-package overrides (`package.<name>`) that
+/// can match a package a stage build contains: `"*"`, the stage packages (and their learner
+/// copies) and the dependencies they name. Overrides for packages a workspace does not have make
+/// cargo warn on every build.
+pub fn profiles_for_stages(course: &Course) -> Option<toml::Value> {
+    let mut names: BTreeSet<String> = BTreeSet::from(["*".to_owned()]);
+    for stage in &course.stages {
+        names.insert(stage.package.clone());
+        names.insert(crate::learn::learn_package(stage));
+        let manifest = fs::read_to_string(stage.dir.join("Cargo.toml"))
+            .ok()
+            .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+            .unwrap_or_default();
+        for table in DEP_TABLES {
+            if let Some(deps) = manifest.get(*table).and_then(|d| d.as_table()) {
+                names.extend(deps.keys().cloned());
+            }
+        }
+    }
+    let mut profiles = course.profiles.clone()?;
+    for (_, profile) in profiles.as_table_mut()?.iter_mut() {
+        if let Some(packages) = profile.get_mut("package").and_then(|p| p.as_table_mut()) {
+            packages.retain(|name, _| names.contains(name));
+            if packages.is_empty() {
+                profile.as_table_mut().map(|p| p.remove("package"));
+            }
+        }
+    }
+    Some(profiles)
 }
 
 /// Where learners' fault copies are built (shared by all their stages).

@@ -83,10 +83,7 @@ pub fn cmd_verify(args: Args) -> anyhow::Result<ExitCode> {
     let verification = verify(&course, &stages, &config)?;
     check_against_schema(&verification)?;
     let path = course.evidence.join("verification.json");
-    scratch::write_if_changed(
-        &path,
-        (serde_json::to_string_pretty(&verification)? + "\n").as_bytes(),
-    )?;
+    report::write_if_substance_changed(&path, &verification)?;
     if args.flag("json") {
         println!("{}", serde_json::to_string_pretty(&verification)?);
     } else {
@@ -548,6 +545,8 @@ pub fn run_report(
         build_errors.push(build.stderr.trim().to_owned());
     }
     let mut tests: Vec<TestResult> = runs.iter().flat_map(|r| r.tests.iter().cloned()).collect();
+    // libtest reports in completion order; the report keeps one stable order.
+    tests.sort_by(|a, b| a.target.cmp(&b.target).then_with(|| a.name.cmp(&b.name)));
     // A binary that died (abort, signal) without reporting: count it as a failing pseudo-test.
     for run in runs {
         let reported_failure = run.tests.iter().any(|t| t.outcome == TestOutcome::Failed);
@@ -776,6 +775,9 @@ pub fn classify(contract: &Contract, solution: &RunReport, fault: &RunReport) ->
     )
 }
 
+/// The evidence log of one variant: per test target, its exit status, every test's result in name
+/// order and each failure's output. Deterministic on purpose: no timings and no completion order
+/// (libtest prints results as threads finish), so re-running an unchanged course rewrites nothing.
 pub fn render_log(build: &BuildOutcome, package: &str, runs: &[&BinaryRun]) -> String {
     let mut log = String::new();
     if let Some(errors) = build.errors.get(package) {
@@ -786,16 +788,46 @@ pub fn render_log(build: &BuildOutcome, package: &str, runs: &[&BinaryRun]) -> S
         }
     }
     for run in runs {
+        let exit = match run.exit_code {
+            Some(code) => format!("exit {code}"),
+            None => "killed by a signal".to_owned(),
+        };
+        let timed_out = if run.timed_out { ", TIMED OUT" } else { "" };
         log.push_str(&format!(
-            "== test target `{}` (exit {:?}{}, {} ms) ==\n{}\n",
-            run.target,
-            run.exit_code,
-            if run.timed_out { ", TIMED OUT" } else { "" },
-            run.duration.as_millis(),
-            run.stdout.trim_end()
+            "== test target `{}` ({exit}{timed_out}) ==\n",
+            run.target
         ));
-        if !run.stderr.trim().is_empty() {
-            log.push_str(&format!("-- stderr --\n{}\n", run.stderr.trim_end()));
+        let mut tests: Vec<&TestResult> = run.tests.iter().collect();
+        tests.sort_by(|a, b| a.name.cmp(&b.name));
+        for test in &tests {
+            let status = match test.outcome {
+                TestOutcome::Passed => "ok",
+                TestOutcome::Failed => "FAILED",
+                TestOutcome::Ignored => "ignored",
+            };
+            log.push_str(&format!("test {} ... {status}\n", test.name));
+        }
+        for test in tests.iter().filter(|t| t.outcome == TestOutcome::Failed) {
+            log.push_str(&format!(
+                "\n---- {} output ----\n{}\n",
+                test.name,
+                test.output.as_deref().unwrap_or("(no output captured)")
+            ));
+        }
+        let count = |o: TestOutcome| tests.iter().filter(|t| t.outcome == o).count();
+        log.push_str(&format!(
+            "result: {} passed; {} failed; {} ignored\n",
+            count(TestOutcome::Passed),
+            count(TestOutcome::Failed),
+            count(TestOutcome::Ignored)
+        ));
+        // A binary that died without reporting: its raw output is the only evidence there is.
+        let reported_failure = tests.iter().any(|t| t.outcome == TestOutcome::Failed);
+        if run.exit_code != Some(0) && !reported_failure {
+            log.push_str(&format!("-- stdout --\n{}\n", run.stdout.trim_end()));
+            if !run.stderr.trim().is_empty() {
+                log.push_str(&format!("-- stderr --\n{}\n", run.stderr.trim_end()));
+            }
         }
     }
     if runs.is_empty() && !build.errors.contains_key(package) && !build.success {

@@ -35,7 +35,7 @@ pub fn cmd_bench_verify(args: Args) -> anyhow::Result<ExitCode> {
     };
     let scratch_dir = course.scratch.to_string_lossy().into_owned();
     let evidence_dir = course.evidence.to_string_lossy().into_owned();
-    let located = ["--scratch", &scratch_dir, "--evidence", &evidence_dir];
+    let located = ["--scratch-dir", &scratch_dir, "--evidence", &evidence_dir];
 
     eprintln!("warming up (builds present, results cached)…");
     time_once(xtask(&[&located[..], &["--no-cache"]].concat()), true)?;
@@ -73,7 +73,7 @@ pub fn cmd_bench_verify(args: Args) -> anyhow::Result<ExitCode> {
         let seconds = time_once(
             xtask(&[
                 "--no-cache",
-                "--scratch",
+                "--scratch-dir",
                 &cold_scratch,
                 "--evidence",
                 &cold_evidence,

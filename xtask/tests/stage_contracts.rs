@@ -144,7 +144,7 @@ fn every_failure_json_validates_and_lists_exactly_the_fault_run_tests() {
 }
 
 #[test]
-fn every_stage_toml_has_titles_a_prediction_and_three_hints() {
+fn every_stage_toml_has_titles_a_labelled_prediction_and_three_hints() {
     for dir in stage_dirs() {
         let id = dir.file_name().unwrap().to_string_lossy().into_owned();
         let text = fs::read_to_string(dir.join("stage.toml"))
@@ -166,13 +166,20 @@ fn every_stage_toml_has_titles_a_prediction_and_three_hints() {
                 "{id}: hint languages"
             );
         }
-        let options = meta["prediction"]["options"]["en"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{id}: options"));
-        let answer = meta["prediction"]["answer"].as_integer().unwrap_or(-1);
+        for lang in ["en", "zh-CN"] {
+            let options = meta["prediction"]["options"][lang]
+                .as_array()
+                .unwrap_or_else(|| panic!("{id}: options.{lang}"));
+            assert_eq!(options.len(), 4, "{id}: four options (A-D) in {lang}");
+            assert!(
+                meta["prediction"]["explanation"][lang].is_str(),
+                "{id}: explanation.{lang}"
+            );
+        }
+        let answer = meta["prediction"]["answer"].as_str().unwrap_or_default();
         assert!(
-            (0..options.len() as i64).contains(&answer),
-            "{id}: answer {answer} out of range"
+            ["A", "B", "C", "D"].contains(&answer),
+            "{id}: answer {answer:?} is not a label A-D"
         );
     }
 }
@@ -183,4 +190,105 @@ fn the_test_fn_scanner_sees_attributes_and_skips_comments() {
         "#[test]\n#[should_panic]\nfn a() {}\n// #[test]\nfn b() {}\n#[test]\nfn c_2() {}",
     );
     assert_eq!(names, BTreeSet::from(["a".to_owned(), "c_2".to_owned()]));
+}
+
+/// blake3 over `<path>\n<blake3 of file>\n` for every file under `dir`, in path order (the tree
+/// hash of docs/xtask.md, computed independently of the xtask).
+fn tree_blake3(dir: &Path) -> String {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.insert(
+                    rel,
+                    blake3::hash(&fs::read(&path).unwrap()).to_hex().to_string(),
+                );
+            }
+        }
+    }
+    let mut hasher = blake3::Hasher::new();
+    for (path, hash) in &files {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(hash.as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// Test strength as a contract: every stage has cargo-mutants figures measured on its current
+/// `src/` and `tests/`, and every surviving mutant carries a reason from stage.toml.
+#[test]
+fn every_stage_has_current_mutants_figures_and_every_survivor_is_explained() {
+    let mut problems = Vec::new();
+    for dir in stage_dirs() {
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let n = &id[..2];
+        let path = root().join("evidence/mutants").join(format!("{id}.json"));
+        let Ok(text) = fs::read_to_string(&path) else {
+            problems.push(format!(
+                "{id}: no evidence/mutants/{id}.json; run `cargo xtask mutants {n}`"
+            ));
+            continue;
+        };
+        let evidence: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for (field, sub) in [("src_tree_blake3", "src"), ("tests_tree_blake3", "tests")] {
+            if evidence[field] != tree_blake3(&dir.join(sub)).as_str() {
+                problems.push(format!(
+                    "{id}: {sub}/ changed since the mutants were measured; run `cargo xtask mutants {n}`"
+                ));
+            }
+        }
+        if evidence["unexplained"] != 0 {
+            problems.push(format!(
+                "{id}: {} unexplained surviving mutant(s)",
+                evidence["unexplained"]
+            ));
+        }
+        for survivor in evidence["survivors"].as_array().unwrap() {
+            if !survivor["reason"].is_string() {
+                problems.push(format!(
+                    "{id}: survivor without a reason: {}",
+                    survivor["mutant"]
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "mutants evidence:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The committed verify logs are the deterministic kind (see docs/xtask.md, "Evidence is
+/// deterministic"): no colour codes, no timings, no thread ids.
+#[test]
+fn committed_logs_hold_no_colour_codes_timings_or_thread_ids() {
+    for dir in stage_dirs() {
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for log in ["solution.log", "fault.log"] {
+            let path = root()
+                .join("evidence/single-agent-loop")
+                .join(&id)
+                .join(log);
+            let text =
+                fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!text.contains('\u{1b}'), "{id}/{log} holds colour codes");
+            assert!(
+                !text.contains(" ms)") && !text.contains("finished in"),
+                "{id}/{log} holds timings"
+            );
+            assert!(!text.contains("' ("), "{id}/{log} holds a thread id");
+        }
+    }
 }

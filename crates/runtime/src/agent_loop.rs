@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use retry_policy::{run_with_retry, RetryError, RetryResult, Retryable};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use stop_conditions::{StopController, StopReason as StageStopReason};
+use stop_conditions::{StopController, StopDecision, StopFacts, StopReason as StageStopReason};
 
 use crate::budget::{BudgetMeter, Budgets};
 use crate::decision::{decision_schema, parse_decision, ActionDecision, Decision, FinalDecision};
@@ -287,9 +287,9 @@ impl Run<'_, '_> {
                 }
             }
             // Stage 06 decides: a verified final ends the run even on the last step.
-            let verdict = controller.decide(step, accepted.is_some(), false, &[] as &[&str]);
-            if verdict.stop {
-                return match verdict.reason {
+            let facts = StopFacts { step_count: step, verified: accepted.is_some(), ..StopFacts::default() };
+            if let StopDecision::Stop(reason) = controller.decide(facts) {
+                return match reason {
                     StageStopReason::VerifiedSuccess => {
                         End { reason: StopReason::Completed, accepted, error: None }
                     }

@@ -5,7 +5,7 @@
 //! repeat. This module only counts; the loop emits the guard event and stops.
 
 use serde_json::{Map, Value};
-use stop_conditions::{StopConfigError, StopController, StopReason as StageStopReason};
+use stop_conditions::{StopConfigError, StopController, StopDecision, StopFacts, StopReason as StageStopReason};
 
 use crate::tools::artifacts::canonical_json;
 
@@ -69,7 +69,9 @@ impl Guards {
     }
 
     fn repeated(controller: &StopController, history: &[String]) -> bool {
-        controller.decide(0, false, false, history).reason == StageStopReason::RepeatedAction
+        let actions: Vec<&str> = history.iter().map(String::as_str).collect();
+        let facts = StopFacts { action_history: &actions, ..StopFacts::default() };
+        controller.decide(facts) == StopDecision::Stop(StageStopReason::RepeatedAction)
     }
 
     /// Records rejected arguments as proposed (before defaults); true when the guard fires.

@@ -50,6 +50,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/example/manifest", get(example_manifest))
         .route("/example/file", get(example_file))
         .route("/example.zip", get(example_zip))
+        // course view (course.rs, web/course.js)
+        .route("/course.js", get(web::course_js))
+        .route("/course.css", get(web::course_css))
+        .route("/course/stages", get(course_stages))
+        .route("/course/stages/{id}/guide", get(course_guide))
+        .route("/course/progress", get(course_progress))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -352,4 +358,33 @@ async fn example_zip(State(s): Shared) -> Result<Response, ApiError> {
         zip.as_ref().clone(),
     )
         .into_response())
+}
+
+// ---------- course view: thin handlers over course.rs ----------
+
+fn course_error(e: crate::course::CourseError) -> ApiError {
+    use crate::course::CourseError;
+    match e {
+        CourseError::UnknownStage { .. } => ApiError::not_found("unknown_stage", e.to_string()),
+        CourseError::UnknownLang(_) => ApiError::bad_request("invalid_query", e.to_string()),
+        CourseError::Unreadable { .. } => ApiError::not_found("course_file_unreadable", e.to_string()),
+        CourseError::NoStages(_) => ApiError::not_found("no_course", e.to_string()),
+    }
+}
+
+async fn course_stages(State(s): Shared) -> Result<Response, ApiError> {
+    let root = s.config.root.clone();
+    Ok(ok_json(blocking(move || crate::course::stages(&root).map_err(course_error)).await?))
+}
+
+async fn course_guide(State(s): Shared, id: Result<Path<String>, PathRejection>, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    let lang = query(q)?.get("lang").cloned().unwrap_or_else(|| "en".to_owned());
+    let root = s.config.root.clone();
+    Ok(ok_json(blocking(move || crate::course::guide(&root, &id, &lang).map_err(course_error)).await?))
+}
+
+async fn course_progress(State(s): Shared) -> Result<Response, ApiError> {
+    let root = s.config.root.clone();
+    Ok(ok_json(blocking(move || Ok(crate::course::progress(&root))).await?))
 }

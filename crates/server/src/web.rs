@@ -20,3 +20,12 @@ pub async fn app_js() -> Response {
 pub async fn style_css() -> Response {
     page("text/css; charset=utf-8", include_str!("../web/style.css"))
 }
+
+// The course view's own assets (web/course.js renders the guides and the local self-check).
+pub async fn course_js() -> Response {
+    page("text/javascript; charset=utf-8", include_str!("../web/course.js"))
+}
+
+pub async fn course_css() -> Response {
+    page("text/css; charset=utf-8", include_str!("../web/course.css"))
+}

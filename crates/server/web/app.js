@@ -524,7 +524,11 @@ async function openFile(path) {
 
 // ---------- start ----------
 function init() {
-  $('lang-toggle').addEventListener('click', () => { S.lang = S.lang === 'en' ? 'zh' : 'en'; localStorage.setItem('forge.lang', S.lang); applyLang(); });
+  $('lang-toggle').addEventListener('click', () => {
+    S.lang = S.lang === 'en' ? 'zh' : 'en'; localStorage.setItem('forge.lang', S.lang); applyLang();
+    // course.js follows the same toggle.
+    document.dispatchEvent(new CustomEvent('forge:lang', { detail: S.lang }));
+  });
   $('inspect-btn').addEventListener('click', inspectModel);
   $('unload-btn').addEventListener('click', unloadModel);
   $('run-form').addEventListener('submit', startRun);

@@ -1,6 +1,8 @@
 //! One test per `RetryError` and `ToolError` variant (value and Display text), plus
 //! budget edges: a zero budget, a budget of one, first-try success, attempt numbering.
 //! Nothing here drives a permanent failure through the loop (stage.rs owns that).
+//! Operations that keep failing count their calls and panic past the budget, so a loop that
+//! loses its bound fails these tests instead of hanging them.
 
 use pretty_assertions::assert_eq;
 use retry_policy::{RetryError, RetryResult, Retryable, ToolError, run_with_retry};
@@ -24,7 +26,10 @@ fn zero_budget_is_rejected_without_calling_the_operation() {
 
 #[test]
 fn exhausted_budget_reports_the_last_transient_error() {
+    let mut calls = 0;
     let outcome = run_with_retry(3, |attempt| {
+        calls += 1;
+        assert!(calls <= 3, "the operation ran past its budget of 3");
         Err::<(), _>(ToolError::Transient(format!("busy on try {attempt}")))
     });
 
@@ -88,6 +93,7 @@ fn budget_of_one_never_retries() {
 
     let outcome = run_with_retry(1, |_attempt| {
         calls += 1;
+        assert!(calls <= 1, "the operation ran past its budget of 1");
         Err::<(), _>(ToolError::Transient("busy".to_owned()))
     });
 
@@ -120,6 +126,10 @@ fn attempts_are_numbered_from_one_in_order() {
 
     let outcome = run_with_retry(4, |attempt| {
         seen.push(attempt);
+        assert!(
+            seen.len() <= 4,
+            "the operation ran past its budget of 4: {seen:?}"
+        );
         if attempt == 4 {
             Ok(attempt)
         } else {

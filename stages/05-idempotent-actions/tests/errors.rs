@@ -93,6 +93,7 @@ fn different_keys_are_independent_slots() {
         (2, true)
     );
     assert_eq!(registry.len(), 2);
+    assert!(!registry.is_empty());
 }
 
 #[test]

@@ -2,9 +2,10 @@
 
 use std::fmt;
 
+/// Why a loop stops. "Keep going" is not a reason to stop, so it is not here:
+/// it is [`StopDecision::Continue`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StopReason {
-    Continue,
     VerifiedSuccess,
     FatalError,
     StepBudgetExhausted,
@@ -14,7 +15,6 @@ pub enum StopReason {
 impl StopReason {
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Continue => "continue",
             Self::VerifiedSuccess => "verified_success",
             Self::FatalError => "fatal_error",
             Self::StepBudgetExhausted => "step_budget_exhausted",
@@ -29,16 +29,26 @@ impl fmt::Display for StopReason {
     }
 }
 
+/// One decision: go on, or stop for exactly one named reason. A stop without
+/// a reason, or a reason without a stop, cannot be written down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StopDecision {
-    pub stop: bool,
-    pub reason: StopReason,
+pub enum StopDecision {
+    Continue,
+    Stop(StopReason),
 }
 
-impl StopDecision {
-    fn stop(reason: StopReason) -> Self {
-        Self { stop: true, reason }
-    }
+/// The facts the harness hands in for one decision, named at the call site:
+/// `StopFacts { step_count: 2, verified: true, ..StopFacts::default() }`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StopFacts<'a> {
+    /// Steps taken so far.
+    pub step_count: u32,
+    /// An external check (tests, a schema, the required evidence) passed.
+    pub verified: bool,
+    /// The last tool result was fatal.
+    pub fatal_error: bool,
+    /// Every action taken so far, oldest first.
+    pub action_history: &'a [&'a str],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,38 +100,22 @@ impl StopController {
 
     /// Decides from facts the harness supplies. `verified` must come from an
     /// external check: an action named "answer" proves nothing by itself.
-    pub fn decide<S: AsRef<str>>(
-        &self,
-        step_count: u32,
-        verified: bool,
-        fatal_error: bool,
-        action_history: &[S],
-    ) -> StopDecision {
-        if verified
-            || action_history
-                .last()
-                .is_some_and(|last| last.as_ref() == "answer")
-        {
-            return StopDecision::stop(StopReason::VerifiedSuccess);
+    pub fn decide(&self, facts: StopFacts<'_>) -> StopDecision {
+        if facts.verified || facts.action_history.last() == Some(&"answer") {
+            return StopDecision::Stop(StopReason::VerifiedSuccess);
         }
-        if fatal_error {
-            return StopDecision::stop(StopReason::FatalError);
+        if facts.fatal_error {
+            return StopDecision::Stop(StopReason::FatalError);
         }
-        if step_count >= self.max_steps {
-            return StopDecision::stop(StopReason::StepBudgetExhausted);
+        if facts.step_count >= self.max_steps {
+            return StopDecision::Stop(StopReason::StepBudgetExhausted);
         }
-        if let Some(last) = action_history.last() {
-            let repeats = action_history
-                .iter()
-                .filter(|a| a.as_ref() == last.as_ref())
-                .count();
+        if let Some(last) = facts.action_history.last() {
+            let repeats = facts.action_history.iter().filter(|a| *a == last).count();
             if repeats >= self.repeat_limit as usize {
-                return StopDecision::stop(StopReason::RepeatedAction);
+                return StopDecision::Stop(StopReason::RepeatedAction);
             }
         }
-        StopDecision {
-            stop: false,
-            reason: StopReason::Continue,
-        }
+        StopDecision::Continue
     }
 }

@@ -5,4 +5,4 @@
 
 mod stopping;
 
-pub use stopping::{StopConfigError, StopController, StopDecision, StopReason};
+pub use stopping::{StopConfigError, StopController, StopDecision, StopFacts, StopReason};

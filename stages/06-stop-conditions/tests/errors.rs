@@ -2,16 +2,16 @@
 //! names, and the priority order of the stop checks. Not the seed tests.
 
 use pretty_assertions::assert_eq;
-use stop_conditions::{StopConfigError, StopController, StopDecision, StopReason};
+use stop_conditions::{StopConfigError, StopController, StopDecision, StopFacts, StopReason};
 
-fn stop(reason: StopReason) -> StopDecision {
-    StopDecision { stop: true, reason }
+/// Facts for an unverified step without a fatal error.
+fn after(step_count: u32, action_history: &'static [&'static str]) -> StopFacts<'static> {
+    StopFacts {
+        step_count,
+        action_history,
+        ..StopFacts::default()
+    }
 }
-
-const CONTINUE: StopDecision = StopDecision {
-    stop: false,
-    reason: StopReason::Continue,
-};
 
 #[test]
 fn zero_step_budget_is_refused() {
@@ -47,7 +47,6 @@ fn defaults_are_eight_steps_and_repeat_limit_two() {
 #[test]
 fn reasons_have_stable_snake_case_names() {
     let names: Vec<String> = [
-        StopReason::Continue,
         StopReason::VerifiedSuccess,
         StopReason::FatalError,
         StopReason::StepBudgetExhausted,
@@ -59,7 +58,6 @@ fn reasons_have_stable_snake_case_names() {
     assert_eq!(
         names,
         [
-            "continue",
             "verified_success",
             "fatal_error",
             "step_budget_exhausted",
@@ -73,8 +71,11 @@ fn reasons_have_stable_snake_case_names() {
 fn fatal_error_stops_the_loop() {
     let controller = StopController::default();
     assert_eq!(
-        controller.decide(1, false, true, &["write_file"]),
-        stop(StopReason::FatalError)
+        controller.decide(StopFacts {
+            fatal_error: true,
+            ..after(1, &["write_file"])
+        }),
+        StopDecision::Stop(StopReason::FatalError)
     );
 }
 
@@ -82,8 +83,12 @@ fn fatal_error_stops_the_loop() {
 fn verified_success_wins_over_every_other_reason() {
     let controller = StopController::new(2, 2).unwrap();
     assert_eq!(
-        controller.decide(2, true, true, &["search", "search"]),
-        stop(StopReason::VerifiedSuccess)
+        controller.decide(StopFacts {
+            verified: true,
+            fatal_error: true,
+            ..after(2, &["search", "search"])
+        }),
+        StopDecision::Stop(StopReason::VerifiedSuccess)
     );
 }
 
@@ -91,8 +96,11 @@ fn verified_success_wins_over_every_other_reason() {
 fn fatal_error_wins_over_budget_and_repeat() {
     let controller = StopController::new(2, 2).unwrap();
     assert_eq!(
-        controller.decide(2, false, true, &["search", "search"]),
-        stop(StopReason::FatalError)
+        controller.decide(StopFacts {
+            fatal_error: true,
+            ..after(2, &["search", "search"])
+        }),
+        StopDecision::Stop(StopReason::FatalError)
     );
 }
 
@@ -100,8 +108,8 @@ fn fatal_error_wins_over_budget_and_repeat() {
 fn step_budget_wins_over_repeat() {
     let controller = StopController::new(2, 2).unwrap();
     assert_eq!(
-        controller.decide(2, false, false, &["search", "search"]),
-        stop(StopReason::StepBudgetExhausted)
+        controller.decide(after(2, &["search", "search"])),
+        StopDecision::Stop(StopReason::StepBudgetExhausted)
     );
 }
 
@@ -109,23 +117,32 @@ fn step_budget_wins_over_repeat() {
 fn step_count_past_the_budget_still_stops() {
     let controller = StopController::new(3, 2).unwrap();
     assert_eq!(
-        controller.decide(7, false, false, &["search"]),
-        stop(StopReason::StepBudgetExhausted)
+        controller.decide(after(7, &["search"])),
+        StopDecision::Stop(StopReason::StepBudgetExhausted)
+    );
+}
+
+#[test]
+fn one_step_below_the_budget_continues() {
+    let controller = StopController::new(3, 2).unwrap();
+    assert_eq!(
+        controller.decide(after(2, &["search"])),
+        StopDecision::Continue
     );
 }
 
 #[test]
 fn empty_history_continues() {
     let controller = StopController::default();
-    assert_eq!(controller.decide(0, false, false, &[] as &[&str]), CONTINUE);
+    assert_eq!(controller.decide(after(0, &[])), StopDecision::Continue);
 }
 
 #[test]
 fn repeats_are_counted_across_the_whole_history_not_only_in_a_row() {
     let controller = StopController::default();
     assert_eq!(
-        controller.decide(3, false, false, &["search", "read", "search"]),
-        stop(StopReason::RepeatedAction)
+        controller.decide(after(3, &["search", "read", "search"])),
+        StopDecision::Stop(StopReason::RepeatedAction)
     );
 }
 
@@ -134,8 +151,8 @@ fn only_the_last_action_is_checked_for_repeats() {
     let controller = StopController::default();
     // "search" appears twice, but the loop has moved on to a new action.
     assert_eq!(
-        controller.decide(3, false, false, &["search", "search", "read"]),
-        CONTINUE
+        controller.decide(after(3, &["search", "search", "read"])),
+        StopDecision::Continue
     );
 }
 
@@ -143,21 +160,26 @@ fn only_the_last_action_is_checked_for_repeats() {
 fn higher_repeat_limit_allows_more_repeats() {
     let controller = StopController::new(8, 3).unwrap();
     assert_eq!(
-        controller.decide(2, false, false, &["search", "search"]),
-        CONTINUE
+        controller.decide(after(2, &["search", "search"])),
+        StopDecision::Continue
     );
     assert_eq!(
-        controller.decide(3, false, false, &["search", "search", "search"]),
-        stop(StopReason::RepeatedAction)
+        controller.decide(after(3, &["search", "search", "search"])),
+        StopDecision::Stop(StopReason::RepeatedAction)
     );
 }
 
 #[test]
-fn history_accepts_owned_strings() {
+fn histories_built_at_run_time_are_accepted() {
     let controller = StopController::default();
-    let history = vec!["plot".to_owned(), "plot".to_owned()];
+    let owned = ["plot".to_owned(), "plot".to_owned()];
+    let history: Vec<&str> = owned.iter().map(String::as_str).collect();
     assert_eq!(
-        controller.decide(2, false, false, &history),
-        stop(StopReason::RepeatedAction)
+        controller.decide(StopFacts {
+            step_count: 2,
+            action_history: &history,
+            ..StopFacts::default()
+        }),
+        StopDecision::Stop(StopReason::RepeatedAction)
     );
 }

@@ -1,7 +1,7 @@
 //! `run_agent`: a loop that returns the moment any stop decision says so.
 
 use observation_state::{LoopState, Observation, ObservationStatus, StateError};
-use stop_conditions::{StopConfigError, StopController, StopReason};
+use stop_conditions::{StopConfigError, StopController, StopDecision, StopFacts, StopReason};
 
 /// What one step produced: the action taken, how it ended, and its output.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,17 +72,20 @@ pub fn run_agent_with<P>(
         let verified = verify(&output);
         history.push(action.clone());
         state.record(&action, status, output)?;
-        let decision = controller.decide(
-            number,
+        let actions: Vec<&str> = history.iter().map(String::as_str).collect();
+        let decision = controller.decide(StopFacts {
+            step_count: number,
             verified,
-            status == ObservationStatus::FatalError,
-            &history,
-        );
+            fatal_error: status == ObservationStatus::FatalError,
+            action_history: &actions,
+        });
         // Every stop is obeyed, whatever its reason: a verified result must not
         // be followed by another step, and neither may a repeat or a fatal error.
-        if decision.stop && decision.reason != StopReason::VerifiedSuccess {
+        if let StopDecision::Stop(reason) = decision
+            && reason != StopReason::VerifiedSuccess
+        {
             return Ok(LoopResult {
-                reason: decision.reason,
+                reason,
                 steps: number,
                 observations: state.into_observations(),
             });

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use forge_server::{BackendError, ModelBackend, Mode, ServerConfig, Service, UnavailableBackend};
+use forge_server::{BackendError, Mode, ModelBackend, ServerConfig, Service, UnavailableBackend};
 use http_body_util::BodyExt;
 use runtime::policy::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
 use serde_json::{Value, json};
@@ -20,7 +20,10 @@ use tower::ServiceExt;
 pub const HOST: &str = "127.0.0.1:4890";
 
 pub fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("project root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("project root")
 }
 
 pub struct Harness {
@@ -42,14 +45,25 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { test_policies: true, hold: false, queue_capacity: 8, retention: 200, allowed_origins: vec![], example_root: None, runs_dir: None }
+        Self {
+            test_policies: true,
+            hold: false,
+            queue_capacity: 8,
+            retention: 200,
+            allowed_origins: vec![],
+            example_root: None,
+            runs_dir: None,
+        }
     }
 }
 
 pub fn harness(opts: Options) -> Harness {
     let runs = tempfile::tempdir().expect("tempdir");
     let mut config = ServerConfig::new(project_root());
-    config.runs_dir = opts.runs_dir.clone().unwrap_or_else(|| runs.path().join(".runs"));
+    config.runs_dir = opts
+        .runs_dir
+        .clone()
+        .unwrap_or_else(|| runs.path().join(".runs"));
     config.enable_test_policies = opts.test_policies;
     config.allowed_origins = opts.allowed_origins;
     config.jobs.queue_capacity = opts.queue_capacity;
@@ -59,13 +73,22 @@ pub fn harness(opts: Options) -> Harness {
     }
     let release = Arc::new(AtomicBool::new(false));
     let backend: Arc<dyn ModelBackend> = if opts.hold {
-        Arc::new(HoldBackend { release: release.clone() })
+        Arc::new(HoldBackend {
+            release: release.clone(),
+        })
     } else {
-        Arc::new(UnavailableBackend { reason: "no model in tests".into() })
+        Arc::new(UnavailableBackend {
+            reason: "no model in tests".into(),
+        })
     };
     let service = Service::start(config, backend).expect("service starts");
     let router = service.router();
-    Harness { service, router, runs, release }
+    Harness {
+        service,
+        router,
+        runs,
+        release,
+    }
 }
 
 impl Drop for Harness {
@@ -89,7 +112,11 @@ impl Policy for HoldPolicy {
     fn name(&self) -> String {
         "test-hold".into()
     }
-    fn decide(&mut self, _r: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        _r: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
         loop {
             if control.is_cancelled() {
                 return Err(PolicyError::Cancelled);
@@ -113,7 +140,9 @@ impl ModelBackend for HoldBackend {
         json!({"loaded": false})
     }
     fn policy(&self, _mode: Mode, _t: f32) -> Result<Box<dyn Policy>, PolicyError> {
-        Ok(Box::new(HoldPolicy { release: self.release.clone() }))
+        Ok(Box::new(HoldPolicy {
+            release: self.release.clone(),
+        }))
     }
 }
 
@@ -125,7 +154,8 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.bytes)))
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.bytes)))
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.bytes).into_owned()
@@ -142,12 +172,25 @@ pub async fn send(router: &Router, req: Request<Body>) -> Reply {
     let resp = router.clone().oneshot(req).await.expect("infallible");
     let status = resp.status();
     let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes().to_vec();
-    Reply { status, headers, bytes }
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes()
+        .to_vec();
+    Reply {
+        status,
+        headers,
+        bytes,
+    }
 }
 
 pub fn get(uri: &str) -> Request<Body> {
-    Request::get(uri).header(header::HOST, HOST).body(Body::empty()).unwrap()
+    Request::get(uri)
+        .header(header::HOST, HOST)
+        .body(Body::empty())
+        .unwrap()
 }
 
 pub fn post_json(uri: &str, body: &Value) -> Request<Body> {
@@ -159,7 +202,10 @@ pub fn post_json(uri: &str, body: &Value) -> Request<Body> {
 }
 
 pub fn post_empty(uri: &str) -> Request<Body> {
-    Request::post(uri).header(header::HOST, HOST).body(Body::empty()).unwrap()
+    Request::post(uri)
+        .header(header::HOST, HOST)
+        .body(Body::empty())
+        .unwrap()
 }
 
 pub async fn start_run(router: &Router, body: Value) -> String {
@@ -196,7 +242,10 @@ pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
         if s["status"] == status {
             return s;
         }
-        assert!(Instant::now() < deadline, "run {id} never reached {status}: {s}");
+        assert!(
+            Instant::now() < deadline,
+            "run {id} never reached {status}: {s}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -204,8 +253,10 @@ pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
 fn trace_event_validator() -> &'static jsonschema::Validator {
     static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
     V.get_or_init(|| {
-        let text = std::fs::read_to_string(project_root().join("schemas/trace_event.schema.json")).expect("trace_event schema");
-        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema JSON")).expect("valid schema")
+        let text = std::fs::read_to_string(project_root().join("schemas/trace_event.schema.json"))
+            .expect("trace_event schema");
+        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema JSON"))
+            .expect("valid schema")
     })
 }
 
@@ -213,9 +264,23 @@ fn trace_event_validator() -> &'static jsonschema::Validator {
 /// ones the server seals itself) conforms to schemas/trace_event.schema.json.
 pub fn assert_contiguous(events: &[Value]) {
     for (i, e) in events.iter().enumerate() {
-        assert_eq!(e["seq"].as_u64(), Some(i as u64 + 1), "event {i} out of sequence: {e}");
-        let errors: Vec<String> = trace_event_validator().iter_errors(e).map(|err| err.to_string()).collect();
-        assert!(errors.is_empty(), "event {e} does not match trace_event.schema.json: {errors:?}");
+        assert_eq!(
+            e["seq"].as_u64(),
+            Some(i as u64 + 1),
+            "event {i} out of sequence: {e}"
+        );
+        let errors: Vec<String> = trace_event_validator()
+            .iter_errors(e)
+            .map(|err| err.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "event {e} does not match trace_event.schema.json: {errors:?}"
+        );
     }
-    assert_eq!(events.last().map(|e| e["phase"].clone()), Some(json!("run.finished")), "last event is not run.finished");
+    assert_eq!(
+        events.last().map(|e| e["phase"].clone()),
+        Some(json!("run.finished")),
+        "last event is not run.finished"
+    );
 }

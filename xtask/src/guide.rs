@@ -1,0 +1,405 @@
+//! Stage guides (`README.md`, `README.zh-CN.md`): their one set of sections, and the parts a
+//! learner may see before a stage passes.
+//!
+//! Both languages use the same fourteen `##` sections in the same order (`Section::ALL`, headings
+//! from `schemas/guide_sections.json`), so a section can be looked up by meaning in either file. This module only reads and reassembles
+//! markdown; it never decides what a learner has earned (see `check.rs`).
+
+use std::fs;
+use std::sync::OnceLock;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use crate::course::{Lang, Stage};
+
+/// The `##` sections of every guide, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Problem,
+    PredictFirst,
+    WhatItIs,
+    WhatItIsNot,
+    Neighbours,
+    BoundaryDecision,
+    WorkedExample,
+    ImplementationSteps,
+    Hints,
+    FaultLab,
+    TransferChallenge,
+    DesignQuestion,
+    AfterItPasses,
+    MasteryEvidence,
+}
+
+impl Section {
+    pub const ALL: [Section; 14] = [
+        Section::Problem,
+        Section::PredictFirst,
+        Section::WhatItIs,
+        Section::WhatItIsNot,
+        Section::Neighbours,
+        Section::BoundaryDecision,
+        Section::WorkedExample,
+        Section::ImplementationSteps,
+        Section::Hints,
+        Section::FaultLab,
+        Section::TransferChallenge,
+        Section::DesignQuestion,
+        Section::AfterItPasses,
+        Section::MasteryEvidence,
+    ];
+
+    /// The key of this section in `schemas/guide_sections.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::Problem => "problem",
+            Section::PredictFirst => "predict_first",
+            Section::WhatItIs => "what_it_is",
+            Section::WhatItIsNot => "what_it_is_not",
+            Section::Neighbours => "neighbours",
+            Section::BoundaryDecision => "boundary_decision",
+            Section::WorkedExample => "worked_example",
+            Section::ImplementationSteps => "implementation_steps",
+            Section::Hints => "hints",
+            Section::FaultLab => "fault_lab",
+            Section::TransferChallenge => "transfer_challenge",
+            Section::DesignQuestion => "design_question",
+            Section::AfterItPasses => "after_it_passes",
+            Section::MasteryEvidence => "mastery_evidence",
+        }
+    }
+
+    /// The heading text in a language (without `## `), from `schemas/guide_sections.json`.
+    pub fn heading(self, lang: Lang) -> &'static str {
+        let entry = sections()
+            .iter()
+            .find(|s| s.key == self.key())
+            .expect("every Section has an entry (checked by a test)");
+        match lang {
+            Lang::En => &entry.en,
+            Lang::ZhCn => &entry.zh_cn,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct SectionEntry {
+    key: String,
+    en: String,
+    #[serde(rename = "zh-CN")]
+    zh_cn: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SectionsFile {
+    sections: Vec<SectionEntry>,
+}
+
+/// The section list, parsed once. The file is compiled in: a broken one fails the first use.
+fn sections() -> &'static [SectionEntry] {
+    static SECTIONS: OnceLock<Vec<SectionEntry>> = OnceLock::new();
+    SECTIONS.get_or_init(|| {
+        serde_json::from_str::<SectionsFile>(include_str!("../../schemas/guide_sections.json"))
+            .expect("schemas/guide_sections.json parses")
+            .sections
+    })
+}
+
+/// A guide split at its `##` headings (headings inside code fences do not count).
+#[derive(Debug, Clone)]
+pub struct Guide {
+    /// The `# ` line, without the `# `.
+    pub title: String,
+    /// Everything between the title and the first section.
+    pub intro: String,
+    /// `(heading, body)` in file order.
+    pub sections: Vec<(String, String)>,
+}
+
+impl Guide {
+    pub fn parse(text: &str) -> Guide {
+        let mut title = String::new();
+        let mut intro = String::new();
+        let mut sections: Vec<(String, String)> = Vec::new();
+        let mut in_fence = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            if !in_fence {
+                if let Some(heading) = line.strip_prefix("## ") {
+                    sections.push((heading.trim().to_owned(), String::new()));
+                    continue;
+                }
+                if title.is_empty()
+                    && sections.is_empty()
+                    && let Some(t) = line.strip_prefix("# ")
+                {
+                    title = t.trim().to_owned();
+                    continue;
+                }
+            }
+            let body = match sections.last_mut() {
+                Some((_, body)) => body,
+                None => &mut intro,
+            };
+            body.push_str(line);
+            body.push('\n');
+        }
+        Guide {
+            title,
+            intro,
+            sections,
+        }
+    }
+
+    pub fn load(stage: &Stage, lang: Lang) -> anyhow::Result<Guide> {
+        let path = stage.dir.join(lang.guide_file());
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Guide::parse(&text))
+    }
+
+    /// The body of a section, trimmed; an error names the guide and the missing heading.
+    pub fn section(&self, section: Section, lang: Lang) -> anyhow::Result<&str> {
+        let heading = section.heading(lang);
+        self.sections
+            .iter()
+            .find(|(h, _)| h == heading)
+            .map(|(_, body)| body.trim())
+            .with_context(|| {
+                format!(
+                    "the {} guide `{}` has no `## {heading}` section",
+                    lang.code(),
+                    self.title
+                )
+            })
+    }
+
+    /// Problems with the structure: every canonical heading, once, in order, nothing else; and a
+    /// link to the guide in the other language before the first section.
+    pub fn structure_problems(&self, lang: Lang) -> Vec<String> {
+        let mut problems = Vec::new();
+        let found: Vec<&str> = self.sections.iter().map(|(h, _)| h.as_str()).collect();
+        let wanted: Vec<&str> = Section::ALL.iter().map(|s| s.heading(lang)).collect();
+        if found != wanted {
+            problems.push(format!(
+                "sections are {found:?}; a {} guide has exactly {wanted:?}",
+                lang.code()
+            ));
+        }
+        let link = match lang {
+            Lang::En => "[中文](README.zh-CN.md)",
+            Lang::ZhCn => "[English](README.md)",
+        };
+        if !self.intro.contains(link) {
+            problems.push(format!(
+                "the intro does not link the other language ({link})"
+            ));
+        }
+        problems
+    }
+}
+
+/// Which exercise the learner's copy holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exercise {
+    /// The faulty file in place of the solution: find and repair the defect.
+    Repair,
+    /// The module with `todo!()` bodies: build it from the implementation steps.
+    Scratch,
+}
+
+impl Exercise {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exercise::Repair => "repair",
+            Exercise::Scratch => "scratch",
+        }
+    }
+}
+
+/// The README of a learner's copy: the problem, the prediction without its answer, the boundary,
+/// the steps, the fault lab and the transfer challenge, plus what to run. Nothing from the hints,
+/// the answer, the diagnosis or the repair (those live in sections this never copies).
+pub fn learner_readme(
+    stage: &Stage,
+    source_file: &str,
+    exercise: Exercise,
+    lang: Lang,
+) -> anyhow::Result<String> {
+    let guide = Guide::load(stage, lang)?;
+    let problems = guide.structure_problems(lang);
+    if !problems.is_empty() {
+        bail!(
+            "{}/{}: {}",
+            stage.id,
+            lang.guide_file(),
+            problems.join("; ")
+        );
+    }
+    let n = stage.number();
+    let other = match lang {
+        Lang::En => "[中文](README.zh-CN.md)",
+        Lang::ZhCn => "[English](README.md)",
+    };
+    let mut out = String::new();
+    let copy_title = match lang {
+        Lang::En => format!("# {} · your copy\n\n{other}\n\n", guide.title),
+        Lang::ZhCn => format!("# {} · 你的练习副本\n\n{other}\n\n", guide.title),
+    };
+    out.push_str(&copy_title);
+    let task = match (exercise, lang) {
+        (Exercise::Repair, Lang::En) => format!(
+            "`{source_file}` holds one deliberate defect; the tests in `tests/` describe correct behaviour."
+        ),
+        (Exercise::Scratch, Lang::En) => format!(
+            "`{source_file}` keeps its types and signatures, but every function body is `todo!()`: \
+             build it from the implementation steps below. The same tests judge it."
+        ),
+        (Exercise::Repair, Lang::ZhCn) => {
+            format!("`{source_file}` 里有一处故意埋下的缺陷；`tests/` 里的测试描述了正确行为。")
+        }
+        (Exercise::Scratch, Lang::ZhCn) => format!(
+            "`{source_file}` 保留了类型和函数签名，但每个函数体都是 `todo!()`：请按下面的实现步骤把它写出来。判定它的是同一组测试。"
+        ),
+    };
+    out.push_str(&task);
+    out.push_str("\n\n");
+    let steps = match lang {
+        Lang::En => format!(
+            "1. Commit a prediction first: `cargo xtask predict {n} <A-D>` (it is final; you learn why right away).\n\
+             2. Work on `{source_file}` until `cargo xtask check {n}` passes, or let `cargo xtask watch` re-check on every save.\n\
+             3. Write your transfer test in `tests/transfer.rs` (see *Transfer challenge*). `check` runs it on your code, where it must pass, \
+             and on the original faulty code, where it must fail: it has to catch the bug.\n\
+             4. Stuck? `cargo xtask hint {n}` gives one hint at a time.\n\n\
+             The reference solution, the diagnosis and the repair principle are shown once the stage passes.\n"
+        ),
+        Lang::ZhCn => format!(
+            "1. 先提交预测：`cargo xtask predict {n} <A-D>`（提交后不能更改，随即告诉你原因）。\n\
+             2. 修改 `{source_file}`，直到 `cargo xtask check {n}` 通过；也可以用 `cargo xtask watch`，每次保存自动重新检查。\n\
+             3. 在 `tests/transfer.rs` 里写你的迁移测试（见“迁移挑战”）。`check` 会在你的代码上运行它（必须通过），\
+             也会在原来的故障代码上运行它（必须失败）：它得能抓住这个缺陷。\n\
+             4. 卡住了？`cargo xtask hint {n}` 每次给一条提示。\n\n\
+             参考答案、诊断过程和修复原则会在本阶段通过之后显示。\n"
+        ),
+    };
+    out.push_str(&steps);
+    let mut shown = vec![
+        Section::Problem,
+        Section::PredictFirst,
+        Section::BoundaryDecision,
+        Section::ImplementationSteps,
+    ];
+    if exercise == Exercise::Repair {
+        shown.push(Section::FaultLab);
+    }
+    shown.push(Section::TransferChallenge);
+    for section in shown {
+        let body = guide.section(section, lang)?;
+        out.push_str(&format!("\n## {}\n\n{body}\n", section.heading(lang)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_inside_code_fences_do_not_split_sections() {
+        let guide = Guide::parse(
+            "# Stage 1\n\nintro\n\n## The problem\n\ntext\n```sh\n## not a heading\n```\n## Predict first\nq\n",
+        );
+        assert_eq!(guide.title, "Stage 1");
+        assert_eq!(guide.intro.trim(), "intro");
+        let headings: Vec<&str> = guide.sections.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(headings, ["The problem", "Predict first"]);
+        assert!(guide.sections[0].1.contains("## not a heading"));
+        assert_eq!(guide.section(Section::PredictFirst, Lang::En).unwrap(), "q");
+        assert!(
+            guide
+                .section(Section::Hints, Lang::En)
+                .unwrap_err()
+                .to_string()
+                .contains("has no `## Hints` section")
+        );
+    }
+
+    /// The seven real guides: the one set of sections, a link to the other language, options
+    /// labelled A-D, and an answer (under "After it passes") that matches stage.toml.
+    #[test]
+    fn every_stage_guide_has_the_sections_links_and_labels() {
+        let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
+        let mut problems = Vec::new();
+        for stage in &course.stages {
+            let meta = crate::course::load_meta(stage).unwrap();
+            for (lang, answer) in [
+                (Lang::En, format!("**Answer: {}.**", meta.prediction.answer)),
+                (
+                    Lang::ZhCn,
+                    format!("**答案是 {}。**", meta.prediction.answer),
+                ),
+            ] {
+                let at = format!("{}/{}", stage.id, lang.guide_file());
+                let guide = Guide::load(stage, lang).unwrap();
+                problems.extend(
+                    guide
+                        .structure_problems(lang)
+                        .into_iter()
+                        .map(|p| format!("{at}: {p}")),
+                );
+                let predict = guide
+                    .section(Section::PredictFirst, lang)
+                    .unwrap_or_default();
+                let labels: Vec<&str> = predict
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("- **"))
+                    .filter_map(|l| l.split_once(".**").map(|(label, _)| label))
+                    .collect();
+                if labels != ["A", "B", "C", "D"] {
+                    problems.push(format!(
+                        "{at}: prediction options are labelled {labels:?}, not A-D"
+                    ));
+                }
+                if predict.contains("**Answer") || predict.contains("**答案") {
+                    problems.push(format!("{at}: the answer is printed under the question"));
+                }
+                let after = guide
+                    .section(Section::AfterItPasses, lang)
+                    .unwrap_or_default();
+                if !after.contains(&answer) {
+                    problems.push(format!(
+                        "{at}: \"After it passes\" lacks `{answer}` (stage.toml)"
+                    ));
+                }
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "guide problems:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_section_enum_and_the_schema_list_agree() {
+        let keys: Vec<&str> = sections().iter().map(|s| s.key.as_str()).collect();
+        let ours: Vec<&str> = Section::ALL.iter().map(|s| s.key()).collect();
+        assert_eq!(keys, ours);
+    }
+
+    #[test]
+    fn structure_problems_name_the_found_and_wanted_headings() {
+        let guide = Guide::parse("# T\n## The problem\n");
+        let problems = guide.structure_problems(Lang::En);
+        assert_eq!(problems.len(), 2);
+        assert!(
+            problems[1].contains("does not link the other language"),
+            "{problems:?}"
+        );
+        assert!(problems[0].contains("[\"The problem\"]"), "{problems:?}");
+        assert!(problems[0].contains("Mastery evidence"), "{problems:?}");
+    }
+}

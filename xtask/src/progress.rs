@@ -1,0 +1,366 @@
+//! The learner's record, `learn/progress.json`, and the verbs that only read or extend it:
+//! `progress`, `hint` and `predict`.
+//!
+//! Building and judging the learner's crate is `learn.rs` and `check.rs`; this module never runs
+//! cargo. It hands out one hint level at a time and takes one prediction per stage, before the
+//! first check.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::args::{Args, Flag};
+use crate::course::{self, Course, Lang, OPTION_LABELS, Prediction, Stage};
+use crate::report;
+
+pub const HINT_FLAGS: &[Flag] = &[];
+pub const PREDICT_FLAGS: &[Flag] = &[];
+pub const PROGRESS_FLAGS: &[Flag] = &[("reset", false)];
+
+/// Written as 2; files written as 1 (before predictions and exercise kinds) still load.
+const PROGRESS_FORMAT: u32 = 2;
+
+/// `learn/progress.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Progress {
+    pub format_version: u32,
+    pub stages: BTreeMap<String, StageProgress>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageProgress {
+    pub started_at: Option<String>,
+    /// `repair` (the faulty file) or `scratch` (`todo!()` bodies); absent means `repair`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exercise: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<PredictionRecord>,
+    pub checks: u32,
+    pub last_check_at: Option<String>,
+    /// A learner outcome: `passed`, `failed`, `unviable`, `timeout`, `transfer_missing` or
+    /// `transfer_not_caught`.
+    pub last_result: Option<String>,
+    pub passed_at: Option<String>,
+    pub hints_shown: u32,
+}
+
+/// The learner's committed guess.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictionRecord {
+    /// `A` to `D`.
+    pub choice: String,
+    pub correct: bool,
+    pub at: String,
+}
+
+pub fn learn_dir(course: &Course) -> PathBuf {
+    course.root.join("learn")
+}
+
+pub fn progress_path(course: &Course) -> PathBuf {
+    learn_dir(course).join("progress.json")
+}
+
+impl Progress {
+    /// Loads the state; a missing file is a fresh start, a damaged one is an error naming the fix.
+    pub fn load(path: &Path) -> anyhow::Result<Progress> {
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Progress {
+                    format_version: PROGRESS_FORMAT,
+                    stages: BTreeMap::new(),
+                });
+            }
+            Err(e) => bail!("cannot read {}: {e}", path.display()),
+        };
+        let corrupted = |why: String| {
+            anyhow::anyhow!(
+                "{} is not valid progress state ({why}).\nRun `cargo xtask progress --reset` to start the record over \
+                 (your learn/NN-name crates are kept).",
+                path.display()
+            )
+        };
+        let mut progress: Progress =
+            serde_json::from_str(&text).map_err(|e| corrupted(e.to_string()))?;
+        if !(1..=PROGRESS_FORMAT).contains(&progress.format_version) {
+            return Err(corrupted(format!(
+                "format_version {} is not 1 or {PROGRESS_FORMAT}",
+                progress.format_version
+            )));
+        }
+        for (id, stage) in &progress.stages {
+            if let Some(p) = &stage.prediction
+                && Prediction::index_of(&p.choice).is_none()
+            {
+                return Err(corrupted(format!(
+                    "stages.{id}.prediction.choice `{}` is not one of A-D",
+                    p.choice
+                )));
+            }
+        }
+        progress.format_version = PROGRESS_FORMAT;
+        Ok(progress)
+    }
+
+    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        // Write then rename, so an interrupted save never leaves a half-written state file.
+        let tmp = path.with_extension("json.tmp");
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        Ok(())
+    }
+
+    pub fn stage(&self, stage: &Stage) -> Option<&StageProgress> {
+        self.stages.get(&stage.id)
+    }
+
+    pub fn passed(&self, stage: &Stage) -> bool {
+        self.stage(stage).is_some_and(|s| s.passed_at.is_some())
+    }
+}
+
+pub fn now() -> String {
+    report::rfc3339(SystemTime::now())
+}
+
+pub fn cmd_predict(args: Args) -> anyhow::Result<ExitCode> {
+    let usage = "cargo xtask predict STAGE <A-D>";
+    args.at_most_positionals(2, usage)?;
+    let course = Course::open(&args)?;
+    let (Some(selector), Some(choice)) = (args.positional.first(), args.positional.get(1)) else {
+        bail!("usage: {usage}");
+    };
+    let stage = course.stage(selector)?.clone();
+    let lang = Lang::choose(&args)?;
+    predict(&course, &stage, choice, lang, &mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records the learner's guess (once, before the first check) and answers it with the explanation.
+pub fn predict(
+    course: &Course,
+    stage: &Stage,
+    choice: &str,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let meta = course::load_meta(stage)?;
+    let Some(index) = Prediction::index_of(choice) else {
+        bail!(
+            "`{choice}` is not an option; choose one of {}",
+            OPTION_LABELS.join(", ")
+        );
+    };
+    let path = progress_path(course);
+    let mut progress = Progress::load(&path)?;
+    let entry = progress.stages.entry(stage.id.clone()).or_default();
+    if let Some(done) = &entry.prediction {
+        bail!(
+            "you already committed {} for stage {} ({}); a prediction is made once",
+            done.choice,
+            stage.number(),
+            done.at
+        );
+    }
+    if entry.checks > 0 {
+        bail!(
+            "stage {} has been checked {} time(s) already; a prediction is made before the first check",
+            stage.number(),
+            entry.checks
+        );
+    }
+    let label = OPTION_LABELS[index];
+    let answer = meta.prediction.answer_index();
+    let correct = index == answer;
+    entry.prediction = Some(PredictionRecord {
+        choice: label.to_owned(),
+        correct,
+        at: now(),
+    });
+    progress.save(&path)?;
+    let options = meta.prediction.options.get(lang);
+    let right = OPTION_LABELS[answer];
+    match (lang, correct) {
+        (Lang::En, true) => writeln!(out, "{label}: right. {}", options[index])?,
+        (Lang::En, false) => writeln!(
+            out,
+            "{label}: not this time. The answer is {right}: {}",
+            options[answer]
+        )?,
+        (Lang::ZhCn, true) => writeln!(out, "{label}：猜对了。{}", options[index])?,
+        (Lang::ZhCn, false) => writeln!(
+            out,
+            "{label}：这次没猜中。答案是 {right}：{}",
+            options[answer]
+        )?,
+    }
+    writeln!(out, "\n{}", meta.prediction.explanation.get(lang).trim())?;
+    let next = match lang {
+        Lang::En => format!("\nNext: cargo xtask check {}", stage.number()),
+        Lang::ZhCn => format!("\n下一步：cargo xtask check {}", stage.number()),
+    };
+    writeln!(out, "{next}")?;
+    Ok(())
+}
+
+pub fn cmd_hint(args: Args) -> anyhow::Result<ExitCode> {
+    args.at_most_positionals(2, "cargo xtask hint STAGE [LEVEL]")?;
+    let course = Course::open(&args)?;
+    let stage = course.stage(
+        args.positional
+            .first()
+            .context("usage: cargo xtask hint STAGE [LEVEL]")?,
+    )?;
+    let lang = Lang::choose(&args)?;
+    let level = args
+        .positional
+        .get(1)
+        .map(|l| {
+            l.parse::<u32>()
+                .with_context(|| format!("hint level `{l}` is not a number"))
+        })
+        .transpose()?;
+    hint(&course, stage, level, lang, &mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows the next hint, or `level` when it is one already seen or the next one: hints come one
+/// level at a time.
+pub fn hint(
+    course: &Course,
+    stage: &Stage,
+    level: Option<u32>,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let meta = course::load_meta(stage)?;
+    let path = progress_path(course);
+    let mut progress = Progress::load(&path)?;
+    let entry = progress.stages.entry(stage.id.clone()).or_default();
+    let total = meta.hints.len() as u32;
+    let next = (entry.hints_shown + 1).min(total);
+    let level = match level {
+        Some(n) if n == 0 || n > total => bail!(
+            "hint level {n} does not exist; stage {} has levels 1-{total}",
+            stage.number()
+        ),
+        Some(n) if n > next => bail!(
+            "hints come one level at a time: you have seen {} of {total}; \
+             `cargo xtask hint {}` shows level {next}",
+            entry.hints_shown,
+            stage.number()
+        ),
+        Some(n) => n,
+        None => next,
+    };
+    let first_time = level > entry.hints_shown;
+    entry.hints_shown = entry.hints_shown.max(level);
+    let label = match lang {
+        Lang::En => format!(
+            "hint {level}/{total} for stage {} ({})",
+            stage.number(),
+            meta.title.get(lang)
+        ),
+        Lang::ZhCn => format!(
+            "第 {level}/{total} 条提示 · 阶段 {}（{}）",
+            stage.number(),
+            meta.title.get(lang)
+        ),
+    };
+    writeln!(
+        out,
+        "{label}\n\n{}",
+        meta.hints[(level - 1) as usize].get(lang)
+    )?;
+    if level == total && !first_time {
+        match lang {
+            Lang::En => writeln!(out, "\n(that was the last hint)")?,
+            Lang::ZhCn => writeln!(out, "\n（这是最后一条提示）")?,
+        }
+    }
+    progress.save(&path)?;
+    Ok(())
+}
+
+pub fn cmd_progress(args: Args) -> anyhow::Result<ExitCode> {
+    args.at_most_positionals(0, "cargo xtask progress [--reset]")?;
+    let course = Course::open(&args)?;
+    let state_path = progress_path(&course);
+    if args.flag("reset") {
+        match fs::remove_file(&state_path) {
+            Ok(()) => println!(
+                "removed {}; your learn/NN-name crates are kept",
+                course.relative(&state_path)
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                println!("no progress recorded yet")
+            }
+            Err(e) => bail!("cannot remove {}: {e}", state_path.display()),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let lang = Lang::choose(&args)?;
+    print_progress(&course, lang, &mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The stage list with each stage's status (also the watch mode's `l` key).
+pub fn print_progress(course: &Course, lang: Lang, out: &mut dyn Write) -> anyhow::Result<()> {
+    let progress = Progress::load(&progress_path(course))?;
+    let mut done = 0;
+    for stage in &course.stages {
+        let title = course::load_meta(stage)
+            .map(|m| m.title.get(lang).to_owned())
+            .unwrap_or_else(|_| stage.id.clone());
+        let state = progress.stage(stage);
+        let has_crate = learn_dir(course)
+            .join(&stage.id)
+            .join("Cargo.toml")
+            .is_file();
+        let status = match (state, has_crate) {
+            (Some(s), _) if s.passed_at.is_some() => {
+                done += 1;
+                format!(
+                    "done     (passed {})",
+                    s.passed_at.as_deref().unwrap_or_default()
+                )
+            }
+            (Some(s), true) if s.checks > 0 => format!(
+                "started  ({} check{}, last: {})",
+                s.checks,
+                if s.checks == 1 { "" } else { "s" },
+                s.last_result.as_deref().unwrap_or("?")
+            ),
+            (_, true) => "started  (not checked yet)".to_owned(),
+            _ => "not started".to_owned(),
+        };
+        let hints = state.map(|s| s.hints_shown).unwrap_or(0);
+        let predicted = match state.and_then(|s| s.prediction.as_ref()) {
+            Some(p) if p.correct => format!("  predicted {} ✓", p.choice),
+            Some(p) => format!("  predicted {} ✗", p.choice),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "{}  {:<34} {status}  hints {hints}/3{predicted}",
+            stage.number(),
+            title
+        )?;
+    }
+    writeln!(out, "\n{done}/{} stages done", course.stages.len())?;
+    Ok(())
+}

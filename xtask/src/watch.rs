@@ -1,0 +1,353 @@
+//! `cargo xtask watch`: re-run the check on every save, rustlings-style, and move on to the next
+//! stage when one passes.
+//!
+//! One event loop over two sources: file events from `notify` (the current copy only, build output
+//! ignored) and keys. On a terminal keys are single key presses (crossterm raw mode, so output lines
+//! end in `\r\n`); otherwise each line of stdin is one key, which is how the self-test drives it.
+//! The verbs themselves (`check`, `hint`, `predict`, `progress`) do the work.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use anyhow::Context;
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use crate::args::{Args, Flag};
+use crate::check::{self, LearnerOutcome};
+use crate::course::{self, Course, Lang, Prediction, Stage};
+use crate::guide::Exercise;
+use crate::learn;
+use crate::progress::{self, Progress, progress_path};
+
+pub const WATCH_FLAGS: &[Flag] = &[("timeout", true)];
+
+/// Editors save in bursts (temp file, rename, metadata): wait this long for the burst to end.
+const SETTLE: Duration = Duration::from_millis(200);
+
+enum Event {
+    Changed,
+    Key(char),
+    WatchError(String),
+}
+
+pub fn cmd_watch(args: Args) -> anyhow::Result<ExitCode> {
+    args.at_most_positionals(1, "cargo xtask watch [STAGE]")?;
+    let course = Course::open(&args)?;
+    let lang = Lang::choose(&args)?;
+    let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
+    let progress = Progress::load(&progress_path(&course))?;
+    let stage = match args.positional.first() {
+        Some(selector) => course.stage(selector)?.clone(),
+        None => match course.stages.iter().find(|s| !progress.passed(s)) {
+            Some(stage) => stage.clone(),
+            None => {
+                println!("Every stage passes already. `cargo xtask progress` shows the course.");
+                return Ok(ExitCode::SUCCESS);
+            }
+        },
+    };
+
+    let (tx, rx) = mpsc::channel();
+    let interactive = std::io::stdin().is_terminal();
+    let _raw = if interactive {
+        Some(RawMode::enable()?)
+    } else {
+        None
+    };
+    spawn_keys(tx.clone(), interactive);
+    let mut out = Output { raw: interactive };
+    let result = watch_loop(&course, stage, lang, timeout, &tx, &rx, &mut out);
+    drop(_raw);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn watch_loop(
+    course: &Course,
+    mut stage: Stage,
+    lang: Lang,
+    timeout: Duration,
+    tx: &Sender<Event>,
+    rx: &Receiver<Event>,
+    out: &mut Output,
+) -> anyhow::Result<ExitCode> {
+    let mut watcher = file_watcher(tx.clone())?;
+    let mut watched = start_stage(course, &stage, lang, &mut watcher, None, out)?;
+    let mut inbox = Inbox {
+        rx,
+        pending: VecDeque::new(),
+    };
+    let mut run_check = true;
+    loop {
+        let predicted = Progress::load(&progress_path(course))?
+            .stage(&stage)
+            .and_then(|s| s.prediction.clone())
+            .is_some();
+        if !predicted {
+            prompt_prediction(&stage, lang, out)?;
+        } else if run_check {
+            out.clear_screen();
+            let outcome = check::check(course, &stage, lang, timeout, out)?;
+            if outcome == LearnerOutcome::Passed {
+                let progress = Progress::load(&progress_path(course))?;
+                let next = course
+                    .stages
+                    .iter()
+                    .skip_while(|s| s.id != stage.id)
+                    .skip(1)
+                    .find(|s| !progress.passed(s));
+                match next {
+                    Some(next) => {
+                        stage = next.clone();
+                        writeln!(out)?;
+                        watched =
+                            start_stage(course, &stage, lang, &mut watcher, Some(&watched), out)?;
+                        continue;
+                    }
+                    None => {
+                        match lang {
+                            Lang::En => writeln!(out, "\nEvery stage passes. Well done.")?,
+                            Lang::ZhCn => writeln!(out, "\n所有阶段都已通过。")?,
+                        }
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+            }
+            print_keys(&stage, lang, out)?;
+        }
+        run_check = false;
+        match inbox.next()? {
+            Event::Changed => run_check = true,
+            Event::WatchError(e) => writeln!(out, "file watcher: {e}")?,
+            Event::Key('q') => return Ok(ExitCode::SUCCESS),
+            Event::Key('r') => run_check = true,
+            Event::Key('h') => {
+                writeln!(out)?;
+                if let Err(e) = progress::hint(course, &stage, None, lang, out) {
+                    writeln!(out, "{e:#}")?;
+                }
+            }
+            Event::Key('l') => {
+                writeln!(out)?;
+                progress::print_progress(course, lang, out)?;
+            }
+            Event::Key(c) if !predicted && Prediction::index_of(&c.to_string()).is_some() => {
+                writeln!(out)?;
+                progress::predict(course, &stage, &c.to_string(), lang, out)?;
+                run_check = true;
+            }
+            Event::Key(_) => print_keys(&stage, lang, out)?,
+        }
+    }
+}
+
+/// Creates the stage's copy when missing, prints its introduction and watches it.
+fn start_stage(
+    course: &Course,
+    stage: &Stage,
+    lang: Lang,
+    watcher: &mut notify::RecommendedWatcher,
+    previous: Option<&Path>,
+    out: &mut Output,
+) -> anyhow::Result<std::path::PathBuf> {
+    if let Some(previous) = previous {
+        watcher.unwatch(previous).ok();
+    }
+    if !learn::has_copy(course, stage) {
+        learn::create_copy(course, stage, Exercise::Repair)?;
+        learn::print_intro(course, stage, Exercise::Repair, lang, out)?;
+    }
+    let dir = learn::copy_dir(course, stage);
+    watcher
+        .watch(&dir, RecursiveMode::Recursive)
+        .with_context(|| format!("watching {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn prompt_prediction(stage: &Stage, lang: Lang, out: &mut Output) -> anyhow::Result<()> {
+    let meta = course::load_meta(stage)?;
+    learn::print_prediction(&meta, lang, out)?;
+    match lang {
+        Lang::En => writeln!(
+            out,
+            "Press a, b, c or d to commit your prediction (h hint · l list · q quit)."
+        )?,
+        Lang::ZhCn => writeln!(
+            out,
+            "按 a、b、c 或 d 提交你的预测（h 提示 · l 列表 · q 退出）。"
+        )?,
+    }
+    Ok(())
+}
+
+fn print_keys(stage: &Stage, lang: Lang, out: &mut Output) -> anyhow::Result<()> {
+    match lang {
+        Lang::En => writeln!(
+            out,
+            "\nwatching learn/{}/ · save to re-check · h hint · l list · r re-run · q quit",
+            stage.id
+        )?,
+        Lang::ZhCn => writeln!(
+            out,
+            "\n正在监视 learn/{}/ · 保存即重新检查 · h 提示 · l 列表 · r 重新运行 · q 退出",
+            stage.id
+        )?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The loop's inbox: file events arriving in one burst count once; keys pressed meanwhile wait.
+struct Inbox<'a> {
+    rx: &'a Receiver<Event>,
+    pending: VecDeque<Event>,
+}
+
+impl Inbox<'_> {
+    fn next(&mut self) -> anyhow::Result<Event> {
+        let event = match self.pending.pop_front() {
+            Some(event) => event,
+            None => self
+                .rx
+                .recv()
+                .context("every event source of the watch loop has stopped")?,
+        };
+        if matches!(event, Event::Changed) {
+            loop {
+                match self.rx.recv_timeout(SETTLE) {
+                    Ok(Event::Changed) => continue,
+                    Ok(other) => self.pending.push_back(other),
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        }
+        Ok(event)
+    }
+}
+
+fn file_watcher(tx: Sender<Event>) -> anyhow::Result<notify::RecommendedWatcher> {
+    let watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
+        let event = match result {
+            Ok(event) => event,
+            Err(e) => {
+                tx.send(Event::WatchError(e.to_string())).ok();
+                return;
+            }
+        };
+        // Reads (by the check itself, by cargo) are not edits; build output is not source.
+        let edit = matches!(
+            event.kind,
+            EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
+        );
+        let source = event
+            .paths
+            .iter()
+            .any(|p| !p.components().any(|c| c.as_os_str() == "target"));
+        if edit && source {
+            tx.send(Event::Changed).ok();
+        }
+    })
+    .context("starting the file watcher")?;
+    Ok(watcher)
+}
+
+/// Keys from the terminal (raw mode) or, without one, one key per line of stdin.
+fn spawn_keys(tx: Sender<Event>, interactive: bool) {
+    std::thread::spawn(move || {
+        if interactive {
+            use crossterm::event::{self, KeyCode, KeyEventKind, KeyModifiers};
+            while let Ok(event) = event::read() {
+                let event::Event::Key(key) = event else {
+                    continue;
+                };
+                if key.kind != KeyEventKind::Press {
+                    continue;
+                }
+                let c = match key.code {
+                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => 'q',
+                    KeyCode::Char(c) => c.to_ascii_lowercase(),
+                    KeyCode::Esc => 'q',
+                    KeyCode::Enter => 'r',
+                    _ => continue,
+                };
+                if tx.send(Event::Key(c)).is_err() {
+                    break;
+                }
+            }
+        } else {
+            let stdin = std::io::stdin();
+            let mut line = String::new();
+            // At end of input (stdin closed or /dev/null) keys stop; file events go on.
+            while stdin.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if let Some(c) = line.trim().chars().next()
+                    && tx.send(Event::Key(c.to_ascii_lowercase())).is_err()
+                {
+                    break;
+                }
+                line.clear();
+            }
+        }
+    });
+}
+
+/// Raw mode for the life of the watch, restored on drop (also on errors).
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> anyhow::Result<RawMode> {
+        crossterm::terminal::enable_raw_mode().context("switching the terminal to raw mode")?;
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        crossterm::terminal::disable_raw_mode().ok();
+    }
+}
+
+/// Stdout that ends lines with `\r\n` in raw mode (the terminal no longer adds the `\r`).
+struct Output {
+    raw: bool,
+}
+
+impl Output {
+    fn clear_screen(&mut self) {
+        if self.raw {
+            crossterm::execute!(
+                std::io::stdout(),
+                crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+                crossterm::cursor::MoveTo(0, 0)
+            )
+            .ok();
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut stdout = std::io::stdout().lock();
+        if self.raw {
+            for chunk in buf.split_inclusive(|b| *b == b'\n') {
+                match chunk.strip_suffix(b"\n") {
+                    Some(line) => {
+                        stdout.write_all(line)?;
+                        stdout.write_all(b"\r\n")?;
+                    }
+                    None => stdout.write_all(chunk)?,
+                }
+            }
+        } else {
+            stdout.write_all(buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
