@@ -71,6 +71,56 @@ fn bad_task_folders_get_typed_errors() {
     assert!(matches!(write_task(&tmp.path().join("f"), &extra), Err(TaskError::Parse { .. })), "unknown task fields are refused");
 }
 
+#[test]
+fn new_task_fields_are_checked_and_old_folders_still_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = std::fs::read_to_string(common::fixtures_dir().join("tasks/clinic_wait_times/task.json")).unwrap();
+    for (name, from, to, needle) in [
+        // A boolean rule check only from a tool that can return one (x-result-kinds).
+        ("g", "\"tool\": \"calculator\", \"result\": \"boolean\"", "\"tool\": \"plot\", \"result\": \"boolean\"", "never returns"),
+        // The same (tool, result) twice.
+        ("h", "\"result\": \"boolean\"", "\"result\": \"number\"", "twice"),
+        ("i", "\"true\": [\"achieved\"]", "\"true\": []", "verdict_phrases"),
+    ] {
+        let body = suite.replacen(from, to, 1);
+        assert_ne!(body, suite, "{name}");
+        let error = write_task(&tmp.path().join(name), &body).unwrap_err();
+        assert!(error.to_string().contains(needle), "{name}: {error}");
+    }
+    let bad_kind = suite.replacen("\"result\": \"boolean\"", "\"result\": \"text\"", 1);
+    assert!(matches!(write_task(&tmp.path().join("j"), &bad_kind), Err(TaskError::Parse { .. })));
+    // Every folder of the repository loads with its knowledge, in either format.
+    for entry in std::fs::read_dir(common::fixtures_dir().join("tasks")).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.join("task.json").is_file() {
+            Task::load_checked(&dir, common::knowledge_dir()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+    }
+}
+
+#[test]
+fn load_checked_reads_the_knowledge_the_task_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let task_dir = tmp.path().join("t");
+    std::fs::create_dir_all(&task_dir).unwrap();
+    let good = std::fs::read_to_string(common::fixtures_dir().join("tasks/agent_eval_mini/task.json")).unwrap();
+    std::fs::write(task_dir.join("task.json"), &good).unwrap();
+    let knowledge = tmp.path().join("kb");
+    std::fs::create_dir_all(&knowledge).unwrap();
+    let missing = Task::load_checked(&task_dir, &knowledge).unwrap_err();
+    assert!(matches!(&missing, TaskError::Knowledge { file, .. } if file == "agent_eval_mini.md"), "{missing}");
+    std::fs::write(knowledge.join("agent_eval_mini.md"), b"# Notes\n\n\xff broken").unwrap();
+    let corrupt = Task::load_checked(&task_dir, &knowledge).unwrap_err();
+    assert!(corrupt.to_string().contains("knowledge_corrupt"), "{corrupt}");
+    // Prose only: the chart the task asks for has nothing to draw.
+    std::fs::write(knowledge.join("agent_eval_mini.md"), "# Notes\n\nThe release rule is written in prose.\n").unwrap();
+    let no_table = Task::load_checked(&task_dir, &knowledge).unwrap_err();
+    assert!(no_table.to_string().contains("no knowledge file has a table"), "{no_table}");
+    assert!(!no_table.to_string().contains(&tmp.path().to_string_lossy().into_owned()), "no absolute path: {no_table}");
+    std::fs::write(knowledge.join("agent_eval_mini.md"), "# Notes\n\n| Site | Score |\n|---|---|\n| A | 1 |\n").unwrap();
+    assert!(Task::load_checked(&task_dir, &knowledge).is_ok());
+}
+
 fn knowledge_run(prepare: impl FnOnce(&Path)) -> common::Outcome {
     let knowledge = tempfile::tempdir().unwrap();
     prepare(knowledge.path());
