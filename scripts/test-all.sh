@@ -24,6 +24,10 @@ export FORGE_REQUIRE_MODEL=1
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
 
+step "smoke evaluation: 3 tasks x 1 seed, guided, 0.5B (fails on a scoring error, not on a low score)"
+cargo xtask eval --tasks agent_eval_mini,clinic_wait_times,hospital_satisfaction_zh --modes guided --temps 0 \
+  --seeds 1 --out target/eval-smoke --fresh --require-scoring
+
 step "cargo xtask verify (fault contracts of all seven stages)"
 cargo xtask verify
 

@@ -99,8 +99,23 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     assert.equal(await page.locator('input[name=max_steps].field-bad').count(), 1);
     assert.equal((await page.locator('[data-testid=run-id]').textContent()).trim(), before);
 
-    // History lists both runs.
+    // History lists both runs, each linked to its task, which opens in the source browser.
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=history] li a').length >= 2);
+    const taskLink = page.locator('[data-testid=history] [data-testid=run-task]').first();
+    assert.match(await taskLink.textContent(), /^[a-z0-9_]+$/);
+    await taskLink.click();
+    await page.waitForFunction(() => /fixtures\/tasks\/[a-z0-9_]+\/task\.json/.test(document.querySelector('[data-testid=file-head]').textContent));
+
+    // Evaluation panel: the committed suite reports, each a table per mode x temperature and its chart.
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=eval-report]').length >= 1, null, { timeout: 30_000 });
+    const firstReport = page.locator('[data-testid=eval-report]').first();
+    assert.ok(await firstReport.locator('table tbody tr').count() >= 1, 'a row per configuration');
+    assert.match(await firstReport.textContent(), /\d+\/\d+ \(\d+\.\d%\)/);
+    await page.waitForFunction(() => {
+      const img = document.querySelector('[data-testid=eval-chart]');
+      return img && img.complete && img.naturalWidth > 0;
+    }, null, { timeout: 30_000 });
+    await page.locator('#eval-card').screenshot({ path: join(EVIDENCE, 'evaluation-panel.png') });
     assert.deepEqual(consoleErrors.filter((e) => !e.includes('400') && !e.includes('503')), [], 'no page errors');
   } finally {
     await close();

@@ -239,7 +239,8 @@ pub fn bench(args: &[String]) -> anyhow::Result<()> {
     run_example("bench", &args)
 }
 
-/// `cargo xtask eval`: Task Success over N runs per mode and temperature, writes evidence/eval/*.json.
+/// `cargo xtask eval`: the task suite per mode × temperature × seed; writes `evidence/eval/<model>/`
+/// (`runs.jsonl`, `summary.json`, `report.md`, `success.png`) unless `--out` says otherwise.
 pub fn eval(args: &[String]) -> anyhow::Result<()> {
     run_example("eval", args)
 }

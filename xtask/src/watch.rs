@@ -8,9 +8,10 @@
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -75,8 +76,9 @@ fn watch_loop(
     rx: &Receiver<Event>,
     out: &mut Output,
 ) -> anyhow::Result<ExitCode> {
-    let mut watcher = file_watcher(tx.clone())?;
-    let mut watched = start_stage(course, &stage, lang, &mut watcher, None, out)?;
+    let root = Arc::new(Mutex::new(PathBuf::new()));
+    let mut watcher = file_watcher(tx.clone(), root.clone())?;
+    let mut watched = start_stage(course, &stage, lang, &mut watcher, None, &root, out)?;
     let mut inbox = Inbox {
         rx,
         pending: VecDeque::new(),
@@ -104,8 +106,15 @@ fn watch_loop(
                     Some(next) => {
                         stage = next.clone();
                         writeln!(out)?;
-                        watched =
-                            start_stage(course, &stage, lang, &mut watcher, Some(&watched), out)?;
+                        watched = start_stage(
+                            course,
+                            &stage,
+                            lang,
+                            &mut watcher,
+                            Some(&watched),
+                            &root,
+                            out,
+                        )?;
                         continue;
                     }
                     None => {
@@ -152,8 +161,9 @@ fn start_stage(
     lang: Lang,
     watcher: &mut notify::RecommendedWatcher,
     previous: Option<&Path>,
+    root: &Mutex<PathBuf>,
     out: &mut Output,
-) -> anyhow::Result<std::path::PathBuf> {
+) -> anyhow::Result<PathBuf> {
     if let Some(previous) = previous {
         watcher.unwatch(previous).ok();
     }
@@ -162,6 +172,7 @@ fn start_stage(
         learn::print_intro(course, stage, Exercise::Repair, lang, out)?;
     }
     let dir = learn::copy_dir(course, stage);
+    *root.lock().unwrap_or_else(|e| e.into_inner()) = dir.clone();
     watcher
         .watch(&dir, RecursiveMode::Recursive)
         .with_context(|| format!("watching {}", dir.display()))?;
@@ -229,7 +240,10 @@ impl Inbox<'_> {
     }
 }
 
-fn file_watcher(tx: Sender<Event>) -> anyhow::Result<notify::RecommendedWatcher> {
+fn file_watcher(
+    tx: Sender<Event>,
+    root: Arc<Mutex<PathBuf>>,
+) -> anyhow::Result<notify::RecommendedWatcher> {
     let watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
         let event = match result {
             Ok(event) => event,
@@ -243,16 +257,22 @@ fn file_watcher(tx: Sender<Event>) -> anyhow::Result<notify::RecommendedWatcher>
             event.kind,
             EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
         );
-        let source = event
-            .paths
-            .iter()
-            .any(|p| !p.components().any(|c| c.as_os_str() == "target"));
+        let root = root.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let source = event.paths.iter().any(|p| is_source(p, &root));
         if edit && source {
             tx.send(Event::Changed).ok();
         }
     })
     .context("starting the file watcher")?;
     Ok(watcher)
+}
+
+/// Whether a changed path is the learner's source: inside the watched copy and not under its own
+/// `target/`. Only the part below the copy counts, so a course that itself lives under a directory
+/// named `target` (as the tests' sandboxes do) is still watched.
+fn is_source(path: &Path, root: &Path) -> bool {
+    path.strip_prefix(root)
+        .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == "target"))
 }
 
 /// Keys from the terminal (raw mode) or, without one, one key per line of stdin.
@@ -349,5 +369,23 @@ impl Write for Output {
 
     fn flush(&mut self) -> std::io::Result<()> {
         std::io::stdout().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_source;
+    use std::path::Path;
+
+    #[test]
+    fn only_paths_below_the_copy_and_outside_its_target_are_sources() {
+        let root = Path::new("/work/target/tmp/course/learn/01-holds");
+        assert!(is_source(&root.join("src/calc.rs"), root));
+        assert!(is_source(&root.join("tests/transfer.rs"), root));
+        assert!(!is_source(&root.join("target/debug/x"), root));
+        assert!(!is_source(
+            Path::new("/work/target/tmp/course/learn/02-x/src/a.rs"),
+            root
+        ));
     }
 }

@@ -4,30 +4,66 @@
 //!
 //! usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N]
 //!             [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]
+//!             [--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]
+//! With `--backend llama-server` and no `--url`, a llama-server (`cargo xtask llama-tools`) is started with
+//! `-np N` slots for the evaluation and stopped after it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use forge_llama::eval::{self, Plan};
 use forge_llama::Mode;
+use forge_llama::backend::BackendConfig;
+use forge_llama::eval::{self, Plan};
+use forge_llama::http_client::HttpConfig;
+use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
 
 const USAGE: &str = "usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N] \
-[--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]";
+[--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT] \
+[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]";
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 fn flag(args: &[String], name: &str) -> Result<Option<String>, String> {
     match args.iter().position(|a| a == name) {
         None => Ok(None),
-        Some(i) => args.get(i + 1).cloned().map(Some).ok_or_else(|| format!("{name} needs a value")),
+        Some(i) => args
+            .get(i + 1)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| format!("{name} needs a value")),
     }
 }
 
-fn parse() -> Result<(Plan, PathBuf, bool, bool, String), String> {
+struct Parsed {
+    plan: Plan,
+    out: PathBuf,
+    fresh: bool,
+    require_scoring: bool,
+    note: String,
+    /// Start a llama-server for the evaluation (a server backend without `--url`).
+    start_server: bool,
+}
+
+fn parse() -> Result<Parsed, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let known_values = ["--tasks", "--modes", "--temps", "--seeds", "--model", "--out", "--note"];
+    let known_values = [
+        "--tasks",
+        "--modes",
+        "--temps",
+        "--seeds",
+        "--model",
+        "--out",
+        "--note",
+        "--backend",
+        "--url",
+        "--parallel",
+        "--threads",
+    ];
     let known_switches = ["--fresh", "--require-scoring"];
     let mut i = 0;
     while i < args.len() {
@@ -59,32 +95,142 @@ fn parse() -> Result<(Plan, PathBuf, bool, bool, String), String> {
     let temperatures = flag(&args, "--temps")?
         .unwrap_or_else(|| "0".into())
         .split(',')
-        .map(|t| t.parse::<f32>().ok().filter(|t| (0.0..=2.0).contains(t)).ok_or(format!("--temps: {t:?} is not a temperature in 0..=2")))
+        .map(|t| {
+            t.parse::<f32>()
+                .ok()
+                .filter(|t| (0.0..=2.0).contains(t))
+                .ok_or(format!("--temps: {t:?} is not a temperature in 0..=2"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let seeds = flag(&args, "--seeds")?.map_or(Ok(1), |s| s.parse::<u32>().ok().filter(|n| *n >= 1).ok_or(format!("--seeds: {s:?} is not a positive integer")))?;
+    let seeds = flag(&args, "--seeds")?.map_or(Ok(1), |s| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or(format!("--seeds: {s:?} is not a positive integer"))
+    })?;
     let (model_path, model_name) = match flag(&args, "--model")?.as_deref() {
-        None | Some("0.5b") => (root.join("models/qwen2.5-coder-0.5b.gguf"), "qwen2.5-coder-0.5b".to_owned()),
-        Some("1.5b") => (root.join("models/qwen2.5-coder-1.5b.gguf"), "qwen2.5-coder-1.5b".to_owned()),
+        None | Some("0.5b") => (
+            root.join("models/qwen2.5-coder-0.5b.gguf"),
+            "qwen2.5-coder-0.5b".to_owned(),
+        ),
+        Some("1.5b") => (
+            root.join("models/qwen2.5-coder-1.5b.gguf"),
+            "qwen2.5-coder-1.5b".to_owned(),
+        ),
         Some(path) => {
             let p = PathBuf::from(path);
-            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).ok_or(format!("--model: {path:?} names no file"))?;
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .ok_or(format!("--model: {path:?} names no file"))?;
             (p, name)
         }
     };
     forge_llama::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
-    let out = flag(&args, "--out")?.map(PathBuf::from).unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
+    let out = flag(&args, "--out")?
+        .map(PathBuf::from)
+        .unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
     let note = flag(&args, "--note")?.unwrap_or_default();
-    let plan = Plan { tasks, modes, temperatures, seeds, model_path, model_name, tasks_dir, knowledge_dir: root.join("knowledge") };
-    Ok((plan, out, args.iter().any(|a| a == "--fresh"), args.iter().any(|a| a == "--require-scoring"), note))
+    let parallel = flag(&args, "--parallel")?.map_or(Ok(1), |s| {
+        s.parse::<usize>()
+            .ok()
+            .filter(|n| (1..=16).contains(n))
+            .ok_or(format!("--parallel: {s:?} is not 1..=16"))
+    })?;
+    let threads = flag(&args, "--threads")?
+        .map(|s| s.parse::<i32>().ok().filter(|n| (1..=64).contains(n)).ok_or(format!("--threads: {s:?} is not 1..=64")))
+        .transpose()?;
+    let url = flag(&args, "--url")?;
+    let (backend, start_server) = match flag(&args, "--backend")?.as_deref() {
+        None | Some("in-process") => {
+            if url.is_some() {
+                return Err("--url needs --backend llama-server".into());
+            }
+            (BackendConfig::InProcess, false)
+        }
+        Some("llama-server") => match &url {
+            Some(u) => (
+                BackendConfig::LlamaServer(HttpConfig::new(u.clone())),
+                false,
+            ),
+            None => (
+                BackendConfig::LlamaServer(HttpConfig::new("http://127.0.0.1:0")),
+                true,
+            ),
+        },
+        Some(other) => {
+            return Err(format!(
+                "--backend: unknown backend {other:?} (in-process or llama-server)"
+            ));
+        }
+    };
+    if parallel > 1 && matches!(backend, BackendConfig::InProcess) {
+        return Err(format!(
+            "--parallel {parallel} needs --backend llama-server (one in-process model decodes one run at a time)"
+        ));
+    }
+    let plan = Plan {
+        tasks,
+        modes,
+        temperatures,
+        seeds,
+        model_path,
+        model_name,
+        tasks_dir,
+        knowledge_dir: root.join("knowledge"),
+        backend,
+        parallel,
+        threads,
+    };
+    Ok(Parsed {
+        plan,
+        out,
+        fresh: args.iter().any(|a| a == "--fresh"),
+        require_scoring: args.iter().any(|a| a == "--require-scoring"),
+        note,
+        start_server,
+    })
 }
 
 fn main() -> ExitCode {
-    let (plan, out, fresh, require_scoring, note) = match parse() {
+    let Parsed {
+        mut plan,
+        out,
+        fresh,
+        require_scoring,
+        note,
+        start_server,
+    } = match parse() {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("eval: {message}");
             return ExitCode::from(2);
         }
+    };
+    // Kept alive for the whole evaluation; dropping it stops the server.
+    let _server = if start_server {
+        let options = ServerOptions::new(
+            server_process::default_binary(&root()),
+            &plan.model_path,
+            plan.parallel as u32,
+        );
+        match LlamaServerProcess::start(&options, std::time::Duration::from_secs(300)) {
+            Ok(server) => {
+                eprintln!(
+                    "eval: llama-server with {} slot(s) at {}",
+                    plan.parallel,
+                    server.url()
+                );
+                plan.backend = BackendConfig::LlamaServer(server.http_config());
+                Some(server)
+            }
+            Err(e) => {
+                eprintln!("eval: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
     };
     if let Err(e) = std::fs::create_dir_all(&out) {
         eprintln!("eval: cannot create {}: {e}", out.display());
@@ -109,13 +255,21 @@ fn main() -> ExitCode {
     );
     let mut successes = 0u32;
     let mut finished = 0u32;
-    let result = eval::execute(&plan, &jsonl, artifacts.path(), &mut |done, total, record| {
-        finished += 1;
-        successes += u32::from(record.task_success == Some(true));
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-        bar.set_message(format!("{successes}/{finished} ok; last {} {} t={} s{}: {}", record.task, record.mode, record.temperature, record.seed, record.stop_reason));
-    });
+    let result = eval::execute(
+        &plan,
+        &jsonl,
+        artifacts.path(),
+        &mut |done, total, record| {
+            finished += 1;
+            successes += u32::from(record.task_success == Some(true));
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(format!(
+                "{successes}/{finished} ok; last {} {} t={} s{}: {}",
+                record.task, record.mode, record.temperature, record.seed, record.stop_reason
+            ));
+        },
+    );
     bar.finish();
     let records = match result {
         Ok(records) => records,
@@ -124,8 +278,15 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let wanted: Vec<_> = plan.runs().into_iter().map(|(t, m, temp, s)| (t, m.to_string(), format!("{temp}"), s)).collect();
-    let selected: Vec<_> = records.into_iter().filter(|r| wanted.contains(&r.key())).collect();
+    let wanted: Vec<_> = plan
+        .runs()
+        .into_iter()
+        .map(|(t, m, temp, s)| (t, m.to_string(), format!("{temp}"), s))
+        .collect();
+    let selected: Vec<_> = records
+        .into_iter()
+        .filter(|r| wanted.contains(&r.key()))
+        .collect();
     let summaries = eval::summarize(&selected);
     if let Err(e) = eval::write_reports(&out, &summaries, &note) {
         eprintln!("eval: {e}");
@@ -136,10 +297,19 @@ fn main() -> ExitCode {
     let unscored: Vec<String> = selected
         .iter()
         .filter(|r| r.task_success.is_none() && r.status != "cancelled")
-        .map(|r| format!("{} ({}; ground truth {})", r.task, r.stop_reason, r.ground_truth))
+        .map(|r| {
+            format!(
+                "{} ({}; ground truth {})",
+                r.task, r.stop_reason, r.ground_truth
+            )
+        })
         .collect();
     if require_scoring && !unscored.is_empty() {
-        eprintln!("eval: scoring failed for {} run(s): {}", unscored.len(), unscored.join(", "));
+        eprintln!(
+            "eval: scoring failed for {} run(s): {}",
+            unscored.len(),
+            unscored.join(", ")
+        );
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS

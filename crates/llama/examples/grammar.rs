@@ -9,17 +9,30 @@ fn main() {
     let what = std::env::args().nth(1).unwrap_or_else(|| "free".into());
     let cards = runtime::registry::ToolRegistry::builtin().cards();
     let grounding = Grounding {
-        numbers: ["72", "78", "81", "85", "79", "70"].map(String::from).to_vec(),
+        numbers: ["72", "78", "81", "85", "79", "70"]
+            .map(String::from)
+            .to_vec(),
         counts: ["0", "1", "2", "3", "4"].map(String::from).to_vec(),
-        labels: ["Batch A", "Batch B", "Batch C", "Batch D"].map(String::from).to_vec(),
+        labels: ["Batch A", "Batch B", "Batch C", "Batch D"]
+            .map(String::from)
+            .to_vec(),
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
         series: Vec::new(),
+        computed: Vec::new(),
     };
-    let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "Average is <average>; the rule is <met / not met>.", caps: Caps::default() };
+    let inputs = Inputs {
+        tools: &cards,
+        grounding: &grounding,
+        answer_template: "Average is <average>; the rule is <met / not met>.",
+        focus: "",
+        caps: Caps::default(),
+    };
     let built = match what.as_str() {
         "free" => grammar::free(&inputs, runtime::decision::decision_schema()),
         "final" => grammar::guided_final(&inputs, &grounding.evidence_ids),
-        "calculator-boolean" => grammar::guided_tool(&inputs, "calculator", Some(ResultKind::Boolean)),
+        "calculator-boolean" => {
+            grammar::guided_tool(&inputs, "calculator", Some(ResultKind::Boolean))
+        }
         tool => grammar::guided_tool(&inputs, tool, None),
     };
     match built {

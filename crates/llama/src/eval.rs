@@ -15,6 +15,7 @@ use runtime::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::backend::BackendConfig;
 use crate::harness::{self, RunSpec};
 use crate::policy::{LlamaConfig, Mode};
 
@@ -42,6 +43,12 @@ pub struct RunRecord {
     /// Invalid decisions by parser code.
     pub invalid_decisions: BTreeMap<String, u32>,
     pub decision_latency_ms: Vec<f64>,
+    /// Time to build each decision's grounded grammar (it is rebuilt every step).
+    #[serde(default)]
+    pub grammar_ms: Vec<f64>,
+    /// Where generation ran (`in-process`, `llama-server`, …).
+    #[serde(default)]
+    pub backend: String,
     pub wall_ms: f64,
     pub final_answer: Option<String>,
     /// The metrics' own account of which Task Success checks failed (when scored).
@@ -51,7 +58,12 @@ pub struct RunRecord {
 
 impl RunRecord {
     pub fn key(&self) -> (String, String, String, u32) {
-        (self.task.clone(), self.mode.clone(), format!("{}", self.temperature), self.seed)
+        (
+            self.task.clone(),
+            self.mode.clone(),
+            format!("{}", self.temperature),
+            self.seed,
+        )
     }
 }
 
@@ -67,6 +79,13 @@ pub struct Plan {
     pub model_name: String,
     pub tasks_dir: PathBuf,
     pub knowledge_dir: PathBuf,
+    /// Where generation runs; a server backend allows `parallel` runs at a time.
+    pub backend: BackendConfig,
+    /// Runs in flight at once (1 = sequential; more needs a server backend with as many slots).
+    pub parallel: usize,
+    /// CPU threads of the in-process engine (`None`: the engine's default, one per core up to 8). One
+    /// thread keeps a shared, busy machine from stalling the engine's thread barrier.
+    pub threads: Option<i32>,
 }
 
 impl Plan {
@@ -90,20 +109,37 @@ impl Plan {
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} line {line}: not a run record: {source}")]
-    Corrupt { path: String, line: usize, source: serde_json::Error },
+    Corrupt {
+        path: String,
+        line: usize,
+        source: serde_json::Error,
+    },
     #[error("no task folders under {0}")]
     NoTasks(String),
     #[error("chart: {0}")]
     Chart(String),
+    #[error(
+        "--parallel {0} needs a server backend: one in-process model decodes one run at a time"
+    )]
+    ParallelInProcess(usize),
 }
 
 /// Task folder names under `tasks_dir` (folders holding a `task.json`), sorted.
 pub fn all_tasks(tasks_dir: &Path) -> Result<Vec<String>, EvalError> {
-    let read = fs::read_dir(tasks_dir).map_err(|source| EvalError::Read { path: tasks_dir.display().to_string(), source })?;
+    let read = fs::read_dir(tasks_dir).map_err(|source| EvalError::Read {
+        path: tasks_dir.display().to_string(),
+        source,
+    })?;
     let mut names: Vec<String> = read
         .filter_map(Result::ok)
         .filter(|e| e.path().join("task.json").is_file())
@@ -122,7 +158,12 @@ pub fn load_records(path: &Path) -> Result<Vec<RunRecord>, EvalError> {
     let text = match fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(EvalError::Read { path: path.display().to_string(), source }),
+        Err(source) => {
+            return Err(EvalError::Read {
+                path: path.display().to_string(),
+                source,
+            });
+        }
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
@@ -134,15 +175,28 @@ pub fn load_records(path: &Path) -> Result<Vec<RunRecord>, EvalError> {
             Ok(record) => out.push(record),
             // A crash mid-append leaves at most the last line torn: that run is simply run again.
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
-            Err(source) => return Err(EvalError::Corrupt { path: path.display().to_string(), line: i + 1, source }),
+            Err(source) => {
+                return Err(EvalError::Corrupt {
+                    path: path.display().to_string(),
+                    line: i + 1,
+                    source,
+                });
+            }
         }
     }
     Ok(out)
 }
 
 fn append_record(path: &Path, record: &RunRecord) -> Result<(), EvalError> {
-    let write_err = |source| EvalError::Write { path: path.display().to_string(), source };
-    let mut file = fs::OpenOptions::new().create(true).append(true).open(path).map_err(write_err)?;
+    let write_err = |source| EvalError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(write_err)?;
     let line = serde_json::to_string(record).expect("records serialise") + "\n";
     file.write_all(line.as_bytes()).map_err(write_err)?;
     file.sync_data().map_err(write_err)
@@ -162,19 +216,63 @@ pub fn execute(
     let todo: Vec<_> = plan
         .runs()
         .into_iter()
-        .filter(|(task, mode, temp, seed)| !done.contains(&(task.clone(), mode.to_string(), format!("{temp}"), *seed)))
+        .filter(|(task, mode, temp, seed)| {
+            !done.contains(&(task.clone(), mode.to_string(), format!("{temp}"), *seed))
+        })
         .collect();
     let total = todo.len();
-    for (i, (task, mode, temperature, seed)) in todo.into_iter().enumerate() {
-        let record = run_one(plan, &task, mode, temperature, seed, artifact_root);
-        append_record(jsonl, &record)?;
-        progress(i + 1, total, &record);
-        records.push(record);
+    if plan.parallel > 1 && matches!(plan.backend, BackendConfig::InProcess) {
+        return Err(EvalError::ParallelInProcess(plan.parallel));
     }
+    if plan.parallel <= 1 {
+        for (i, (task, mode, temperature, seed)) in todo.into_iter().enumerate() {
+            let record = run_one(plan, &task, mode, temperature, seed, artifact_root);
+            append_record(jsonl, &record)?;
+            progress(i + 1, total, &record);
+            records.push(record);
+        }
+        return Ok(records);
+    }
+    // N workers share one queue; the server decodes their requests together (continuous batching).
+    // Records are appended here, on the caller's thread, in the order runs finish.
+    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(todo));
+    let (sender, receiver) = std::sync::mpsc::channel::<RunRecord>();
+    std::thread::scope(|scope| -> Result<(), EvalError> {
+        for _ in 0..plan.parallel {
+            let sender = sender.clone();
+            let queue = &queue;
+            scope.spawn(move || {
+                while let Some((task, mode, temperature, seed)) =
+                    queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
+                {
+                    if sender
+                        .send(run_one(plan, &task, mode, temperature, seed, artifact_root))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for (i, record) in receiver.iter().enumerate() {
+            append_record(jsonl, &record)?;
+            progress(i + 1, total, &record);
+            records.push(record);
+        }
+        Ok(())
+    })?;
     Ok(records)
 }
 
-fn run_one(plan: &Plan, task: &str, mode: Mode, temperature: f32, seed: u32, artifact_root: &Path) -> RunRecord {
+fn run_one(
+    plan: &Plan,
+    task: &str,
+    mode: Mode,
+    temperature: f32,
+    seed: u32,
+    artifact_root: &Path,
+) -> RunRecord {
     let run_id = format!("eval-{task}-{mode}-t{temperature}-s{seed}");
     let spec = RunSpec {
         run_id: run_id.clone(),
@@ -186,13 +284,23 @@ fn run_one(plan: &Plan, task: &str, mode: Mode, temperature: f32, seed: u32, art
     let mut config = LlamaConfig::new(&plan.model_path, mode);
     config.temperature = temperature;
     config.seed = 1000 + seed;
+    config.backend = plan.backend.clone();
+    if let Some(threads) = plan.threads {
+        config.engine.threads = threads;
+    }
     let mut rejected: BTreeMap<String, u32> = BTreeMap::new();
     let mut invalid: BTreeMap<String, u32> = BTreeMap::new();
     let mut sink = |event: &TraceEvent| match event.phase.as_str() {
         "final.validated" if event.data["accepted"] == false => {
-            *rejected.entry(event.data["code"].as_str().unwrap_or("?").to_owned()).or_default() += 1;
+            *rejected
+                .entry(event.data["code"].as_str().unwrap_or("?").to_owned())
+                .or_default() += 1;
         }
-        "decision.invalid" => *invalid.entry(event.data["code"].as_str().unwrap_or("?").to_owned()).or_default() += 1,
+        "decision.invalid" => {
+            *invalid
+                .entry(event.data["code"].as_str().unwrap_or("?").to_owned())
+                .or_default() += 1
+        }
         _ => {}
     };
     let mut record = RunRecord {
@@ -213,18 +321,26 @@ fn run_one(plan: &Plan, task: &str, mode: Mode, temperature: f32, seed: u32, art
         rejected_finals: BTreeMap::new(),
         invalid_decisions: BTreeMap::new(),
         decision_latency_ms: Vec::new(),
+        grammar_ms: Vec::new(),
+        backend: plan.backend.kind().to_owned(),
         wall_ms: 0.0,
         final_answer: None,
         checks: Value::Null,
         error: None,
     };
-    match harness::run_with_model(&spec, config, &harness::control_for(&spec.budgets), &mut sink) {
+    match harness::run_with_model(
+        &spec,
+        config,
+        &harness::control_for(&spec.budgets),
+        &mut sink,
+    ) {
         Err(e) => record.error = Some(e.to_string()),
         Ok(run) => {
             let r = &run.result;
             record.status = r.status.as_str().into();
             record.stop_reason = r.stop_reason.as_str().into();
-            record.ground_truth = ground_truth_text(&serde_json::to_value(r).unwrap_or(Value::Null)["ground_truth"]);
+            record.ground_truth =
+                ground_truth_text(&serde_json::to_value(r).unwrap_or(Value::Null)["ground_truth"]);
             if let Some(m) = &r.metrics {
                 record.task_success = m.task_success;
                 record.termination_correctness = m.termination_correctness;
@@ -233,11 +349,26 @@ fn run_one(plan: &Plan, task: &str, mode: Mode, temperature: f32, seed: u32, art
                 record.input_tokens = m.input_tokens;
                 record.output_tokens = m.output_tokens;
                 let metrics = serde_json::to_value(m).unwrap_or(Value::Null);
-                record.checks = metrics.get("task_success_checks").cloned().unwrap_or(Value::Null);
+                record.checks = metrics
+                    .get("task_success_checks")
+                    .cloned()
+                    .unwrap_or(Value::Null);
             }
             record.final_answer = r.final_answer.clone();
-            record.error = r.error.as_ref().map(|e| format!("{}: {}", e.code, e.message));
-            record.decision_latency_ms = run.decisions.iter().map(|d| (d.latency_ms * 10.0).round() / 10.0).collect();
+            record.error = r
+                .error
+                .as_ref()
+                .map(|e| format!("{}: {}", e.code, e.message));
+            record.decision_latency_ms = run
+                .decisions
+                .iter()
+                .map(|d| (d.latency_ms * 10.0).round() / 10.0)
+                .collect();
+            record.grammar_ms = run
+                .decisions
+                .iter()
+                .map(|d| (d.grammar_ms * 1000.0).round() / 1000.0)
+                .collect();
             record.wall_ms = (run.wall_ms * 10.0).round() / 10.0;
         }
     }
@@ -273,7 +404,10 @@ pub fn wilson(successes: u32, n: u32) -> (f64, f64) {
     let denominator = 1.0 + z * z / n_f;
     let centre = p + z * z / (2.0 * n_f);
     let margin = z * ((p * (1.0 - p) + z * z / (4.0 * n_f)) / n_f).sqrt();
-    (((centre - margin) / denominator).max(0.0), ((centre + margin) / denominator).min(1.0))
+    (
+        ((centre - margin) / denominator).max(0.0),
+        ((centre + margin) / denominator).min(1.0),
+    )
 }
 
 fn choose(n: u32, k: u32) -> f64 {
@@ -329,20 +463,33 @@ pub struct ConfigSummary {
     pub wall_per_run_p50_s: Option<f64>,
     pub wall_per_run_mean_s: f64,
     pub wall_total_s: f64,
+    /// Per-step grammar build time (build + render), median and 95th percentile.
+    pub grammar_p50_ms: Option<f64>,
+    pub grammar_p95_ms: Option<f64>,
 }
 
 /// Groups records by (model, mode, temperature) and computes every figure.
 pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
     let mut groups: BTreeMap<(String, String, String), Vec<&RunRecord>> = BTreeMap::new();
     for r in records {
-        groups.entry((r.model.clone(), r.mode.clone(), format!("{}", r.temperature))).or_default().push(r);
+        groups
+            .entry((
+                r.model.clone(),
+                r.mode.clone(),
+                format!("{}", r.temperature),
+            ))
+            .or_default()
+            .push(r);
     }
     groups
         .into_values()
         .map(|rs| {
             let first = rs[0];
             let scored: Vec<&&RunRecord> = rs.iter().filter(|r| r.task_success.is_some()).collect();
-            let successes = scored.iter().filter(|r| r.task_success == Some(true)).count() as u32;
+            let successes = scored
+                .iter()
+                .filter(|r| r.task_success == Some(true))
+                .count() as u32;
             let mut per_task: BTreeMap<String, (u32, u32)> = BTreeMap::new();
             for r in &scored {
                 let entry = per_task.entry(r.task.clone()).or_default();
@@ -352,8 +499,11 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
             let max_k = per_task.values().map(|(_, n)| *n).max().unwrap_or(0);
             let pass_hat_k = (1..=max_k)
                 .map(|k| {
-                    let values: Vec<f64> =
-                        per_task.values().filter(|(_, n)| *n >= k).map(|(c, n)| pass_hat_k(*c, *n, k)).collect();
+                    let values: Vec<f64> = per_task
+                        .values()
+                        .filter(|(_, n)| *n >= k)
+                        .map(|(c, n)| pass_hat_k(*c, *n, k))
+                        .collect();
                     (k, values.iter().sum::<f64>() / values.len().max(1) as f64)
                 })
                 .collect();
@@ -375,8 +525,16 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 }
                 m
             };
-            let mut latencies: Vec<f64> = rs.iter().flat_map(|r| r.decision_latency_ms.iter().copied()).collect();
+            let mut latencies: Vec<f64> = rs
+                .iter()
+                .flat_map(|r| r.decision_latency_ms.iter().copied())
+                .collect();
             latencies.sort_by(f64::total_cmp);
+            let mut grammar: Vec<f64> = rs
+                .iter()
+                .flat_map(|r| r.grammar_ms.iter().copied())
+                .collect();
+            grammar.sort_by(f64::total_cmp);
             let mut walls: Vec<f64> = rs.iter().map(|r| r.wall_ms / 1e3).collect();
             walls.sort_by(f64::total_cmp);
             let n = rs.len() as f64;
@@ -387,11 +545,18 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 runs: rs.len() as u32,
                 scored: scored.len() as u32,
                 successes,
-                success_rate: (!scored.is_empty()).then(|| f64::from(successes) / scored.len() as f64),
+                success_rate: (!scored.is_empty())
+                    .then(|| f64::from(successes) / scored.len() as f64),
                 wilson_95: wilson(successes, scored.len() as u32),
                 pass_hat_k,
-                accepted_but_wrong: rs.iter().filter(|r| r.status == "completed" && r.task_success == Some(false)).count() as u32,
-                ground_truth_unavailable: rs.iter().filter(|r| r.ground_truth.starts_with("unavailable")).count() as u32,
+                accepted_but_wrong: rs
+                    .iter()
+                    .filter(|r| r.status == "completed" && r.task_success == Some(false))
+                    .count() as u32,
+                ground_truth_unavailable: rs
+                    .iter()
+                    .filter(|r| r.ground_truth.starts_with("unavailable"))
+                    .count() as u32,
                 stop_reasons: count(&|r| vec![r.stop_reason.clone()]),
                 rejected_finals: sum_maps(&|r| &r.rejected_finals),
                 invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
@@ -404,6 +569,8 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 wall_per_run_p50_s: percentile(&walls, 0.5),
                 wall_per_run_mean_s: walls.iter().sum::<f64>() / n,
                 wall_total_s: walls.iter().sum::<f64>(),
+                grammar_p50_ms: percentile(&grammar, 0.5),
+                grammar_p95_ms: percentile(&grammar, 0.95),
             }
         })
         .collect()
@@ -417,7 +584,11 @@ fn failed_checks(checks: &Value) -> Vec<String> {
             Value::Bool(false) => out.push(prefix.to_owned()),
             Value::Object(m) => {
                 for (k, v) in m {
-                    let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
                     walk(&p, v, out);
                 }
             }
@@ -448,7 +619,12 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
     s.push_str("| model | mode | temperature | Task Success | 95 % Wilson | pass^k | accepted but wrong | GT unavailable | decision p50 / p95 | wall per run (p50) | tokens in / out (mean) |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for c in summaries {
-        let pass = c.pass_hat_k.iter().map(|(k, v)| format!("k={k}: {:.2}", v)).collect::<Vec<_>>().join(", ");
+        let pass = c
+            .pass_hat_k
+            .iter()
+            .map(|(k, v)| format!("k={k}: {:.2}", v))
+            .collect::<Vec<_>>()
+            .join(", ");
         s.push_str(&format!(
             "| {} | {} | {} | {}/{} ({}) | {:.0}–{:.0} % | {} | {} | {} | {} / {} ms | {} s | {:.0} / {:.0} |\n",
             c.model,
@@ -495,7 +671,14 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
     s.push_str("\n## Failure breakdown\n\n");
     for c in summaries {
         let list = |m: &BTreeMap<String, u32>| {
-            if m.is_empty() { "none".to_owned() } else { m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ") }
+            if m.is_empty() {
+                "none".to_owned()
+            } else {
+                m.iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         };
         s.push_str(&format!(
             "- **{} {} t={}** — stop reasons: {}; rejected finals: {}; invalid decisions: {}; failed checks: {}\n",
@@ -513,15 +696,28 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
 
 /// Writes `summary.json`, `report.md` and `success.png` (success per task, one bar series per
 /// mode × temperature) into `out_dir`.
-pub fn write_reports(out_dir: &Path, summaries: &[ConfigSummary], note: &str) -> Result<(), EvalError> {
+pub fn write_reports(
+    out_dir: &Path,
+    summaries: &[ConfigSummary],
+    note: &str,
+) -> Result<(), EvalError> {
     let write = |name: &str, bytes: &[u8]| {
         let path = out_dir.join(name);
-        fs::write(&path, bytes).map_err(|source| EvalError::Write { path: path.display().to_string(), source })
+        fs::write(&path, bytes).map_err(|source| EvalError::Write {
+            path: path.display().to_string(),
+            source,
+        })
     };
     let json = serde_json::json!({ "note": note, "configs": summaries });
-    write("summary.json", (serde_json::to_string_pretty(&json).expect("summaries serialise") + "\n").as_bytes())?;
+    write(
+        "summary.json",
+        (serde_json::to_string_pretty(&json).expect("summaries serialise") + "\n").as_bytes(),
+    )?;
     write("report.md", report_markdown(summaries, note).as_bytes())?;
-    let mut tasks: Vec<String> = summaries.iter().flat_map(|c| c.per_task.keys().cloned()).collect();
+    let mut tasks: Vec<String> = summaries
+        .iter()
+        .flat_map(|c| c.per_task.keys().cloned())
+        .collect();
     tasks.sort();
     tasks.dedup();
     if tasks.is_empty() {
@@ -533,12 +729,19 @@ pub fn write_reports(out_dir: &Path, summaries: &[ConfigSummary], note: &str) ->
             let name = format!("{} t={}", c.mode, c.temperature);
             let values = tasks
                 .iter()
-                .map(|t| c.per_task.get(t).map_or(0.0, |(ok, n)| 100.0 * f64::from(*ok) / f64::from((*n).max(1))))
+                .map(|t| {
+                    c.per_task.get(t).map_or(0.0, |(ok, n)| {
+                        100.0 * f64::from(*ok) / f64::from((*n).max(1))
+                    })
+                })
                 .collect();
             (name, values)
         })
         .collect();
-    let title = format!("Task Success per task — {}", summaries.first().map_or("", |c| c.model.as_str()));
+    let title = format!(
+        "Task Success per task — {}",
+        summaries.first().map_or("", |c| c.model.as_str())
+    );
     let png = runtime::tools::plot::render_grouped_png(&title, &tasks, &series, "Task Success (%)")
         .map_err(|e| EvalError::Chart(e.to_string()))?;
     write("success.png", &png)
@@ -558,9 +761,15 @@ mod tests {
         let (lo, hi) = wilson(0, 10);
         assert!(lo == 0.0 && (hi - 0.2775).abs() < 1e-3, "{lo} {hi}");
         let (lo, hi) = wilson(10, 10);
-        assert!((lo - 0.7225).abs() < 1e-3 && (hi - 1.0).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            (lo - 0.7225).abs() < 1e-3 && (hi - 1.0).abs() < 1e-9,
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(15, 16);
-        assert!((lo - 0.717).abs() < 2e-3 && (hi - 0.989).abs() < 2e-3, "{lo} {hi}");
+        assert!(
+            (lo - 0.717).abs() < 2e-3 && (hi - 0.989).abs() < 2e-3,
+            "{lo} {hi}"
+        );
         assert_eq!(wilson(0, 0), (0.0, 1.0));
     }
 
@@ -581,9 +790,17 @@ mod tests {
             seed: 0,
             model: "m".into(),
             status: status.into(),
-            stop_reason: if status == "completed" { "completed".into() } else { "loop_detected".into() },
+            stop_reason: if status == "completed" {
+                "completed".into()
+            } else {
+                "loop_detected".into()
+            },
             task_success: success,
-            ground_truth: if success.is_some() { "loaded".into() } else { "unavailable: missing".into() },
+            ground_truth: if success.is_some() {
+                "loaded".into()
+            } else {
+                "unavailable: missing".into()
+            },
             termination_correctness: None,
             steps: 4,
             tool_calls: 3,
@@ -592,6 +809,8 @@ mod tests {
             rejected_finals: BTreeMap::from([("ungrounded_number".into(), 1)]),
             invalid_decisions: BTreeMap::new(),
             decision_latency_ms: vec![100.0, 300.0],
+            grammar_ms: vec![0.05],
+            backend: "in-process".into(),
             wall_ms: 2000.0,
             final_answer: None,
             checks: serde_json::json!({"numbers": false, "verdict": true}),
@@ -626,7 +845,14 @@ mod tests {
         fs::write(&path, format!("{line}\n{}", &line[..20])).unwrap();
         assert_eq!(load_records(&path).unwrap().len(), 1);
         fs::write(&path, format!("{}\n{line}\n", &line[..20])).unwrap();
-        assert!(matches!(load_records(&path), Err(EvalError::Corrupt { line: 1, .. })));
-        assert!(load_records(&dir.path().join("absent.jsonl")).unwrap().is_empty());
+        assert!(matches!(
+            load_records(&path),
+            Err(EvalError::Corrupt { line: 1, .. })
+        ));
+        assert!(
+            load_records(&dir.path().join("absent.jsonl"))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

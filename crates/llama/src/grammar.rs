@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use runtime::policy::{Grounding, ResultKind, ToolCard};
+use runtime::policy::{Grounding, ResultKind, Series, ToolCard};
 
 use crate::gbnf::{Grammar, Node};
 
@@ -30,7 +30,12 @@ pub struct Caps {
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { string_chars: 80, array_items: 20, evidence_ids: 8, function_args: 24 }
+        Self {
+            string_chars: 80,
+            array_items: 20,
+            evidence_ids: 8,
+            function_args: 24,
+        }
     }
 }
 
@@ -41,7 +46,11 @@ pub enum GrammarError {
     #[error("the decision schema has no {0:?} branch")]
     MissingBranch(&'static str),
     #[error("{tool}.{field}: cannot build a grammar for schema {schema}")]
-    Unsupported { tool: String, field: String, schema: String },
+    Unsupported {
+        tool: String,
+        field: String,
+        schema: String,
+    },
     #[error("the final answer needs at least one observation to cite")]
     NothingToCite,
     #[error("grammar is inconsistent: {0}")]
@@ -54,12 +63,29 @@ pub struct Inputs<'a> {
     pub tools: &'a [ToolCard],
     pub grounding: &'a Grounding,
     pub answer_template: &'a str,
+    /// What this decision is about, in the task's words (the step's hint, or the task text): it picks
+    /// the observed column aggregates, charts and answer slots draw on when it names one.
+    pub focus: &'a str,
     pub caps: Caps,
+}
+
+/// The observed columns a decision may draw whole-column values from: the one `inputs.focus` names,
+/// or every column when it names none (each at most `max_len` values).
+fn usable_series<'a>(inputs: &Inputs<'a>, max_len: u32) -> Vec<&'a Series> {
+    let fits = |s: &&Series| s.values.len() as u32 <= max_len;
+    match inputs.grounding.focus(inputs.focus).filter(fits) {
+        Some(series) => vec![series],
+        None => inputs.grounding.series.iter().filter(fits).collect(),
+    }
 }
 
 /// Guided mode, tool gap: one action for exactly `tool` (a calculator asked for a `boolean` result must
 /// write a comparison; asked for a number it must not).
-pub fn guided_tool(inputs: &Inputs, tool: &str, result: Option<ResultKind>) -> Result<Grammar, GrammarError> {
+pub fn guided_tool(
+    inputs: &Inputs,
+    tool: &str,
+    result: Option<ResultKind>,
+) -> Result<Grammar, GrammarError> {
     let card = card(inputs, tool)?;
     let mut grammar = Grammar::new(Node::rule("action"));
     let action = action_node(&mut grammar, inputs, card, result)?;
@@ -90,17 +116,33 @@ pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, Grammar
     branch(decision_schema, "final").ok_or(GrammarError::MissingBranch("final"))?;
     let mut grammar = Grammar::new(Node::rule("decision"));
     let mut alternatives = Vec::new();
-    for card in inputs.tools.iter().filter(|c| allowed.contains(&c.name.as_str())) {
+    for card in inputs
+        .tools
+        .iter()
+        .filter(|c| allowed.contains(&c.name.as_str()))
+    {
         let name = format!("action-{}", rule_name(&card.name));
         let body = action_node(&mut grammar, inputs, card, None)?;
         grammar.define(&name, body);
         alternatives.push(Node::rule(name));
     }
     if !inputs.grounding.evidence_ids.is_empty() {
-        let id = Node::one_of_texts(inputs.grounding.evidence_ids.iter().map(|id| json_string(id)));
+        let id = Node::one_of_texts(
+            inputs
+                .grounding
+                .evidence_ids
+                .iter()
+                .map(|id| json_string(id)),
+        );
         grammar.define("evidence-id", id);
-        let more = Node::seq([Node::lit(","), Node::rule("evidence-id")]).repeat(0, inputs.caps.evidence_ids - 1);
-        let ids = Node::seq([Node::lit("["), Node::rule("evidence-id"), more, Node::lit("]")]);
+        let more = Node::seq([Node::lit(","), Node::rule("evidence-id")])
+            .repeat(0, inputs.caps.evidence_ids - 1);
+        let ids = Node::seq([
+            Node::lit("["),
+            Node::rule("evidence-id"),
+            more,
+            Node::lit("]"),
+        ]);
         let answer = answer_node(&mut grammar, inputs);
         grammar.define("final", final_shell(ids, answer));
         alternatives.push(Node::rule("final"));
@@ -111,7 +153,12 @@ pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, Grammar
 
 /// A JSON Schema of the same decision shape, without grounding — for backends that take only a schema
 /// (OpenAI-compatible servers). Guided tool step: the one action; guided final: the final branch; free: any.
-pub fn json_schema(tools: &[ToolCard], decision_schema: &Value, mode: crate::prompt::Mode, gap: &runtime::policy::Gap) -> Result<Value, GrammarError> {
+pub fn json_schema(
+    tools: &[ToolCard],
+    decision_schema: &Value,
+    mode: crate::prompt::Mode,
+    gap: &runtime::policy::Gap,
+) -> Result<Value, GrammarError> {
     let action = |card: &ToolCard| {
         let props = generation_properties(&card.arguments_schema);
         let mut properties = serde_json::Map::new();
@@ -131,11 +178,16 @@ pub fn json_schema(tools: &[ToolCard], decision_schema: &Value, mode: crate::pro
             "additionalProperties": false,
         })
     };
-    let final_branch = branch(decision_schema, "final").ok_or(GrammarError::MissingBranch("final"))?.clone();
+    let final_branch = branch(decision_schema, "final")
+        .ok_or(GrammarError::MissingBranch("final"))?
+        .clone();
     match (mode, gap) {
-        (crate::prompt::Mode::Guided, runtime::policy::Gap::Tool { tool, .. }) => {
-            Ok(action(tools.iter().find(|c| &c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.clone()))?))
-        }
+        (crate::prompt::Mode::Guided, runtime::policy::Gap::Tool { tool, .. }) => Ok(action(
+            tools
+                .iter()
+                .find(|c| &c.name == tool)
+                .ok_or_else(|| GrammarError::UnknownTool(tool.clone()))?,
+        )),
         (crate::prompt::Mode::Guided, runtime::policy::Gap::Final { .. }) => Ok(final_branch),
         (crate::prompt::Mode::Free, _) => {
             let mut any: Vec<Value> = tools.iter().map(action).collect();
@@ -148,7 +200,10 @@ pub fn json_schema(tools: &[ToolCard], decision_schema: &Value, mode: crate::pro
 fn strip_extensions(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => Value::Object(
-            map.iter().filter(|(k, _)| !k.starts_with("x-")).map(|(k, v)| (k.clone(), strip_extensions(v))).collect(),
+            map.iter()
+                .filter(|(k, _)| !k.starts_with("x-"))
+                .map(|(k, v)| (k.clone(), strip_extensions(v)))
+                .collect(),
         ),
         other => other.clone(),
     }
@@ -157,9 +212,18 @@ fn strip_extensions(schema: &Value) -> Value {
 /// The JSON the runtime writes for the model in guided mode: through the tool name and the first
 /// argument's key (and its opening quote or bracket), so the model fills only values.
 pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str) -> Result<String, GrammarError> {
-    let card = tools.iter().find(|c| c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.into()))?;
-    let mut prefix = format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", json!(tool));
-    if let Some((name, schema)) = generation_properties(&card.arguments_schema).into_iter().next() {
+    let card = tools
+        .iter()
+        .find(|c| c.name == tool)
+        .ok_or_else(|| GrammarError::UnknownTool(tool.into()))?;
+    let mut prefix = format!(
+        "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
+        json!(tool)
+    );
+    if let Some((name, schema)) = generation_properties(&card.arguments_schema)
+        .into_iter()
+        .next()
+    {
         prefix.push_str(&format!("{}:", json!(name)));
         match schema.get("type").and_then(Value::as_str) {
             Some("string") => prefix.push('"'),
@@ -172,7 +236,10 @@ pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str) -> Result<String, Gram
 
 /// Guided mode, final gap: everything up to the answer text (the runtime knows which evidence to cite).
 pub fn guided_final_prefix(evidence_ids: &[String]) -> String {
-    format!("{{\"type\":\"final\",\"evidence_ids\":{},\"answer\":\"", json!(evidence_ids))
+    format!(
+        "{{\"type\":\"final\",\"evidence_ids\":{},\"answer\":\"",
+        json!(evidence_ids)
+    )
 }
 
 /// The properties a generated action writes, in order: required ones (registry order), then optional
@@ -184,29 +251,57 @@ pub fn generation_properties(arguments_schema: &Value) -> Vec<(&String, &Value)>
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let Some(props) = arguments_schema.get("properties").and_then(Value::as_object) else {
+    let Some(props) = arguments_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
         return Vec::new();
     };
-    let mut out: Vec<(&String, &Value)> = props.iter().filter(|(n, _)| required.contains(&n.as_str())).collect();
-    out.extend(props.iter().filter(|(n, s)| !required.contains(&n.as_str()) && s.get("default").is_none()));
+    let mut out: Vec<(&String, &Value)> = props
+        .iter()
+        .filter(|(n, _)| required.contains(&n.as_str()))
+        .collect();
+    out.extend(
+        props
+            .iter()
+            .filter(|(n, s)| !required.contains(&n.as_str()) && s.get("default").is_none()),
+    );
     out
 }
 
 fn card<'a>(inputs: &Inputs<'a>, tool: &str) -> Result<&'a ToolCard, GrammarError> {
-    inputs.tools.iter().find(|c| c.name == tool).ok_or_else(|| GrammarError::UnknownTool(tool.into()))
+    inputs
+        .tools
+        .iter()
+        .find(|c| c.name == tool)
+        .ok_or_else(|| GrammarError::UnknownTool(tool.into()))
 }
 
 fn branch<'a>(decision_schema: &'a Value, title: &str) -> Option<&'a Value> {
-    decision_schema.get("oneOf")?.as_array()?.iter().find(|b| b.get("title").and_then(Value::as_str) == Some(title))
+    decision_schema
+        .get("oneOf")?
+        .as_array()?
+        .iter()
+        .find(|b| b.get("title").and_then(Value::as_str) == Some(title))
 }
 
 fn finish(grammar: Grammar) -> Result<Grammar, GrammarError> {
-    grammar.check().map_err(|e| GrammarError::Inconsistent(e.to_string()))?;
+    grammar
+        .check()
+        .map_err(|e| GrammarError::Inconsistent(e.to_string()))?;
     Ok(grammar)
 }
 
 fn rule_name(text: &str) -> String {
-    text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect()
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 fn json_string(text: &str) -> String {
@@ -225,8 +320,16 @@ fn final_shell(ids: Node, answer: Node) -> Node {
 }
 
 /// `{"type":"action","tool":"<name>","arguments":{...}}` with one rule per argument.
-fn action_node(grammar: &mut Grammar, inputs: &Inputs, card: &ToolCard, result: Option<ResultKind>) -> Result<Node, GrammarError> {
-    let mut items = vec![Node::lit(format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", json!(card.name)))];
+fn action_node(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    card: &ToolCard,
+    result: Option<ResultKind>,
+) -> Result<Node, GrammarError> {
+    let mut items = vec![Node::lit(format!(
+        "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
+        json!(card.name)
+    ))];
     let properties = generation_properties(&card.arguments_schema);
     let mut i = 0;
     while i < properties.len() {
@@ -239,12 +342,20 @@ fn action_node(grammar: &mut Grammar, inputs: &Inputs, card: &ToolCard, result: 
         // Two adjacent arrays that must have equal lengths are written as one rule with one alternative
         // per length, so a chart can never get more values than labels.
         let paired = properties.get(i + 1).filter(|(next, _)| {
-            card.same_length.iter().any(|n| n == name) && card.same_length.iter().any(|n| n == *next)
+            card.same_length.iter().any(|n| n == name)
+                && card.same_length.iter().any(|n| n == *next)
         });
         let body = match paired {
             Some((next, next_schema)) => {
                 i += 1;
-                paired_arrays(grammar, inputs, card, (name, schema), (next, next_schema), result)?
+                paired_arrays(
+                    grammar,
+                    inputs,
+                    card,
+                    (name, schema),
+                    (next, next_schema),
+                    result,
+                )?
             }
             None => value_node(grammar, inputs, &card.name, name, schema, result)?,
         };
@@ -266,15 +377,44 @@ fn paired_arrays(
     second: (&String, &Value),
     result: Option<ResultKind>,
 ) -> Result<Node, GrammarError> {
+    // Row labels and their numbers from one observed column, copied whole in table order: the chart
+    // can neither drop a row nor pair a label with another row's value.
+    let labels_then_numbers = first.1["items"].get("x-grammar").and_then(Value::as_str)
+        == Some("label")
+        && second.1["items"].get("type").and_then(Value::as_str) == Some("number");
+    let max_items = [first.1, second.1]
+        .iter()
+        .filter_map(|s| s.get("maxItems").and_then(Value::as_u64))
+        .fold(inputs.caps.array_items, |m, x| m.min(x as u32));
+    let columns: Vec<&Series> = usable_series(inputs, max_items)
+        .into_iter()
+        .filter(|s| s.labels.len() == s.values.len() && s.labels.iter().all(|l| !l.is_empty()))
+        .collect();
+    if labels_then_numbers && !columns.is_empty() {
+        let between = format!(",{}:", json!(second.0));
+        return Ok(Node::one_of_texts(columns.iter().map(|s| {
+            let labels: Vec<String> = s.labels.iter().map(|l| json_string(l)).collect();
+            format!("[{}]{between}[{}]", labels.join(","), s.values.join(","))
+        })));
+    }
     let mut item_rules = Vec::new();
     let mut max = inputs.caps.array_items;
     for (name, schema) in [first, second] {
-        let items_schema = schema.get("items").ok_or_else(|| GrammarError::Unsupported {
-            tool: card.name.clone(),
-            field: name.clone(),
-            schema: schema.to_string(),
-        })?;
-        let item = value_node(grammar, inputs, &card.name, &format!("{name}[]"), items_schema, result)?;
+        let items_schema = schema
+            .get("items")
+            .ok_or_else(|| GrammarError::Unsupported {
+                tool: card.name.clone(),
+                field: name.clone(),
+                schema: schema.to_string(),
+            })?;
+        let item = value_node(
+            grammar,
+            inputs,
+            &card.name,
+            &format!("{name}[]"),
+            items_schema,
+            result,
+        )?;
         let rule = format!("{}-{}-item", rule_name(&card.name), rule_name(name));
         grammar.define(&rule, item);
         item_rules.push(rule);
@@ -296,7 +436,13 @@ fn paired_arrays(
     };
     let between = Node::lit(format!(",{}:", json!(second.0)));
     let alternatives = (1..=max.max(1))
-        .map(|n| Node::seq([list(&item_rules[0], n), between.clone(), list(&item_rules[1], n)]))
+        .map(|n| {
+            Node::seq([
+                list(&item_rules[0], n),
+                between.clone(),
+                list(&item_rules[1], n),
+            ])
+        })
         .collect();
     Ok(Node::Alt(alternatives))
 }
@@ -310,50 +456,121 @@ fn value_node(
     schema: &Value,
     result: Option<ResultKind>,
 ) -> Result<Node, GrammarError> {
-    let unsupported = || GrammarError::Unsupported { tool: tool.into(), field: field.into(), schema: schema.to_string() };
+    let unsupported = || GrammarError::Unsupported {
+        tool: tool.into(),
+        field: field.into(),
+        schema: schema.to_string(),
+    };
     let role = schema.get("x-grammar").and_then(Value::as_str);
     let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
     let caps = &inputs.caps;
     match (ty, role) {
         ("string", Some("expression")) => {
             define_expression(grammar, inputs);
+            // A number asked of an observed table is one aggregate over one whole column: a small model
+            // chaining `mean(a) + mean(b)` over the wrong columns is the failure this rules out.
+            let over_table = !usable_series(inputs, inputs.caps.function_args.max(1)).is_empty();
             let root = match result {
                 Some(ResultKind::Boolean) => "calc-bool",
+                Some(ResultKind::Number) if over_table => "calc-call",
                 Some(ResultKind::Number) => "calc-num",
                 None => "calc-any",
             };
-            Ok(Node::seq([Node::lit("\""), Node::rule(root), Node::lit("\"")]))
+            Ok(Node::seq([
+                Node::lit("\""),
+                Node::rule(root),
+                Node::lit("\""),
+            ]))
         }
         ("string", Some("label")) if !inputs.grounding.labels.is_empty() => {
-            grammar.define("label", Node::one_of_texts(inputs.grounding.labels.iter().map(|l| json_string(l))));
+            grammar.define(
+                "label",
+                Node::one_of_texts(inputs.grounding.labels.iter().map(|l| json_string(l))),
+            );
             Ok(Node::rule("label"))
         }
         ("string", _) => {
-            let max = schema.get("maxLength").and_then(Value::as_u64).map_or(caps.string_chars, |m| (m as u32).min(caps.string_chars));
-            let min = schema.get("minLength").and_then(Value::as_u64).map_or(0, |m| (m as u32).min(max));
+            let max = schema
+                .get("maxLength")
+                .and_then(Value::as_u64)
+                .map_or(caps.string_chars, |m| (m as u32).min(caps.string_chars));
+            let min = schema
+                .get("minLength")
+                .and_then(Value::as_u64)
+                .map_or(0, |m| (m as u32).min(max));
             define_text(grammar, inputs);
-            Ok(Node::seq([Node::lit("\""), Node::rule("text-seg").repeat(min, max), Node::rule("text-end").opt(), Node::lit("\"")]))
+            Ok(Node::seq([
+                Node::lit("\""),
+                Node::rule("text-seg").repeat(min, max),
+                Node::rule("text-end").opt(),
+                Node::lit("\""),
+            ]))
+        }
+        ("number", Some("computed")) => {
+            let computed: Vec<&String> = inputs
+                .grounding
+                .computed
+                .iter()
+                .filter(|n| is_json_number(n))
+                .collect();
+            if computed.is_empty() {
+                return Ok(number_node(grammar, inputs));
+            }
+            grammar.define("computed-num", Node::one_of_texts(computed));
+            Ok(Node::rule("computed-num"))
         }
         ("number", _) => Ok(number_node(grammar, inputs)),
         ("integer", _) => {
             let min = schema.get("minimum").and_then(Value::as_i64);
             let max = schema.get("maximum").and_then(Value::as_i64);
             match (min, max) {
-                (Some(a), Some(b)) if b >= a && b - a <= 32 => Ok(Node::one_of_texts((a..=b).map(|n| n.to_string()))),
-                _ => Ok(Node::seq([Node::lit("-").opt(), Node::Class { negated: false, ranges: vec![('0', '9')] }.repeat(1, 12)])),
+                (Some(a), Some(b)) if b >= a && b - a <= 32 => {
+                    Ok(Node::one_of_texts((a..=b).map(|n| n.to_string())))
+                }
+                _ => Ok(Node::seq([
+                    Node::lit("-").opt(),
+                    Node::Class {
+                        negated: false,
+                        ranges: vec![('0', '9')],
+                    }
+                    .repeat(1, 12),
+                ])),
             }
         }
         ("boolean", _) => Ok(Node::one_of_texts(["true", "false"])),
         ("array", _) => {
             let items_schema = schema.get("items").ok_or_else(unsupported)?;
-            let item = value_node(grammar, inputs, tool, &format!("{field}[]"), items_schema, result)?;
-            let max = schema.get("maxItems").and_then(Value::as_u64).map_or(caps.array_items, |m| (m as u32).min(caps.array_items)).max(1);
-            let min = schema.get("minItems").and_then(Value::as_u64).map_or(0, |m| (m as u32).min(max));
-            let rule = format!("{}-{}-item", rule_name(tool), rule_name(field.trim_end_matches("[]")));
+            let item = value_node(
+                grammar,
+                inputs,
+                tool,
+                &format!("{field}[]"),
+                items_schema,
+                result,
+            )?;
+            let max = schema
+                .get("maxItems")
+                .and_then(Value::as_u64)
+                .map_or(caps.array_items, |m| (m as u32).min(caps.array_items))
+                .max(1);
+            let min = schema
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .map_or(0, |m| (m as u32).min(max));
+            let rule = format!(
+                "{}-{}-item",
+                rule_name(tool),
+                rule_name(field.trim_end_matches("[]"))
+            );
             grammar.define(&rule, item);
-            let rest = Node::seq([Node::lit(","), Node::rule(rule.clone())]).repeat(min.saturating_sub(1), max - 1);
+            let rest = Node::seq([Node::lit(","), Node::rule(rule.clone())])
+                .repeat(min.saturating_sub(1), max - 1);
             let body = Node::seq([Node::rule(rule), rest]);
-            Ok(Node::seq([Node::lit("["), if min == 0 { body.opt() } else { body }, Node::lit("]")]))
+            Ok(Node::seq([
+                Node::lit("["),
+                if min == 0 { body.opt() } else { body },
+                Node::lit("]"),
+            ]))
         }
         _ => Err(unsupported()),
     }
@@ -362,9 +579,17 @@ fn value_node(
 /// A JSON number that is a grounded value (signed, as printed), or any number while nothing is grounded.
 fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     if !grammar.has_rule("json-num") {
-        let grounded: Vec<&String> = inputs.grounding.numbers.iter().filter(|n| is_json_number(n)).collect();
+        let grounded: Vec<&String> = inputs
+            .grounding
+            .numbers
+            .iter()
+            .filter(|n| is_json_number(n))
+            .collect();
         let body = if grounded.is_empty() {
-            let digits = Node::Class { negated: false, ranges: vec![('0', '9')] };
+            let digits = Node::Class {
+                negated: false,
+                ranges: vec![('0', '9')],
+            };
             Node::seq([
                 Node::lit("-").opt(),
                 digits.clone().repeat(1, 15),
@@ -381,14 +606,20 @@ fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
 fn is_json_number(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
     let int = digits.split('.').next().unwrap_or("");
-    !int.is_empty() && (int == "0" || !int.starts_with('0')) && serde_json::from_str::<f64>(text).is_ok()
+    !int.is_empty()
+        && (int == "0" || !int.starts_with('0'))
+        && serde_json::from_str::<f64>(text).is_ok()
 }
 
 /// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there). Counts
 /// (`0..=rows`) only where prose may use them, never in a computation.
 fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let counts = if with_counts { inputs.grounding.counts.as_slice() } else { &[] };
+    let counts = if with_counts {
+        inputs.grounding.counts.as_slice()
+    } else {
+        &[]
+    };
     for n in inputs.grounding.numbers.iter().chain(counts) {
         let n = n.trim_start_matches('-').to_owned();
         if !n.is_empty() && !out.contains(&n) {
@@ -415,13 +646,22 @@ fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
     }
     grammar.define("text-num", Node::one_of_texts(numbers));
     // After a number: not a digit and not a bare decimal point (so 7 and 2 cannot make 72, nor 7 and .5 make 7.5).
-    let after = Node::Alt(vec![text_char("\"\\0123456789."), Node::seq([Node::lit("."), text_char("\"\\0123456789.")])]);
+    let after = Node::Alt(vec![
+        text_char("\"\\0123456789."),
+        Node::seq([Node::lit("."), text_char("\"\\0123456789.")]),
+    ]);
     grammar.define("text-after", after);
     grammar.define(
         "text-seg",
-        Node::Alt(vec![Node::rule("text-char"), Node::seq([Node::rule("text-num"), Node::rule("text-after")])]),
+        Node::Alt(vec![
+            Node::rule("text-char"),
+            Node::seq([Node::rule("text-num"), Node::rule("text-after")]),
+        ]),
     );
-    grammar.define("text-end", Node::seq([Node::rule("text-num"), Node::lit(".").opt()]));
+    grammar.define(
+        "text-end",
+        Node::seq([Node::rule("text-num"), Node::lit(".").opt()]),
+    );
 }
 
 /// One character of JSON string content other than `excluded` (control characters are never allowed;
@@ -440,8 +680,14 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     let sp = || Node::lit(" ").opt();
     let numbers = text_numbers(inputs, false);
     let number = if numbers.is_empty() {
-        let digits = Node::Class { negated: false, ranges: vec![('0', '9')] };
-        Node::seq([digits.clone().repeat(1, 15), Node::seq([Node::lit("."), digits.repeat(1, 4)]).opt()])
+        let digits = Node::Class {
+            negated: false,
+            ranges: vec![('0', '9')],
+        };
+        Node::seq([
+            digits.clone().repeat(1, 15),
+            Node::seq([Node::lit("."), digits.repeat(1, 4)]).opt(),
+        ])
     } else {
         Node::one_of_texts(numbers)
     };
@@ -450,43 +696,69 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     // An aggregate runs over a whole observed column, copied by the grammar in table order: a small model
     // chooses the function and the column; it cannot drop, repeat or mistype a value. Without an observed
     // table, any grounded arguments.
-    let series: Vec<String> = inputs
-        .grounding
-        .series
+    let series: Vec<String> = usable_series(inputs, args_max)
         .iter()
-        .filter(|s| s.values.len() as u32 <= args_max)
         .map(|s| s.values.join(", "))
         .collect();
     let arguments = if series.is_empty() {
-        Node::seq([Node::rule("calc-num"), Node::seq([Node::lit(","), sp(), Node::rule("calc-num")]).repeat(0, args_max - 1)])
+        Node::seq([
+            Node::rule("calc-num"),
+            Node::seq([Node::lit(","), sp(), Node::rule("calc-num")]).repeat(0, args_max - 1),
+        ])
     } else {
         Node::one_of_texts(series)
     };
     grammar.define(
         "calc-call",
-        Node::seq([Node::one_of_texts(["mean", "sum", "min", "max", "count"]), Node::lit("("), arguments, Node::lit(")")]),
+        Node::seq([
+            Node::one_of_texts(["mean", "sum", "min", "max", "count"]),
+            Node::lit("("),
+            arguments,
+            Node::lit(")"),
+        ]),
     );
     grammar.define(
         "calc-atom",
         Node::Alt(vec![
             Node::rule("calc-number"),
             Node::rule("calc-call"),
-            Node::seq([Node::lit("("), sp(), Node::rule("calc-num"), sp(), Node::lit(")")]),
+            Node::seq([
+                Node::lit("("),
+                sp(),
+                Node::rule("calc-num"),
+                sp(),
+                Node::lit(")"),
+            ]),
         ]),
     );
-    grammar.define("calc-unary", Node::seq([Node::lit("-").opt(), Node::rule("calc-atom")]));
+    grammar.define(
+        "calc-unary",
+        Node::seq([Node::lit("-").opt(), Node::rule("calc-atom")]),
+    );
     grammar.define(
         "calc-term",
         Node::seq([
             Node::rule("calc-unary"),
-            Node::seq([sp(), Node::one_of_texts(["*", "/"]), sp(), Node::rule("calc-unary")]).repeat(0, 4),
+            Node::seq([
+                sp(),
+                Node::one_of_texts(["*", "/"]),
+                sp(),
+                Node::rule("calc-unary"),
+            ])
+            .repeat(0, 4),
         ]),
     );
     grammar.define(
         "calc-num",
         Node::seq([
             Node::rule("calc-term"),
-            Node::seq([sp(), Node::one_of_texts(["+", "-"]), sp(), Node::rule("calc-term")]).repeat(0, 24),
+            Node::seq([
+                sp(),
+                Node::one_of_texts(["+", "-"]),
+                sp(),
+                Node::rule("calc-term"),
+            ])
+            .repeat(0, 24),
         ]),
     );
     grammar.define(
@@ -499,15 +771,25 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
             Node::rule("calc-num"),
         ]),
     );
-    grammar.define("calc-not", Node::seq([Node::lit("not ").opt(), Node::rule("calc-cmp")]));
+    grammar.define(
+        "calc-not",
+        Node::seq([Node::lit("not ").opt(), Node::rule("calc-cmp")]),
+    );
     grammar.define(
         "calc-bool",
         Node::seq([
             Node::rule("calc-not"),
-            Node::seq([Node::one_of_texts([" and ", " or "]), Node::rule("calc-not")]).repeat(0, 4),
+            Node::seq([
+                Node::one_of_texts([" and ", " or "]),
+                Node::rule("calc-not"),
+            ])
+            .repeat(0, 4),
         ]),
     );
-    grammar.define("calc-any", Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-num")]));
+    grammar.define(
+        "calc-any",
+        Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-num")]),
+    );
 }
 
 /// One piece of an answer template.
@@ -526,13 +808,23 @@ pub fn parse_template(template: &str) -> Vec<TemplatePart> {
     let mut parts = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('<') {
-        let Some(close) = rest[open..].find('>').map(|c| open + c) else { break };
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else {
+            break;
+        };
         if open > 0 {
             parts.push(TemplatePart::Text(rest[..open].to_owned()));
         }
         let inner = rest[open + 1..close].trim();
-        let options: Vec<String> = inner.split('/').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
-        parts.push(if options.len() >= 2 { TemplatePart::Choice(options) } else { TemplatePart::Value(inner.to_owned()) });
+        let options: Vec<String> = inner
+            .split('/')
+            .map(|o| o.trim().to_owned())
+            .filter(|o| !o.is_empty())
+            .collect();
+        parts.push(if options.len() >= 2 {
+            TemplatePart::Choice(options)
+        } else {
+            TemplatePart::Value(inner.to_owned())
+        });
         rest = &rest[close + 1..];
     }
     if !rest.is_empty() {
@@ -545,9 +837,15 @@ pub fn parse_template(template: &str) -> Vec<TemplatePart> {
 /// Without a usable template, grounded free text.
 fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     let parts = parse_template(inputs.answer_template);
-    if !parts.iter().any(|p| !matches!(p, TemplatePart::Text(t) if t.trim().is_empty())) {
+    if !parts
+        .iter()
+        .any(|p| !matches!(p, TemplatePart::Text(t) if t.trim().is_empty()))
+    {
         define_text(grammar, inputs);
-        return Node::seq([Node::rule("text-seg").repeat(1, 400), Node::rule("text-end").opt()]);
+        return Node::seq([
+            Node::rule("text-seg").repeat(1, 400),
+            Node::rule("text-end").opt(),
+        ]);
     }
     let escape = |text: &str| {
         let quoted = json_string(text);
@@ -555,27 +853,174 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     };
     let mut value_alternatives: Vec<String> = text_numbers(inputs, true);
     value_alternatives.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
+    let computed: Vec<String> = inputs
+        .grounding
+        .computed
+        .iter()
+        .map(|n| n.trim_start_matches('-').to_owned())
+        .collect();
+    let columns = usable_series(inputs, u32::MAX);
+    let mut slot = 0;
     let mut items = Vec::new();
     for part in parts {
         match part {
             TemplatePart::Text(text) => items.push(Node::lit(escape(&text))),
-            TemplatePart::Choice(options) => items.push(Node::one_of_texts(options.iter().map(|o| escape(o)))),
+            TemplatePart::Choice(options) => {
+                items.push(Node::one_of_texts(options.iter().map(|o| escape(o))))
+            }
             TemplatePart::Value(_) if value_alternatives.is_empty() => {
                 define_text(grammar, inputs);
-                items.push(Node::seq([Node::rule("text-seg").repeat(1, 40), Node::rule("text-end").opt()]));
+                items.push(Node::seq([
+                    Node::rule("text-seg").repeat(1, 40),
+                    Node::rule("text-end").opt(),
+                ]));
             }
-            TemplatePart::Value(_) => {
-                grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
-                items.push(Node::rule("slot-value"));
+            TemplatePart::Value(name) => {
+                // What the slot's own name asks for narrows it: an average or total is a computed value,
+                // "highest …"/"lowest …" the label of that extreme row of the column the task is about
+                // (computed here, never left to the model's reading of a table).
+                let narrowed: Vec<String> = match SlotKind::of(&name) {
+                    SlotKind::Computed if !computed.is_empty() => computed.clone(),
+                    SlotKind::Extreme(direction) if !columns.is_empty() => {
+                        let mut labels: Vec<String> = Vec::new();
+                        for (lowest, highest) in columns.iter().filter_map(|s| s.extremes()) {
+                            let picks: &[&str] = match direction {
+                                Some(Direction::Lowest) => &[lowest],
+                                Some(Direction::Highest) => &[highest],
+                                None => &[lowest, highest],
+                            };
+                            for label in picks {
+                                let label = escape(label);
+                                if !labels.contains(&label) {
+                                    labels.push(label);
+                                }
+                            }
+                        }
+                        labels
+                    }
+                    _ => Vec::new(),
+                };
+                if narrowed.is_empty() {
+                    grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
+                    items.push(Node::rule("slot-value"));
+                } else {
+                    let rule = format!("slot-{slot}");
+                    grammar.define(&rule, Node::one_of_texts(narrowed));
+                    items.push(Node::rule(rule));
+                }
+                slot += 1;
             }
         }
     }
     Node::Seq(items)
 }
 
+/// Which end of a column an answer slot names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Lowest,
+    Highest,
+}
+
+/// What an answer slot asks for, read from its name (`<average>`, `<lowest site>`, `<最高门店>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotKind {
+    /// An average, mean or total: a value a tool computed.
+    Computed,
+    /// A row at one end of the column (`None`: a word like "worst" that does not say which end).
+    Extreme(Option<Direction>),
+    /// Anything else: any grounded number or label.
+    Open,
+}
+
+impl SlotKind {
+    // Words people use for the ends of a column, in English and Chinese. "Slowest" and "fastest" read
+    // as durations (the usual column: a time), "weakest"/"strongest" as scores.
+    const LOWEST: &'static [&'static str] = &[
+        "lowest", "smallest", "least", "fewest", "shortest", "minimum", "min", "bottom", "weakest",
+        "fastest", "最低", "最小", "最少", "最短",
+    ];
+    const HIGHEST: &'static [&'static str] = &[
+        "highest",
+        "largest",
+        "biggest",
+        "greatest",
+        "longest",
+        "most",
+        "maximum",
+        "max",
+        "top",
+        "strongest",
+        "slowest",
+        "最高",
+        "最大",
+        "最多",
+        "最长",
+    ];
+    const EITHER: &'static [&'static str] = &["worst", "best", "最差", "最好", "最佳"];
+    const COMPUTED: &'static [&'static str] = &[
+        "average", "mean", "avg", "total", "sum", "平均", "均值", "总",
+    ];
+
+    fn of(name: &str) -> SlotKind {
+        let lower = name.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let has = |list: &[&str]| {
+            list.iter().any(|k| {
+                if k.is_ascii() {
+                    words.contains(k)
+                } else {
+                    lower.contains(k)
+                }
+            })
+        };
+        let (low, high) = (has(Self::LOWEST), has(Self::HIGHEST));
+        if has(Self::COMPUTED) && !low && !high {
+            return SlotKind::Computed;
+        }
+        match (low, high) {
+            (true, false) => SlotKind::Extreme(Some(Direction::Lowest)),
+            (false, true) => SlotKind::Extreme(Some(Direction::Highest)),
+            _ if has(Self::EITHER) => SlotKind::Extreme(None),
+            _ => SlotKind::Open,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slot_names_say_what_they_hold() {
+        for (name, kind) in [
+            ("average", SlotKind::Computed),
+            ("average wait", SlotKind::Computed),
+            ("平均值", SlotKind::Computed),
+            ("lowest batch", SlotKind::Extreme(Some(Direction::Lowest))),
+            (
+                "least punctual route",
+                SlotKind::Extreme(Some(Direction::Lowest)),
+            ),
+            (
+                "longest-wait clinic",
+                SlotKind::Extreme(Some(Direction::Highest)),
+            ),
+            ("最高门店", SlotKind::Extreme(Some(Direction::Highest))),
+            ("最低医院", SlotKind::Extreme(Some(Direction::Lowest))),
+            ("worst line", SlotKind::Extreme(None)),
+            ("its value", SlotKind::Open),
+            (
+                "most energy-intensive building",
+                SlotKind::Extreme(Some(Direction::Highest)),
+            ),
+        ] {
+            assert_eq!(SlotKind::of(name), kind, "{name}");
+        }
+    }
 
     #[test]
     fn templates_split_into_parts() {
@@ -589,7 +1034,10 @@ mod tests {
                 TemplatePart::Text(". <oops".into()),
             ]
         );
-        assert_eq!(parse_template("规则<满足/不满足>。")[1], TemplatePart::Choice(vec!["满足".into(), "不满足".into()]));
+        assert_eq!(
+            parse_template("规则<满足/不满足>。")[1],
+            TemplatePart::Choice(vec!["满足".into(), "不满足".into()])
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::backend::{self, Backend, BackendConfig, BackendRequest};
 use crate::engine::{self, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause};
 use crate::gbnf::Grammar;
 use crate::grammar::{self, Caps};
-pub use crate::prompt::Mode;
 use crate::prompt;
+pub use crate::prompt::Mode;
 
 /// Hard cap on tokens per decision (the runtime also passes the remaining output budget).
 pub const PER_DECISION_CAP: u32 = 256;
@@ -83,7 +83,11 @@ pub struct LlamaPolicy {
 impl LlamaPolicy {
     /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
     pub fn new(config: LlamaConfig) -> Self {
-        Self { config, backend: None, stats: Vec::new() }
+        Self {
+            config,
+            backend: None,
+            stats: Vec::new(),
+        }
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
@@ -107,7 +111,11 @@ impl LlamaPolicy {
 
     fn backend(&mut self) -> Result<&mut dyn Backend, PolicyError> {
         if self.backend.is_none() {
-            self.backend = Some(backend::open(&self.config.backend, &self.config.model_path, self.config.engine)?);
+            self.backend = Some(backend::open(
+                &self.config.backend,
+                &self.config.model_path,
+                self.config.engine,
+            )?);
         }
         Ok(self.backend.as_deref_mut().expect("opened above"))
     }
@@ -119,17 +127,23 @@ impl LlamaPolicy {
             tools: &req.tools,
             grounding: &req.grounding,
             answer_template: &req.answer_template,
+            focus: match (self.config.mode, &req.gap) {
+                (Mode::Guided, Gap::Tool { hint, .. }) => hint,
+                _ => &req.task,
+            },
             caps: self.config.caps,
         };
         let planned = match (self.config.mode, &req.gap) {
-            (Mode::Guided, Gap::Tool { tool, result, .. }) => grammar::guided_tool(&inputs, tool, *result)
-                .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?))),
+            (Mode::Guided, Gap::Tool { tool, result, .. }) => {
+                grammar::guided_tool(&inputs, tool, *result)
+                    .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?)))
+            }
             (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
-                grammar::guided_final(&inputs, evidence_ids).map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
+                grammar::guided_final(&inputs, evidence_ids)
+                    .map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
             }
-            (Mode::Free, _) => {
-                grammar::free(&inputs, runtime::decision::decision_schema()).map(|g| (g, String::new()))
-            }
+            (Mode::Free, _) => grammar::free(&inputs, runtime::decision::decision_schema())
+                .map(|g| (g, String::new())),
         };
         planned.map_err(|e| PolicyError::Runtime(e.to_string()))
     }
@@ -143,13 +157,23 @@ pub fn repeat_prefixes(req: &DecisionRequest) -> Vec<String> {
         .filter_map(|action| {
             let tool = action["tool"].as_str()?;
             let card = req.tools.iter().find(|c| c.name == tool)?;
-            let mut text = format!("{{\"type\":\"action\",\"tool\":{},\"arguments\":{{", serde_json::json!(tool));
-            for (i, (name, _)) in grammar::generation_properties(&card.arguments_schema).into_iter().enumerate() {
+            let mut text = format!(
+                "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
+                serde_json::json!(tool)
+            );
+            for (i, (name, _)) in grammar::generation_properties(&card.arguments_schema)
+                .into_iter()
+                .enumerate()
+            {
                 let value = action["arguments"].get(name.as_str())?;
                 if i > 0 {
                     text.push(',');
                 }
-                text.push_str(&format!("{}:{}", serde_json::json!(name), serde_json::to_string(value).ok()?));
+                text.push_str(&format!(
+                    "{}:{}",
+                    serde_json::json!(name),
+                    serde_json::to_string(value).ok()?
+                ));
             }
             Some(text)
         })
@@ -181,7 +205,11 @@ impl Policy for LlamaPolicy {
         format!("llama:{}", self.config.mode)
     }
 
-    fn decide(&mut self, req: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        req: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
         if let Some(cause) = control_check(control) {
             return Err(policy_error(engine::stop_error(cause, 0)));
         }
@@ -191,23 +219,43 @@ impl Policy for LlamaPolicy {
         let (grammar, prefix) = self.plan(req)?;
         let gbnf = self.config.constrained.then(|| grammar.render());
         // Backends that take a JSON Schema instead of GBNF get the same decision shape, ungrounded.
-        let schema = grammar::json_schema(&req.tools, runtime::decision::decision_schema(), self.config.mode, &req.gap)
-            .map_err(|e| PolicyError::Runtime(e.to_string()))?;
+        let schema = grammar::json_schema(
+            &req.tools,
+            runtime::decision::decision_schema(),
+            self.config.mode,
+            &req.gap,
+        )
+        .map_err(|e| PolicyError::Runtime(e.to_string()))?;
         // Free mode: an exact repeat of a successful action can only repeat its observation; mask it as
         // the grammar masks anything else, instead of letting a loop guard end the run.
-        let banned = if self.config.mode == Mode::Free { repeat_prefixes(req) } else { Vec::new() };
+        let banned = if self.config.mode == Mode::Free {
+            repeat_prefixes(req)
+        } else {
+            Vec::new()
+        };
         let grammar_ms = grammar_started.elapsed().as_secs_f64() * 1e3;
         let system = prompt::system_prompt(&req.tools);
         let user = prompt::user_message(req, self.config.mode);
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
-            eprintln!("--- prompt (step {}, attempt {}) ---\n{user}---", req.step, req.attempt);
+            eprintln!(
+                "--- prompt (step {}, attempt {}) ---\n{user}---",
+                req.step, req.attempt
+            );
         }
         // Repairs run greedy (the specification): a repair should fix the reported error, not explore.
-        let temperature = if req.attempt > 0 { 0.0 } else { self.config.temperature };
+        let temperature = if req.attempt > 0 {
+            0.0
+        } else {
+            self.config.temperature
+        };
         let sampling = Sampling {
             temperature,
             // A different stream per step and attempt, reproducible for a given run seed.
-            seed: self.config.seed.wrapping_add(req.step.wrapping_mul(7919)).wrapping_add(req.attempt),
+            seed: self
+                .config
+                .seed
+                .wrapping_add(req.step.wrapping_mul(7919))
+                .wrapping_add(req.attempt),
             ..Sampling::default()
         };
         let request = BackendRequest {
@@ -222,9 +270,14 @@ impl Policy for LlamaPolicy {
             stop_at_json_end: true,
             banned_prefixes: &banned,
         };
-        let generation = self.backend()?.generate(&request, &mut |_| control_check(control))?;
+        let generation = self
+            .backend()?
+            .generate(&request, &mut |_| control_check(control))?;
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
-            eprintln!("--- output ({:?}, {} tokens) ---\n{}\n---", generation.finish, generation.output_tokens, generation.text);
+            eprintln!(
+                "--- output ({:?}, {} tokens) ---\n{}\n---",
+                generation.finish, generation.output_tokens, generation.text
+            );
         }
         self.stats.push(DecisionStats {
             step: req.step,

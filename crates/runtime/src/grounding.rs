@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::numbers;
 use crate::observe::ObservationRecord;
+use crate::tools::knowledge::tokenize;
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -26,13 +27,42 @@ pub struct Grounding {
     pub evidence_ids: Vec<String>,
     /// Every numeric table column seen, its values in table order (what an aggregate runs over).
     pub series: Vec<Series>,
+    /// Printed forms of computed results (a tool result's top-level numeric `value`, with its
+    /// roundings): what an answer slot for an average or a total may state.
+    pub computed: Vec<String>,
 }
 
-/// One numeric column of an observed table: `Arrears rate (%)` → [2.8, 3.4, …] (printed forms).
+/// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
+/// label of each value.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Series {
     pub name: String,
+    pub labels: Vec<String>,
     pub values: Vec<String>,
+}
+
+impl Series {
+    /// The labels of the rows holding the smallest and the largest value (the first such row on a tie).
+    pub fn extremes(&self) -> Option<(&str, &str)> {
+        let numbers: Vec<(usize, f64)> = self
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.parse::<f64>().ok().map(|x| (i, x)))
+            .collect();
+        let lowest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 < a.1 { b } else { a })?;
+        let highest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })?;
+        Some((
+            self.labels.get(lowest.0)?.as_str(),
+            self.labels.get(highest.0)?.as_str(),
+        ))
+    }
 }
 
 /// The values behind a [`Grounding`], for checking numbers a writer already wrote.
@@ -47,7 +77,10 @@ pub struct GroundedValues {
 impl GroundedValues {
     /// Collects the values established by `records` (successful ones only) and by `texts` (the task's
     /// own words: task text and answer template).
-    pub fn collect<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>, texts: &[&str]) -> GroundedValues {
+    pub fn collect<'a>(
+        records: impl IntoIterator<Item = &'a ObservationRecord>,
+        texts: &[&str],
+    ) -> GroundedValues {
         let mut out = GroundedValues::default();
         for record in records.into_iter().filter(|r| r.ok) {
             if let Some(result) = &record.result {
@@ -55,7 +88,8 @@ impl GroundedValues {
             }
         }
         for text in texts {
-            out.values.extend(numbers::scan(text).into_iter().map(|m| m.value));
+            out.values
+                .extend(numbers::scan(text).into_iter().map(|m| m.value));
         }
         out
     }
@@ -69,11 +103,19 @@ impl GroundedValues {
                 if let Some(label) = row["label"].as_str() {
                     self.add_label(label);
                 }
-                for value in row["values"].as_object().into_iter().flat_map(|m| m.values()) {
+                for value in row["values"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                {
                     self.add_number(value);
                 }
             }
-            for stat in table["stats"].as_object().into_iter().flat_map(|m| m.values()) {
+            for stat in table["stats"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
                 for key in ["lowest", "highest"] {
                     self.add_number(&stat[key]["value"]);
                 }
@@ -85,20 +127,27 @@ impl GroundedValues {
         for citation in result["citations"].as_array().into_iter().flatten() {
             for key in ["text", "heading"] {
                 if let Some(text) = citation[key].as_str() {
-                    self.values.extend(numbers::scan(text).into_iter().map(|m| m.value));
+                    self.values
+                        .extend(numbers::scan(text).into_iter().map(|m| m.value));
                 }
             }
         }
         self.add_number(&result["value"]);
         if let Some(expression) = result["expression"].as_str() {
-            self.values.extend(numbers::scan(expression).into_iter().map(|m| m.value));
+            self.values
+                .extend(numbers::scan(expression).into_iter().map(|m| m.value));
         }
         let spec = &result["spec"];
         for value in spec["values"].as_array().into_iter().flatten() {
             self.add_number(value);
         }
         self.add_number(&spec["average"]);
-        for label in spec["labels"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for label in spec["labels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
             self.add_label(label);
         }
     }
@@ -118,8 +167,13 @@ impl GroundedValues {
     /// Whether `mention` states a grounded value (printed rounding allowed) or a count up to the most
     /// rows of any observed table.
     pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
-        let small_count = mention.decimals == 0 && mention.value >= 0.0 && mention.value <= self.max_rows as f64;
-        small_count || self.values.iter().any(|v| mention.stands_for(*v) || mention.stands_for(-*v))
+        let small_count =
+            mention.decimals == 0 && mention.value >= 0.0 && mention.value <= self.max_rows as f64;
+        small_count
+            || self
+                .values
+                .iter()
+                .any(|v| mention.stands_for(*v) || mention.stands_for(-*v))
     }
 }
 
@@ -127,7 +181,10 @@ impl Grounding {
     /// The grammar-facing view of `records` plus the task's own texts: every grounded value in its
     /// canonical form, calculator-like results (a top-level `value`) also in their roundings, digits
     /// inside row labels, and (apart) the counts `0..=max_rows`.
-    pub fn build<'a>(records: impl IntoIterator<Item = &'a ObservationRecord> + Clone, texts: &[&str]) -> Grounding {
+    pub fn build<'a>(
+        records: impl IntoIterator<Item = &'a ObservationRecord> + Clone,
+        texts: &[&str],
+    ) -> Grounding {
         let values = GroundedValues::collect(records.clone(), texts);
         let mut numbers_out: Vec<String> = Vec::new();
         let mut push = |text: String| {
@@ -145,10 +202,14 @@ impl Grounding {
             }
         }
         let mut evidence_ids = Vec::new();
+        let mut computed: Vec<String> = Vec::new();
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             if let Some(value) = record.result.as_ref().and_then(|r| r["value"].as_f64()) {
                 for form in numbers::printed_forms(value) {
+                    if !computed.contains(&form) {
+                        computed.push(form.clone());
+                    }
                     push(form);
                 }
             }
@@ -162,7 +223,39 @@ impl Grounding {
                 }
             }
         }
-        Grounding { numbers: numbers_out, counts, labels: values.labels, evidence_ids, series }
+        Grounding {
+            numbers: numbers_out,
+            counts,
+            labels: values.labels,
+            evidence_ids,
+            series,
+            computed,
+        }
+    }
+
+    /// The one observed column that `text` (a step's hint, or the task) is about: the series whose
+    /// header words occur most often in it — `None` when no header word occurs or two columns tie, so
+    /// a caller narrows only when the text really names a column. With a single series, that one.
+    pub fn focus(&self, text: &str) -> Option<&Series> {
+        if let [only] = self.series.as_slice() {
+            return Some(only);
+        }
+        let words = tokenize(text);
+        let mut scored: Vec<(usize, &Series)> = self
+            .series
+            .iter()
+            .map(|s| {
+                let mut header = tokenize(&s.name);
+                header.sort();
+                header.dedup();
+                (header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum(), s)
+            })
+            .collect();
+        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+        match scored.as_slice() {
+            [(best, s), (second, _), ..] if *best > 0 && best > second => Some(s),
+            _ => None,
+        }
     }
 }
 
@@ -171,16 +264,27 @@ fn series_in(result: &Value) -> Vec<Series> {
     let mut out = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
         for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else { continue };
-            let values: Vec<String> = table["rows"]
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
+            let (labels, values): (Vec<String>, Vec<String>) = table["rows"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|row| row["values"][name].as_f64())
-                .map(numbers::canonical)
-                .collect();
+                .filter_map(|row| {
+                    let value = row["values"][name].as_f64()?;
+                    Some((
+                        row["label"].as_str().unwrap_or_default().to_owned(),
+                        numbers::canonical(value),
+                    ))
+                })
+                .unzip();
             if !values.is_empty() {
-                out.push(Series { name: name.to_owned(), values });
+                out.push(Series {
+                    name: name.to_owned(),
+                    labels,
+                    values,
+                });
             }
         }
     }
@@ -222,11 +326,19 @@ mod tests {
                 }
             }),
         );
-        let calc = record("obs-b-2", true, json!({"expression": "mean(99.2, 97.5)", "value": 98.35}));
+        let calc = record(
+            "obs-b-2",
+            true,
+            json!({"expression": "mean(99.2, 97.5)", "value": 98.35}),
+        );
         let failed = record("obs-c-3", false, json!({"value": 12345}));
         let g = Grounding::build([&knowledge, &calc, &failed], &["Task for 2024"]);
         for n in ["99.2", "97.5", "98", "78", "98.35", "98.3", "2024"] {
-            assert!(g.numbers.contains(&n.to_string()), "{n} missing from {:?}", g.numbers);
+            assert!(
+                g.numbers.contains(&n.to_string()),
+                "{n} missing from {:?}",
+                g.numbers
+            );
         }
         assert_eq!(g.counts, ["0", "1", "2"]);
         assert!(!g.numbers.contains(&"12345".to_string()));
@@ -235,9 +347,51 @@ mod tests {
     }
 
     #[test]
+    fn focus_names_the_column_a_text_is_about_and_extremes_name_its_rows() {
+        let table = record(
+            "obs-a-1",
+            true,
+            json!({"data": {"tables": [{"columns": [{"name": "Staff"}, {"name": "Wait time"}, {"name": "候诊人数"}],
+                "rows": [{"label": "North", "values": {"Staff": 12, "Wait time": 31.5, "候诊人数": 4}},
+                         {"label": "South", "values": {"Staff": 9, "Wait time": 18, "候诊人数": 7}},
+                         {"label": "East", "values": {"Staff": 15, "Wait time": 44, "候诊人数": 2}}]}]}}),
+        );
+        let g = Grounding::build([&table], &[]);
+        assert_eq!(g.series.len(), 3);
+        let wait = g
+            .focus("compute the average wait time of all sites")
+            .unwrap();
+        assert_eq!(wait.name, "Wait time");
+        assert_eq!(wait.labels, ["North", "South", "East"]);
+        assert_eq!(wait.extremes(), Some(("South", "East")));
+        assert_eq!(g.focus("计算平均候诊人数").unwrap().name, "候诊人数");
+        // No header word in the text, or a tie: no focus.
+        assert_eq!(g.focus("compute the average of the retrieved values"), None);
+        assert_eq!(g.focus("staff and wait"), None);
+        // The column the text keeps coming back to wins over one it mentions in passing.
+        assert_eq!(g.focus("the staff wait standard: look up the wait, average the wait").unwrap().name, "Wait time");
+    }
+
+    #[test]
+    fn computed_values_are_the_results_of_tools_with_their_roundings() {
+        let calc = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean(1, 2, 3.5)", "value": 250.0 / 3.0}),
+        );
+        let g = Grounding::build([&calc], &[]);
+        assert!(g.computed.contains(&"83.3".to_string()), "{:?}", g.computed);
+        assert!(!g.computed.contains(&"3.5".to_string()));
+    }
+
+    #[test]
     fn grounds_roundings_and_counts() {
         let calc = record("obs-b-1", true, json!({"value": 250.0 / 3.0}));
-        let table = record("obs-a-2", true, json!({"data": {"tables": [{"rows": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}}));
+        let table = record(
+            "obs-a-2",
+            true,
+            json!({"data": {"tables": [{"rows": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}}),
+        );
         let values = GroundedValues::collect([&calc, &table], &[]);
         let ok = |text: &str| values.grounds(&numbers::scan(text)[0]);
         assert!(ok("83.3") && ok("83.33") && ok("83") && ok("3") && ok("0"));

@@ -37,8 +37,9 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
 
 /// Values of a property's `x-grammar`: what a decoding grammar should let a model write there.
 /// `text` = free text whose digits must be grounded numbers; `expression` = a calculator expression
-/// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number.
-pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number"];
+/// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number;
+/// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists.
+pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed"];
 
 /// One tool's entry.
 #[derive(Debug, Clone)]
@@ -403,8 +404,11 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
     }
     let result_kinds: Vec<crate::task::ResultKind> = match entry.get("x-result-kinds") {
         None => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| err(format!("`x-result-kinds` must list \"number\"/\"boolean\": {e}")))?,
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            err(format!(
+                "`x-result-kinds` must list \"number\"/\"boolean\": {e}"
+            ))
+        })?,
     };
     let required_refs: Vec<&str> = required.iter().map(String::as_str).collect();
     let optional: Vec<&str> = properties
@@ -451,7 +455,9 @@ fn check_property_schema(tool: &str, path: &str, schema: &Value) -> Result<(), R
     if let Some(role) = object.get("x-grammar")
         && !role.as_str().is_some_and(|r| GRAMMAR_ROLES.contains(&r))
     {
-        return Err(err(format!("`x-grammar` must be one of {GRAMMAR_ROLES:?}, got {role}")));
+        return Err(err(format!(
+            "`x-grammar` must be one of {GRAMMAR_ROLES:?}, got {role}"
+        )));
     }
     for key in object.keys() {
         if !["type", "description", "default", "x-grammar"].contains(&key.as_str())

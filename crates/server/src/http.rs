@@ -56,6 +56,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/course/stages", get(course_stages))
         .route("/course/stages/{id}/guide", get(course_guide))
         .route("/course/progress", get(course_progress))
+        // evaluation panel (evaluation.rs, web/eval.js)
+        .route("/eval.js", get(web::eval_js))
+        .route("/agent/evaluation", get(evaluation_reports))
+        .route("/agent/evaluation/{model}/success.png", get(evaluation_chart))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -370,6 +374,24 @@ fn course_error(e: crate::course::CourseError) -> ApiError {
         CourseError::Unreadable { .. } => ApiError::not_found("course_file_unreadable", e.to_string()),
         CourseError::NoStages(_) => ApiError::not_found("no_course", e.to_string()),
     }
+}
+
+async fn evaluation_reports(State(s): Shared) -> Result<Response, ApiError> {
+    let root = s.config.root.clone();
+    Ok(ok_json(blocking(move || Ok(crate::evaluation::reports(&root))).await?))
+}
+
+async fn evaluation_chart(State(s): Shared, model: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+    let model = path_param(model)?;
+    let root = s.config.root.clone();
+    let png = blocking(move || {
+        crate::evaluation::chart(&root, &model).map_err(|e| match e {
+            crate::evaluation::EvaluationError::UnknownModel(_) => ApiError::not_found("evaluation_unknown", e.to_string()),
+            crate::evaluation::EvaluationError::Read { .. } => ApiError::not_found("evaluation_chart_missing", e.to_string()),
+        })
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "no-store")], png).into_response())
 }
 
 async fn course_stages(State(s): Shared) -> Result<Response, ApiError> {

@@ -6,6 +6,7 @@
 pub mod course;
 pub mod engine;
 pub mod error;
+pub mod evaluation;
 pub mod example;
 mod http;
 pub mod jobs;

@@ -29,3 +29,8 @@ pub async fn course_js() -> Response {
 pub async fn course_css() -> Response {
     page("text/css; charset=utf-8", include_str!("../web/course.css"))
 }
+
+// The Evaluation panel (reports from `cargo xtask eval`).
+pub async fn eval_js() -> Response {
+    page("text/javascript; charset=utf-8", include_str!("../web/eval.js"))
+}

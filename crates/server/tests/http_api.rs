@@ -41,7 +41,7 @@ async fn openapi_document_is_served_and_names_every_route() {
     for p in [
         "/status", "/agent/schema", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
         "/agent/runs/{id}/cancel", "/agent/runs/{id}/trace", "/artifacts/{id}", "/example/manifest",
-        "/example/file", "/example.zip", "/openapi.json",
+        "/example/file", "/example.zip", "/openapi.json", "/agent/evaluation", "/agent/evaluation/{model}/success.png",
     ] {
         assert!(paths.contains(&p), "openapi.json lacks {p}");
     }
@@ -692,4 +692,34 @@ async fn a_real_listener_on_loopback_serves_a_run_end_to_end() {
     let r = client.get(format!("{base}/status")).header("host", "attacker.example").send().await.unwrap();
     assert_eq!(r.status().as_u16(), 403);
     server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluation_reports_are_listed_and_only_their_charts_are_served() {
+    let h = harness(Options::default());
+    let r = send(&h.router, get("/agent/evaluation")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let reports = r.json()["reports"].as_array().cloned().unwrap();
+    // The committed suite evidence: at least one model, each report with its configurations.
+    assert!(!reports.is_empty(), "evidence/eval/ holds the suite reports");
+    for report in &reports {
+        let model = report["model"].as_str().unwrap();
+        assert!(report["error"].is_null(), "{model}: {}", report["error"]);
+        let configs = report["configs"].as_array().unwrap();
+        assert!(!configs.is_empty(), "{model}");
+        for c in configs {
+            assert!(c["runs"].as_u64().unwrap() >= c["scored"].as_u64().unwrap());
+            assert_eq!(c["wilson_95"].as_array().unwrap().len(), 2);
+        }
+        let chart = report["chart"].as_str().unwrap();
+        let png = send(&h.router, get(chart)).await;
+        assert_eq!(png.status, StatusCode::OK, "{chart}");
+        assert_eq!(png.headers[header::CONTENT_TYPE], "image/png");
+        assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    }
+    for bad in ["/agent/evaluation/nope/success.png", "/agent/evaluation/..%2F..%2Fschemas/success.png", "/agent/evaluation/%2Fetc/success.png"] {
+        let r = send(&h.router, get(bad)).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{bad}");
+        assert_eq!(r.code(), "evaluation_unknown", "{bad}");
+    }
 }

@@ -260,8 +260,17 @@ async function loadHistory() {
     const a = el('a', { href: `#run=${run.id}`, class: 'mono', text: run.id });
     a.addEventListener('click', (e) => { e.preventDefault(); selectRun(run.id); });
     list.append(el('li', {}, a, ' ', el('span', { class: `badge badge-${run.status}`, text: t(run.status) }),
-      ' ', el('span', { class: 'muted', text: `${run.stop_reason || ''} · ${run.policy || ''} · ${run.events} ev` })));
+      ' ', el('span', { class: 'muted', text: `${run.stop_reason || ''} · ${run.policy || ''} · ${run.events} ev` }),
+      run.task ? ' · ' : null, run.task ? taskLink(run.task) : null));
   }
+}
+
+// A run's task, linked to its task.json in the source browser below.
+function taskLink(task) {
+  const path = `fixtures/tasks/${task}/task.json`;
+  const a = el('a', { href: '#source-card', class: 'mono', 'data-testid': 'run-task', title: path, text: task });
+  a.addEventListener('click', () => openFile(path));
+  return a;
 }
 
 // ---------- rendering ----------

@@ -13,6 +13,10 @@ mod markdown;
 mod retrieval;
 mod view;
 
+/// The retrieval tokenizer, shared with the grounding so that "which column is this text about" and
+/// "which passage answers this query" read words the same way.
+pub(crate) use retrieval::tokenize;
+
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -23,7 +27,8 @@ use serde_json::{Map, Value, json};
 use super::{ToolError, ToolOutput, number_value};
 
 pub use extract::{
-    Column, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, Table,
+    Column, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS,
+    Row, Table,
 };
 pub use view::MAX_PROSE_CHARS;
 
@@ -56,7 +61,10 @@ impl SearchRequest {
             ));
         }
         if !(1..=MAX_TOP_K).contains(&top_k) {
-            return Err(ToolError::permanent("invalid_arguments", format!("top_k must be 1..={MAX_TOP_K}, got {top_k}")));
+            return Err(ToolError::permanent(
+                "invalid_arguments",
+                format!("top_k must be 1..={MAX_TOP_K}, got {top_k}"),
+            ));
         }
         Ok(Self { query, top_k })
     }
@@ -66,7 +74,10 @@ impl SearchRequest {
         let top_k = match arguments.get("top_k") {
             None => DEFAULT_TOP_K,
             Some(v) => v.as_u64().ok_or_else(|| {
-                ToolError::permanent("invalid_arguments", format!("top_k: expected an integer, got {v}"))
+                ToolError::permanent(
+                    "invalid_arguments",
+                    format!("top_k: expected an integer, got {v}"),
+                )
             })? as usize,
         };
         Self::new(query, top_k)
@@ -159,7 +170,9 @@ impl ParsedSource {
     }
     /// Every table, in file order, with the passage holding it.
     pub fn tables(&self) -> impl Iterator<Item = (&Passage, &Table)> {
-        self.passages.iter().flat_map(|p| p.tables.iter().map(move |t| (p, t)))
+        self.passages
+            .iter()
+            .flat_map(|p| p.tables.iter().map(move |t| (p, t)))
     }
     /// Whether any table has at least one numeric column.
     pub fn has_numeric_table(&self) -> bool {
@@ -167,7 +180,9 @@ impl ParsedSource {
     }
     /// Every `key: number` fact, in file order, with the passage holding it.
     pub fn facts(&self) -> impl Iterator<Item = (&Passage, &Fact)> {
-        self.passages.iter().flat_map(|p| p.facts.iter().map(move |f| (p, f)))
+        self.passages
+            .iter()
+            .flat_map(|p| p.facts.iter().map(move |f| (p, f)))
     }
 }
 
@@ -181,11 +196,14 @@ pub fn parse_source(knowledge_dir: &Path, name: &str) -> Result<ParsedSource, To
 /// Parses markdown `text` as the source `name` (a `*.md` file name; its stem is the source id).
 /// Errors are `knowledge_corrupt`, with the file name first and the line of the offending part.
 pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
-    let corrupt = |reason: String| ToolError::permanent("knowledge_corrupt", format!("{name}: {reason}"));
+    let corrupt =
+        |reason: String| ToolError::permanent("knowledge_corrupt", format!("{name}: {reason}"));
     let source_id = name.strip_suffix(".md").unwrap_or(name).to_owned();
     let sections = markdown::parse(text);
     if sections.is_empty() {
-        return Err(corrupt("no section with content (the file has no text)".into()));
+        return Err(corrupt(
+            "no section with content (the file has no text)".into(),
+        ));
     }
     let mut used_ids: Vec<String> = Vec::new();
     let mut passages = Vec::with_capacity(sections.len());
@@ -219,8 +237,13 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
             terms,
         });
     }
-    extract::check_fact_count(passages.iter().flat_map(|p| p.facts.iter())).map_err(|e| corrupt(e.to_string()))?;
-    Ok(ParsedSource { source_id, blake3: blake3::hash(text.as_bytes()).to_hex().to_string(), passages })
+    extract::check_fact_count(passages.iter().flat_map(|p| p.facts.iter()))
+        .map_err(|e| corrupt(e.to_string()))?;
+    Ok(ParsedSource {
+        source_id,
+        blake3: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        passages,
+    })
 }
 
 /// What BM25 sees of a section: its own heading and the tables' column headers count
@@ -229,9 +252,18 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
 /// otherwise look like a long, diluted section. Enclosing headings are left out too: the file's
 /// title sits above every section, so it would only blur the scores.
 fn passage_terms(section: &markdown::Section) -> retrieval::Terms {
-    let title = if section.title == markdown::PREAMBLE { "" } else { section.title.as_str() };
+    let title = if section.title == markdown::PREAMBLE {
+        ""
+    } else {
+        section.title.as_str()
+    };
     let prose: Vec<&str> = section.prose.iter().map(|l| l.text.as_str()).collect();
-    let headers: Vec<&str> = section.tables.iter().flat_map(|t| &t.header).map(String::as_str).collect();
+    let headers: Vec<&str> = section
+        .tables
+        .iter()
+        .flat_map(|t| &t.header)
+        .map(String::as_str)
+        .collect();
     let text_cells: Vec<&str> = section
         .tables
         .iter()
@@ -239,7 +271,8 @@ fn passage_terms(section: &markdown::Section) -> retrieval::Terms {
         .map(String::as_str)
         .filter(|cell| crate::numbers::parse_quantity(cell).is_none())
         .collect();
-    let (prose, headers, text_cells) = (prose.join("\n"), headers.join("\n"), text_cells.join("\n"));
+    let (prose, headers, text_cells) =
+        (prose.join("\n"), headers.join("\n"), text_cells.join("\n"));
     retrieval::Terms::of(&[
         (title, retrieval::HEADING_WEIGHT),
         (&headers, retrieval::HEADING_WEIGHT),
@@ -249,19 +282,33 @@ fn passage_terms(section: &markdown::Section) -> retrieval::Terms {
 }
 
 /// Runs one search over the allowed sources.
-pub fn search(request: &SearchRequest, knowledge_dir: &Path, allowed_sources: &[String]) -> Result<ToolOutput, ToolError> {
+pub fn search(
+    request: &SearchRequest,
+    knowledge_dir: &Path,
+    allowed_sources: &[String],
+) -> Result<ToolOutput, ToolError> {
     if allowed_sources.is_empty() {
-        return Err(ToolError::permanent("knowledge_no_sources", "this task allows no knowledge files"));
+        return Err(ToolError::permanent(
+            "knowledge_no_sources",
+            "this task allows no knowledge files",
+        ));
     }
-    let sources =
-        allowed_sources.iter().map(|name| parse_source(knowledge_dir, name)).collect::<Result<Vec<_>, _>>()?;
+    let sources = allowed_sources
+        .iter()
+        .map(|name| parse_source(knowledge_dir, name))
+        .collect::<Result<Vec<_>, _>>()?;
     search_sources(request, &sources)
 }
 
 /// The search itself, over sources already parsed.
-pub fn search_sources(request: &SearchRequest, sources: &[ParsedSource]) -> Result<ToolOutput, ToolError> {
-    let all: Vec<(&ParsedSource, &Passage)> =
-        sources.iter().flat_map(|s| s.passages.iter().map(move |p| (s, p))).collect();
+pub fn search_sources(
+    request: &SearchRequest,
+    sources: &[ParsedSource],
+) -> Result<ToolOutput, ToolError> {
+    let all: Vec<(&ParsedSource, &Passage)> = sources
+        .iter()
+        .flat_map(|s| s.passages.iter().map(move |p| (s, p)))
+        .collect();
     let terms: Vec<&retrieval::Terms> = all.iter().map(|(_, p)| &p.terms).collect();
     let ranked = retrieval::rank(&terms, &request.query);
     if ranked.is_empty() {
@@ -273,8 +320,11 @@ pub fn search_sources(request: &SearchRequest, sources: &[ParsedSource]) -> Resu
             ),
         ));
     }
-    let hits: Vec<(&ParsedSource, &Passage, f64)> =
-        ranked.into_iter().take(request.top_k).map(|(i, score)| (all[i].0, all[i].1, score)).collect();
+    let hits: Vec<(&ParsedSource, &Passage, f64)> = ranked
+        .into_iter()
+        .take(request.top_k)
+        .map(|(i, score)| (all[i].0, all[i].1, score))
+        .collect();
     let citations: Vec<Citation> = hits
         .iter()
         .map(|(source, passage, score)| Citation {
@@ -299,7 +349,13 @@ pub fn search_sources(request: &SearchRequest, sources: &[ParsedSource]) -> Resu
         "summary": summary,
         "view": view::render(&passages),
     });
-    Ok(ToolOutput { result, summary, citations, artifacts: Vec::new(), digest_basis: data })
+    Ok(ToolOutput {
+        result,
+        summary,
+        citations,
+        artifacts: Vec::new(),
+        digest_basis: data,
+    })
 }
 
 /// `data`: the tables and facts of the returned passages, in rank order. Passages are distinct
@@ -311,7 +367,9 @@ fn data_json(passages: &[&Passage]) -> Value {
     for passage in passages {
         tables.extend(passage.tables.iter().map(|t| table_json(passage, t)));
         for fact in &passage.facts {
-            let seen = facts.iter().any(|(_, f)| f.key == fact.key && f.value == fact.value && f.unit == fact.unit);
+            let seen = facts
+                .iter()
+                .any(|(_, f)| f.key == fact.key && f.value == fact.value && f.unit == fact.unit);
             if !seen {
                 facts.push((passage, fact));
             }
@@ -325,7 +383,11 @@ fn data_json(passages: &[&Passage]) -> Value {
 }
 
 fn table_json(passage: &Passage, table: &Table) -> Value {
-    let columns: Vec<Value> = table.columns.iter().map(|c| json!({ "name": c.name, "unit": c.unit })).collect();
+    let columns: Vec<Value> = table
+        .columns
+        .iter()
+        .map(|c| json!({ "name": c.name, "unit": c.unit }))
+        .collect();
     let rows: Vec<Value> = table
         .rows
         .iter()
@@ -366,14 +428,25 @@ fn table_json(passage: &Passage, table: &Table) -> Value {
 fn summarize(passages: &[&Passage]) -> String {
     let ids: Vec<&str> = passages.iter().map(|p| p.citation_id.as_str()).collect();
     let tables = passages.iter().map(|p| p.tables.len()).sum::<usize>();
-    let rows = passages.iter().flat_map(|p| &p.tables).map(|t| t.rows.len()).sum::<usize>();
+    let rows = passages
+        .iter()
+        .flat_map(|p| &p.tables)
+        .map(|t| t.rows.len())
+        .sum::<usize>();
     let facts = passages.iter().map(|p| p.facts.len()).sum::<usize>();
-    format!("{} passage(s): {}; {tables} table(s) ({rows} rows), {facts} fact(s)", passages.len(), ids.join(", "))
+    format!(
+        "{} passage(s): {}; {tables} table(s) ({rows} rows), {facts} fact(s)",
+        passages.len(),
+        ids.join(", ")
+    )
 }
 
 /// blake3 over `source_id NUL blake3 LF` for every searched source, sorted by id.
 fn aggregate_hash(sources: &[ParsedSource]) -> String {
-    let mut entries: Vec<(&str, &str)> = sources.iter().map(|s| (s.source_id.as_str(), s.blake3.as_str())).collect();
+    let mut entries: Vec<(&str, &str)> = sources
+        .iter()
+        .map(|s| (s.source_id.as_str(), s.blake3.as_str()))
+        .collect();
     entries.sort();
     let mut hasher = blake3::Hasher::new();
     for (id, hash) in entries {
@@ -387,7 +460,11 @@ fn aggregate_hash(sources: &[ParsedSource]) -> String {
 
 /// The section's slug, made unique within the file with `-2`, `-3`, ….
 fn unique_slug(section: &markdown::Section, used: &mut Vec<String>) -> String {
-    let base = if section.title == markdown::PREAMBLE { "preamble".to_owned() } else { slug(&section.title) };
+    let base = if section.title == markdown::PREAMBLE {
+        "preamble".to_owned()
+    } else {
+        slug(&section.title)
+    };
     let mut id = base.clone();
     let mut n = 2;
     while used.contains(&id) {
@@ -410,7 +487,11 @@ pub fn slug(text: &str) -> String {
         }
     }
     let out = out.trim_end_matches('-');
-    if out.is_empty() { "section".to_owned() } else { out.to_owned() }
+    if out.is_empty() {
+        "section".to_owned()
+    } else {
+        out.to_owned()
+    }
 }
 
 /// A plain `*.md` file name: no separators, no leading dot, no `..`.
@@ -420,7 +501,9 @@ fn is_plain_markdown_name(name: &str) -> bool {
         && name.len() > 3
         && !name.starts_with('.')
         && !name.contains("..")
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 /// Resolves `name` inside `knowledge_dir`, refusing anything that escapes it.
@@ -428,17 +511,27 @@ fn resolve(knowledge_dir: &Path, name: &str) -> Result<PathBuf, ToolError> {
     if !is_plain_markdown_name(name) {
         return Err(ToolError::permanent(
             "knowledge_source_invalid",
-            format!("knowledge source {:?} is not a plain .md file name", clip(name, 80)),
+            format!(
+                "knowledge source {:?} is not a plain .md file name",
+                clip(name, 80)
+            ),
         ));
     }
     let root = knowledge_dir.canonicalize().map_err(|e| {
-        ToolError::permanent("knowledge_missing", format!("the knowledge directory cannot be opened: {}", e.kind()))
+        ToolError::permanent(
+            "knowledge_missing",
+            format!("the knowledge directory cannot be opened: {}", e.kind()),
+        )
     })?;
     let resolved = root.join(name).canonicalize().map_err(|e| match e.kind() {
-        ErrorKind::NotFound => ToolError::permanent("knowledge_missing", format!("knowledge file {name} does not exist")),
-        kind => {
-            ToolError::transient("knowledge_read_failed", format!("knowledge file {name} cannot be resolved: {kind}"))
-        }
+        ErrorKind::NotFound => ToolError::permanent(
+            "knowledge_missing",
+            format!("knowledge file {name} does not exist"),
+        ),
+        kind => ToolError::transient(
+            "knowledge_read_failed",
+            format!("knowledge file {name} cannot be resolved: {kind}"),
+        ),
     })?;
     // canonicalize() followed every symlink, so this also catches links pointing out.
     if resolved.parent() != Some(root.as_path()) {
@@ -453,21 +546,35 @@ fn resolve(knowledge_dir: &Path, name: &str) -> Result<PathBuf, ToolError> {
 /// Reads a resolved source: a regular file of at most [`MAX_SOURCE_BYTES`] bytes of UTF-8.
 fn read_source(path: &Path, name: &str) -> Result<String, ToolError> {
     let read_failed = |e: std::io::Error| {
-        ToolError::transient("knowledge_read_failed", format!("knowledge file {name} cannot be read: {}", e.kind()))
+        ToolError::transient(
+            "knowledge_read_failed",
+            format!("knowledge file {name} cannot be read: {}", e.kind()),
+        )
     };
     let meta = fs::metadata(path).map_err(read_failed)?;
     if !meta.is_file() {
-        return Err(ToolError::permanent("knowledge_corrupt", format!("{name}: not a regular file")));
+        return Err(ToolError::permanent(
+            "knowledge_corrupt",
+            format!("{name}: not a regular file"),
+        ));
     }
     let mut bytes = Vec::new();
-    fs::File::open(path).and_then(|file| file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes)).map_err(read_failed)?;
+    fs::File::open(path)
+        .and_then(|file| file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(read_failed)?;
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(ToolError::permanent("knowledge_corrupt", format!("{name}: larger than {MAX_SOURCE_BYTES} bytes")));
+        return Err(ToolError::permanent(
+            "knowledge_corrupt",
+            format!("{name}: larger than {MAX_SOURCE_BYTES} bytes"),
+        ));
     }
     String::from_utf8(bytes).map_err(|e| {
         ToolError::permanent(
             "knowledge_corrupt",
-            format!("{name}: not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            format!(
+                "{name}: not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         )
     })
 }
@@ -487,7 +594,16 @@ mod tests {
 
     #[test]
     fn plain_names_only() {
-        for bad in ["../x.md", "a/b.md", ".hidden.md", "x.txt", "/etc/passwd", "a..md", "kb\\x.md", ".md"] {
+        for bad in [
+            "../x.md",
+            "a/b.md",
+            ".hidden.md",
+            "x.txt",
+            "/etc/passwd",
+            "a..md",
+            "kb\\x.md",
+            ".md",
+        ] {
             assert!(!is_plain_markdown_name(bad), "{bad}");
         }
         assert!(is_plain_markdown_name("agent_eval_mini.md"));

@@ -1,0 +1,83 @@
+// The Evaluation panel: the latest task-suite report of each model (GET /agent/evaluation, written by
+// `cargo xtask eval`), as a table per mode × temperature with its 95 % interval, a per-task table and
+// the success chart. Reads only; nothing here runs an evaluation.
+(function () {
+  'use strict';
+  const text = {
+    en: { h: 'Evaluation', none: 'No evaluation report yet: run `cargo xtask eval`.', mode: 'mode', temp: 't', runs: 'runs',
+      success: 'Task Success', ci: '95 % interval', pass: 'pass^k', wall: 'wall p50 (s)', task: 'task', failed: 'error',
+      accepted_wrong: 'accepted but wrong', unavailable: 'no ground truth', tasks: 'Per task (successes / runs)' },
+    zh: { h: '评测', none: '还没有评测报告：运行 `cargo xtask eval`。', mode: '模式', temp: '温度', runs: '运行数',
+      success: '任务成功率', ci: '95% 区间', pass: 'pass^k', wall: '单次耗时中位数 (秒)', task: '任务', failed: '错误',
+      accepted_wrong: '被接受但错误', unavailable: '无标准答案', tasks: '按任务（成功 / 运行）' },
+  };
+  let lang = localStorage.getItem('forge.lang') === 'zh' ? 'zh' : 'en';
+  let data = null;
+  const t = (k) => text[lang][k];
+  const pct = (x) => (x === null || x === undefined ? '—' : `${(100 * x).toFixed(1)}%`);
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null) continue;
+      if (k === 'text') e.textContent = v; else if (k === 'class') e.className = v; else e.setAttribute(k, v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+
+  function table(head, rows) {
+    return el('table', { class: 'facts eval-table' },
+      el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { text: h })))),
+      el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { text: String(c) }))))));
+  }
+
+  function renderReport(report) {
+    const box = el('div', { class: 'eval-report', 'data-testid': 'eval-report', 'data-model': report.model });
+    box.append(el('h3', { class: 'mono', text: report.model }));
+    if (report.error) { box.append(el('p', { class: 'errors', text: report.error })); return box; }
+    if (report.note) box.append(el('p', { class: 'muted', text: report.note }));
+    const configs = report.configs || [];
+    box.append(table([t('mode'), t('temp'), t('runs'), t('success'), t('ci'), t('pass'), t('accepted_wrong'), t('unavailable'), t('wall')],
+      configs.map((c) => [c.mode, c.temperature, c.runs, `${c.successes}/${c.scored} (${pct(c.success_rate)})`,
+        `${pct(c.wilson_95[0])} – ${pct(c.wilson_95[1])}`,
+        (c.pass_hat_k || []).map(([k, v]) => `k=${k}: ${pct(v)}`).join(' · ') || '—',
+        c.accepted_but_wrong, c.ground_truth_unavailable,
+        c.wall_per_run_p50_s === null ? '—' : c.wall_per_run_p50_s.toFixed(1)])));
+    const tasks = [...new Set(configs.flatMap((c) => Object.keys(c.per_task || {})))].sort();
+    if (tasks.length) {
+      box.append(el('h4', { text: t('tasks') }));
+      box.append(table([t('task'), ...configs.map((c) => `${c.mode} t=${c.temperature}`)],
+        tasks.map((task) => [task, ...configs.map((c) => {
+          const cell = (c.per_task || {})[task];
+          return cell ? `${cell[0]}/${cell[1]}` : '—';
+        })])));
+    }
+    if (report.chart) box.append(el('img', { src: report.chart, alt: `${t('success')} — ${report.model}`, class: 'eval-chart', 'data-testid': 'eval-chart' }));
+    return box;
+  }
+
+  function render() {
+    const card = document.getElementById('eval-card');
+    if (!card) return;
+    card.replaceChildren(el('h2', { text: t('h') }));
+    if (!data) return;
+    if (data.error) { card.append(el('p', { class: 'errors', 'data-testid': 'eval-error', text: data.error })); return; }
+    if (!data.reports.length) { card.append(el('p', { class: 'muted', text: t('none') })); return; }
+    for (const report of data.reports) card.append(renderReport(report));
+  }
+
+  async function load() {
+    try {
+      const r = await fetch('/agent/evaluation');
+      const body = await r.json();
+      data = r.ok ? body : { error: `${r.status} ${body && body.message}` };
+    } catch (e) {
+      data = { error: String(e) };
+    }
+    render();
+  }
+
+  document.addEventListener('forge:lang', (e) => { lang = e.detail === 'zh' ? 'zh' : 'en'; render(); });
+  document.addEventListener('DOMContentLoaded', load);
+})();
