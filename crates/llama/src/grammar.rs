@@ -470,6 +470,14 @@ fn value_node(
             // A number asked of an observed table is one aggregate over one whole column: a small model
             // chaining `mean(a) + mean(b)` over the wrong columns is the failure this rules out.
             let over_table = !usable_series(inputs, inputs.caps.function_args.max(1)).is_empty();
+            // A rule check over rules the knowledge states as understood facts is those comparisons,
+            // all of them, joined by `and` in any order: the model decides to check, the knowledge says
+            // what the rule is — it cannot flip an operator or compare against the wrong limit.
+            if result == Some(ResultKind::Boolean) && !inputs.grounding.rule_terms.is_empty() {
+                let checks = rule_conjunctions(&inputs.grounding.rule_terms);
+                grammar.define("rule-check", Node::one_of_texts(checks));
+                return Ok(Node::seq([Node::lit("\""), Node::rule("rule-check"), Node::lit("\"")]));
+            }
             let root = match result {
                 Some(ResultKind::Boolean) => "calc-bool",
                 Some(ResultKind::Number) if over_table => "calc-call",
@@ -913,6 +921,29 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         }
     }
     Node::Seq(items)
+}
+
+/// Every order of `terms` joined by ` and ` (at most 4 terms are permuted; more keep their order).
+fn rule_conjunctions(terms: &[String]) -> Vec<String> {
+    fn permute(rest: &[String], prefix: &mut Vec<String>, out: &mut Vec<String>) {
+        if rest.is_empty() {
+            out.push(prefix.join(" and "));
+            return;
+        }
+        for i in 0..rest.len() {
+            let mut remaining = rest.to_vec();
+            let term = remaining.remove(i);
+            prefix.push(term);
+            permute(&remaining, prefix, out);
+            prefix.pop();
+        }
+    }
+    if terms.len() > 4 {
+        return vec![terms.join(" and ")];
+    }
+    let mut out = Vec::new();
+    permute(terms, &mut Vec::new(), &mut out);
+    out
 }
 
 /// Which end of a column an answer slot names.

@@ -138,6 +138,7 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
         series: Vec::new(),
         computed: Vec::new(),
+        rule_terms: Vec::new(),
     }
 }
 
@@ -360,6 +361,28 @@ fn aggregates_run_over_whole_observed_columns() {
     assert!(check.accepts(&expr(
         "mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4"
     )));
+}
+
+#[test]
+fn a_rule_check_over_understood_rules_is_those_rules_in_any_order() {
+    let cards = ToolRegistry::builtin().cards();
+    let mut g = two_column_grounding();
+    g.rule_terms = vec!["mean(2.8, 3.4, 5.4) <= 3.5".into(), "max(2.8, 3.4, 5.4) <= 5".into()];
+    let i = inputs(&cards, &g);
+    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    for ok in ["mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5", "max(2.8, 3.4, 5.4) <= 5 and mean(2.8, 3.4, 5.4) <= 3.5"] {
+        assert!(check.accepts(&expr(ok)), "{ok}");
+        runtime_accepts(&expr(ok));
+    }
+    for bad in [
+        "mean(2.8, 3.4, 5.4) <= 3.5",
+        "mean(2.8, 3.4, 5.4) >= 3.5 and max(2.8, 3.4, 5.4) <= 5",
+        "mean(2.8, 3.4, 5.4) <= 5 and max(2.8, 3.4, 5.4) <= 3.5",
+        "mean(4820, 3150) <= 3.5 and max(2.8, 3.4, 5.4) <= 5",
+    ] {
+        assert!(!check.accepts(&expr(bad)), "{bad}");
+    }
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub struct Grounding {
     /// Printed forms of computed results (a tool result's top-level numeric `value`, with its
     /// roundings): what an answer slot for an average or a total may state.
     pub computed: Vec<String>,
+    /// Rules the observed knowledge states as `key: number` facts over one clear column, each as a
+    /// calculator comparison (`mean(…) <= 30`): what a rule check is made of when they are understood.
+    pub rule_terms: Vec<String>,
 }
 
 /// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
@@ -223,6 +226,14 @@ impl Grounding {
                 }
             }
         }
+        let mut rule_terms: Vec<String> = Vec::new();
+        for record in records.clone().into_iter().filter(|r| r.ok) {
+            for term in crate::rules::calculator_terms(record.result.as_ref().unwrap_or(&Value::Null)) {
+                if !rule_terms.contains(&term) {
+                    rule_terms.push(term);
+                }
+            }
+        }
         Grounding {
             numbers: numbers_out,
             counts,
@@ -230,6 +241,7 @@ impl Grounding {
             evidence_ids,
             series,
             computed,
+            rule_terms,
         }
     }
 

@@ -179,6 +179,28 @@ pub fn verdict(result: &Value) -> Option<RuleVerdict> {
     Some(RuleVerdict { holds, explanation: parts.join("; ") })
 }
 
+/// The rules as calculator comparisons over their column, in the order the knowledge states them
+/// (`mean(28, 35, 31.5) <= 30`, `max(28, 35, 31.5) <= 40`): what a rule-check expression may be made of
+/// when the rules are understood. Empty when they are not (no rules, or no one clear column).
+pub fn calculator_terms(result: &Value) -> Vec<String> {
+    let rules = rules_in(result);
+    let Some((_, rows)) = column_values(result, &rules) else { return Vec::new() };
+    let values: Vec<String> = rows.iter().map(|(_, v)| crate::numbers::canonical(*v)).collect();
+    let values = values.join(", ");
+    rules
+        .iter()
+        .map(|rule| {
+            let function = match (rule.aggregate, rule.comparison) {
+                (Aggregate::Mean, _) => "mean",
+                (Aggregate::Sum, _) => "sum",
+                (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => "min",
+                (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => "max",
+            };
+            format!("{function}({values}) {} {}", rule.comparison.symbol(), crate::numbers::canonical(rule.threshold))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -218,6 +240,17 @@ mod tests {
         assert!(!unmet.holds);
         assert!(verdict(&result(&data, &[("Budget", 3.0)])).is_none());
         assert!(verdict(&result(&data, &[])).is_none());
+    }
+
+    #[test]
+    fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
+        let r = result(&[("A", 28.0), ("B", 35.0), ("C", 31.5)], &[("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
+        let terms = calculator_terms(&r);
+        assert_eq!(terms, ["mean(28, 35, 31.5) <= 30", "max(28, 35, 31.5) <= 40"]);
+        let joined = terms.join(" and ");
+        let computed = crate::tools::calculator::evaluate(&joined).unwrap();
+        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r).unwrap().holds));
+        assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)])).is_empty());
     }
 
     #[test]

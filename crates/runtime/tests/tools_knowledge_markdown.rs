@@ -441,3 +441,23 @@ fn the_result_schema_names_what_changed_from_the_seed() {
         assert!(comment.contains(name), "{name} missing from the schema's $comment");
     }
 }
+
+#[test]
+fn a_matching_table_is_never_crowded_out_by_prose() {
+    // Three short prose sections that repeat the query's words outrank the long numeric table under
+    // BM25; the table (and the rule's facts) must still be among the top 3.
+    let text = "# 城区图书馆借阅季度报告\n\n本报告汇总第三季度各图书馆的借阅情况，借阅量考核是否达标由区文旅局判断。\n\n\
+## 各馆借阅量\n\n| 图书馆 | 藏书量 | 借阅量 (册) | 座位数 |\n|---|---|---|---|\n| 东馆 | 120,000 | 8,400 | 300 |\n\
+| 西馆 | 98,000 | 7,100 | 240 |\n| 南馆 | 110,500 | 9,050 | 280 |\n\n## 借阅量考核标准\n\n- 平均借阅量下限：8000\n\n\
+## 历年情况\n\n第三季度借阅量考核达标情况：2022年达标，2023年达标，借阅量考核由区文旅局判断。\n\n\
+## 更新记录\n\n第三季度借阅量考核资料由区文旅局整理。\n";
+    let out = search_in(&[("lib.md", text)], "判断第三季度的借阅量考核是否达标", 3).unwrap();
+    let tables = out.result["data"]["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1, "{}", out.result);
+    assert!(!out.result["data"]["facts"].as_array().unwrap().is_empty());
+    let scores: Vec<f64> = out.result["citations"].as_array().unwrap().iter().map(|c| c["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "hits stay in score order: {scores:?}");
+    // With one hit asked for, the best-ranked passage is what comes back.
+    let one = search_in(&[("lib.md", text)], "判断第三季度的借阅量考核是否达标", 1).unwrap();
+    assert_eq!(one.result["citations"].as_array().unwrap().len(), 1);
+}

@@ -300,6 +300,30 @@ pub fn search(
     search_sources(request, &sources)
 }
 
+/// The top `top_k` of `ranked`, except that data is never crowded out by prose: when no hit holds a
+/// table (or no hit holds `key: number` facts) but a lower-ranked matching passage does, it takes the
+/// place of the lowest-ranked prose-only hit. BM25 favours short prose over long numeric tables, yet a
+/// table or a stated rule is what the tools compute on. Hits stay in score order.
+fn keep_data_in_view<'a>(ranked: &[(usize, f64)], top_k: usize, passage: impl Fn(usize) -> &'a Passage) -> Vec<(usize, f64)> {
+    let mut hits: Vec<(usize, f64)> = ranked.iter().take(top_k).copied().collect();
+    if top_k < 2 {
+        return hits;
+    }
+    let has_table = |i: usize| !passage(i).tables.is_empty();
+    let has_facts = |i: usize| !passage(i).facts.is_empty();
+    for wants in [&has_table as &dyn Fn(usize) -> bool, &has_facts] {
+        if hits.iter().any(|(i, _)| wants(*i)) {
+            continue;
+        }
+        let Some(extra) = ranked.iter().skip(top_k).find(|(i, _)| wants(*i)) else { continue };
+        if let Some(slot) = hits.iter().rposition(|(i, _)| !has_table(*i) && !has_facts(*i)) {
+            hits[slot] = *extra;
+        }
+    }
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1));
+    hits
+}
+
 /// The search itself, over sources already parsed.
 pub fn search_sources(
     request: &SearchRequest,
@@ -320,9 +344,8 @@ pub fn search_sources(
             ),
         ));
     }
-    let hits: Vec<(&ParsedSource, &Passage, f64)> = ranked
+    let hits: Vec<(&ParsedSource, &Passage, f64)> = keep_data_in_view(&ranked, request.top_k, |i| all[i].1)
         .into_iter()
-        .take(request.top_k)
         .map(|(i, score)| (all[i].0, all[i].1, score))
         .collect();
     let citations: Vec<Citation> = hits
