@@ -78,7 +78,7 @@ impl SearchRequest {
 pub struct Citation {
     /// `kb-<source_id>-<chunk_id>`: deterministic for the same file content.
     pub id: String,
-    /// The file stem, e.g. `agent_eval_mini`.
+    /// The file stem, e.g. `quarterly_sales`.
     pub source_id: String,
     /// Slug of the section heading, unique within the source.
     pub chunk_id: String,
@@ -146,7 +146,7 @@ pub struct ParsedSource {
 }
 
 impl ParsedSource {
-    /// The file stem, e.g. `agent_eval_mini`.
+    /// The file stem, e.g. `quarterly_sales`.
     pub fn source_id(&self) -> &str {
         &self.source_id
     }
@@ -490,7 +490,7 @@ mod tests {
         for bad in ["../x.md", "a/b.md", ".hidden.md", "x.txt", "/etc/passwd", "a..md", "kb\\x.md", ".md"] {
             assert!(!is_plain_markdown_name(bad), "{bad}");
         }
-        assert!(is_plain_markdown_name("agent_eval_mini.md"));
+        assert!(is_plain_markdown_name("quarterly_sales.md"));
     }
 
     #[test]
