@@ -215,26 +215,40 @@ enum Completion {
     Garbage,
     /// Headers, then nothing (the connection stays open until the test ends).
     Stall,
+    /// A well-formed stream whose text is never a decision (every call needs a repair).
+    NotADecision,
 }
 
 /// A loopback HTTP server that answers `/health`, `/props` and `/apply-template` like llama-server, `/completion`
 /// as told, and `/health` with `health_body` when given.
 fn fake_server(completion: Completion, health_body: Option<&'static str>) -> (String, Arc<AtomicBool>) {
+    let (url, done, _bodies) = recording_fake_server(completion, health_body);
+    (url, done)
+}
+
+/// The JSON bodies of the `/completion` requests a fake server received, in arrival order.
+type Bodies = Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
+
+/// [`fake_server`], also keeping the JSON body of every `/completion` request.
+fn recording_fake_server(completion: Completion, health_body: Option<&'static str>) -> (String, Arc<AtomicBool>, Bodies) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let done = Arc::new(AtomicBool::new(false));
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
     let stop = done.clone();
+    let seen = bodies.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
             let stop = stop.clone();
-            std::thread::spawn(move || answer(stream, completion, health_body, &stop));
+            let seen = seen.clone();
+            std::thread::spawn(move || answer(stream, completion, health_body, &stop, &seen));
         }
     });
-    (url, done)
+    (url, done, bodies)
 }
 
-fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&str>, stop: &AtomicBool) {
+fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&str>, stop: &AtomicBool, seen: &std::sync::Mutex<Vec<serde_json::Value>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut head = String::new();
     let mut length = 0usize;
@@ -262,10 +276,17 @@ fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&st
         "/props" => json(&mut stream, r#"{"total_slots":1,"model_path":"/somewhere/fake.gguf"}"#),
         "/apply-template" => json(&mut stream, r#"{"prompt":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"}"#),
         "/completion" => {
+            seen.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
             let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
             match completion {
                 Completion::Garbage => {
                     let _ = write!(stream, "data: {{\"content\": \"{{\\\"type\\\"\", \"tokens\": [1]}}\n\ndata: {{not json at all\n\n");
+                }
+                Completion::NotADecision => {
+                    let _ = write!(
+                        stream,
+                        "data: {{\"content\": \"no decision here\", \"tokens\": [1, 2, 3], \"stop\": true, \"timings\": {{\"prompt_n\": 10, \"predicted_ms\": 1.0}}}}\n\n"
+                    );
                 }
                 Completion::Stall => {
                     let _ = stream.flush();
@@ -279,6 +300,69 @@ fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&st
             let _ = write!(stream, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         }
     }
+}
+
+#[test]
+fn repairs_run_at_temperature_zero_on_the_wire_and_in_the_trace() {
+    let (url, done, bodies) = recording_fake_server(Completion::NotADecision, None);
+    let mut config = server_config(
+        std::path::Path::new("models/not-needed.gguf"),
+        Mode::Guided,
+        BackendConfig::LlamaServer(HttpConfig::new(&url)),
+    );
+    config.temperature = 0.7;
+    let root = common::workspace_root();
+    let artifacts = tempfile::tempdir().unwrap();
+    let spec = harness::spec_for(&root, "agent_eval_mini", "fake-repair", artifacts.path());
+    let control = RunControl::new(Instant::now() + Duration::from_secs(60));
+    let mut events = Vec::new();
+    let run = harness::run_with_model(&spec, config, &control, &mut |e| {
+        events.push(serde_json::to_value(e).unwrap())
+    })
+    .unwrap();
+    done.store(true, Ordering::SeqCst);
+    let r = &run.result;
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::InvalidDecision),
+        "{}",
+        describe(&run)
+    );
+    let temperature = |phase: &str| -> Vec<f64> {
+        events
+            .iter()
+            .filter(|e| e["phase"] == phase)
+            .map(|e| e["data"]["temperature"].as_f64().expect("a temperature"))
+            .collect()
+    };
+    let first = temperature("model.completed");
+    let repairs = temperature("model.repair.completed");
+    assert_eq!(first.len(), 1);
+    assert!(
+        (first[0] - 0.7).abs() < 1e-6,
+        "the first call samples at the run's temperature: {first:?}"
+    );
+    assert_eq!(
+        repairs.len(),
+        spec.budgets.max_retries as usize,
+        "every repair attempt is traced"
+    );
+    assert!(
+        repairs.iter().all(|t| *t == 0.0),
+        "repairs are greedy: {repairs:?}"
+    );
+    // What the server was asked for, call by call.
+    let sent: Vec<f64> = bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| b["temperature"].as_f64().expect("temperature sent"))
+        .collect();
+    assert_eq!(sent.len(), 1 + repairs.len(), "{sent:?}");
+    assert!(
+        (sent[0] - 0.7).abs() < 1e-6 && sent[1..].iter().all(|t| *t == 0.0),
+        "{sent:?}"
+    );
 }
 
 fn fake_run(name: &str, http: HttpConfig, control: RunControl) -> ModelRun {
