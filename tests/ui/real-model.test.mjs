@@ -37,3 +37,24 @@ test('real model guided run end to end in the browser', { timeout: 900_000, skip
     await close();
   }
 });
+
+// The 1.5B model, when `cargo xtask model fetch --model qwen2.5-coder-1.5b` has put it in models/: the picker
+// offers it and inspection of exactly that file succeeds with readable facts.
+const listed = await (await fetch(`${BASE}/agent/models`)).json();
+const big = listed.models.find((m) => m.name === 'qwen2.5-coder-1.5b');
+
+test('pick the 1.5B model in the model panel', { timeout: 120_000, skip: big ? false : 'qwen2.5-coder-1.5b is not in models/ (cargo xtask model fetch --model qwen2.5-coder-1.5b)' }, async () => {
+  const { page, close } = await openBrowser();
+  try {
+    await page.goto(`${BASE}/`);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=model-picker] option').length > 0, null, { timeout: 30_000 });
+    await page.selectOption('[data-testid=model-picker]', big.name);
+    await page.waitForFunction(() => document.querySelector('[data-testid=model-state]').className.includes('ok')
+      || document.querySelector('[data-testid=model-state]').className.includes('bad'), null, { timeout: 60_000 });
+    assert.equal(await page.locator('[data-testid=model-state].ok').count(), 1, await page.locator('[data-testid=model-state]').textContent());
+    assert.equal((await page.locator('[data-testid=model-facts] tr[data-field=f_file] td').textContent()).trim(), big.file);
+    assert.equal((await page.locator('[data-testid=model-facts] tr[data-field=f_sha256] td').textContent()).trim(), big.sha256);
+  } finally {
+    await close();
+  }
+});

@@ -22,6 +22,19 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     } else {
       assert.equal(await page.locator('[data-testid=start-btn]').isDisabled(), true, 'start is disabled while the model is unavailable');
     }
+    // The task picker lists the runner's loadable task folders, starts on the default, shows the task's text
+    // and a preview of its knowledge files.
+    const st = await (await fetch(`${BASE}/status`)).json();
+    const tasks = await (await fetch(`${BASE}/agent/tasks`)).json();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=task-picker] option').length > 0, null, { timeout: 30_000 });
+    assert.equal(await page.locator('[data-testid=task-picker] option').count(), tasks.tasks.filter((x) => x.status === 'ok').length);
+    assert.equal(await page.locator('[data-testid=task-picker]').inputValue(), st.default_task);
+    const chosen = tasks.tasks.find((x) => x.name === st.default_task);
+    assert.equal((await page.locator('[data-testid=task-text]').textContent()).includes(chosen.text), true);
+    assert.equal(await page.locator('[data-testid=task-details] details').count(), chosen.knowledge.length);
+    // The model picker offers exactly what the runner lists (or the runner default when it lists none).
+    const models = await (await fetch(`${BASE}/agent/models`)).json();
+    assert.equal(await page.locator('[data-testid=model-picker] option').count(), Math.max(1, models.models.length));
     // Before any run: metrics say "not run", no chart.
     assert.equal(await metric(page, 'task_success'), 'not run');
     assert.equal(await page.locator('[data-testid=chart-img]').count(), 0);
@@ -57,6 +70,14 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     const width = await chartWidth(page);
     assert.ok(width > 0, 'chart image decoded');
     assert.ok(await page.locator('[data-testid=chart-spec]').isVisible(), 'plot spec shown');
+    // The same chart drawn as SVG from the plot spec: one bar per label, the average line, values on hover.
+    const spec = JSON.parse(await page.locator('[data-testid=chart-spec]').textContent());
+    assert.equal(await page.locator('[data-testid=chart-svg] rect.bar-rect').count(), spec.labels.length);
+    assert.deepEqual(await page.locator('[data-testid=chart-svg] rect.bar-rect title').allTextContents(),
+      spec.labels.map((l, i) => `${l}: ${spec.values[i]}`));
+    assert.deepEqual(await page.locator('[data-testid=chart-svg] text.bar-label').allTextContents(), spec.labels);
+    assert.equal(await page.locator('[data-testid=chart-svg] line.avg-line').count(), 1);
+    assert.equal(Number(await page.locator('[data-testid=chart-svg] line.avg-line').getAttribute('data-value')), spec.average);
     // Trace export link points at this run.
     const runId = (await page.locator('[data-testid=run-id]').textContent()).trim();
     assert.equal(await page.locator('[data-testid=trace-link]').getAttribute('href'), `/agent/runs/${runId}/trace`);
@@ -76,6 +97,13 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     await page.waitForFunction(() => document.querySelector('[data-testid=file-content]').textContent.includes('[workspace]'));
     assert.match(await page.locator('[data-testid=file-head]').textContent(), /Cargo\.toml · \d+ bytes · blake3 [0-9a-f]{64}/);
     assert.equal(await page.locator('[data-testid=zip-link]').getAttribute('href'), '/example.zip');
+    assert.match(await page.locator('[data-testid=file-role]').textContent(), /Cargo manifest/);
+    // Every file under crates/ has a role; a Rust file's is its own //! line.
+    const roles = await page.locator('[data-testid=file-tree] a[data-path^="crates/"]').evaluateAll((as) => as.map((a) => [a.dataset.path, a.dataset.role]));
+    assert.ok(roles.length > 50, `${roles.length} files under crates/`);
+    assert.deepEqual(roles.filter(([, r]) => !r), [], 'files under crates/ without a role');
+    await page.evaluate(() => document.querySelector('[data-testid=file-tree] a[data-path="crates/server/src/tasks.rs"]').click());
+    await page.waitForFunction(() => document.querySelector('[data-testid=file-role]').textContent.includes('Task folders as a resource'), null, { timeout: 10_000 });
     await page.locator('#source-card').screenshot({ path: join(EVIDENCE, 'source-browser.png') });
 
     // Cancel a second, slow run while it is running.

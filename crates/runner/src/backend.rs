@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use forge_server::{BackendError, ModelBackend, Mode};
+use forge_server::{BackendError, ModelBackend, ModelEntry, Mode};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::{Value, json};
 
@@ -16,6 +16,31 @@ pub struct LlamaBackend {
     pub default_model: PathBuf,
     /// Where runs generate: in process (the model above) or on an inference server.
     pub backend: forge_llama::BackendConfig,
+    /// Where `cargo xtask model fetch` writes models and their manifests (listed by `models()`).
+    pub models_dir: PathBuf,
+    /// `--gguf FILE`, listed as a model of its own when it is not one of the fetched ones.
+    pub gguf_flag: Option<PathBuf>,
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// GGUF header facts into the identity; `None` when the header does not describe a usable model.
+fn with_facts(mut entry: ModelEntry) -> Option<ModelEntry> {
+    let info = forge_llama::inspect(&entry.path).ok()?;
+    if !info.sha256.eq_ignore_ascii_case(&entry.sha256) && entry.source == "models_dir" {
+        return None;
+    }
+    entry.sha256 = info.sha256;
+    entry.bytes = info.bytes;
+    entry.quantization = info.quantization;
+    entry.parameters = Some(info.parameter_count);
+    entry.context_length = info.context_length;
+    Some(entry)
 }
 
 impl LlamaBackend {
@@ -58,8 +83,65 @@ impl ModelBackend for LlamaBackend {
                 .map(|m| Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
                 .collect::<Vec<_>>(),
             "backend": "llama.cpp",
+            // policy_for drops a cached model before another one loads.
+            "max_loaded_models": 1,
             "generation": { "kind": self.backend.kind(), "url": self.backend.url() },
         })
+    }
+
+    fn models(&self) -> Vec<ModelEntry> {
+        let (fetched, _skipped) = forge_server::models::scan_manifests(&self.models_dir);
+        let mut listed: Vec<ModelEntry> = fetched.into_iter().filter_map(with_facts).collect();
+        if let Some(flag) = &self.gguf_flag
+            && !listed.iter().any(|m| same_file(&m.path, flag))
+        {
+            let name = flag
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "gguf".into());
+            let entry = ModelEntry {
+                name: if listed.iter().any(|m| m.name == name) {
+                    format!("{name} (--gguf)")
+                } else {
+                    name
+                },
+                file: forge_llama::inspect::redact(flag),
+                bytes: 0,
+                sha256: String::new(),
+                quantization: None,
+                parameters: None,
+                context_length: None,
+                fetched_at: None,
+                source: "gguf_flag".into(),
+                default: false,
+                path: flag.clone(),
+            };
+            listed.extend(with_facts(entry));
+        }
+        for m in &mut listed {
+            m.default = same_file(&m.path, &self.default_model);
+        }
+        listed
+    }
+
+    fn policy_for(
+        &self,
+        model: &ModelEntry,
+        mode: Mode,
+        temperature: f32,
+    ) -> Result<Box<dyn Policy>, PolicyError> {
+        // One model in memory at a time: runs execute one after another, so a different model cached by an
+        // earlier run is dropped before this one loads.
+        if forge_llama::engine::loaded_models()
+            .iter()
+            .any(|f| *f != model.file)
+        {
+            forge_llama::engine::unload_all();
+        }
+        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), llama_mode(mode));
+        config.temperature = temperature;
+        config.backend = self.backend.clone();
+        Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {

@@ -130,9 +130,9 @@ struct RunArgs {
     /// Scripted fixture (with --policy scripted), e.g. fixtures/happy.json.
     #[arg(long)]
     fixture: Option<PathBuf>,
-    /// Task folder name under fixtures/tasks/.
-    #[arg(long, default_value = forge_server::DEFAULT_TASK)]
-    task: String,
+    /// Task folder name under fixtures/tasks/ (default: the first folder that loads, in sorted order).
+    #[arg(long)]
+    task: Option<String>,
     /// Budget overrides as JSON, e.g. '{"max_steps": 8}'.
     #[arg(long)]
     budgets: Option<String>,
@@ -189,6 +189,19 @@ fn model_path(root: &Path, args: &ModelArgs) -> PathBuf {
     }
 }
 
+/// `--model-dir`, else `<root>/models` (where `cargo xtask model fetch` writes).
+fn models_dir(root: &Path, args: &ModelArgs) -> PathBuf {
+    match &args.model_dir {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => root.join(dir),
+        None => root.join(
+            Path::new(forge_llama::DEFAULT_MODEL_PATH)
+                .parent()
+                .unwrap_or(Path::new("models")),
+        ),
+    }
+}
+
 fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     let addr = forge_server::bind_address(&args.host, args.port, args.allow_remote).map_err(anyhow::Error::msg)?;
     if !addr.ip().is_loopback() {
@@ -209,7 +222,13 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     config.allow_remote = args.allow_remote;
     config.allowed_origins = args.allow_origin;
     config.jobs.queue_capacity = args.queue_capacity;
-    let backend = Arc::new(backend::LlamaBackend { root: root.to_path_buf(), default_model: model, backend: backend_config });
+    let backend = Arc::new(backend::LlamaBackend {
+        root: root.to_path_buf(),
+        default_model: model,
+        backend: backend_config,
+        models_dir: models_dir(root, &args.model),
+        gguf_flag: args.model.gguf.as_ref().map(|g| if g.is_absolute() { g.clone() } else { root.join(g) }),
+    });
     let service = Service::start(config, backend).map_err(|e| anyhow::anyhow!("{e}"))?;
     let rec = &service.recovery;
     if rec.loaded > 0 || !rec.unreadable.is_empty() {
@@ -265,7 +284,12 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
             PolicyChoice::Scripted { fixture: abs.display().to_string() }
         }
     };
-    let spec = RunSpec { task: args.task.clone(), mode, temperature: args.temperature, budgets: budgets_json(&budgets), policy };
+    let tasks_dir = root.join("fixtures").join("tasks");
+    let task = match args.task.clone() {
+        Some(t) => t,
+        None => forge_server::tasks::default_task(&tasks_dir, &root.join("knowledge")).context("no task folder under fixtures/tasks/ loads; pass --task NAME")?,
+    };
+    let spec = RunSpec { task, mode, temperature: args.temperature, budgets: budgets_json(&budgets), policy, model: None };
     let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
     let artifact_dir = root.join(".runs").join("cli").join(&run_id);
     std::fs::create_dir_all(&artifact_dir)?;
@@ -273,8 +297,10 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         root: root.to_path_buf(),
         default_model: model_path(root, &args.model),
         backend: args.backend.config()?,
+        models_dir: models_dir(root, &args.model),
+        gguf_flag: None,
     });
-    let executor = RuntimeExecutor { root: root.to_path_buf(), backend };
+    let executor = RuntimeExecutor { root: root.to_path_buf(), tasks_dir, knowledge_dir: root.join("knowledge"), backend };
     let json = args.json;
     let mut sink = |event: Value| {
         if json {

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::FieldError;
 use crate::model::{FailingPolicy, ModelBackend, Mode};
+use crate::models::ModelEntry;
 
 /// Where the next decision comes from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -33,6 +34,10 @@ pub struct RunSpec {
     /// The complete, validated budgets (defaults filled in).
     pub budgets: Value,
     pub policy: PolicyChoice,
+    /// The model the request chose (or the backend's default), recorded in the request and the result.
+    /// `None` when the backend lists no model: the run then uses the backend's own default, if any.
+    #[serde(default)]
+    pub model: Option<ModelEntry>,
 }
 
 /// A failure before the runtime could start (the run is then sealed `failed/runtime_error`).
@@ -55,11 +60,40 @@ pub trait Executor: Send + Sync + 'static {
     ) -> Result<Value, ExecError>;
 }
 
-/// The production executor: real task folders under `<root>/fixtures/tasks/`, knowledge under
-/// `<root>/knowledge/`, policies from the backend (or a scripted fixture when the request chose one).
+/// The production executor: real task folders under `tasks_dir`, knowledge under `knowledge_dir`,
+/// scripted fixtures relative to `root`, policies from the backend (or a scripted fixture when the
+/// request chose one).
 pub struct RuntimeExecutor {
     pub root: PathBuf,
+    pub tasks_dir: PathBuf,
+    pub knowledge_dir: PathBuf,
     pub backend: Arc<dyn ModelBackend>,
+}
+
+impl RuntimeExecutor {
+    pub fn new(config: &crate::ServerConfig, backend: Arc<dyn ModelBackend>) -> Self {
+        Self {
+            root: config.root.clone(),
+            tasks_dir: config.tasks_dir.clone(),
+            knowledge_dir: config.knowledge_dir.clone(),
+            backend,
+        }
+    }
+
+    fn model_policy(&self, spec: &RunSpec) -> Box<dyn Policy> {
+        let built = match &spec.model {
+            // The file was there when the request was accepted; it may have gone since (deleted, re-fetched).
+            Some(m) if !m.path.is_file() => {
+                Err(runtime::policy::PolicyError::ModelUnavailable(format!(
+                    "model {:?}: its file {} is gone since the run was accepted",
+                    m.name, m.file
+                )))
+            }
+            Some(m) => self.backend.policy_for(m, spec.mode, spec.temperature),
+            None => self.backend.policy(spec.mode, spec.temperature),
+        };
+        built.unwrap_or_else(|e| Box::new(FailingPolicy(e)))
+    }
 }
 
 impl Executor for RuntimeExecutor {
@@ -77,19 +111,18 @@ impl Executor for RuntimeExecutor {
             PolicyChoice::Model => {
                 let budgets = budgets_from_json(&spec.budgets)
                     .map_err(|errs| ExecError { code: "invalid_budgets", message: format!("{errs:?}") })?;
-                let mut config = runtime::RunConfig::new(run_id, self.root.join("knowledge"), artifact_dir);
+                let mut config = runtime::RunConfig::new(run_id, &self.knowledge_dir, artifact_dir);
                 config.budgets = budgets;
-                let policy = self.backend.policy(spec.mode, spec.temperature).unwrap_or_else(|e| Box::new(FailingPolicy(e)));
-                (spec.task.clone(), config, policy)
+                (spec.task.clone(), config, self.model_policy(spec))
             }
             PolicyChoice::Scripted { fixture } => {
                 let f = runtime::fixture::Fixture::load(self.root.join(fixture))
                     .map_err(|e| ExecError { code: "invalid_fixture", message: format!("scripted fixture {fixture:?}: {e}") })?;
-                let config = f.config(run_id, self.root.join("knowledge"), artifact_dir);
+                let config = f.config(run_id, &self.knowledge_dir, artifact_dir);
                 (f.task.clone(), config, Box::new(f.policy()))
             }
         };
-        let task_dir = self.root.join("fixtures").join("tasks").join(&task_name);
+        let task_dir = self.tasks_dir.join(&task_name);
         let task = runtime::task::Task::load(&task_dir)
             .map_err(|e| ExecError { code: "invalid_task", message: format!("task {task_name:?}: {e}") })?;
         let wall = Duration::from_secs(config.budgets.wall_clock_s);
@@ -99,7 +132,12 @@ impl Executor for RuntimeExecutor {
             Err(e) => eprintln!("forge-server: trace event not serialisable: {e}"),
         };
         let result = runtime::run_task(&task, policy.as_mut(), &config, &control, &mut forward);
-        serde_json::to_value(&result).map_err(|e| ExecError { code: "runtime_error", message: format!("result not serialisable: {e}") })
+        let mut value = serde_json::to_value(&result).map_err(|e| ExecError { code: "runtime_error", message: format!("result not serialisable: {e}") })?;
+        // Which model produced (or was to produce) this run; a scripted run names none.
+        if spec.policy == PolicyChoice::Model {
+            value["model"] = spec.model.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+        }
+        Ok(value)
     }
 }
 

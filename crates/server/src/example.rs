@@ -31,6 +31,11 @@ pub struct FileEntry {
     pub blake3: String,
     pub language: &'static str,
     pub download_path: String,
+    /// What the file is for, in one line: its own opening comment (`//!` line, first comment, heading),
+    /// else a generic description by kind (see `role_source`).
+    pub role: String,
+    /// `file` (read from the file itself) or `generic` (by name and kind).
+    pub role_source: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -93,7 +98,10 @@ impl ExamplePackage {
             }
             let data = std::fs::read(&abs).map_err(|source| ExampleError::Io { path: rel.clone(), source })?;
             total += data.len() as u64;
+            let (role, role_source) = role_of(&rel, &data);
             files.push(FileEntry {
+                role,
+                role_source,
                 language: language_of(&rel),
                 download_path: format!("/example/file?path={}&raw=1", encode_query(&rel)),
                 blake3: blake3::hash(&data).to_hex().to_string(),
@@ -194,13 +202,87 @@ fn walk(dir: &Path, rel: &str, found: &mut Vec<(String, PathBuf, u64)>, skipped:
             }
             walk(&entry.path(), &child_rel, found, skipped)?;
         } else if meta.is_file() {
-            if name.ends_with(".pyc") || name.ends_with(".gguf") || name == ".DS_Store" {
+            // `.git` is a file in a git worktree (it points at the repository): still not part of the package.
+            if name.ends_with(".pyc")
+                || name.ends_with(".gguf")
+                || name == ".DS_Store"
+                || name == ".git"
+            {
                 continue;
             }
             found.push((child_rel, entry.path(), meta.len()));
         }
     }
     Ok(())
+}
+
+/// One line saying what a file is for. Rust files open with a `//!` line (a project rule); other text files
+/// with their first comment or heading; anything else gets a generic description by kind, never nothing.
+pub fn role_of(path: &str, data: &[u8]) -> (String, &'static str) {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Some(line) = first_comment(ext, text)
+    {
+        let line: String = line.trim().chars().take(300).collect();
+        if !line.is_empty() {
+            return (line, "file");
+        }
+    }
+    let generic = match (name, ext) {
+        ("Cargo.toml", _) => {
+            "Cargo manifest: this package's name, dependencies and targets".to_string()
+        }
+        ("Cargo.lock", _) => {
+            "Exact versions of every dependency (kept so builds are reproducible)".to_string()
+        }
+        ("package.json" | "package-lock.json", _) => {
+            "npm manifest for the browser tests (playwright-core only)".to_string()
+        }
+        (_, "snap") => "Snapshot (insta): the reviewed output a test compares against".to_string(),
+        (_, "json") if path.starts_with("fixtures/") || path.contains("/fixtures/") => {
+            "Test fixture: data a test or a scripted run reads".to_string()
+        }
+        (_, "json") => "JSON data read by the code or the tests".to_string(),
+        (_, "md") => "Documentation".to_string(),
+        (_, "ttf" | "otf") => "Font bundled so charts render the same everywhere".to_string(),
+        (_, "png" | "jpg" | "jpeg" | "gif" | "webp") => "Image".to_string(),
+        _ if name.contains("LICENSE") => "Licence text of a bundled asset".to_string(),
+        _ => format!(
+            "{} file (no opening comment to explain it)",
+            language_of(path)
+        ),
+    };
+    (generic, "generic")
+}
+
+/// The first comment or heading of a text file, by the comment syntax of its kind.
+fn first_comment<'a>(ext: &str, text: &'a str) -> Option<&'a str> {
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("#!"));
+    match ext {
+        "rs" => text
+            .lines()
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix("//!")),
+        // Only an opening comment explains the file; a comment further down explains a line.
+        "js" | "mjs" | "cjs" => lines.next()?.strip_prefix("//"),
+        "css" => lines
+            .next()?
+            .strip_prefix("/*")
+            .map(|l| l.trim_end_matches("*/")),
+        "html" => lines
+            .find(|l| !l.to_ascii_lowercase().starts_with("<!doctype"))?
+            .strip_prefix("<!--")
+            .map(|l| l.trim_end_matches("-->")),
+        "sh" | "toml" | "py" | "yml" | "yaml" => lines.next()?.strip_prefix('#'),
+        "md" => lines
+            .find_map(|l| l.strip_prefix('#'))
+            .map(|l| l.trim_start_matches('#')),
+        _ => None,
+    }
 }
 
 fn language_of(path: &str) -> &'static str {
@@ -238,6 +320,55 @@ pub fn encode_query(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roles_come_from_the_opening_line_or_a_generic_description() {
+        let role = |p: &str, t: &str| role_of(p, t.as_bytes());
+        assert_eq!(
+            role("a/b.rs", "//! Parses things.\n//! More.\nfn x() {}"),
+            ("Parses things.".into(), "file")
+        );
+        assert_eq!(
+            role("a/b.rs", "fn x() {} // no doc"),
+            (
+                "rust file (no opening comment to explain it)".into(),
+                "generic"
+            )
+        );
+        assert_eq!(
+            role("w/app.js", "// The page.\n'use strict';"),
+            ("The page.".into(), "file")
+        );
+        assert_eq!(
+            role("w/app.js", "'use strict';\n// later"),
+            (
+                "javascript file (no opening comment to explain it)".into(),
+                "generic"
+            )
+        );
+        assert_eq!(
+            role("w/i.html", "<!doctype html>\n<!-- The page. -->\n<html>"),
+            ("The page.".into(), "file")
+        );
+        assert_eq!(
+            role("w/s.css", "/* Plain CSS. */\nbody{}"),
+            ("Plain CSS.".into(), "file")
+        );
+        assert_eq!(
+            role("s/run.sh", "#!/bin/sh\n# Runs it.\n"),
+            ("Runs it.".into(), "file")
+        );
+        assert_eq!(
+            role("x/Cargo.toml", "[package]\n# a comment\n").1,
+            "generic"
+        );
+        assert_eq!(
+            role("README.md", "\n## Forge\ntext"),
+            ("Forge".into(), "file")
+        );
+        assert_eq!(role("f.ttf", "\u{0}\u{1}").1, "generic");
+        assert_eq!(role("x/snapshots/a.snap", "---\nsource: x\n").1, "generic");
+    }
 
     #[test]
     fn relative_path_check_refuses_escapes() {

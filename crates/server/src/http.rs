@@ -40,6 +40,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi.json", get(openapi))
         .route("/status", get(status))
         .route("/agent/schema", get(agent_schema))
+        .route("/agent/tasks", get(list_tasks))
+        .route("/agent/models", get(list_models))
         .route("/models/inspect", post(models_inspect))
         .route("/models/unload", post(models_unload))
         .route("/agent/runs", post(create_run).get(list_runs))
@@ -188,19 +190,59 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], include_str!("../../../schemas/openapi.json")).into_response()
 }
 
-async fn status(State(s): Shared) -> Response {
+async fn status(State(s): Shared) -> Result<Response, ApiError> {
+    let st = s.clone();
+    let default_task = blocking(move || {
+        Ok(crate::tasks::default_task(
+            &st.config.tasks_dir,
+            &st.config.knowledge_dir,
+        ))
+    })
+    .await?;
     let jobs = &s.jobs;
-    ok_json(json!({
+    Ok(ok_json(json!({
         "name": "forge-runner",
         "version": env!("CARGO_PKG_VERSION"),
-        "capabilities": ["agent", "agent.cancel", "agent.trace", "models.inspect", "models.unload", "artifacts", "example"],
+        "capabilities": ["agent", "agent.cancel", "agent.trace", "agent.tasks", "agent.models", "models.inspect", "models.unload", "artifacts", "example"],
         "test_policies_enabled": s.config.enable_test_policies,
         "model": s.backend.cache_state(),
         "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
         "uptime_s": s.started.elapsed().as_secs(),
-        "default_task": crate::DEFAULT_TASK,
+        "default_task": default_task,
         "max_body_bytes": MAX_BODY_BYTES,
-    }))
+    })))
+}
+
+/// The task folders, read afresh (a folder added while the service runs is listed at once).
+async fn list_tasks(State(s): Shared) -> Result<Response, ApiError> {
+    let st = s.clone();
+    let listed = blocking(move || {
+        let tasks = crate::tasks::list(&st.config.tasks_dir, &st.config.knowledge_dir)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let default = tasks.iter().find(|t| t.is_valid()).map(|t| t.name.clone());
+        Ok(json!({ "tasks": tasks, "default_task": default }))
+    })
+    .await?;
+    Ok(ok_json(crate::redact::redacted(
+        listed,
+        &s.config.jobs.redact_roots,
+    )))
+}
+
+/// The models runs may name, read afresh from the backend.
+async fn list_models(State(s): Shared) -> Result<Response, ApiError> {
+    let backend = s.backend.clone();
+    let models = blocking(move || Ok(backend.models())).await?;
+    let default = models.iter().find(|m| m.default).map(|m| m.name.clone());
+    Ok(ok_json(
+        json!({ "models": models, "default_model": default, "cache": s.backend.cache_state() }),
+    ))
+}
+
+/// The models listed right now, for validating a request's `model`.
+async fn listed_models(s: &Arc<AppState>) -> Result<Vec<crate::ModelEntry>, ApiError> {
+    let backend = s.backend.clone();
+    blocking(move || Ok(backend.models())).await
 }
 
 async fn agent_schema() -> Response {
@@ -210,16 +252,39 @@ async fn agent_schema() -> Response {
 async fn models_inspect(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let body = json_body(&headers, body).await?.unwrap_or(json!({}));
     let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
-    if let Some(k) = obj.keys().find(|k| *k != "path") {
-        return Err(ApiError::invalid_fields(vec![crate::FieldError { field: k.clone(), message: "unknown field; allowed: path".into() }]));
+    if let Some(k) = obj.keys().find(|k| *k != "path" && *k != "model") {
+        return Err(ApiError::invalid_fields(vec![crate::FieldError { field: k.clone(), message: "unknown field; allowed: path, model".into() }]));
     }
-    let path = match obj.get("path") {
+    let mut path = match obj.get("path") {
         None | Some(Value::Null) => None,
         Some(Value::String(p)) if !p.is_empty() && p.len() <= 4096 => Some(p.clone()),
         Some(other) => {
             return Err(ApiError::invalid_fields(vec![crate::FieldError { field: "path".into(), message: format!("must be a non-empty path string, got {other}") }]));
         }
     };
+    // `model`: a listed name (GET /agent/models) — inspect exactly the file a run on it would load.
+    match obj.get("model") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(name)) if path.is_none() => {
+            let models = listed_models(&s).await?;
+            let Some(m) = models.iter().find(|m| m.name == *name) else {
+                let listed: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+                return Err(ApiError::invalid_fields(vec![crate::FieldError {
+                    field: "model".into(),
+                    message: format!("no model named {name:?}; listed: [{}]", listed.join(", ")),
+                }]));
+            };
+            path = Some(m.path.display().to_string());
+        }
+        Some(other) => {
+            return Err(ApiError::invalid_fields(vec![crate::FieldError {
+                field: "model".into(),
+                message: format!(
+                    "must be a listed model name and not combined with path, got {other}"
+                ),
+            }]));
+        }
+    }
     let backend = s.backend.clone();
     let roots = s.config.jobs.redact_roots.clone();
     let facts = blocking(move || backend.inspect(path.as_deref()).map_err(|e| backend_error(e, &roots))).await?;
@@ -244,7 +309,9 @@ async fn create_run(State(s): Shared, headers: HeaderMap, body: Body) -> Result<
     let body = json_body(&headers, body)
         .await?
         .ok_or_else(|| ApiError::bad_request("invalid_request", "send a JSON object (use {} for all defaults)"))?;
-    let (spec, public) = request::parse_run_request(&body, &s.config)?;
+    let models = listed_models(&s).await?;
+    let st = s.clone();
+    let (spec, public) = blocking(move || request::parse_run_request(&body, &st.config, &models)).await?;
     let accepted = s.jobs.submit(spec, public)?;
     Ok((StatusCode::ACCEPTED, [(header::CACHE_CONTROL, "no-store")], axum::Json(accepted)).into_response())
 }
@@ -340,7 +407,8 @@ async fn example_file(State(s): Shared, q: Result<Query<HashMap<String, String>>
     let text = String::from_utf8(data).ok();
     Ok(ok_json(json!({
         "path": entry.path, "bytes": entry.bytes, "blake3": entry.blake3, "language": entry.language,
-        "download_path": entry.download_path, "binary": text.is_none(), "content": text,
+        "download_path": entry.download_path, "role": entry.role, "role_source": entry.role_source,
+        "binary": text.is_none(), "content": text,
     })))
 }
 

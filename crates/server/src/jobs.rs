@@ -226,6 +226,7 @@ impl Jobs {
                     "stop_reason": r.result.as_ref().and_then(|x| x.get("stop_reason")).cloned(),
                     "task": r.meta.request.get("task").cloned(),
                     "mode": r.meta.request.get("mode").cloned(),
+                    "model": r.meta.request.get("model").and_then(|m| m.get("name")).cloned(),
                     "policy": r.meta.request.get("policy").cloned(),
                     "created_at_ms": r.meta.created_at_ms,
                     "finished_at_ms": r.meta.finished_at_ms,

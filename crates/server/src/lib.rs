@@ -11,9 +11,11 @@ pub mod example;
 mod http;
 pub mod jobs;
 pub mod model;
+pub mod models;
 pub mod redact;
 pub mod request;
 pub mod store;
+pub mod tasks;
 mod web;
 
 use std::net::{IpAddr, SocketAddr};
@@ -25,16 +27,20 @@ pub use engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
 pub use error::{ApiError, FieldError};
 pub use jobs::{Jobs, JobsConfig, RecoveryReport};
 pub use model::{BackendError, ModelBackend, Mode, UnavailableBackend};
+pub use models::ModelEntry;
 
 /// Largest request body accepted (413 above).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const DEFAULT_PORT: u16 = 4890;
-pub const DEFAULT_TASK: &str = "agent_eval_mini";
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// The project root: fixtures/tasks, knowledge/, schemas/ are read from here.
     pub root: PathBuf,
+    /// The task folders offered and run (default `<root>/fixtures/tasks`); read on every request.
+    pub tasks_dir: PathBuf,
+    /// The knowledge files tasks name (default `<root>/knowledge`).
+    pub knowledge_dir: PathBuf,
     /// Where runs are persisted (default `<root>/.runs`).
     pub runs_dir: PathBuf,
     /// The tree offered as the example package (default: `root`).
@@ -53,6 +59,8 @@ impl ServerConfig {
         let root = root.into();
         Self {
             runs_dir: root.join(".runs"),
+            tasks_dir: root.join("fixtures").join("tasks"),
+            knowledge_dir: root.join("knowledge"),
             example_root: root.clone(),
             root,
             enable_test_policies: false,
@@ -81,7 +89,7 @@ pub struct Service {
 impl Service {
     /// Open `.runs/`, reload history, start the worker, with the production executor (the runtime).
     pub fn start(config: ServerConfig, backend: Arc<dyn ModelBackend>) -> Result<Service, ApiError> {
-        let executor = Arc::new(RuntimeExecutor { root: config.root.clone(), backend: backend.clone() });
+        let executor = Arc::new(RuntimeExecutor::new(&config, backend.clone()));
         Self::start_with_executor(config, backend, executor)
     }
 

@@ -7,6 +7,8 @@
 use runtime::policy::{Policy, PolicyError};
 use serde_json::Value;
 
+use crate::models::ModelEntry;
+
 /// guided: the runtime's typed, state-specific decoding; free: the model writes the whole decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -55,6 +57,23 @@ pub trait ModelBackend: Send + Sync + 'static {
     fn cache_state(&self) -> Value;
     /// A fresh policy for one run. Errors become a `failed/model_unavailable` run through the runtime.
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError>;
+    /// The models a run may name (`GET /agent/models`), with their identity facts. Read on every call,
+    /// so a model fetched while the service runs appears. At most one entry is `default`.
+    fn models(&self) -> Vec<ModelEntry> {
+        Vec::new()
+    }
+    /// A fresh policy for one run on `model` (an entry of [`ModelBackend::models`]).
+    fn policy_for(
+        &self,
+        model: &ModelEntry,
+        _mode: Mode,
+        _temperature: f32,
+    ) -> Result<Box<dyn Policy>, PolicyError> {
+        Err(PolicyError::ModelUnavailable(format!(
+            "this backend cannot run model {:?}",
+            model.name
+        )))
+    }
 }
 
 /// The backend when no model provider is wired in: every call says `model_unavailable` with the reason.

@@ -10,15 +10,20 @@ use crate::engine::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
 use crate::error::{ApiError, FieldError};
 use crate::example::check_relative_path;
 use crate::model::Mode;
-use crate::{DEFAULT_TASK, ServerConfig};
+use crate::models::ModelEntry;
+use crate::{ServerConfig, tasks};
 
 /// Where scripted fixtures may live (relative to the root): the runtime's and this crate's test fixtures.
 pub const FIXTURE_DIRS: &[&str] = &["fixtures/", "crates/server/tests/fixtures/"];
-const FIELDS: &[&str] = &["task", "mode", "budgets", "temperature", "policy"];
+const FIELDS: &[&str] = &["task", "model", "mode", "budgets", "temperature", "policy"];
 pub const MAX_TEMPERATURE: f64 = 2.0;
 
-/// Returns the spec to execute and the public form stored with the run.
-pub fn parse_run_request(body: &Value, config: &ServerConfig) -> Result<(RunSpec, Value), ApiError> {
+/// Returns the spec to execute and the public form stored with the run. `models` is what the backend
+/// lists right now (`GET /agent/models`): `model` must name one of them.
+///
+/// Without `task`, the run uses the first loadable task folder in sorted order (`tasks::default_task`);
+/// without `model`, the listed model marked `default` (or none when nothing is listed).
+pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEntry]) -> Result<(RunSpec, Value), ApiError> {
     let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
     let mut errors = Vec::new();
     let fe = |field: &str, message: String| FieldError { field: field.into(), message };
@@ -28,17 +33,55 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig) -> Result<(RunSpec
         }
     }
     let task = match obj.get("task") {
-        None | Some(Value::Null) => DEFAULT_TASK.to_string(),
-        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => {
+            match tasks::default_task(&config.tasks_dir, &config.knowledge_dir) {
+                Some(name) => name,
+                None => {
+                    errors.push(fe(
+                        "task",
+                        "no task given, and no task folder loads (see GET /agent/tasks)".into(),
+                    ));
+                    String::new()
+                }
+            }
+        }
+        Some(Value::String(s)) => {
+            if let Err(msg) = check_task(config, s) {
+                errors.push(fe("task", msg));
+            }
+            s.clone()
+        }
         Some(other) => {
             errors.push(fe("task", format!("must be a task name string, got {other}")));
             String::new()
         }
     };
-    let task_given_as_string = !task.is_empty() || obj.get("task").is_some_and(Value::is_string);
-    if task_given_as_string && let Err(msg) = check_task(&config.root, &task) {
-        errors.push(fe("task", msg));
-    }
+    let model = match obj.get("model") {
+        None | Some(Value::Null) => models.iter().find(|m| m.default).cloned(),
+        Some(Value::String(s)) => match models.iter().find(|m| m.name == *s) {
+            Some(m) => Some(m.clone()),
+            None => {
+                let listed: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+                let listed = if listed.is_empty() {
+                    "none (cargo xtask model fetch, or runner serve --gguf FILE)".to_string()
+                } else {
+                    listed.join(", ")
+                };
+                errors.push(fe(
+                    "model",
+                    format!("no model named {s:?}; listed: {listed}"),
+                ));
+                None
+            }
+        },
+        Some(other) => {
+            errors.push(fe(
+                "model",
+                format!("must be a model name string (GET /agent/models), got {other}"),
+            ));
+            None
+        }
+    };
     let mode = match obj.get("mode") {
         None | Some(Value::Null) => Mode::Guided,
         Some(Value::String(s)) => Mode::parse(s).unwrap_or_else(|| {
@@ -101,21 +144,26 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig) -> Result<(RunSpec
         PolicyChoice::Scripted { fixture } => format!("scripted:{fixture}"),
     };
     let public = json!({
-        "task": task, "mode": mode.as_str(), "temperature": temperature, "budgets": budgets, "policy": policy_label,
+        "task": task, "model": model, "mode": mode.as_str(), "temperature": temperature, "budgets": budgets, "policy": policy_label,
     });
-    Ok((RunSpec { task, mode, temperature: temperature as f32, budgets, policy }, public))
+    Ok((RunSpec { task, mode, temperature: temperature as f32, budgets, policy, model }, public))
 }
 
-/// Task names are folder names under fixtures/tasks/ holding a task.json.
-fn check_task(root: &Path, task: &str) -> Result<(), String> {
+/// Task names are folder names under the tasks directory that load as a run would load them.
+fn check_task(config: &ServerConfig, task: &str) -> Result<(), String> {
     let valid = !task.is_empty() && task.len() <= 64 && task.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     if !valid {
         return Err(format!("{task:?} is not a task name (lower-case letters, digits, '_' and '-')"));
     }
-    let file = root.join("fixtures").join("tasks").join(task).join("task.json");
-    match std::fs::symlink_metadata(&file) {
-        Ok(m) if m.is_file() => Ok(()),
-        _ => Err(format!("no task named {task:?} (expected fixtures/tasks/{task}/task.json)")),
+    let dir = config.tasks_dir.join(task);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        _ => return Err(format!("no task named {task:?} (see GET /agent/tasks)")),
+    }
+    let entry = tasks::entry(&config.tasks_dir, &config.knowledge_dir, task);
+    match entry.error {
+        None => Ok(()),
+        Some(e) => Err(format!("task {task:?} cannot be loaded: {e}")),
     }
 }
 

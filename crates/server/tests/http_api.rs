@@ -39,7 +39,7 @@ async fn openapi_document_is_served_and_names_every_route() {
     assert!(v["openapi"].as_str().unwrap().starts_with("3."));
     let paths: Vec<&str> = v["paths"].as_object().unwrap().keys().map(String::as_str).collect();
     for p in [
-        "/status", "/agent/schema", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
+        "/status", "/agent/schema", "/agent/tasks", "/agent/models", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
         "/agent/runs/{id}/cancel", "/agent/runs/{id}/trace", "/artifacts/{id}", "/example/manifest",
         "/example/file", "/example.zip", "/openapi.json", "/agent/evaluation", "/agent/evaluation/{model}/success.png",
     ] {

@@ -6,8 +6,17 @@ const I18N = {
   en: {
     title: 'Forge · local ReAct runner',
     subtitle: 'A local model proposes one decision per step; the runtime validates, runs tools, feeds observations back and decides when to stop.',
-    model_h: 'Model', model_hint: 'Inspect the local GGUF file first. Runs use only local files; if inspection fails, starting is disabled — there is no fallback policy.',
-    model_path: 'Model file (empty = runner default)', inspect: 'Inspect', unload: 'Unload',
+    model_h: 'Model', model_hint: 'Choose one of the runner\'s verified models and inspect it. A run uses exactly the model inspected here; if inspection fails, starting is disabled — there is no fallback policy.',
+    model_pick: 'Model', inspect: 'Inspect', unload: 'Unload', model_runner_default: '(runner default model)',
+    models_none: 'No verified model is listed (cargo xtask model fetch, or runner serve --gguf FILE); the runner default is inspected instead.',
+    models_count: 'verified models listed by the runner', model_default: 'default',
+    f_name: 'Name', f_file: 'File', f_size: 'Size', f_sha256: 'SHA-256', f_sha256_source: 'Hash from', f_architecture: 'Architecture',
+    f_parameters: 'Parameters', f_quantization: 'Quantization', f_context: 'Context length', f_template: 'Chat template',
+    f_gguf: 'GGUF version', f_tensors: 'Tensors', f_fetched: 'Fetched at', f_source: 'Source', f_packages: 'Packages',
+    f_manifest_ok: 'Manifest hash', f_runtime: 'llama.cpp', f_system: 'System', f_used: 'Used for runs', yes: 'yes', no: 'no',
+    task_text: 'What the task asks', task_knowledge: 'Knowledge files', truth_loaded: 'ground truth loaded (expected.json) — runs are scored',
+    truth_unavailable: 'no usable ground truth — runs are not scored', tasks_broken: 'folders that do not load',
+    tasks_none: 'No task folder loads.', chart_svg_h: 'Drawn from the plot spec', chart_png_h: 'PNG artifact', chart_average: 'average',
     not_checked: 'Not checked yet.', inspecting: 'Inspecting…', model_ok: 'Model inspected: ready to run.',
     model_failed: 'Inspection failed — start is disabled', unloaded: 'Model unloaded from the runner cache.',
     task_h: 'Task and budgets', task: 'Task', mode: 'Mode', mode_guided: 'guided', mode_free: 'free', temperature: 'Temperature',
@@ -18,7 +27,8 @@ const I18N = {
     run_h: 'Run', not_run: 'not run', legend: '✓ reached · ● in progress · ! attempted but failed · ○ not reached',
     timeline_h: 'Timeline', timeline_empty: 'Decision summary → Action → Observation → next state appear here once a real run starts.',
     metrics_h: 'Metrics of this run', chart_h: 'Chart', chart_empty: 'The plot tool\'s PNG appears here after a run produced it.',
-    source_h: 'Source of this runner', source_hint: 'The file list, each file and the zip all come from one live enumeration of this project\'s tree.',
+    source_h: 'Source of this runner', source_hint: 'The file list, each file and the zip all come from one live enumeration of this project\'s tree. Each file\'s role is its own opening line (hover a name, or open it).',
+    role_file: 'Role (from the file\'s opening line)', role_generic: 'Role (generic: the file has no opening line)',
     manifest_loading: 'Reading the manifest…', history_h: 'Recent runs', history_empty: 'No runs yet.',
     runner_ok: 'runner', runner_down: 'runner not reachable — not run',
     st_load: 'Load model', st_decision: 'Decision', st_validate: 'Validate', st_tool: 'Tool', st_observation: 'Observation', st_final: 'Final',
@@ -40,8 +50,17 @@ const I18N = {
   zh: {
     title: 'Forge · 本地 ReAct 运行器',
     subtitle: '本地模型每一步只提出一个决策；运行时负责校验、执行工具、回灌观察结果，并决定何时停止。',
-    model_h: '模型', model_hint: '先检查本地 GGUF 文件。运行只使用本地文件；检查失败时无法启动——没有任何兜底策略。',
-    model_path: '模型文件（留空 = 运行器默认）', inspect: '检查', unload: '卸载',
+    model_h: '模型', model_hint: '从运行器已验证的模型中选择一个并检查。运行只使用这里检查过的模型；检查失败时无法启动——没有任何兜底策略。',
+    model_pick: '模型', inspect: '检查', unload: '卸载', model_runner_default: '（运行器默认模型）',
+    models_none: '运行器没有列出已验证的模型（cargo xtask model fetch，或 runner serve --gguf FILE）；改为检查运行器默认模型。',
+    models_count: '个已验证模型', model_default: '默认',
+    f_name: '名称', f_file: '文件', f_size: '大小', f_sha256: 'SHA-256', f_sha256_source: '哈希来源', f_architecture: '架构',
+    f_parameters: '参数量', f_quantization: '量化', f_context: '上下文长度', f_template: '对话模板',
+    f_gguf: 'GGUF 版本', f_tensors: '张量数', f_fetched: '获取时间', f_source: '来源', f_packages: '包',
+    f_manifest_ok: 'Manifest 哈希', f_runtime: 'llama.cpp', f_system: '系统', f_used: '用于运行', yes: '是', no: '否',
+    task_text: '任务要求', task_knowledge: '知识文件', truth_loaded: '已加载标准答案（expected.json）——运行会被评分',
+    truth_unavailable: '没有可用的标准答案——运行不评分', tasks_broken: '个无法加载的文件夹',
+    tasks_none: '没有可加载的任务文件夹。', chart_svg_h: '根据 plot 规格绘制', chart_png_h: 'PNG 产物', chart_average: '平均',
     not_checked: '尚未检查。', inspecting: '正在检查…', model_ok: '模型检查通过：可以运行。',
     model_failed: '检查失败——已禁用启动', unloaded: '已从运行器缓存中卸载模型。',
     task_h: '任务与预算', task: '任务', mode: '模式', mode_guided: '引导 guided', mode_free: '自由 free', temperature: '温度',
@@ -52,7 +71,8 @@ const I18N = {
     run_h: '运行', not_run: '未运行', legend: '✓ 已到达 · ● 进行中 · ! 已尝试但未通过 · ○ 尚未到达',
     timeline_h: '时间线', timeline_empty: '真实运行开始后，这里才会出现 决策摘要 → 动作 → 观察 → 下一状态。',
     metrics_h: '本次运行指标', chart_h: '图表', chart_empty: '运行产生 plot 工具的 PNG 后显示在这里。',
-    source_h: '本运行器的源码', source_hint: '文件列表、单个文件与 ZIP 都来自对本项目目录的同一次实时枚举。',
+    source_h: '本运行器的源码', source_hint: '文件列表、单个文件与 ZIP 都来自对本项目目录的同一次实时枚举。每个文件的作用取自它自己的首行说明（悬停文件名或打开文件）。',
+    role_file: '作用（取自文件首行说明）', role_generic: '作用（通用说明：文件没有首行说明）',
     manifest_loading: '正在读取 manifest…', history_h: '最近的运行', history_empty: '还没有运行。',
     runner_ok: '运行器', runner_down: '无法连接运行器——未运行',
     st_load: '加载模型', st_decision: '决策', st_validate: '校验', st_tool: '工具', st_observation: '观察', st_final: '最终答案',
@@ -80,7 +100,8 @@ const BUDGET_FIELDS = ['max_steps', 'max_tool_calls', 'wall_clock_s', 'max_input
 const S = {
   lang: localStorage.getItem('forge.lang') || 'en',
   runnerUp: false, status: null,
-  modelOk: false, modelFacts: null, modelError: null,
+  modelOk: false, modelFacts: null, modelError: null, models: [], inspected: null,
+  tasks: [], defaultTask: null,
   runId: null, runStatus: null, events: [], result: null, pollTimer: null,
   manifest: null,
 };
@@ -139,16 +160,66 @@ async function loadStatus() {
   updateStartButton();
 }
 
+// The models the runner lists (GET /agent/models); the picker offers exactly these.
+async function loadModels() {
+  const r = await api('/agent/models').catch(() => ({ ok: false }));
+  S.models = r.ok ? r.body.models : [];
+  const picker = $('model-picker');
+  const keep = picker.value;
+  picker.replaceChildren();
+  if (!S.models.length) picker.append(el('option', { value: '', text: t('model_runner_default') }));
+  for (const m of S.models) {
+    const facts = [m.quantization, m.parameters ? humanCount(m.parameters) : null, humanBytes(m.bytes)].filter(Boolean).join(' · ');
+    picker.append(el('option', { value: m.name, text: `${m.name}${m.default ? ` (${t('model_default')})` : ''} — ${facts}` }));
+  }
+  const def = S.models.find((m) => m.default);
+  if (keep && S.models.some((m) => m.name === keep)) picker.value = keep;
+  else if (def) picker.value = def.name;
+  $('model-list-note').textContent = S.models.length ? `${S.models.length} ${t('models_count')}` : t('models_none');
+}
+
 async function inspectModel() {
-  const path = $('model-path').value.trim();
+  const model = $('model-picker').value;
+  S.inspected = null;
   $('model-state').textContent = t('inspecting');
   $('model-state').className = 'state-line';
   try {
-    const r = await api('/models/inspect', { json: path ? { path } : {} });
-    if (r.ok && r.body && r.body.ok) { S.modelOk = true; S.modelFacts = r.body.model; S.modelError = null; }
+    const r = await api('/models/inspect', { json: model ? { model } : {} });
+    if (r.ok && r.body && r.body.ok) { S.modelOk = true; S.modelFacts = r.body.model; S.modelError = null; S.inspected = model; }
     else { S.modelOk = false; S.modelFacts = null; S.modelError = r.body || { code: String(r.status), message: '' }; }
   } catch (e) { S.modelOk = false; S.modelFacts = null; S.modelError = { code: 'runner_unreachable', message: String(e) }; }
   renderModel();
+}
+
+function humanBytes(n) {
+  if (typeof n !== 'number' || !n) return null;
+  const units = ['B', 'KB', 'MB', 'GB']; let i = 0; let v = n;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+function humanCount(n) {
+  if (typeof n !== 'number') return null;
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(0)} M`;
+  return String(n);
+}
+
+// The inspected facts as labelled, formatted fields (never raw JSON).
+function modelFields(f) {
+  const yn = (b) => (b ? t('yes') : t('no'));
+  const m = f.manifest || null; const rt = f.runtime || null;
+  return [
+    ['f_name', f.model_name], ['f_file', f.file_name], ['f_size', f.bytes ? `${humanBytes(f.bytes)} (${f.bytes} bytes)` : null],
+    ['f_sha256', f.sha256], ['f_sha256_source', f.sha256_source], ['f_architecture', f.architecture],
+    ['f_parameters', f.parameter_count ? `${humanCount(f.parameter_count)} (${f.parameter_count})${f.size_label ? ` · ${f.size_label}` : ''}` : null],
+    ['f_quantization', f.quantization], ['f_context', f.context_length], ['f_template', f.chat_template_present === undefined ? null : yn(f.chat_template_present)],
+    ['f_gguf', f.gguf_version], ['f_tensors', f.tensor_count],
+    ['f_fetched', m && m.fetched_at], ['f_source', m && m.source], ['f_packages', m && m.packages && m.packages.join(', ')],
+    ['f_manifest_ok', m ? yn(m.sha256_matches) : null],
+    ['f_runtime', rt && rt.bindings], ['f_system', rt && rt.system_info],
+    ['f_used', f.used_for_runs === undefined ? null : yn(f.used_for_runs)],
+  ].filter(([, v]) => v !== null && v !== undefined && v !== '');
 }
 
 async function unloadModel() {
@@ -161,8 +232,8 @@ function renderModel() {
   facts.replaceChildren();
   if (S.modelOk) {
     state.textContent = t('model_ok'); state.className = 'state-line ok';
-    for (const [k, v] of Object.entries(S.modelFacts || {})) {
-      facts.append(el('tr', {}, el('th', { text: k }), el('td', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) })));
+    for (const [k, v] of modelFields(S.modelFacts || {})) {
+      facts.append(el('tr', { 'data-field': k }, el('th', { text: t(k) }), el('td', { class: 'mono', text: String(v) })));
     }
   } else if (S.modelError) {
     state.textContent = `${t('model_failed')}: ${S.modelError.code} — ${S.modelError.message}`;
@@ -175,8 +246,56 @@ function usingScripted() { return $('policy').value === 'scripted'; }
 
 function updateStartButton() {
   const active = S.runId && S.runStatus && !TERMINAL.includes(S.runStatus);
-  $('start-btn').disabled = !S.runnerUp || !(S.modelOk || usingScripted());
+  // A model run starts only on the model that was inspected (the picker may have moved since).
+  const inspectedNow = S.modelOk && S.inspected === $('model-picker').value;
+  $('start-btn').disabled = !S.runnerUp || !(inspectedNow || usingScripted()) || !$('task-picker').value;
   $('cancel-btn').disabled = !active;
+}
+
+// ---------- tasks ----------
+// Read on every call: a folder added while the runner serves shows up the next time the picker opens.
+async function loadTasks() {
+  const r = await api('/agent/tasks').catch(() => ({ ok: false }));
+  if (!r.ok) return;
+  S.tasks = r.body.tasks; S.defaultTask = r.body.default_task;
+  const picker = $('task-picker');
+  const keep = picker.value;
+  const valid = S.tasks.filter((x) => x.status === 'ok');
+  // Rebuild the options only when the list changed (rebuilding an open <select> would close it).
+  const signature = valid.map((x) => `${x.name}\u0000${x.title}`).join('\u0001');
+  if (picker.dataset.signature !== signature) {
+    picker.replaceChildren(...valid.map((x) => el('option', { value: x.name, text: `${x.name} — ${x.title}` })));
+    picker.dataset.signature = signature;
+    if (keep && valid.some((x) => x.name === keep)) picker.value = keep;
+    else if (S.defaultTask) picker.value = S.defaultTask;
+  }
+  const broken = S.tasks.filter((x) => x.status !== 'ok');
+  const box = $('task-broken');
+  box.replaceChildren();
+  if (!valid.length) box.append(el('div', { class: 'errors', text: t('tasks_none') }));
+  if (broken.length) {
+    box.append(el('details', {}, el('summary', { text: `${broken.length} ${t('tasks_broken')}` }),
+      el('ul', {}, ...broken.map((x) => el('li', { 'data-task': x.name }, el('span', { class: 'mono', text: x.name }), ` — ${x.error}`)))));
+  }
+  renderTask();
+}
+
+function renderTask() {
+  const box = $('task-details');
+  const task = S.tasks.find((x) => x.name === $('task-picker').value);
+  if (!task) { box.replaceChildren(); return; }
+  const gt = task.ground_truth || {};
+  const truth = gt.status === 'loaded'
+    ? el('p', { class: 'truth-loaded', text: `✓ ${t('truth_loaded')}` })
+    : el('p', { class: 'truth-unavailable', text: `! ${t('truth_unavailable')}: ${gt.reason || ''} ${gt.message || ''}` });
+  box.replaceChildren(
+    el('p', {}, el('strong', { text: task.title })),
+    el('p', { 'data-testid': 'task-text' }, el('span', { class: 'muted', text: `${t('task_text')}: ` }), task.text),
+    truth,
+    el('p', { class: 'muted', text: `${t('task_knowledge')}:` }),
+    ...task.knowledge.map((k) => el('details', { 'data-file': k.file }, el('summary', { class: 'mono', text: `${k.file}${k.bytes ? ` · ${k.bytes} ${t('bytes')}` : ''}` }),
+      el('pre', { text: `${k.preview || ''}${k.truncated ? '\n…' : ''}` }))));
+  updateStartButton();
 }
 
 // ---------- runs ----------
@@ -188,6 +307,7 @@ function formBody() {
     body.budgets[k] = raw === '' ? null : Number(raw);
   }
   if (usingScripted()) body.policy = `scripted:${$('fixture').value.trim()}`;
+  else if (S.inspected) body.model = S.inspected;
   return body;
 }
 
@@ -435,6 +555,52 @@ function findPlotSpec() {
   return null;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, String(v));
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function fmtNum(v) { return typeof v === 'number' ? String(Math.round(v * 1000) / 1000) : String(v); }
+
+// The bar chart drawn from the plot tool's own spec (labels, values, average, title, y label): the same
+// observation the PNG was rendered from. Values and the average show on hover (<title>).
+function chartSvg(spec) {
+  const labels = spec.labels || []; const values = (spec.values || []).map(Number);
+  const W = 640, H = 360, L = 56, R = 16, T = 36, B = 64;
+  const pw = W - L - R, ph = H - T - B;
+  const avg = typeof spec.average === 'number' ? spec.average : null;
+  const top = Math.max(0, ...values, avg === null ? 0 : avg);
+  const bottom = Math.min(0, ...values);
+  const span = (top - bottom) || 1;
+  const y = (v) => T + ph - ((v - bottom) / span) * ph;
+  const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': spec.title || 'chart', 'data-testid': 'chart-svg-root' });
+  root.append(svg('text', { x: W / 2, y: 20, 'text-anchor': 'middle', class: 'chart-title' }, spec.title || ''));
+  root.append(svg('line', { x1: L, y1: T, x2: L, y2: T + ph, class: 'axis' }), svg('line', { x1: L, y1: y(0), x2: L + pw, y2: y(0), class: 'axis' }));
+  for (let i = 0; i <= 4; i++) {
+    const v = bottom + (span * i) / 4;
+    root.append(svg('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, fmtNum(v)));
+  }
+  root.append(svg('text', { x: 14, y: T + ph / 2, transform: `rotate(-90 14 ${T + ph / 2})`, 'text-anchor': 'middle' }, spec.y_label || ''));
+  const slot = pw / Math.max(1, values.length);
+  values.forEach((v, i) => {
+    const x = L + i * slot + slot * 0.15; const w = slot * 0.7;
+    const y0 = y(Math.max(0, v)); const h = Math.abs(y(v) - y(0));
+    root.append(svg('rect', { x, y: y0, width: w, height: Math.max(h, 1), class: 'bar-rect', 'data-label': labels[i], 'data-value': v },
+      svg('title', {}, `${labels[i]}: ${fmtNum(v)}`)));
+    root.append(svg('text', { x: x + w / 2, y: T + ph + 16, 'text-anchor': 'middle', class: 'bar-label' }, labels[i]));
+  });
+  if (avg !== null) {
+    root.append(svg('line', { x1: L, y1: y(avg), x2: L + pw, y2: y(avg), class: 'avg-line', 'data-value': avg },
+      svg('title', {}, `${t('chart_average')}: ${fmtNum(avg)}`)));
+    root.append(svg('text', { x: L + pw - 4, y: y(avg) - 6, 'text-anchor': 'end', class: 'avg-label' }, `${t('chart_average')} ${fmtNum(avg)}`));
+  }
+  return root;
+}
+
 function renderChart() {
   const box = $('chart-box');
   const arts = (S.result && S.result.artifacts) || [];
@@ -442,13 +608,20 @@ function renderChart() {
   if (png) {
     const existing = box.querySelector('img');
     if (!existing || existing.dataset.id !== png.id) {
-      box.replaceChildren(el('img', { src: `/artifacts/${encodeURIComponent(png.id)}`, alt: 'plot', 'data-id': png.id, 'data-testid': 'chart-img' }),
+      box.replaceChildren(el('div', { class: 'muted small', text: t('chart_png_h') }),
+        el('img', { src: `/artifacts/${encodeURIComponent(png.id)}`, alt: 'plot', 'data-id': png.id, 'data-testid': 'chart-img' }),
         el('div', { class: 'mono small', text: `${png.id} · ${png.bytes} ${t('bytes')} · blake3 ${String(png.blake3 || '').slice(0, 16)}…` }));
     }
   } else {
     box.replaceChildren(el('p', { class: 'muted', text: t('chart_empty') }));
   }
   const spec = findPlotSpec();
+  const drawn = $('chart-svg');
+  const key = spec ? JSON.stringify(spec) + S.lang : '';
+  if (drawn.dataset.key !== key) {
+    drawn.dataset.key = key;
+    drawn.replaceChildren(...(spec ? [el('div', { class: 'muted small', text: t('chart_svg_h') }), chartSvg(spec)] : []));
+  }
   $('chart-spec').hidden = !spec;
   $('chart-spec').textContent = spec ? JSON.stringify(spec, null, 2) : '';
 }
@@ -512,7 +685,7 @@ function renderTree() {
         const d = el('details', depth < 1 ? { open: true } : {}, el('summary', { text: key }), build(v, depth + 1));
         ul.append(el('li', {}, d));
       } else {
-        const a = el('a', { href: '#', 'data-path': v.path, text: key });
+        const a = el('a', { href: '#', 'data-path': v.path, 'data-role': v.role || '', title: v.role || '', text: key });
         a.addEventListener('click', (e) => { e.preventDefault(); openFile(v.path); });
         ul.append(el('li', {}, a));
       }
@@ -528,6 +701,10 @@ async function openFile(path) {
   if (!r.ok) { head.textContent = `${r.status} ${r.body && r.body.code}`; pre.textContent = r.body ? r.body.message : ''; return; }
   const f = r.body;
   head.replaceChildren(`${f.path} · ${f.bytes} ${t('bytes')} · blake3 ${f.blake3} · `, el('a', { href: f.download_path, text: t('download') }));
+  const role = $('file-role');
+  role.hidden = !f.role;
+  role.className = `file-role ${f.role_source === 'generic' ? 'generic' : ''}`;
+  role.replaceChildren(el('span', { class: 'muted small', text: `${t(f.role_source === 'generic' ? 'role_generic' : 'role_file')}: ` }), f.role || '');
   pre.textContent = f.binary ? t('binary_file') : f.content;
 }
 
@@ -543,8 +720,12 @@ function init() {
   $('run-form').addEventListener('submit', startRun);
   $('cancel-btn').addEventListener('click', cancelRun);
   $('policy').addEventListener('change', updateStartButton);
+  $('model-picker').addEventListener('change', () => { S.modelOk = false; inspectModel(); });
+  $('task-picker').addEventListener('change', renderTask);
+  $('task-picker').addEventListener('focus', loadTasks);
   applyLang();
-  loadStatus().then(() => { if (S.runnerUp) inspectModel(); });
+  loadTasks();
+  loadStatus().then(() => loadModels()).then(() => { if (S.runnerUp) inspectModel(); });
   loadManifest();
   loadHistory();
   const m = location.hash.match(/run=(run-[0-9a-z-]+)/);

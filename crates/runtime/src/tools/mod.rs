@@ -24,7 +24,7 @@ pub use knowledge::Citation;
 pub struct ToolContext<'a> {
     /// Directory holding the knowledge markdown files.
     pub knowledge_dir: &'a Path,
-    /// Plain file names (e.g. `agent_eval_mini.md`) this task may read.
+    /// Plain file names (e.g. `quarterly_sales.md`) this task may read.
     pub allowed_sources: &'a [String],
     /// Where this run's artifacts (PNG charts) are written.
     pub artifact_dir: &'a Path,

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use forge_server::{BackendError, Mode, ModelBackend, ServerConfig, Service, UnavailableBackend};
+use forge_server::{
+    BackendError, Mode, ModelBackend, ModelEntry, ServerConfig, Service, UnavailableBackend,
+};
 use http_body_util::BodyExt;
 use runtime::policy::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
 use serde_json::{Value, json};
@@ -41,6 +43,10 @@ pub struct Options {
     pub allowed_origins: Vec<String>,
     pub example_root: Option<PathBuf>,
     pub runs_dir: Option<PathBuf>,
+    /// Task folders to serve instead of the project's fixtures/tasks.
+    pub tasks_dir: Option<PathBuf>,
+    /// Serve the models whose fetch manifests are in this directory (the `ModelsDirBackend`).
+    pub models_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -53,6 +59,8 @@ impl Default for Options {
             allowed_origins: vec![],
             example_root: None,
             runs_dir: None,
+            tasks_dir: None,
+            models_dir: None,
         }
     }
 }
@@ -71,8 +79,13 @@ pub fn harness(opts: Options) -> Harness {
     if let Some(r) = opts.example_root {
         config.example_root = r;
     }
+    if let Some(t) = opts.tasks_dir {
+        config.tasks_dir = t;
+    }
     let release = Arc::new(AtomicBool::new(false));
-    let backend: Arc<dyn ModelBackend> = if opts.hold {
+    let backend: Arc<dyn ModelBackend> = if let Some(dir) = opts.models_dir {
+        Arc::new(ModelsDirBackend { dir })
+    } else if opts.hold {
         Arc::new(HoldBackend {
             release: release.clone(),
         })
@@ -143,6 +156,80 @@ impl ModelBackend for HoldBackend {
         Ok(Box::new(HoldPolicy {
             release: self.release.clone(),
         }))
+    }
+}
+
+/// A backend that lists the fetch manifests of a directory with the server's own scan (real files) and
+/// whose policies cannot load weights: a model run ends `failed/model_unavailable` naming the model. The
+/// first model (sorted) is the default.
+pub struct ModelsDirBackend {
+    pub dir: PathBuf,
+}
+
+impl ModelBackend for ModelsDirBackend {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
+        let p = path.ok_or_else(|| BackendError::unavailable("no default model"))?;
+        let bytes = std::fs::metadata(p)
+            .map_err(|e| BackendError::unavailable(format!("{p}: {e}")))?
+            .len();
+        Ok(
+            json!({ "file_name": Path::new(p).file_name().unwrap().to_string_lossy(), "bytes": bytes, "quantization": "Q4_K_M" }),
+        )
+    }
+    fn unload(&self) -> Result<Value, BackendError> {
+        Ok(json!({"unloaded": 0}))
+    }
+    fn cache_state(&self) -> Value {
+        json!({"loaded": [], "max_loaded_models": 1})
+    }
+    fn policy(&self, _mode: Mode, _t: f32) -> Result<Box<dyn Policy>, PolicyError> {
+        Err(PolicyError::ModelUnavailable("no default model".into()))
+    }
+    fn models(&self) -> Vec<ModelEntry> {
+        let mut listed = forge_server::models::scan_manifests(&self.dir).0;
+        if let Some(first) = listed.first_mut() {
+            first.default = true;
+        }
+        listed
+    }
+    fn policy_for(
+        &self,
+        model: &ModelEntry,
+        _mode: Mode,
+        _t: f32,
+    ) -> Result<Box<dyn Policy>, PolicyError> {
+        Err(PolicyError::ModelUnavailable(format!(
+            "test backend: {} has no weights",
+            model.name
+        )))
+    }
+}
+
+/// Write `<name>.gguf` (`bytes` long) and its fetch manifest into `dir`, as `cargo xtask model fetch` does.
+pub fn write_model(dir: &Path, name: &str, bytes: usize) -> PathBuf {
+    let file = dir.join(format!("{name}.gguf"));
+    let mut data = b"GGUF".to_vec();
+    data.resize(bytes, 0);
+    std::fs::write(&file, &data).unwrap();
+    let manifest = json!({
+        "model": name, "file": format!("{name}.gguf"), "bytes": bytes, "sha256": format!("{:0>64}", name.len()),
+        "hash_pinned": true, "source": "test", "parts": [], "fetched_at": "2026-12-01T10:00:00Z",
+    });
+    std::fs::write(
+        dir.join(format!("{name}.manifest.json")),
+        serde_json::to_vec_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    file
+}
+
+/// Copy a task folder of the project into `dir` (task folders are small).
+pub fn copy_task(dir: &Path, name: &str) {
+    let from = project_root().join("fixtures/tasks").join(name);
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    for e in std::fs::read_dir(&from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(name).join(e.file_name())).unwrap();
     }
 }
 

@@ -89,7 +89,7 @@ impl SearchRequest {
 pub struct Citation {
     /// `kb-<source_id>-<chunk_id>`: deterministic for the same file content.
     pub id: String,
-    /// The file stem, e.g. `agent_eval_mini`.
+    /// The file stem, e.g. `quarterly_sales`.
     pub source_id: String,
     /// Slug of the section heading, unique within the source.
     pub chunk_id: String,
@@ -157,7 +157,7 @@ pub struct ParsedSource {
 }
 
 impl ParsedSource {
-    /// The file stem, e.g. `agent_eval_mini`.
+    /// The file stem, e.g. `quarterly_sales`.
     pub fn source_id(&self) -> &str {
         &self.source_id
     }
@@ -629,7 +629,7 @@ mod tests {
         ] {
             assert!(!is_plain_markdown_name(bad), "{bad}");
         }
-        assert!(is_plain_markdown_name("agent_eval_mini.md"));
+        assert!(is_plain_markdown_name("quarterly_sales.md"));
     }
 
     #[test]
