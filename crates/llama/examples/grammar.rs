@@ -20,6 +20,8 @@ fn main() {
         series: Vec::new(),
         computed: Vec::new(),
         rule_terms: Vec::new(),
+        verdict: Vec::new(),
+        verdict_refused: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,

@@ -874,7 +874,18 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         match part {
             TemplatePart::Text(text) => items.push(Node::lit(escape(&text))),
             TemplatePart::Choice(options) => {
-                items.push(Node::one_of_texts(options.iter().map(|o| escape(o))))
+                // A verdict choice, once the evidence decides the verdict, offers only the phrases
+                // for that verdict: the rule check computed it, the answer reports it.
+                let g = inputs.grounding;
+                let same = |a: &str, b: &String| a.trim().eq_ignore_ascii_case(b.trim());
+                let is_verdict = options
+                    .iter()
+                    .any(|o| g.verdict.iter().chain(&g.verdict_refused).any(|p| same(o, p)));
+                let allowed: Vec<&String> =
+                    options.iter().filter(|o| g.verdict.iter().any(|p| same(o, p))).collect();
+                let offered: Vec<&String> =
+                    if is_verdict && !allowed.is_empty() { allowed } else { options.iter().collect() };
+                items.push(Node::one_of_texts(offered.into_iter().map(|o| escape(o))));
             }
             TemplatePart::Value(_) if value_alternatives.is_empty() => {
                 define_text(grammar, inputs);

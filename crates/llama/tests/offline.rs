@@ -139,6 +139,8 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         series: Vec::new(),
         computed: Vec::new(),
         rule_terms: Vec::new(),
+        verdict: Vec::new(),
+        verdict_refused: Vec::new(),
     }
 }
 
@@ -383,6 +385,23 @@ fn a_rule_check_over_understood_rules_is_those_rules_in_any_order() {
     ] {
         assert!(!check.accepts(&expr(bad)), "{bad}");
     }
+}
+
+#[test]
+fn once_the_rule_check_decides_the_verdict_the_answer_can_only_report_it() {
+    let cards = ToolRegistry::builtin().cards();
+    let mut g = grounding(&["72", "79"], &["North"], &["obs-a-1"]);
+    let ids = vec!["obs-a-1".to_string()];
+    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&ids));
+    let open = grammar::guided_final(&inputs(&cards, &g), &ids).unwrap();
+    for verdict in ["met", "not met"] {
+        assert!(open.accepts(&answer(&format!("Average is 79; the lowest is North. The rule is {verdict}."))), "{verdict}");
+    }
+    g.verdict = vec!["not met".into()];
+    g.verdict_refused = vec!["met".into()];
+    let decided = grammar::guided_final(&inputs(&cards, &g), &ids).unwrap();
+    assert!(decided.accepts(&answer("Average is 79; the lowest is North. The rule is not met.")));
+    assert!(!decided.accepts(&answer("Average is 79; the lowest is North. The rule is met.")), "the rule check says not met");
 }
 
 #[test]

@@ -303,6 +303,13 @@ impl Run<'_, '_> {
 
     fn request(&self, attempt: u32, repair: Option<RepairNote>, max_new_tokens: u32) -> DecisionRequest {
         let start = self.feedback.len().saturating_sub(VIEW_FEEDBACK);
+        let mut grounding = Grounding::build(self.ledger.records(), &self.task_texts());
+        if let Some(holds) = claims::established_verdict(&self.task, &self.ledger) {
+            let phrases = self.task.verdict_phrases();
+            let (said, refused) = if holds { (phrases.met, phrases.not_met) } else { (phrases.not_met, phrases.met) };
+            grounding.verdict = said;
+            grounding.verdict_refused = refused;
+        }
         DecisionRequest {
             step: self.step,
             attempt,
@@ -315,7 +322,7 @@ impl Run<'_, '_> {
             }),
             gap: self.task.gap(self.ledger.records()),
             missing: self.task.missing(self.ledger.records()).iter().map(|e| format!("{}: {}", e.describe(), e.hint)).collect(),
-            grounding: Grounding::build(self.ledger.records(), &self.task_texts()),
+            grounding,
             answer_template: self.task.file.answer_template.clone(),
             succeeded_actions: self.succeeded_actions.clone(),
             repair,

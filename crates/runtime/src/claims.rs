@@ -109,6 +109,13 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
     Ok(ClaimsChecked { numbers, verdict: Some(stated), rule_source: Some(truth.source_id) })
 }
 
+/// The verdict the evidence so far establishes (the declared rule check's boolean, or rules the knowledge
+/// states as facts), before any answer cites it: what grounded decoding lets a final answer say.
+pub fn established_verdict(task: &Task, ledger: &Ledger) -> Option<bool> {
+    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
+    rule_truth(task, ledger, &successful).map(|truth| truth.holds)
+}
+
 fn quoted(phrases: &[String]) -> String {
     phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" / ")
 }

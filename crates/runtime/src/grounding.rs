@@ -33,6 +33,10 @@ pub struct Grounding {
     /// Rules the observed knowledge states as `key: number` facts over one clear column, each as a
     /// calculator comparison (`mean(…) <= 30`): what a rule check is made of when they are understood.
     pub rule_terms: Vec<String>,
+    /// When the evidence already decides the verdict: the task's phrases for that verdict (what an answer
+    /// may say) and for the other one (what it may not). Both empty while nothing decides it.
+    pub verdict: Vec<String>,
+    pub verdict_refused: Vec<String>,
 }
 
 /// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
@@ -242,6 +246,8 @@ impl Grounding {
             series,
             computed,
             rule_terms,
+            verdict: Vec::new(),
+            verdict_refused: Vec::new(),
         }
     }
 

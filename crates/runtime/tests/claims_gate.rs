@@ -80,3 +80,40 @@ fn the_happy_chains_pass_the_gate_with_their_claims_recorded() {
         assert!(!accepted.data["claims"]["numbers"].as_array().unwrap().is_empty(), "{name}");
     }
 }
+
+/// Keeps every request a scripted policy is shown.
+struct Spy {
+    inner: runtime::policy::scripted::ScriptedPolicy,
+    requests: Vec<runtime::policy::DecisionRequest>,
+}
+
+impl runtime::policy::Policy for Spy {
+    fn name(&self) -> String {
+        "spy".into()
+    }
+    fn decide(
+        &mut self,
+        request: &runtime::policy::DecisionRequest,
+        control: &runtime::policy::RunControl,
+    ) -> Result<runtime::policy::PolicyOutput, runtime::policy::PolicyError> {
+        self.requests.push(request.clone());
+        self.inner.decide(request, control)
+    }
+}
+
+#[test]
+fn once_the_rule_check_has_run_the_grounding_carries_the_verdict_it_decides() {
+    let fixture = common::fixture("claims_verdict_repaired");
+    let task = common::task("clinic_wait_times");
+    let mut spy = Spy { inner: fixture.policy(), requests: Vec::new() };
+    let o = common::run_with(&task, &mut spy, |_| {});
+    assert_eq!(o.result.stop_reason, StopReason::Completed);
+    let phrases = task.verdict_phrases();
+    // Before the boolean rule check exists nothing decides the verdict; after it (false here), the
+    // request names the task's "not met" phrases as the only ones an answer may state.
+    let first = &spy.requests[0].grounding;
+    assert!(first.verdict.is_empty() && first.verdict_refused.is_empty());
+    let last = &spy.requests.last().unwrap().grounding;
+    assert_eq!(last.verdict, phrases.not_met);
+    assert_eq!(last.verdict_refused, phrases.met);
+}
