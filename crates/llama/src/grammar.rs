@@ -482,6 +482,11 @@ fn value_node(
                 Some(ResultKind::Boolean) => "calc-bool",
                 Some(ResultKind::Number) if over_table => "calc-call",
                 Some(ResultKind::Number) => "calc-num",
+                // Undeclared (older task files): a comparison, or, over a table, one aggregate.
+                None if over_table => {
+                    grammar.define("calc-any-table", Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-call")]));
+                    "calc-any-table"
+                }
                 None => "calc-any",
             };
             Ok(Node::seq([

@@ -363,6 +363,10 @@ fn aggregates_run_over_whole_observed_columns() {
     assert!(check.accepts(&expr(
         "mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4"
     )));
+    // A step that declares no result kind (older task files): a comparison or one aggregate, no chains.
+    let open = grammar::guided_tool(&i, "calculator", None).unwrap();
+    assert!(open.accepts(&expr("mean(2.8, 3.4, 5.4)")) && open.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5")));
+    assert!(!open.accepts(&expr("mean(2.8, 3.4, 5.4) * 3.5")) && !open.accepts(&expr("2.8 + 3.4")));
 }
 
 #[test]
