@@ -6,10 +6,10 @@ use std::path::Path;
 
 use forge_llama::engine::JsonScanner;
 use forge_llama::grammar::{self, Caps};
-use runtime::policy::{Grounding, ResultKind};
 use forge_llama::prompt::{self, Mode};
 use pretty_assertions::assert_eq;
 use runtime::policy::{DecisionRequest, Gap};
+use runtime::policy::{Grounding, ResultKind};
 use runtime::registry::ToolRegistry;
 use serde_json::{Value, json};
 
@@ -76,9 +76,18 @@ fn bad_files_are_model_unavailable_naming_only_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let shown = dir.path().display().to_string();
     let cases = [
-        (write(dir.path(), "short.gguf", &synthetic_gguf(8, 31)), "truncated"),
-        (write(dir.path(), "cut-header.gguf", &synthetic_gguf(8, 32)[..40]), "header ends early"),
-        (write(dir.path(), "notes.gguf", b"this is not a model at all"), "not a GGUF file"),
+        (
+            write(dir.path(), "short.gguf", &synthetic_gguf(8, 31)),
+            "truncated",
+        ),
+        (
+            write(dir.path(), "cut-header.gguf", &synthetic_gguf(8, 32)[..40]),
+            "header ends early",
+        ),
+        (
+            write(dir.path(), "notes.gguf", b"this is not a model at all"),
+            "not a GGUF file",
+        ),
         (dir.path().join("absent.gguf"), "file not found"),
     ];
     for (path, expected) in cases {
@@ -86,20 +95,40 @@ fn bad_files_are_model_unavailable_naming_only_the_file() {
         assert_eq!(err.file, path.file_name().unwrap().to_string_lossy());
         assert!(err.reason.contains(expected), "{}: {err}", err.file);
         assert!(!err.to_string().contains(&shown), "directory leaked: {err}");
+        // "this" is 74 68 69 73: a refusal never shows what the file holds.
+        assert!(
+            !err.to_string().contains("74, 68") && !err.to_string().contains("this is"),
+            "file bytes echoed: {err}"
+        );
     }
 }
 
 #[test]
 fn a_missing_model_ends_a_run_failed_model_unavailable() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spec = forge_llama::harness::spec_for(&root, "agent_eval_mini", "missing", dir.path());
     let cfg = forge_llama::LlamaConfig::new(dir.path().join("nowhere.gguf"), Mode::Guided);
-    let run = forge_llama::harness::run_with_model(&spec, cfg, &forge_llama::harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
+    let run = forge_llama::harness::run_with_model(
+        &spec,
+        cfg,
+        &forge_llama::harness::control_for(&spec.budgets),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(run.result.status, runtime::RunStatus::Failed);
-    assert_eq!(run.result.stop_reason, runtime::StopReason::ModelUnavailable);
+    assert_eq!(
+        run.result.stop_reason,
+        runtime::StopReason::ModelUnavailable
+    );
     let message = run.result.error.unwrap().message;
-    assert!(message.contains("nowhere.gguf") && !message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(
+        message.contains("nowhere.gguf") && !message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
 }
 
 fn tool_names() -> Vec<&'static str> {
@@ -119,39 +148,84 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
 const TEMPLATE: &str = "Average is <average>; the lowest is <lowest>. The rule is <met / not met>.";
 
 fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> grammar::Inputs<'a> {
-    grammar::Inputs { tools: cards, grounding: g, answer_template: TEMPLATE, caps: Caps::default() }
+    grammar::Inputs {
+        tools: cards,
+        grounding: g,
+        answer_template: TEMPLATE,
+        caps: Caps::default(),
+    }
 }
 
 /// A decision the grammar accepts must also be one the runtime accepts (parse + registry validation).
 fn runtime_accepts(text: &str) {
-    let decision = runtime::decision::parse_decision(text, &tool_names()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let decision = runtime::decision::parse_decision(text, &tool_names())
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
     if let runtime::decision::Decision::Action(a) = decision {
-        ToolRegistry::builtin().validate_arguments(&a.tool, &a.arguments).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        ToolRegistry::builtin()
+            .validate_arguments(&a.tool, &a.arguments)
+            .unwrap_or_else(|e| panic!("{text}: {e:?}"));
     }
 }
 
 #[test]
 fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
     let cards = ToolRegistry::builtin().cards();
-    let g = grounding(&["0", "1", "2", "3", "4", "72", "78", "81", "85", "79", "70"], &["Batch A", "Batch B", "Batch C", "Batch D"], &["obs-knowledge_search-1"]);
+    let g = grounding(
+        &["0", "1", "2", "3", "4", "72", "78", "81", "85", "79", "70"],
+        &["Batch A", "Batch B", "Batch C", "Batch D"],
+        &["obs-knowledge_search-1"],
+    );
     let i = inputs(&cards, &g);
     let cases: [(&str, Option<ResultKind>, &str); 5] = [
-        ("knowledge_search", None, r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"Task Success by batch"}}"#),
-        ("calculator", Some(ResultKind::Number), r#"{"type":"action","tool":"calculator","arguments":{"expression":"mean(72, 78, 81, 85)"}}"#),
-        ("calculator", Some(ResultKind::Number), r#"{"type":"action","tool":"calculator","arguments":{"expression":"(72 + 78 + 81 + 85) / 4"}}"#),
-        ("calculator", Some(ResultKind::Boolean), r#"{"type":"action","tool":"calculator","arguments":{"expression":"79 >= 78 and min(72, 78, 81, 85) >= 70"}}"#),
-        ("plot", None, r#"{"type":"action","tool":"plot","arguments":{"labels":["Batch A","Batch B"],"values":[72,78],"title":"Task Success 4 batches","average":79}}"#),
+        (
+            "knowledge_search",
+            None,
+            r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"Task Success by batch"}}"#,
+        ),
+        (
+            "calculator",
+            Some(ResultKind::Number),
+            r#"{"type":"action","tool":"calculator","arguments":{"expression":"mean(72, 78, 81, 85)"}}"#,
+        ),
+        (
+            "calculator",
+            Some(ResultKind::Number),
+            r#"{"type":"action","tool":"calculator","arguments":{"expression":"(72 + 78 + 81 + 85) / 4"}}"#,
+        ),
+        (
+            "calculator",
+            Some(ResultKind::Boolean),
+            r#"{"type":"action","tool":"calculator","arguments":{"expression":"79 >= 78 and min(72, 78, 81, 85) >= 70"}}"#,
+        ),
+        (
+            "plot",
+            None,
+            r#"{"type":"action","tool":"plot","arguments":{"labels":["Batch A","Batch B"],"values":[72,78],"title":"Task Success 4 batches","average":79}}"#,
+        ),
     ];
     for (tool, result, text) in cases {
         let grammar = grammar::guided_tool(&i, tool, result).unwrap();
-        assert!(grammar.accepts(text), "{tool}: grammar refuses {text}\n{}", grammar.render());
+        assert!(
+            grammar.accepts(text),
+            "{tool}: grammar refuses {text}\n{}",
+            grammar.render()
+        );
         let prefix = grammar::guided_tool_prefix(&cards, tool).unwrap();
-        assert!(text.starts_with(&prefix) && grammar.accepts_prefix(&prefix), "{tool}: prefix {prefix}");
+        assert!(
+            text.starts_with(&prefix) && grammar.accepts_prefix(&prefix),
+            "{tool}: prefix {prefix}"
+        );
         runtime_accepts(text);
     }
-    let ids = vec!["obs-knowledge_search-1".to_string(), "obs-calculator-2".to_string()];
+    let ids = vec![
+        "obs-knowledge_search-1".to_string(),
+        "obs-calculator-2".to_string(),
+    ];
     let fin = grammar::guided_final(&i, &ids).unwrap();
-    let text = format!("{}Average is 79; the lowest is Batch A. The rule is met.\"}}", grammar::guided_final_prefix(&ids));
+    let text = format!(
+        "{}Average is 79; the lowest is Batch A. The rule is met.\"}}",
+        grammar::guided_final_prefix(&ids)
+    );
     assert!(fin.accepts(&text), "{text}\n{}", fin.render());
     runtime_accepts(&text);
 }
@@ -159,54 +233,131 @@ fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
 #[test]
 fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     let cards = ToolRegistry::builtin().cards();
-    let g = grounding(&["0", "1", "2", "72", "78", "79.5", "79", "7"], &["North", "Plant 7"], &["obs-a-1"]);
+    let g = grounding(
+        &["0", "1", "2", "72", "78", "79.5", "79", "7"],
+        &["North", "Plant 7"],
+        &["obs-a-1"],
+    );
     let i = inputs(&cards, &g);
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
-    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let expr = |e: &str| {
+        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
+    };
     assert!(calc.accepts(&expr("mean(72, 78)")));
-    for unseen in ["mean(72, 77)", "(72 + 78) / 3", "7 + 5", "77", "72 + 780", "79.55 + 1", "72 >= 70"] {
+    for unseen in [
+        "mean(72, 77)",
+        "(72 + 78) / 3",
+        "7 + 5",
+        "77",
+        "72 + 780",
+        "79.55 + 1",
+        "72 >= 70",
+    ] {
         assert!(!calc.accepts(&expr(unseen)), "accepted {unseen}");
     }
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
     assert!(check.accepts(&expr("mean(72, 78) >= 72 and 79.5 <= 79")));
-    assert!(!check.accepts(&expr("mean(72, 78)")), "a rule check must compare");
+    assert!(
+        !check.accepts(&expr("mean(72, 78)")),
+        "a rule check must compare"
+    );
     let plot = grammar::guided_tool(&i, "plot", None).unwrap();
-    let chart = |labels: &str| format!(r#"{{"type":"action","tool":"plot","arguments":{{"labels":{labels},"values":[72,78],"title":"Plant 7","average":79.5}}}}"#);
-    assert!(plot.accepts(&chart(r#"["North","Plant 7"]"#)), "{}", plot.render());
-    assert!(!plot.accepts(&chart(r#"["North","South"]"#)), "unseen label");
+    let chart = |labels: &str| {
+        format!(
+            r#"{{"type":"action","tool":"plot","arguments":{{"labels":{labels},"values":[72,78],"title":"Plant 7","average":79.5}}}}"#
+        )
+    };
+    assert!(
+        plot.accepts(&chart(r#"["North","Plant 7"]"#)),
+        "{}",
+        plot.render()
+    );
+    assert!(
+        !plot.accepts(&chart(r#"["North","South"]"#)),
+        "unseen label"
+    );
     let fin = grammar::guided_final(&i, &["obs-a-1".into()]).unwrap();
-    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&["obs-a-1".into()]));
-    assert!(fin.accepts(&answer("Average is 79.5; the lowest is Plant 7. The rule is not met.")));
-    assert!(!fin.accepts(&answer("Average is 80; the lowest is Plant 7. The rule is not met.")), "unseen number");
-    assert!(!fin.accepts(&answer("Average is 79.5; the lowest is South. The rule is not met.")), "unseen label");
-    assert!(!fin.accepts(&answer("Average is 79.5; the lowest is North. The rule is unmet.")), "verdict outside the template");
+    let answer = |a: &str| {
+        format!(
+            "{}{a}\"}}",
+            grammar::guided_final_prefix(&["obs-a-1".into()])
+        )
+    };
+    assert!(fin.accepts(&answer(
+        "Average is 79.5; the lowest is Plant 7. The rule is not met."
+    )));
+    assert!(
+        !fin.accepts(&answer(
+            "Average is 80; the lowest is Plant 7. The rule is not met."
+        )),
+        "unseen number"
+    );
+    assert!(
+        !fin.accepts(&answer(
+            "Average is 79.5; the lowest is South. The rule is not met."
+        )),
+        "unseen label"
+    );
+    assert!(
+        !fin.accepts(&answer(
+            "Average is 79.5; the lowest is North. The rule is unmet."
+        )),
+        "verdict outside the template"
+    );
 }
 
 #[test]
 fn aggregates_run_over_whole_observed_columns() {
     let cards = ToolRegistry::builtin().cards();
-    let mut g = grounding(&["2.8", "3.4", "5.4", "4820", "3150", "3.5"], &["Seafront", "Millbrook"], &["obs-a-1"]);
+    let mut g = grounding(
+        &["2.8", "3.4", "5.4", "4820", "3150", "3.5"],
+        &["Seafront", "Millbrook"],
+        &["obs-a-1"],
+    );
     g.series = vec![
-        runtime::policy::Series { name: "Loans".into(), values: vec!["4820".into(), "3150".into()] },
-        runtime::policy::Series { name: "Arrears rate".into(), values: vec!["2.8".into(), "3.4".into(), "5.4".into()] },
+        runtime::policy::Series {
+            name: "Loans".into(),
+            values: vec!["4820".into(), "3150".into()],
+        },
+        runtime::policy::Series {
+            name: "Arrears rate".into(),
+            values: vec!["2.8".into(), "3.4".into(), "5.4".into()],
+        },
     ];
     let i = inputs(&cards, &g);
-    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let expr = |e: &str| {
+        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
+    };
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
-    for ok in ["mean(2.8, 3.4, 5.4)", "sum(4820, 3150)", "(2.8 + 3.4) * 3.5"] {
+    for ok in [
+        "mean(2.8, 3.4, 5.4)",
+        "sum(4820, 3150)",
+        "(2.8 + 3.4) * 3.5",
+    ] {
         assert!(calc.accepts(&expr(ok)), "{ok}");
     }
-    for bad in ["mean(2.8, 3.4)", "mean(2.8, 3.4, 5.4, 4820)", "mean(3.4, 2.8, 5.4)", "max(4820)"] {
+    for bad in [
+        "mean(2.8, 3.4)",
+        "mean(2.8, 3.4, 5.4, 4820)",
+        "mean(3.4, 2.8, 5.4)",
+        "max(4820)",
+    ] {
         assert!(!calc.accepts(&expr(bad)), "{bad}");
     }
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    assert!(check.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4")));
+    assert!(check.accepts(&expr(
+        "mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4"
+    )));
 }
 
 #[test]
 fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
     let cards = ToolRegistry::builtin().cards();
-    let g = grounding(&["72", "78"], &["North"], &["obs-knowledge_search-1", "obs-calculator-2"]);
+    let g = grounding(
+        &["72", "78"],
+        &["North"],
+        &["obs-knowledge_search-1", "obs-calculator-2"],
+    );
     let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema()).unwrap();
     for text in [
         r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
@@ -218,15 +369,26 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
     }
     assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
     let none = grounding(&[], &[], &[]);
-    let first = grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema()).unwrap();
-    assert!(!first.accepts(r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":"x"}"#), "nothing to cite yet");
-    assert!(matches!(grammar::guided_tool(&inputs(&cards, &g), "shell", None), Err(grammar::GrammarError::UnknownTool(_))));
+    let first =
+        grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema()).unwrap();
+    assert!(
+        !first.accepts(r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":"x"}"#),
+        "nothing to cite yet"
+    );
+    assert!(matches!(
+        grammar::guided_tool(&inputs(&cards, &g), "shell", None),
+        Err(grammar::GrammarError::UnknownTool(_))
+    ));
 }
 
 #[test]
 fn repeat_prefixes_are_what_the_grammar_would_write() {
     let cards = ToolRegistry::builtin().cards();
-    let mut req = request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None });
+    let mut req = request(Gap::Tool {
+        tool: "calculator".into(),
+        hint: "average them".into(),
+        result: None,
+    });
     req.succeeded_actions = vec![
         json!({"tool": "knowledge_search", "arguments": {"query": "wait times", "top_k": 3}}),
         json!({"tool": "calculator", "arguments": {"expression": "72 <= 78"}}),
@@ -235,8 +397,10 @@ fn repeat_prefixes_are_what_the_grammar_would_write() {
     assert_eq!(
         prefixes,
         vec![
-            r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times""#.to_string(),
-            r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78""#.to_string(),
+            r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times""#
+                .to_string(),
+            r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78""#
+                .to_string(),
         ]
     );
     let g = grounding(&["72", "78"], &[], &["obs-a-1"]);
@@ -292,29 +456,69 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     }
     assert!(system.contains("top_k?: integer 1..4"), "{system}");
 
-    let guided = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None }), Mode::Guided);
+    let guided = prompt::user_message(
+        &request(Gap::Tool {
+            tool: "calculator".into(),
+            hint: "average them".into(),
+            result: None,
+        }),
+        Mode::Guided,
+    );
     let obs = guided.find("obs-knowledge_search-1").unwrap();
-    let budget = guided.find("budget left: steps 10, tool calls 9\n").expect(&guided);
-    assert!(!guided.contains("seconds"), "only steps and tool calls are shown: {guided}");
-    assert!(guided.contains("- obs-knowledge_search-1 (knowledge_search) ok: Task Success: Batch A=72\n"), "{guided}");
-    assert!(!guided.contains("citations") && !guided.contains("long"), "bulky citation text is left out: {guided}");
+    let budget = guided
+        .find("budget left: steps 10, tool calls 9\n")
+        .expect(&guided);
+    assert!(
+        !guided.contains("seconds"),
+        "only steps and tool calls are shown: {guided}"
+    );
+    assert!(
+        guided
+            .contains("- obs-knowledge_search-1 (knowledge_search) ok: Task Success: Batch A=72\n"),
+        "{guided}"
+    );
+    assert!(
+        !guided.contains("citations") && !guided.contains("long"),
+        "bulky citation text is left out: {guided}"
+    );
     assert!(
         guided.contains("- obs-calculator-2 (calculator) failed: forbidden_token: no names (arguments were {\"expression\":\"sum(a)\"})\n"),
         "{guided}"
     );
-    assert!(obs < budget, "observations must precede the budget (KV reuse): {guided}");
-    let next = guided.find("Next: call calculator to average them.\ncalculator: Evaluate").expect(&guided);
+    assert!(
+        obs < budget,
+        "observations must precede the budget (KV reuse): {guided}"
+    );
+    let next = guided
+        .find("Next: call calculator to average them.\ncalculator: Evaluate")
+        .expect(&guided);
     assert!(next > budget, "the step-specific part comes last: {guided}");
 
     let fin = prompt::user_message(
-        &request(Gap::Final { evidence_ids: vec!["obs-1".into()], answer_template: "Average is <average>.".into() }),
+        &request(Gap::Final {
+            evidence_ids: vec!["obs-1".into()],
+            answer_template: "Average is <average>.".into(),
+        }),
         Mode::Guided,
     );
-    assert!(fin.contains("Average is <average>.") && fin.contains("obs-1"), "{fin}");
+    assert!(
+        fin.contains("Average is <average>.") && fin.contains("obs-1"),
+        "{fin}"
+    );
 
     // Free mode is not told which tool to call next, only what the final-answer gate still needs.
-    let free = prompt::user_message(&request(Gap::Tool { tool: "calculator".into(), hint: "average them".into(), result: None }), Mode::Free);
+    let free = prompt::user_message(
+        &request(Gap::Tool {
+            tool: "calculator".into(),
+            hint: "average them".into(),
+            result: None,
+        }),
+        Mode::Free,
+    );
     assert!(!free.contains("Next: call"), "{free}");
-    assert!(free.contains("Still needed before the final answer: calculator: average them."), "{free}");
+    assert!(
+        free.contains("Still needed before the final answer: calculator: average them."),
+        "{free}"
+    );
     let _: Value = json!(null);
 }
