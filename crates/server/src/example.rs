@@ -194,7 +194,8 @@ fn walk(dir: &Path, rel: &str, found: &mut Vec<(String, PathBuf, u64)>, skipped:
             }
             walk(&entry.path(), &child_rel, found, skipped)?;
         } else if meta.is_file() {
-            if name.ends_with(".pyc") || name.ends_with(".gguf") || name == ".DS_Store" {
+            // `.git` is a file (a `gitdir:` pointer) in a git worktree: as private as the directory.
+            if name.ends_with(".pyc") || name.ends_with(".gguf") || name == ".DS_Store" || name == ".git" {
                 continue;
             }
             found.push((child_rel, entry.path(), meta.len()));
