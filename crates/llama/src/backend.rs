@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use runtime::policy::PolicyError;
 
-use crate::engine::{self, EngineConfig, EngineError, GenerateRequest, Generation, GrammarMode, Sampling, SharedSession, StopCause};
+use crate::engine::{
+    self, EngineConfig, EngineError, GenerateRequest, Generation, GrammarMode, Sampling,
+    SharedSession, StopCause,
+};
 use crate::gbnf_prefill::GbnfError;
 use crate::http_client::{HttpConfig, HttpError};
 use crate::openai_backend::OpenAiBackend;
@@ -48,15 +51,26 @@ impl BackendConfig {
 
     /// Build from a kind name and an optional URL (what `runner --backend KIND --url URL` passes).
     pub fn from_kind(kind: &str, url: Option<&str>) -> Result<Self, BackendError> {
-        let need_url = |k: &str| url.map(HttpConfig::new).ok_or_else(|| BackendError::Config(format!("--backend {k} needs --url http://HOST:PORT")));
+        let need_url = |k: &str| {
+            url.map(HttpConfig::new).ok_or_else(|| {
+                BackendError::Config(format!("--backend {k} needs --url http://HOST:PORT"))
+            })
+        };
         match kind {
             "in-process" => match url {
                 None => Ok(BackendConfig::InProcess),
-                Some(u) => Err(BackendError::Config(format!("--url {u} makes no sense with --backend in-process"))),
+                Some(u) => Err(BackendError::Config(format!(
+                    "--url {u} makes no sense with --backend in-process"
+                ))),
             },
             "llama-server" => Ok(BackendConfig::LlamaServer(need_url(kind)?)),
-            "openai-chat" => Ok(BackendConfig::OpenaiChat { http: need_url(kind)?, model: None }),
-            other => Err(BackendError::Config(format!("unknown backend {other:?} (in-process, llama-server, openai-chat)"))),
+            "openai-chat" => Ok(BackendConfig::OpenaiChat {
+                http: need_url(kind)?,
+                model: None,
+            }),
+            other => Err(BackendError::Config(format!(
+                "unknown backend {other:?} (in-process, llama-server, openai-chat)"
+            ))),
         }
     }
 
@@ -64,7 +78,9 @@ impl BackendConfig {
     pub fn url(&self) -> Option<&str> {
         match self {
             BackendConfig::InProcess => None,
-            BackendConfig::LlamaServer(h) | BackendConfig::OpenaiChat { http: h, .. } => Some(&h.url),
+            BackendConfig::LlamaServer(h) | BackendConfig::OpenaiChat { http: h, .. } => {
+                Some(&h.url)
+            }
         }
     }
 }
@@ -124,13 +140,22 @@ impl From<BackendError> for PolicyError {
     /// a request the server refused (4xx) or a grammar that cannot be rewritten is a policy failure.
     fn from(e: BackendError) -> Self {
         match e {
-            BackendError::Engine(EngineError::Unavailable(u)) => PolicyError::ModelUnavailable(u.to_string()),
-            BackendError::Engine(EngineError::Cancelled { .. }) | BackendError::Cancelled { .. } => PolicyError::Cancelled,
-            BackendError::Engine(EngineError::Timeout { .. }) | BackendError::Timeout { .. } => PolicyError::Timeout,
-            BackendError::Http(HttpError::Status { status, .. }) if (400..500).contains(&status) && status != 404 => {
+            BackendError::Engine(EngineError::Unavailable(u)) => {
+                PolicyError::ModelUnavailable(u.to_string())
+            }
+            BackendError::Engine(EngineError::Cancelled { .. })
+            | BackendError::Cancelled { .. } => PolicyError::Cancelled,
+            BackendError::Engine(EngineError::Timeout { .. }) | BackendError::Timeout { .. } => {
+                PolicyError::Timeout
+            }
+            BackendError::Http(HttpError::Status { status, .. })
+                if (400..500).contains(&status) && status != 404 =>
+            {
                 PolicyError::Runtime(e.to_string())
             }
-            BackendError::Http(_) | BackendError::Protocol(_) | BackendError::Config(_) => PolicyError::ModelUnavailable(e.to_string()),
+            BackendError::Http(_) | BackendError::Protocol(_) | BackendError::Config(_) => {
+                PolicyError::ModelUnavailable(e.to_string())
+            }
             other => PolicyError::Runtime(other.to_string()),
         }
     }
@@ -151,11 +176,17 @@ pub trait Backend: Send {
 
 /// Open the backend `config` names; `model_path` and `engine` are used by the in-process one. Remote backends
 /// contact their server once here, so a server that is down is reported before the first decision.
-pub fn open(config: &BackendConfig, model_path: &Path, engine: EngineConfig) -> Result<Box<dyn Backend>, BackendError> {
+pub fn open(
+    config: &BackendConfig,
+    model_path: &Path,
+    engine: EngineConfig,
+) -> Result<Box<dyn Backend>, BackendError> {
     match config {
         BackendConfig::InProcess => Ok(Box::new(InProcessBackend::load(model_path, engine)?)),
         BackendConfig::LlamaServer(http) => Ok(Box::new(LlamaServerBackend::connect(http)?)),
-        BackendConfig::OpenaiChat { http, model } => Ok(Box::new(OpenAiBackend::connect(http, model.clone())?)),
+        BackendConfig::OpenaiChat { http, model } => {
+            Ok(Box::new(OpenAiBackend::connect(http, model.clone())?))
+        }
     }
 }
 
@@ -167,7 +198,10 @@ pub struct InProcessBackend {
 
 impl InProcessBackend {
     pub fn load(model_path: &Path, engine: EngineConfig) -> Result<Self, BackendError> {
-        Ok(Self { session: engine::load(model_path, engine)?, model: model_path.to_path_buf() })
+        Ok(Self {
+            session: engine::load(model_path, engine)?,
+            model: model_path.to_path_buf(),
+        })
     }
 
     pub fn session(&self) -> &SharedSession {
@@ -185,7 +219,7 @@ impl Backend for InProcessBackend {
         req: &BackendRequest<'_>,
         check: &mut dyn FnMut(u32) -> Option<StopCause>,
     ) -> Result<Generation, BackendError> {
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut session = engine::lock_session(&self.session);
         let chat = session.chat_prompt(req.system, req.user)?;
         let request = GenerateRequest {
             prompt: &chat,
@@ -207,23 +241,46 @@ mod tests {
 
     #[test]
     fn configs_are_plain_data() {
-        let c: BackendConfig = serde_json::from_str(r#"{"kind":"llama-server","url":"http://127.0.0.1:8080","stall_timeout_ms":5000}"#).unwrap();
+        let c: BackendConfig = serde_json::from_str(
+            r#"{"kind":"llama-server","url":"http://127.0.0.1:8080","stall_timeout_ms":5000}"#,
+        )
+        .unwrap();
         assert_eq!(
             c,
-            BackendConfig::LlamaServer(HttpConfig { stall_timeout_ms: 5000, ..HttpConfig::new("http://127.0.0.1:8080") })
+            BackendConfig::LlamaServer(HttpConfig {
+                stall_timeout_ms: 5000,
+                ..HttpConfig::new("http://127.0.0.1:8080")
+            })
         );
-        let o: BackendConfig = serde_json::from_str(r#"{"kind":"openai-chat","url":"http://gpu:8000/v1","model":"qwen"}"#).unwrap();
+        let o: BackendConfig = serde_json::from_str(
+            r#"{"kind":"openai-chat","url":"http://gpu:8000/v1","model":"qwen"}"#,
+        )
+        .unwrap();
         assert_eq!(o.kind(), "openai-chat");
         assert_eq!(o.url(), Some("http://gpu:8000/v1"));
-        assert_eq!(serde_json::from_str::<BackendConfig>(r#"{"kind":"in-process"}"#).unwrap(), BackendConfig::InProcess);
-        let err = serde_json::from_str::<BackendConfig>(r#"{"kind":"llama-server","url":"http://x","timeout":1}"#).unwrap_err();
+        assert_eq!(
+            serde_json::from_str::<BackendConfig>(r#"{"kind":"in-process"}"#).unwrap(),
+            BackendConfig::InProcess
+        );
+        let err = serde_json::from_str::<BackendConfig>(
+            r#"{"kind":"llama-server","url":"http://x","timeout":1}"#,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("timeout"), "{err}");
     }
 
     #[test]
     fn kinds_from_the_command_line() {
-        assert_eq!(BackendConfig::from_kind("in-process", None).unwrap(), BackendConfig::InProcess);
-        assert_eq!(BackendConfig::from_kind("llama-server", Some("http://h:1")).unwrap().url(), Some("http://h:1"));
+        assert_eq!(
+            BackendConfig::from_kind("in-process", None).unwrap(),
+            BackendConfig::InProcess
+        );
+        assert_eq!(
+            BackendConfig::from_kind("llama-server", Some("http://h:1"))
+                .unwrap()
+                .url(),
+            Some("http://h:1")
+        );
         for (kind, url, needle) in [
             ("llama-server", None, "needs --url"),
             ("in-process", Some("http://h:1"), "makes no sense"),
@@ -237,14 +294,38 @@ mod tests {
     #[test]
     fn server_failures_map_to_the_runtime_error_codes() {
         let url = "http://127.0.0.1:9".to_string();
-        let down = BackendError::Http(HttpError::Unreachable { url: url.clone(), reason: "connection refused".into() });
-        assert!(matches!(PolicyError::from(down), PolicyError::ModelUnavailable(m) if m.contains("connection refused")));
-        let garbage = BackendError::Http(HttpError::Malformed { url: url.clone(), what: "JSON", detail: "x".into() });
-        assert!(matches!(PolicyError::from(garbage), PolicyError::ModelUnavailable(_)));
-        let refused = BackendError::Http(HttpError::Status { url, status: 400, message: "bad grammar".into() });
-        assert!(matches!(PolicyError::from(refused), PolicyError::Runtime(m) if m.contains("bad grammar")));
-        assert_eq!(PolicyError::from(BackendError::Cancelled { generated: 3 }), PolicyError::Cancelled);
-        assert_eq!(PolicyError::from(BackendError::Timeout { generated: 0 }), PolicyError::Timeout);
+        let down = BackendError::Http(HttpError::Unreachable {
+            url: url.clone(),
+            reason: "connection refused".into(),
+        });
+        assert!(
+            matches!(PolicyError::from(down), PolicyError::ModelUnavailable(m) if m.contains("connection refused"))
+        );
+        let garbage = BackendError::Http(HttpError::Malformed {
+            url: url.clone(),
+            what: "JSON",
+            detail: "x".into(),
+        });
+        assert!(matches!(
+            PolicyError::from(garbage),
+            PolicyError::ModelUnavailable(_)
+        ));
+        let refused = BackendError::Http(HttpError::Status {
+            url,
+            status: 400,
+            message: "bad grammar".into(),
+        });
+        assert!(
+            matches!(PolicyError::from(refused), PolicyError::Runtime(m) if m.contains("bad grammar"))
+        );
+        assert_eq!(
+            PolicyError::from(BackendError::Cancelled { generated: 3 }),
+            PolicyError::Cancelled
+        );
+        assert_eq!(
+            PolicyError::from(BackendError::Timeout { generated: 0 }),
+            PolicyError::Timeout
+        );
     }
 
     #[test]

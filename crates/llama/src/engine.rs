@@ -36,8 +36,15 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8) as i32;
-        Self { threads, n_ctx: 4096, n_batch: 512, prefill_chunk: 64 }
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(8) as i32;
+        Self {
+            threads,
+            n_ctx: 4096,
+            n_batch: 512,
+            prefill_chunk: 64,
+        }
     }
 }
 
@@ -77,7 +84,12 @@ pub struct Sampling {
 
 impl Default for Sampling {
     fn default() -> Self {
-        Self { temperature: 0.0, seed: 0x5eed, top_k: 40, top_p: 0.95 }
+        Self {
+            temperature: 0.0,
+            seed: 0x5eed,
+            top_k: 40,
+            top_p: 0.95,
+        }
     }
 }
 
@@ -142,7 +154,9 @@ fn backend() -> &'static LlamaBackend {
     static BACKEND: OnceLock<LlamaBackend> = OnceLock::new();
     BACKEND.get_or_init(|| {
         // llama.cpp logs every tensor at load time; keep stderr for our own messages.
-        llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default().with_logs_enabled(false));
+        llama_cpp_2::send_logs_to_tracing(
+            llama_cpp_2::LogOptions::default().with_logs_enabled(false),
+        );
         LlamaBackend::init().expect("llama.cpp backend initialises once per process")
     })
 }
@@ -161,7 +175,9 @@ pub fn runtime_info() -> crate::inspect::RuntimeInfo {
 /// The ggml version compiled into this process (llama.cpp's tensor library; bumps with llama.cpp releases).
 pub fn ggml_version() -> String {
     // SAFETY: returns a pointer to a static, NUL-terminated string compiled into ggml.
-    unsafe { CStr::from_ptr(llama_cpp_sys_2::ggml_version()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(llama_cpp_sys_2::ggml_version()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 type SessionKey = (PathBuf, EngineConfig);
@@ -171,7 +187,12 @@ struct Cache {
 }
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Cache { models: HashMap::new(), sessions: HashMap::new() }))
+    CACHE.get_or_init(|| {
+        Mutex::new(Cache {
+            models: HashMap::new(),
+            sessions: HashMap::new(),
+        })
+    })
 }
 
 pub type SharedSession = Arc<Mutex<Session>>;
@@ -213,25 +234,33 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
             // Cheap structural check first: llama.cpp's own error for a bad file is just "null result".
             inspect::quick_check(&canonical)?;
             let m = LlamaModel::load_from_file(backend(), &canonical, &LlamaModelParams::default())
-                .map_err(|e| ModelUnavailable::new(path, format!("llama.cpp could not load it: {e}")))?;
+                .map_err(|e| {
+                    ModelUnavailable::new(path, format!("llama.cpp could not load it: {e}"))
+                })?;
             let m = Arc::new(m);
             cache.models.insert(canonical.clone(), m.clone());
             m
         }
     };
-    let template = model
-        .chat_template(None)
-        .map_err(|e| ModelUnavailable::new(path, format!("no usable chat template in GGUF metadata: {e}")))?;
+    let template = model.chat_template(None).map_err(|e| {
+        ModelUnavailable::new(
+            path,
+            format!("no usable chat template in GGUF metadata: {e}"),
+        )
+    })?;
     let params = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(config.n_ctx))
         .with_n_batch(config.n_batch)
         .with_n_ubatch(config.n_batch)
         .with_n_threads(config.threads)
         .with_n_threads_batch(config.threads);
-    let ctx = model.new_context(backend(), params).map_err(|e| EngineError::Decode(format!("context: {e}")))?;
+    let ctx = model
+        .new_context(backend(), params)
+        .map_err(|e| EngineError::Decode(format!("context: {e}")))?;
     // SAFETY: the context borrows the model. The model lives in an Arc stored in the same Session, declared
     // after `ctx`, so it outlives the context; the 'static lifetime never escapes this struct.
-    let ctx: LlamaContext<'static> = unsafe { std::mem::transmute::<LlamaContext<'_>, LlamaContext<'static>>(ctx) };
+    let ctx: LlamaContext<'static> =
+        unsafe { std::mem::transmute::<LlamaContext<'_>, LlamaContext<'static>>(ctx) };
     let session = Session {
         ctx,
         batch: LlamaBatch::new(config.n_batch as usize, 1),
@@ -255,6 +284,26 @@ pub fn unload_all() -> usize {
     n
 }
 
+/// Lock a session for generation. A session whose last user panicked mid-generation is poisoned: its token
+/// list may no longer match its KV cache, so it is not trusted — its KV cache and token list are cleared, it
+/// is dropped from the process cache (the next load builds a fresh one) and the poison is cleared.
+pub fn lock_session(shared: &SharedSession) -> std::sync::MutexGuard<'_, Session> {
+    match shared.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => {
+            let mut guard = poisoned.into_inner();
+            guard.clear_cache();
+            shared.clear_poison();
+            let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+            cache.sessions.retain(|_, s| !Arc::ptr_eq(s, shared));
+            eprintln!(
+                "forge-llama: a generation panicked; its session's KV cache was cleared and the session dropped"
+            );
+            guard
+        }
+    }
+}
+
 /// File names of the models currently loaded in this process.
 pub fn loaded_models() -> Vec<String> {
     let cache = cache().lock().unwrap_or_else(|p| p.into_inner());
@@ -269,11 +318,16 @@ impl Session {
             .map(|(r, c)| LlamaChatMessage::new(r.into(), c.into()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| EngineError::Template(e.to_string()))?;
-        self.model.apply_chat_template(&self.template, &msgs, true).map_err(|e| EngineError::Template(e.to_string()))
+        self.model
+            .apply_chat_template(&self.template, &msgs, true)
+            .map_err(|e| EngineError::Template(e.to_string()))
     }
 
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.model.vocab().tokenize(text.as_bytes(), false, true).len()
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .len()
     }
 
     /// Forget the KV cache (benchmarks use this to measure cold prefill).
@@ -295,19 +349,27 @@ impl Session {
         input.extend_from_slice(&prefill_tokens);
         let needed = input.len() + req.max_new_tokens as usize;
         if needed > self.config.n_ctx as usize {
-            return Err(EngineError::ContextFull { needed, n_ctx: self.config.n_ctx });
+            return Err(EngineError::ContextFull {
+                needed,
+                n_ctx: self.config.n_ctx,
+            });
         }
         if input.is_empty() {
             return Err(EngineError::Template("empty prompt".into()));
         }
 
         let mut grammar = match req.grammar {
-            Some(g) => Some(LlamaSampler::grammar(&self.model, g, "root").map_err(|e| EngineError::Grammar(e.to_string()))?),
+            Some(g) => Some(
+                LlamaSampler::grammar(&self.model, g, "root")
+                    .map_err(|e| EngineError::Grammar(e.to_string()))?,
+            ),
             None => None,
         };
         if let Some(g) = grammar.as_mut() {
             for &t in &prefill_tokens {
-                g.try_accept(t).map_err(|e| EngineError::Grammar(format!("the prefill does not fit the grammar: {e}")))?;
+                g.try_accept(t).map_err(|e| {
+                    EngineError::Grammar(format!("the prefill does not fit the grammar: {e}"))
+                })?;
             }
         }
 
@@ -318,7 +380,11 @@ impl Session {
             keep -= 1; // the last input token must be decoded again to get its logits
         }
         if keep < self.cached.len() {
-            if self.ctx.kv_cache_seq_rm(0, Some(keep as u32), None).is_err() {
+            if self
+                .ctx
+                .kv_cache_seq_rm(0, Some(keep as u32), None)
+                .is_err()
+            {
                 self.ctx.clear_kv_cache();
                 keep = 0;
             }
@@ -335,7 +401,9 @@ impl Session {
             self.batch.clear();
             for (i, &t) in input[pos..end].iter().enumerate() {
                 let p = pos + i;
-                self.batch.add(t, p as i32, &[0], p + 1 == input.len()).map_err(|e| EngineError::Decode(e.to_string()))?;
+                self.batch
+                    .add(t, p as i32, &[0], p + 1 == input.len())
+                    .map_err(|e| EngineError::Decode(e.to_string()))?;
             }
             if let Err(e) = self.ctx.decode(&mut self.batch) {
                 self.clear_cache();
@@ -379,11 +447,21 @@ impl Session {
                 let mut text = req.prefill.as_bytes().to_vec();
                 text.extend_from_slice(&out);
                 text.extend_from_slice(&vocab.token_to_piece(token, false, None));
-                req.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
+                req.banned_prefixes
+                    .iter()
+                    .any(|p| text.starts_with(p.as_bytes()))
             };
-            let token = pick(logits, chain.as_mut(), grammar.as_mut(), req.grammar_mode, &banned, &mut full_passes)?;
+            let token = pick(
+                logits,
+                chain.as_mut(),
+                grammar.as_mut(),
+                req.grammar_mode,
+                &banned,
+                &mut full_passes,
+            )?;
             if let Some(g) = grammar.as_mut() {
-                g.try_accept(token).map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
+                g.try_accept(token)
+                    .map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
             }
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
@@ -404,7 +482,9 @@ impl Session {
                 return Err(stop_error(cause, generated));
             }
             self.batch.clear();
-            self.batch.add(token, self.cached.len() as i32, &[0], true).map_err(|e| EngineError::Decode(e.to_string()))?;
+            self.batch
+                .add(token, self.cached.len() as i32, &[0], true)
+                .map_err(|e| EngineError::Decode(e.to_string()))?;
             if let Err(e) = self.ctx.decode(&mut self.batch) {
                 self.clear_cache();
                 return Err(EngineError::Decode(e.to_string()));
@@ -449,7 +529,9 @@ fn top_candidates(model: &LlamaModel, logits: &[f32], n: usize) -> String {
     top.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]));
     top.iter()
         .map(|&i| {
-            let piece = model.vocab().token_to_piece(LlamaToken(i as i32), false, None);
+            let piece = model
+                .vocab()
+                .token_to_piece(LlamaToken(i as i32), false, None);
             format!("{:?}:{:.1}", String::from_utf8_lossy(&piece), logits[i])
         })
         .collect::<Vec<_>>()
@@ -474,7 +556,11 @@ fn argmax(logits: &[f32]) -> usize {
 
 fn full_array(logits: &[f32]) -> LlamaTokenDataArray {
     LlamaTokenDataArray::new(
-        logits.iter().enumerate().map(|(i, &l)| LlamaTokenData::new(LlamaToken(i as i32), l, 0.0)).collect(),
+        logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i as i32), l, 0.0))
+            .collect(),
         false,
     )
 }
@@ -503,7 +589,8 @@ fn pick(
             Some(c) => {
                 let mut arr = full_array(logits);
                 arr.apply_sampler(c);
-                arr.selected_token().ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
+                arr.selected_token()
+                    .ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
             }
         }
     };
@@ -512,7 +599,14 @@ fn pick(
     };
     if mode == GrammarMode::CheckFirst {
         let candidate = unconstrained(chain.as_deref_mut())?;
-        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(candidate, logits[candidate.0 as usize], 0.0)], false);
+        let mut one = LlamaTokenDataArray::new(
+            vec![LlamaTokenData::new(
+                candidate,
+                logits[candidate.0 as usize],
+                0.0,
+            )],
+            false,
+        );
         one.apply_sampler(g);
         if one.data[0].logit().is_finite() && !banned(candidate) {
             return Ok(candidate);
@@ -532,7 +626,9 @@ fn pick(
     arr.apply_sampler(g);
     unban(&mut arr);
     if !arr.data.iter().any(|d| d.logit().is_finite()) {
-        return Err(EngineError::Grammar("the grammar allows no token here".into()));
+        return Err(EngineError::Grammar(
+            "the grammar allows no token here".into(),
+        ));
     }
     select(arr, chain)
 }
@@ -544,17 +640,24 @@ fn shortlist(logits: &[f32], n: usize) -> LlamaTokenDataArray {
     let n = n.min(logits.len());
     let mut idx: Vec<u32> = (0..logits.len() as u32).collect();
     if n < idx.len() {
-        idx.select_nth_unstable_by(n, |a, b| logits[*b as usize].total_cmp(&logits[*a as usize]));
+        idx.select_nth_unstable_by(n, |a, b| {
+            logits[*b as usize].total_cmp(&logits[*a as usize])
+        });
         idx.truncate(n);
     }
     LlamaTokenDataArray::new(
-        idx.into_iter().map(|i| LlamaTokenData::new(LlamaToken(i as i32), logits[i as usize], 0.0)).collect(),
+        idx.into_iter()
+            .map(|i| LlamaTokenData::new(LlamaToken(i as i32), logits[i as usize], 0.0))
+            .collect(),
         false,
     )
 }
 
 /// Pick from grammar-filtered candidates: the best allowed token (greedy) or a sample via the chain.
-fn select(mut arr: LlamaTokenDataArray, chain: Option<&mut LlamaSampler>) -> Result<LlamaToken, EngineError> {
+fn select(
+    mut arr: LlamaTokenDataArray,
+    chain: Option<&mut LlamaSampler>,
+) -> Result<LlamaToken, EngineError> {
     match chain {
         None => arr
             .data
@@ -566,7 +669,8 @@ fn select(mut arr: LlamaTokenDataArray, chain: Option<&mut LlamaSampler>) -> Res
         Some(c) => {
             arr.data.retain(|d| d.logit().is_finite());
             arr.apply_sampler(c);
-            arr.selected_token().ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
+            arr.selected_token()
+                .ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
         }
     }
 }
@@ -620,7 +724,8 @@ impl JsonScanner {
 /// that does not depend on a run; decisions use `grammar`, which builds GBNF itself).
 pub fn schema_to_gbnf(schema: &serde_json::Value) -> Result<String, EngineError> {
     let text = serde_json::to_string(schema).expect("schema serialises");
-    let gbnf = llama_cpp_2::json_schema_to_grammar(&text).map_err(|e| EngineError::Grammar(e.to_string()))?;
+    let gbnf = llama_cpp_2::json_schema_to_grammar(&text)
+        .map_err(|e| EngineError::Grammar(e.to_string()))?;
     Ok(compact_gbnf(&gbnf))
 }
 

@@ -95,6 +95,11 @@ fn bad_files_are_model_unavailable_naming_only_the_file() {
         assert_eq!(err.file, path.file_name().unwrap().to_string_lossy());
         assert!(err.reason.contains(expected), "{}: {err}", err.file);
         assert!(!err.to_string().contains(&shown), "directory leaked: {err}");
+        // "this" is 74 68 69 73: a refusal never shows what the file holds.
+        assert!(
+            !err.to_string().contains("74, 68") && !err.to_string().contains("this is"),
+            "file bytes echoed: {err}"
+        );
     }
 }
 

@@ -63,9 +63,19 @@ pub fn llama_mode(mode: Mode) -> forge_llama::Mode {
 impl ModelBackend for LlamaBackend {
     fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
         let p = self.resolve(path);
-        let info = forge_llama::inspect(&p).map_err(|e| BackendError::unavailable(e.to_string()))?;
-        let mut v = serde_json::to_value(&info).map_err(|e| BackendError::unavailable(format!("model facts not serialisable: {e}")))?;
-        v["used_for_runs"] = json!(p == self.default_model);
+        let info =
+            forge_llama::inspect(&p).map_err(|e| BackendError::unavailable(e.to_string()))?;
+        let mut v = serde_json::to_value(&info)
+            .map_err(|e| BackendError::unavailable(format!("model facts not serialisable: {e}")))?;
+        // The server hands over canonical paths; compare canonical forms so a symlinked root still matches.
+        let same = |a: &Path, b: &Path| {
+            a == b
+                || std::fs::canonicalize(a)
+                    .ok()
+                    .zip(std::fs::canonicalize(b).ok())
+                    .is_some_and(|(a, b)| a == b)
+        };
+        v["used_for_runs"] = json!(same(&p, &self.default_model));
         Ok(v)
     }
 
@@ -75,7 +85,11 @@ impl ModelBackend for LlamaBackend {
     }
 
     fn cache_state(&self) -> Value {
-        let file = self.default_model.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = self
+            .default_model
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         json!({
             "available": self.default_model.is_file(),
             "default_model": file,
@@ -145,7 +159,8 @@ impl ModelBackend for LlamaBackend {
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
-        let mut config = forge_llama::LlamaConfig::new(self.default_model.clone(), llama_mode(mode));
+        let mut config =
+            forge_llama::LlamaConfig::new(self.default_model.clone(), llama_mode(mode));
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

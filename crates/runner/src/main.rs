@@ -10,12 +10,18 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use forge_server::engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor, budgets_from_json, budgets_json};
+use forge_server::engine::{
+    Executor, PolicyChoice, RunSpec, RuntimeExecutor, budgets_from_json, budgets_json,
+};
 use forge_server::{Mode, ServerConfig, Service};
 use serde_json::Value;
 
 #[derive(Parser)]
-#[command(name = "runner", version, about = "Forge's local ReAct runner: a llama.cpp model proposes, the runtime decides")]
+#[command(
+    name = "runner",
+    version,
+    about = "Forge's local ReAct runner: a llama.cpp model proposes, the runtime decides"
+)]
 struct Cli {
     /// Project root (fixtures/, knowledge/, schemas/, .runs/). Default: $FORGE_ROOT, else found from the current directory.
     #[arg(long, global = true)]
@@ -51,9 +57,11 @@ struct BackendArgs {
 
 impl BackendArgs {
     fn config(&self) -> Result<forge_llama::BackendConfig> {
-        let mut config = forge_llama::BackendConfig::from_kind(&self.backend, self.url.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut config = forge_llama::BackendConfig::from_kind(&self.backend, self.url.as_deref())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         match &mut config {
-            forge_llama::BackendConfig::LlamaServer(h) | forge_llama::BackendConfig::OpenaiChat { http: h, .. } => {
+            forge_llama::BackendConfig::LlamaServer(h)
+            | forge_llama::BackendConfig::OpenaiChat { http: h, .. } => {
                 h.stall_timeout_ms = self.server_stall_s.max(1) * 1000;
             }
             forge_llama::BackendConfig::InProcess => {}
@@ -140,7 +148,9 @@ struct RunArgs {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    let explicit = cli.root.or_else(|| std::env::var_os("FORGE_ROOT").map(PathBuf::from));
+    let explicit = cli
+        .root
+        .or_else(|| std::env::var_os("FORGE_ROOT").map(PathBuf::from));
     let root = find_root(explicit.as_deref())?;
     match cli.command {
         Command::Serve(args) => serve(&root, args),
@@ -157,10 +167,14 @@ fn main() -> Result<()> {
 /// `--root`, else the nearest ancestor of the current directory with Cargo.toml and fixtures/tasks,
 /// else the source tree this binary was built from.
 fn find_root(explicit: Option<&Path>) -> Result<PathBuf> {
-    let is_root = |p: &Path| p.join("Cargo.toml").is_file() && p.join("fixtures").join("tasks").is_dir();
+    let is_root =
+        |p: &Path| p.join("Cargo.toml").is_file() && p.join("fixtures").join("tasks").is_dir();
     if let Some(r) = explicit {
         if !is_root(r) {
-            bail!("--root {} does not hold Cargo.toml and fixtures/tasks/", r.display());
+            bail!(
+                "--root {} does not hold Cargo.toml and fixtures/tasks/",
+                r.display()
+            );
         }
         return Ok(r.canonicalize()?);
     }
@@ -177,42 +191,55 @@ fn find_root(explicit: Option<&Path>) -> Result<PathBuf> {
     bail!("cannot find the Forge project root; run inside the project or pass --root")
 }
 
-fn model_path(root: &Path, args: &ModelArgs) -> PathBuf {
-    let abs = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
-    if let Some(g) = &args.gguf {
-        return abs(g);
-    }
-    let default = Path::new(forge_llama::DEFAULT_MODEL_PATH);
-    match &args.model_dir {
-        Some(dir) => abs(dir).join(default.file_name().expect("default model path has a file name")),
-        None => root.join(default),
+fn abs_path(root: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
     }
 }
 
-/// `--model-dir`, else `<root>/models` (where `cargo xtask model fetch` writes).
-fn models_dir(root: &Path, args: &ModelArgs) -> PathBuf {
+/// `--model-dir`, else the directory of the default model (`<root>/models`).
+fn model_dir(root: &Path, args: &ModelArgs) -> PathBuf {
     match &args.model_dir {
-        Some(dir) if dir.is_absolute() => dir.clone(),
-        Some(dir) => root.join(dir),
+        Some(dir) => abs_path(root, dir),
         None => root.join(
             Path::new(forge_llama::DEFAULT_MODEL_PATH)
                 .parent()
-                .unwrap_or(Path::new("models")),
+                .expect("default model path has a directory"),
         ),
     }
 }
 
+fn model_path(root: &Path, args: &ModelArgs) -> PathBuf {
+    if let Some(g) = &args.gguf {
+        return abs_path(root, g);
+    }
+    let default = Path::new(forge_llama::DEFAULT_MODEL_PATH);
+    model_dir(root, args).join(
+        default
+            .file_name()
+            .expect("default model path has a file name"),
+    )
+}
+
 fn serve(root: &Path, args: ServeArgs) -> Result<()> {
-    let addr = forge_server::bind_address(&args.host, args.port, args.allow_remote).map_err(anyhow::Error::msg)?;
+    let addr = forge_server::bind_address(&args.host, args.port, args.allow_remote)
+        .map_err(anyhow::Error::msg)?;
     if !addr.ip().is_loopback() {
-        eprintln!("WARNING: serving on {addr}, reachable from other machines. The API has no authentication and runs tools here.");
+        eprintln!(
+            "WARNING: serving on {addr}, reachable from other machines. The API has no authentication and runs tools here."
+        );
     }
     let model = model_path(root, &args.model);
     let backend_config = args.backend.config()?;
     if let Some(url) = backend_config.url() {
         eprintln!("runs generate on {} at {url}", backend_config.kind());
     } else if !model.is_file() {
-        eprintln!("note: no model file at {} yet (cargo xtask model fetch); runs will end failed/model_unavailable", model.display());
+        eprintln!(
+            "note: no model file at {} yet (cargo xtask model fetch); runs will end failed/model_unavailable",
+            model.display()
+        );
     }
     let mut config = ServerConfig::new(root);
     if let Some(r) = args.runs_dir {
@@ -222,28 +249,41 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     config.allow_remote = args.allow_remote;
     config.allowed_origins = args.allow_origin;
     config.jobs.queue_capacity = args.queue_capacity;
+    config.inspect_scope = forge_server::InspectScope {
+        models_dir: model_dir(root, &args.model),
+        files: args.model.gguf.iter().map(|g| abs_path(root, g)).collect(),
+    };
     let backend = Arc::new(backend::LlamaBackend {
         root: root.to_path_buf(),
         default_model: model,
         backend: backend_config,
-        models_dir: models_dir(root, &args.model),
-        gguf_flag: args.model.gguf.as_ref().map(|g| if g.is_absolute() { g.clone() } else { root.join(g) }),
+        models_dir: model_dir(root, &args.model),
+        gguf_flag: args.model.gguf.as_ref().map(|g| abs_path(root, g)),
     });
     let service = Service::start(config, backend).map_err(|e| anyhow::anyhow!("{e}"))?;
     let rec = &service.recovery;
-    if rec.loaded > 0 || !rec.unreadable.is_empty() {
+    if rec.loaded > 0 || !rec.discarded.is_empty() {
         eprintln!(
-            "reloaded {} runs ({} sealed as interrupted, {} unreadable, {} torn event lines dropped)",
+            "reloaded {} runs ({} sealed as interrupted, {} completed from their own files, {} damaged and repaired, {} torn event lines dropped, {} never-accepted directories removed)",
             rec.loaded,
             rec.interrupted.len(),
-            rec.unreadable.len(),
-            rec.torn_event_lines
+            rec.completed_from_disk.len(),
+            rec.damaged.len(),
+            rec.torn_event_lines,
+            rec.discarded.len()
         );
+        for (id, damage) in &rec.damaged {
+            eprintln!("  {id}: {}", damage.join("; "));
+        }
     }
     if args.enable_test_policies {
-        eprintln!("test policies enabled: run requests may use policy \"scripted:fixtures/<file>.json\"");
+        eprintln!(
+            "test policies enabled: run requests may use policy \"scripted:fixtures/<file>.json\""
+        );
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot bind {addr}"))?;
         let local = listener.local_addr()?;
@@ -274,14 +314,29 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         None => Value::Null,
     };
     let budgets = budgets_from_json(&budgets_value).map_err(|errs| {
-        anyhow::anyhow!("invalid budgets: {}", errs.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))
+        anyhow::anyhow!(
+            "invalid budgets: {}",
+            errs.iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
     })?;
     let policy = match args.policy {
         PolicyArg::Model => PolicyChoice::Model,
         PolicyArg::Scripted => {
-            let f = args.fixture.as_ref().context("--policy scripted needs --fixture FILE")?;
-            let abs = if f.is_absolute() { f.clone() } else { std::env::current_dir()?.join(f) };
-            PolicyChoice::Scripted { fixture: abs.display().to_string() }
+            let f = args
+                .fixture
+                .as_ref()
+                .context("--policy scripted needs --fixture FILE")?;
+            let abs = if f.is_absolute() {
+                f.clone()
+            } else {
+                std::env::current_dir()?.join(f)
+            };
+            PolicyChoice::Scripted {
+                fixture: abs.display().to_string(),
+            }
         }
     };
     let tasks_dir = root.join("fixtures").join("tasks");
@@ -297,7 +352,7 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         root: root.to_path_buf(),
         default_model: model_path(root, &args.model),
         backend: args.backend.config()?,
-        models_dir: models_dir(root, &args.model),
+        models_dir: model_dir(root, &args.model),
         gguf_flag: None,
     });
     let executor = RuntimeExecutor { root: root.to_path_buf(), tasks_dir, knowledge_dir: root.join("knowledge"), backend };
@@ -318,7 +373,13 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         }
     };
     let result = executor
-        .execute(&run_id, &spec, &artifact_dir, Arc::new(AtomicBool::new(false)), &mut sink)
+        .execute(
+            &run_id,
+            &spec,
+            &artifact_dir,
+            Arc::new(AtomicBool::new(false)),
+            &mut sink,
+        )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if json {
         println!("{}", serde_json::json!({ "result": result }));

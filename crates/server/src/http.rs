@@ -24,7 +24,12 @@ type Shared = State<Arc<AppState>>;
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, [(header::CACHE_CONTROL, "no-store")], axum::Json(self.body())).into_response()
+        (
+            status,
+            [(header::CACHE_CONTROL, "no-store")],
+            axum::Json(self.body()),
+        )
+            .into_response()
     }
 }
 
@@ -73,13 +78,21 @@ async fn not_found(uri: axum::http::Uri) -> ApiError {
 }
 
 async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(405, "method_not_allowed", format!("{method} is not allowed on {}", uri.path()))
+    ApiError::new(
+        405,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
 }
 
 /// Loopback `Host` (defeats DNS rebinding), origin policy (CORS only for `--allow-origin`), body size.
 async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
     let headers = req.headers();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     if !state.config.allow_remote {
         let name = host_name(&host);
         if !is_loopback_host(name) {
@@ -91,7 +104,10 @@ async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
             .into_response();
         }
     }
-    let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()).map(str::to_owned);
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .map(str::to_owned);
     let mut cors_origin = None;
     if let Some(origin) = &origin {
         let same = *origin == format!("http://{host}");
@@ -108,7 +124,8 @@ async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
             }
         }
     } else if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
-        return ApiError::new(403, "cross_origin", "cross-site requests are refused").into_response();
+        return ApiError::new(403, "cross_origin", "cross-site requests are refused")
+            .into_response();
     }
     if let Some(origin) = &cors_origin
         && req.method() == Method::OPTIONS
@@ -117,13 +134,19 @@ async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
         add_cors(resp.headers_mut(), origin);
         return resp;
     }
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_large().into_response();
     }
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     if let Some(origin) = &cors_origin {
         add_cors(h, origin);
@@ -136,8 +159,14 @@ fn add_cors(h: &mut HeaderMap, origin: &str) {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("Origin"));
-    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST"));
-    h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("content-type"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST"),
+    );
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("content-type"),
+    );
 }
 
 /// `127.0.0.1:4890` → `127.0.0.1`; `[::1]:4890` → `::1`.
@@ -149,15 +178,28 @@ fn host_name(host: &str) -> &str {
 }
 
 fn too_large() -> ApiError {
-    ApiError::new(413, "body_too_large", format!("request bodies are limited to {MAX_BODY_BYTES} bytes"))
+    ApiError::new(
+        413,
+        "body_too_large",
+        format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
+    )
 }
 
 /// Read a JSON body: `application/json` required when a body is present (415), at most 256 KiB (413),
 /// valid JSON (400). An empty body is `None` (the caller decides whether that is allowed).
 async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, ApiError> {
-    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|_| too_large())?;
-    let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let is_json = ctype.split(';').next().map(str::trim).is_some_and(|m| m.eq_ignore_ascii_case("application/json"));
+    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| too_large())?;
+    let ctype = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let is_json = ctype
+        .split(';')
+        .next()
+        .map(str::trim)
+        .is_some_and(|m| m.eq_ignore_ascii_case("application/json"));
     if bytes.is_empty() && ctype.is_empty() {
         return Ok(None);
     }
@@ -165,29 +207,46 @@ async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, Api
         return Err(ApiError::new(
             415,
             "unsupported_media_type",
-            format!("the body must be sent as application/json, not {:?}", if ctype.is_empty() { "(none)" } else { ctype }),
+            format!(
+                "the body must be sent as application/json, not {:?}",
+                if ctype.is_empty() { "(none)" } else { ctype }
+            ),
         ));
     }
     if bytes.is_empty() {
         return Ok(None);
     }
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+    })
 }
 
 fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    p.map(|Path(s)| s).map_err(|e| ApiError::bad_request("invalid_path_parameter", e.body_text()))
+    p.map(|Path(s)| s)
+        .map_err(|e| ApiError::bad_request("invalid_path_parameter", e.body_text()))
 }
 
-fn query(q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<HashMap<String, String>, ApiError> {
-    q.map(|Query(m)| m).map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
+fn query(
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<HashMap<String, String>, ApiError> {
+    q.map(|Query(m)| m)
+        .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("worker task failed: {e}")))?
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("worker task failed: {e}")))?
 }
 
 async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], include_str!("../../../schemas/openapi.json")).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        include_str!("../../../schemas/openapi.json"),
+    )
+        .into_response()
 }
 
 async fn status(State(s): Shared) -> Result<Response, ApiError> {
@@ -249,7 +308,11 @@ async fn agent_schema() -> Response {
     ok_json(crate::engine::agent_schema())
 }
 
-async fn models_inspect(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn models_inspect(
+    State(s): Shared,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let body = json_body(&headers, body).await?.unwrap_or(json!({}));
     let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
     if let Some(k) = obj.keys().find(|k| *k != "path" && *k != "model") {
@@ -259,7 +322,10 @@ async fn models_inspect(State(s): Shared, headers: HeaderMap, body: Body) -> Res
         None | Some(Value::Null) => None,
         Some(Value::String(p)) if !p.is_empty() && p.len() <= 4096 => Some(p.clone()),
         Some(other) => {
-            return Err(ApiError::invalid_fields(vec![crate::FieldError { field: "path".into(), message: format!("must be a non-empty path string, got {other}") }]));
+            return Err(ApiError::invalid_fields(vec![crate::FieldError {
+                field: "path".into(),
+                message: format!("must be a non-empty path string, got {other}"),
+            }]));
         }
     };
     // `model`: a listed name (GET /agent/models) — inspect exactly the file a run on it would load.
@@ -287,17 +353,55 @@ async fn models_inspect(State(s): Shared, headers: HeaderMap, body: Body) -> Res
     }
     let backend = s.backend.clone();
     let roots = s.config.jobs.redact_roots.clone();
-    let facts = blocking(move || backend.inspect(path.as_deref()).map_err(|e| backend_error(e, &roots))).await?;
-    Ok(ok_json(json!({ "ok": true, "model": crate::redact::redacted(facts, &s.config.jobs.redact_roots) })))
+    let (scope, root) = (s.config.inspect_scope.clone(), s.config.root.clone());
+    let facts = blocking(move || {
+        // The scope check comes first: a path outside it is refused before anything opens it.
+        let path = match path {
+            None => None,
+            Some(p) => Some(
+                scope
+                    .resolve(&root, &p)
+                    .map_err(|e| scope_error(e, &roots))?
+                    .display()
+                    .to_string(),
+            ),
+        };
+        backend
+            .inspect(path.as_deref())
+            .map_err(|e| backend_error(e, &roots))
+    })
+    .await?;
+    Ok(ok_json(
+        json!({ "ok": true, "model": crate::redact::redacted(facts, &s.config.jobs.redact_roots) }),
+    ))
+}
+
+fn scope_error(e: crate::OutsideScope, roots: &[String]) -> ApiError {
+    let message = crate::redact::redacted(Value::String(e.to_string()), roots)
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ApiError::new(403, "path_not_allowed", message)
 }
 
 fn backend_error(e: crate::BackendError, roots: &[String]) -> ApiError {
-    let message = crate::redact::redacted(Value::String(e.message), roots).as_str().unwrap_or_default().to_string();
-    let status = if e.code == "model_unavailable" { 503 } else { 400 };
+    let message = crate::redact::redacted(Value::String(e.message), roots)
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let status = if e.code == "model_unavailable" {
+        503
+    } else {
+        400
+    };
     ApiError::new(status, e.code, message)
 }
 
-async fn models_unload(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn models_unload(
+    State(s): Shared,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     json_body(&headers, body).await?;
     let backend = s.backend.clone();
     let roots = s.config.jobs.redact_roots.clone();
@@ -313,54 +417,109 @@ async fn create_run(State(s): Shared, headers: HeaderMap, body: Body) -> Result<
     let st = s.clone();
     let (spec, public) = blocking(move || request::parse_run_request(&body, &st.config, &models)).await?;
     let accepted = s.jobs.submit(spec, public)?;
-    Ok((StatusCode::ACCEPTED, [(header::CACHE_CONTROL, "no-store")], axum::Json(accepted)).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::CACHE_CONTROL, "no-store")],
+        axum::Json(accepted),
+    )
+        .into_response())
 }
 
-async fn list_runs(State(s): Shared, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+async fn list_runs(
+    State(s): Shared,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let q = query(q)?;
     let limit = match q.get("limit") {
         None => 50,
-        Some(v) => v.parse::<usize>().ok().filter(|n| (1..=500).contains(n)).ok_or_else(|| ApiError::bad_request("invalid_query", format!("limit must be an integer in 1..=500, got {v:?}")))?,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_query",
+                    format!("limit must be an integer in 1..=500, got {v:?}"),
+                )
+            })?,
     };
     Ok(ok_json(s.jobs.list(limit)))
 }
 
-async fn get_run(State(s): Shared, id: Result<Path<String>, PathRejection>, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+async fn get_run(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let q = query(q)?;
     let after = match q.get("after_seq") {
         None => 0,
-        Some(v) => v.parse::<u64>().map_err(|_| ApiError::bad_request("invalid_query", format!("after_seq must be a non-negative integer, got {v:?}")))?,
+        Some(v) => v.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(
+                "invalid_query",
+                format!("after_seq must be a non-negative integer, got {v:?}"),
+            )
+        })?,
     };
     Ok(ok_json(s.jobs.snapshot(&id, after)?))
 }
 
-async fn cancel_run(State(s): Shared, id: Result<Path<String>, PathRejection>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn cancel_run(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     json_body(&headers, body).await?;
     Ok(ok_json(s.jobs.cancel(&id)?))
 }
 
-async fn run_trace(State(s): Shared, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+async fn run_trace(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let trace = s.jobs.trace(&id)?;
     let body = serde_json::to_vec_pretty(&trace).map_err(|e| ApiError::internal(e.to_string()))?;
     let disposition = format!("attachment; filename=\"{id}.trace.json\"");
     Ok((
-        [(header::CONTENT_TYPE, "application/json".to_string()), (header::CONTENT_DISPOSITION, disposition), (header::CACHE_CONTROL, "no-store".into())],
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::CACHE_CONTROL, "no-store".into()),
+        ],
         body,
     )
         .into_response())
 }
 
-async fn artifact(State(s): Shared, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+async fn artifact(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let (path, _run) = s.jobs.artifact(&id)?;
-    let data = tokio::fs::read(&path).await.map_err(|_| ApiError::not_found("artifact_missing", format!("artifact {id} is recorded but its file is gone")))?;
+    let data = tokio::fs::read(&path).await.map_err(|_| {
+        ApiError::not_found(
+            "artifact_missing",
+            format!("artifact {id} is recorded but its file is gone"),
+        )
+    })?;
     if !data.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Err(ApiError::internal(format!("artifact {id} is not a PNG file")));
+        return Err(ApiError::internal(format!(
+            "artifact {id} is not a PNG file"
+        )));
     }
-    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "no-store")], data).into_response())
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        data,
+    )
+        .into_response())
 }
 
 async fn example_manifest(State(s): Shared) -> Result<Response, ApiError> {
@@ -384,9 +543,14 @@ async fn example_manifest(State(s): Shared) -> Result<Response, ApiError> {
     Ok(ok_json(v))
 }
 
-async fn example_file(State(s): Shared, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+async fn example_file(
+    State(s): Shared,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let q = query(q)?;
-    let path = q.get("path").cloned().ok_or_else(|| ApiError::bad_request("invalid_query", "the path query parameter is required"))?;
+    let path = q.get("path").cloned().ok_or_else(|| {
+        ApiError::bad_request("invalid_query", "the path query parameter is required")
+    })?;
     let raw = q.get("raw").is_some_and(|v| v == "1" || v == "true");
     let st = s.clone();
     let (entry, data) = blocking(move || st.example.read_file(&path)).await?;
@@ -397,9 +561,24 @@ async fn example_file(State(s): Shared, q: Result<Query<HashMap<String, String>>
             _ if std::str::from_utf8(&data).is_ok() => "text/plain; charset=utf-8",
             _ => "application/octet-stream",
         };
-        let name = entry.path.rsplit('/').next().unwrap_or("file").replace('"', "");
+        let name = entry
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap_or("file")
+            .replace('"', "");
         return Ok((
-            [(header::CONTENT_TYPE, ctype.to_string()), (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")), ("x-blake3".parse().expect("static header name"), entry.blake3.clone())],
+            [
+                (header::CONTENT_TYPE, ctype.to_string()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"{name}\""),
+                ),
+                (
+                    "x-blake3".parse().expect("static header name"),
+                    entry.blake3.clone(),
+                ),
+            ],
             data,
         )
             .into_response());
@@ -423,7 +602,10 @@ async fn example_zip(State(s): Shared) -> Result<Response, ApiError> {
     Ok((
         [
             (header::CONTENT_TYPE, "application/zip".to_string()),
-            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}.zip\"", crate::example::ZIP_ROOT)),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{}.zip\"", crate::example::ZIP_ROOT),
+            ),
             ("x-blake3".parse().expect("static header name"), hash),
             ("x-tree-blake3".parse().expect("static header name"), tree),
         ],
@@ -439,7 +621,9 @@ fn course_error(e: crate::course::CourseError) -> ApiError {
     match e {
         CourseError::UnknownStage { .. } => ApiError::not_found("unknown_stage", e.to_string()),
         CourseError::UnknownLang(_) => ApiError::bad_request("invalid_query", e.to_string()),
-        CourseError::Unreadable { .. } => ApiError::not_found("course_file_unreadable", e.to_string()),
+        CourseError::Unreadable { .. } => {
+            ApiError::not_found("course_file_unreadable", e.to_string())
+        }
         CourseError::NoStages(_) => ApiError::not_found("no_course", e.to_string()),
     }
 }
@@ -464,17 +648,30 @@ async fn evaluation_chart(State(s): Shared, model: Result<Path<String>, PathReje
 
 async fn course_stages(State(s): Shared) -> Result<Response, ApiError> {
     let root = s.config.root.clone();
-    Ok(ok_json(blocking(move || crate::course::stages(&root).map_err(course_error)).await?))
+    Ok(ok_json(
+        blocking(move || crate::course::stages(&root).map_err(course_error)).await?,
+    ))
 }
 
-async fn course_guide(State(s): Shared, id: Result<Path<String>, PathRejection>, q: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<Response, ApiError> {
+async fn course_guide(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+    q: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<Response, ApiError> {
     let id = path_param(id)?;
-    let lang = query(q)?.get("lang").cloned().unwrap_or_else(|| "en".to_owned());
+    let lang = query(q)?
+        .get("lang")
+        .cloned()
+        .unwrap_or_else(|| "en".to_owned());
     let root = s.config.root.clone();
-    Ok(ok_json(blocking(move || crate::course::guide(&root, &id, &lang).map_err(course_error)).await?))
+    Ok(ok_json(
+        blocking(move || crate::course::guide(&root, &id, &lang).map_err(course_error)).await?,
+    ))
 }
 
 async fn course_progress(State(s): Shared) -> Result<Response, ApiError> {
     let root = s.config.root.clone();
-    Ok(ok_json(blocking(move || Ok(crate::course::progress(&root))).await?))
+    Ok(ok_json(
+        blocking(move || Ok(crate::course::progress(&root))).await?,
+    ))
 }

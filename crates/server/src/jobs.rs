@@ -1,9 +1,11 @@
 //! Runs: a bounded queue, one worker thread (one model, one run at a time), per-run state and cancellation.
 //!
-//! Every event is written to `.runs/<id>/events.jsonl` before pollers can see it; pollers read from
-//! memory with `after_seq`. At start-up runs are reloaded, and a run that never reached a result (the
-//! process died) is sealed `failed/runtime_error` with reason `interrupted` — nothing silently lost.
-//! No HTTP here.
+//! Every event is durably written to `.runs/<id>/events.jsonl` before pollers can see it; an event that
+//! cannot be written stops the run (`failed/runtime_error`, reason `store_write_failed`) instead of being
+//! shown. A run finishes in a fixed order — events (ending with `run.finished`), `result.json`, `meta.json`
+//! — so recovery can tell a finished run with stale meta (completed from its result or its `run.finished`,
+//! never sealed twice) from one the process left unfinished (sealed `failed/runtime_error`, reason
+//! `interrupted`). Nothing silently lost, nothing duplicated. No HTTP here.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -16,9 +18,21 @@ use serde_json::{Value, json};
 use crate::engine::{Executor, RunSpec};
 use crate::error::ApiError;
 use crate::redact::redacted;
-use crate::store::{RunMeta, RunStore, is_valid_run_id};
+use crate::store::{LoadedRun, RunMeta, RunStore, StoreError, is_valid_run_id};
 
 pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled", "stopped"];
+
+/// Tests only: called on the worker thread after a run's executor has returned and before its result is
+/// stored, with the run id. A panic here is a panic outside `execute`, which the worker's supervisor must
+/// survive. Production never sets it.
+#[derive(Clone)]
+pub struct WorkerFault(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for WorkerFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerFault(..)")
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct JobsConfig {
@@ -28,11 +42,18 @@ pub struct JobsConfig {
     pub retention: usize,
     /// Absolute directories shown relative in anything served (project root, runs dir).
     pub redact_roots: Vec<String>,
+    /// Fault injection for the supervisor's tests (None in production).
+    pub worker_fault: Option<WorkerFault>,
 }
 
 impl Default for JobsConfig {
     fn default() -> Self {
-        Self { queue_capacity: 8, retention: 200, redact_roots: Vec::new() }
+        Self {
+            queue_capacity: 8,
+            retention: 200,
+            redact_roots: Vec::new(),
+            worker_fault: None,
+        }
     }
 }
 
@@ -58,6 +79,8 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// The worker thread, joined by `close`.
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
     wake: Condvar,
     store: RunStore,
     executor: Arc<dyn Executor>,
@@ -74,13 +97,23 @@ pub struct Jobs {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RecoveryReport {
     pub loaded: usize,
+    /// Runs the process left unfinished, sealed `failed/runtime_error` reason `interrupted`.
     pub interrupted: Vec<String>,
-    pub unreadable: Vec<(String, String)>,
+    /// Runs that had finished (result.json or `run.finished` on disk) whose meta.json was stale; their
+    /// meta (and result) were completed from what they had written, without a second `run.finished`.
+    pub completed_from_disk: Vec<String>,
+    /// Runs with damaged files, shown with their damage: (run id, what was wrong and repaired).
+    pub damaged: Vec<(String, Vec<String>)>,
+    /// Directories with nothing written (a crash inside `submit`, never accepted), removed.
+    pub discarded: Vec<String>,
     pub torn_event_lines: usize,
 }
 
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn new_run_id(created_ms: u64) -> String {
@@ -90,50 +123,61 @@ fn new_run_id(created_ms: u64) -> String {
     h.update(&created_ms.to_le_bytes());
     h.update(&n.to_le_bytes());
     h.update(&std::process::id().to_le_bytes());
-    h.update(&SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0).to_le_bytes());
+    h.update(
+        &SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            .to_le_bytes(),
+    );
     format!("run-{created_ms}-{}", &h.finalize().to_hex()[..8])
 }
 
 impl Jobs {
-    /// Open the store, reload history, seal interrupted runs and start the worker thread.
-    pub fn start(store: RunStore, executor: Arc<dyn Executor>, config: JobsConfig) -> Result<(Jobs, RecoveryReport), ApiError> {
-        let (loaded, unreadable) = store.load_all().map_err(|e| ApiError::internal(e.to_string()))?;
+    /// Open the store, reload history, complete or seal unfinished runs and start the worker thread.
+    pub fn start(
+        store: RunStore,
+        executor: Arc<dyn Executor>,
+        config: JobsConfig,
+    ) -> Result<(Jobs, RecoveryReport), ApiError> {
+        let loaded = store
+            .load_all()
+            .map_err(|e| store_error(&e, &config.redact_roots))?;
         let mut state = State::default();
-        let mut report = RecoveryReport { loaded: loaded.len(), unreadable, ..Default::default() };
-        for mut run in loaded {
-            report.torn_event_lines += run.dropped_lines;
-            if run.dropped_lines > 0 {
-                store.rewrite_events(&run.meta.id, &run.events).map_err(|e| ApiError::internal(e.to_string()))?;
+        let mut report = RecoveryReport::default();
+        for found in loaded {
+            if found.empty {
+                let _ = store.remove(&found.id);
+                report.discarded.push(found.id);
+                continue;
             }
-            if run.result.is_none() || !TERMINAL.contains(&run.meta.status.as_str()) {
-                // The process stopped before this run reached a result.
-                let was = run.meta.status.clone();
-                let message = format!("the runner process stopped while this run was {was}; it was sealed at the next start-up");
-                let (event, result) = seal_values(&run.meta, &run.events, "failed", "runtime_error", Some(("interrupted", message)));
-                store.append_event(&run.meta.id, &event).map_err(|e| ApiError::internal(e.to_string()))?;
-                store.write_result(&run.meta.id, &result).map_err(|e| ApiError::internal(e.to_string()))?;
-                run.events.push(event);
-                run.result = Some(result);
-                run.meta.status = "failed".into();
-                run.meta.finished_at_ms = Some(now_ms());
-                store.write_meta(&run.meta).map_err(|e| ApiError::internal(e.to_string()))?;
-                report.interrupted.push(run.meta.id.clone());
-            }
+            report.loaded += 1;
+            let mut run = recover(&store, found, &mut report);
             let id = run.meta.id.clone();
             if let Some(result) = &run.result {
                 index_artifacts(&mut state.artifacts, &id, result);
             }
+            run.meta.damage.sort();
+            run.meta.damage.dedup();
             state.order.push(id.clone());
-            state.runs.insert(id, Run { meta: run.meta, spec: None, events: run.events, result: run.result, cancel: Arc::new(AtomicBool::new(false)) });
+            state.runs.insert(id, run);
         }
-        let shared = Arc::new(Shared { state: Mutex::new(state), wake: Condvar::new(), store, executor, config });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            worker: Mutex::new(None),
+            wake: Condvar::new(),
+            store,
+            executor,
+            config,
+        });
         let jobs = Jobs { shared };
         jobs.prune();
         let worker = jobs.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("forge-run-worker".into())
             .spawn(move || worker.worker_loop())
             .map_err(|e| ApiError::internal(format!("cannot start the run worker: {e}")))?;
+        *jobs.shared.worker.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
         Ok((jobs, report))
     }
 
@@ -158,21 +202,49 @@ impl Jobs {
     pub fn submit(&self, spec: RunSpec, public_request: Value) -> Result<Value, ApiError> {
         let mut st = self.lock();
         if st.shutdown {
-            return Err(ApiError::new(503, "shutting_down", "the runner is shutting down"));
+            return Err(ApiError::new(
+                503,
+                "shutting_down",
+                "the runner is shutting down",
+            ));
         }
         if st.queue.len() >= self.shared.config.queue_capacity {
             return Err(ApiError::new(
                 429,
                 "queue_full",
-                format!("{} runs are already waiting (capacity {}); retry when one finishes", st.queue.len(), self.shared.config.queue_capacity),
+                format!(
+                    "{} runs are already waiting (capacity {}); retry when one finishes",
+                    st.queue.len(),
+                    self.shared.config.queue_capacity
+                ),
             ));
         }
         let created = now_ms();
         let id = new_run_id(created);
-        let meta = RunMeta { id: id.clone(), status: "queued".into(), created_at_ms: created, started_at_ms: None, finished_at_ms: None, request: public_request };
-        self.shared.store.create(&meta).map_err(|e| ApiError::internal(e.to_string()))?;
+        let meta = RunMeta {
+            id: id.clone(),
+            status: "queued".into(),
+            created_at_ms: created,
+            started_at_ms: None,
+            finished_at_ms: None,
+            request: public_request,
+            damage: Vec::new(),
+        };
+        self.shared
+            .store
+            .create(&meta)
+            .map_err(|e| self.store_error(&e))?;
         st.order.push(id.clone());
-        st.runs.insert(id.clone(), Run { meta, spec: Some(spec), events: Vec::new(), result: None, cancel: Arc::new(AtomicBool::new(false)) });
+        st.runs.insert(
+            id.clone(),
+            Run {
+                meta,
+                spec: Some(spec),
+                events: Vec::new(),
+                result: None,
+                cancel: Arc::new(AtomicBool::new(false)),
+            },
+        );
         st.queue.push_back(id.clone());
         let position = st.queue.len();
         drop(st);
@@ -182,16 +254,23 @@ impl Jobs {
 
     fn get_run<'a>(st: &'a State, id: &str) -> Result<&'a Run, ApiError> {
         if !is_valid_run_id(id) {
-            return Err(ApiError::not_found("run_not_found", format!("no run with id {id:?}")));
+            return Err(ApiError::not_found(
+                "run_not_found",
+                format!("no run with id {id:?}"),
+            ));
         }
-        st.runs.get(id).ok_or_else(|| ApiError::not_found("run_not_found", format!("no run with id {id:?}")))
+        st.runs
+            .get(id)
+            .ok_or_else(|| ApiError::not_found("run_not_found", format!("no run with id {id:?}")))
     }
 
     /// Status, events with `seq > after_seq`, and the result once terminal.
     pub fn snapshot(&self, id: &str, after_seq: u64) -> Result<Value, ApiError> {
         let st = self.lock();
         let run = Self::get_run(&st, id)?;
-        let start = usize::try_from(after_seq).unwrap_or(usize::MAX).min(run.events.len());
+        let start = usize::try_from(after_seq)
+            .unwrap_or(usize::MAX)
+            .min(run.events.len());
         let events: Vec<Value> = run.events[start..].to_vec();
         let queue_position = st.queue.iter().position(|q| q == id).map(|p| p + 1);
         Ok(json!({
@@ -207,6 +286,7 @@ impl Jobs {
             "events": events,
             "terminal": run.result.is_some(),
             "result": run.result,
+            "damage": run.meta.damage,
         }))
     }
 
@@ -231,6 +311,7 @@ impl Jobs {
                     "created_at_ms": r.meta.created_at_ms,
                     "finished_at_ms": r.meta.finished_at_ms,
                     "events": r.events.len(),
+                    "damaged": !r.meta.damage.is_empty(),
                 })
             })
             .collect();
@@ -245,7 +326,8 @@ impl Jobs {
             "queued" => {
                 st.queue.retain(|q| q != id);
                 let run = st.runs.get_mut(id).expect("checked above");
-                let (event, result) = seal_values(&run.meta, &run.events, "cancelled", "cancelled", None);
+                let (event, result) =
+                    seal_values(&run.meta, &run.events, "cancelled", "cancelled", None);
                 self.persist_seal(run, event, result, "cancelled")?;
                 Ok(json!({ "id": id, "status": "cancelled", "cancelled": "queued" }))
             }
@@ -254,19 +336,46 @@ impl Jobs {
                 run.cancel.store(true, Ordering::SeqCst);
                 Ok(json!({ "id": id, "status": "running", "cancelled": "requested" }))
             }
-            terminal => Err(ApiError::new(409, "run_finished", format!("run {id} is already {terminal}; nothing to cancel"))),
+            terminal => Err(ApiError::new(
+                409,
+                "run_finished",
+                format!("run {id} is already {terminal}; nothing to cancel"),
+            )),
         }
     }
 
-    fn persist_seal(&self, run: &mut Run, event: Value, result: Value, status: &str) -> Result<(), ApiError> {
+    /// Seal a run the runtime did not finish, in the store's order: event, result, meta. Memory is updated
+    /// even when the disk refuses (the run must not stay `running` forever); the result then says so with
+    /// `persisted: false`, and the first store error is returned.
+    fn persist_seal(
+        &self,
+        run: &mut Run,
+        event: Value,
+        mut result: Value,
+        status: &str,
+    ) -> Result<(), ApiError> {
         let store = &self.shared.store;
-        store.append_event(&run.meta.id, &event).map_err(|e| ApiError::internal(e.to_string()))?;
-        store.write_result(&run.meta.id, &result).map_err(|e| ApiError::internal(e.to_string()))?;
+        let written = store
+            .append_event(&run.meta.id, &event)
+            .and_then(|()| store.write_result(&run.meta.id, &result))
+            .map_err(|e| self.store_error(&e));
+        if let Err(e) = &written {
+            result["persisted"] = json!(false);
+            result["store_error"] = json!(e.message);
+        }
         run.events.push(event);
         run.result = Some(result);
         run.meta.status = status.into();
         run.meta.finished_at_ms = Some(now_ms());
-        store.write_meta(&run.meta).map_err(|e| ApiError::internal(e.to_string()))
+        written?;
+        store
+            .write_meta(&run.meta)
+            .map_err(|e| self.store_error(&e))
+    }
+
+    /// A store failure as the API shows it: 503 `store_unavailable`, absolute paths redacted.
+    fn store_error(&self, e: &StoreError) -> ApiError {
+        store_error(e, &self.shared.config.redact_roots)
     }
 
     /// The full export: run metadata, every event, the result; redacted again on the way out.
@@ -283,6 +392,7 @@ impl Jobs {
             "request": run.meta.request,
             "events": run.events,
             "result": run.result,
+            "damage": run.meta.damage,
         });
         Ok(redacted(export, &self.shared.config.redact_roots))
     }
@@ -290,11 +400,16 @@ impl Jobs {
     /// The file of an artifact id that a known run produced. Ids are looked up, never joined as paths.
     pub fn artifact(&self, artifact_id: &str) -> Result<(PathBuf, String), ApiError> {
         let st = self.lock();
-        let (run_id, file_name) = st
-            .artifacts
-            .get(artifact_id)
-            .ok_or_else(|| ApiError::not_found("artifact_not_found", format!("no artifact with id {artifact_id:?}")))?;
-        Ok((self.shared.store.artifact_dir(run_id).join(file_name), run_id.clone()))
+        let (run_id, file_name) = st.artifacts.get(artifact_id).ok_or_else(|| {
+            ApiError::not_found(
+                "artifact_not_found",
+                format!("no artifact with id {artifact_id:?}"),
+            )
+        })?;
+        Ok((
+            self.shared.store.artifact_dir(run_id).join(file_name),
+            run_id.clone(),
+        ))
     }
 
     /// Stop taking work; a running run is cancelled so it seals itself properly.
@@ -306,6 +421,22 @@ impl Jobs {
         }
         drop(st);
         self.shared.wake.notify_all();
+    }
+
+    /// Shut down, join the worker (after its current run has sealed itself) and release `.runs/.lock`, so a
+    /// successor may open the directory. Idempotent.
+    pub fn close(&self) {
+        self.shutdown();
+        let handle = self
+            .shared
+            .worker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+        self.shared.store.release_lock();
     }
 
     /// After `shutdown`: wait (up to `timeout`) for the running run to seal itself.
@@ -320,30 +451,121 @@ impl Jobs {
         true
     }
 
+    /// The supervised worker: each iteration (take a run, execute it, store its end) runs under
+    /// `catch_unwind`. Whatever panics, `running` is reset, the run is finished or sealed exactly once, and
+    /// the worker goes on with the next run — a panic never leaves the queue stuck behind a dead worker.
     fn worker_loop(&self) {
         loop {
-            let (id, spec, cancel) = {
-                let mut st = self.lock();
-                loop {
-                    if st.shutdown {
-                        return;
+            let mut current: Option<String> = None;
+            let iteration = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let Some((id, spec, cancel)) = self.next_run() else {
+                    return false;
+                };
+                current = Some(id.clone());
+                self.execute_one(&id, spec, cancel);
+                true
+            }));
+            let running = self.lock().running.take();
+            match iteration {
+                Ok(false) => return,
+                Ok(true) => {}
+                Err(panic) => {
+                    let message = panic_message(&*panic);
+                    eprintln!(
+                        "forge-server: the run worker panicked ({message}); it goes on with the next run"
+                    );
+                    if let Some(id) = current.or(running) {
+                        let end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.finish_after_panic(&id, &message)
+                        }));
+                        if end.is_err() {
+                            eprintln!(
+                                "forge-server: sealing {id} after a worker panic panicked too; the next start-up seals it"
+                            );
+                        }
                     }
-                    if let Some(id) = st.queue.pop_front() {
-                        let run = st.runs.get_mut(&id).expect("queued runs exist");
-                        run.meta.status = "running".into();
-                        run.meta.started_at_ms = Some(now_ms());
-                        let _ = self.shared.store.write_meta(&run.meta).map_err(|e| eprintln!("forge-server: {e}"));
-                        let spec = run.spec.clone();
-                        let cancel = run.cancel.clone();
-                        st.running = Some(id.clone());
-                        break (id, spec, cancel);
-                    }
-                    st = self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
-            };
-            self.execute_one(&id, spec, cancel);
-            self.lock().running = None;
-            self.prune();
+            }
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.prune())).is_err() {
+                eprintln!(
+                    "forge-server: retention pruning panicked; it is retried after the next run"
+                );
+            }
+        }
+    }
+
+    /// Wait for the next queued run and mark it running; None once shutting down.
+    fn next_run(&self) -> Option<(String, Option<RunSpec>, Arc<AtomicBool>)> {
+        let mut st = self.lock();
+        loop {
+            if st.shutdown {
+                return None;
+            }
+            if let Some(id) = st.queue.pop_front() {
+                let run = st.runs.get_mut(&id).expect("queued runs exist");
+                run.meta.status = "running".into();
+                run.meta.started_at_ms = Some(now_ms());
+                if let Err(e) = self.shared.store.write_meta(&run.meta) {
+                    // Not fatal: recovery treats a run without result as interrupted either way.
+                    eprintln!("forge-server: {e}");
+                }
+                let spec = run.spec.clone();
+                let cancel = run.cancel.clone();
+                st.running = Some(id.clone());
+                return Some((id, spec, cancel));
+            }
+            st = self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// After a worker panic: a run that already has its result is left alone; one whose `run.finished` is
+    /// saved gets its result from that event (never a second `run.finished`); any other is sealed
+    /// `failed/runtime_error` with reason `worker_panicked`.
+    fn finish_after_panic(&self, id: &str, message: &str) {
+        let mut st = self.lock();
+        let State {
+            runs, artifacts, ..
+        } = &mut *st;
+        let Some(run) = runs.get_mut(id) else { return };
+        if run.result.is_some() {
+            return;
+        }
+        let store = &self.shared.store;
+        if let Some(result) = result_from_finished(id, &run.events) {
+            let status = result
+                .get("status")
+                .and_then(Value::as_str)
+                .filter(|s| TERMINAL.contains(s))
+                .unwrap_or("failed")
+                .to_string();
+            if let Err(e) = store.write_result(id, &result) {
+                eprintln!("forge-server: {e}");
+            }
+            index_artifacts(artifacts, id, &result);
+            run.result = Some(result);
+            run.meta.status = status;
+            run.meta.finished_at_ms = Some(now_ms());
+            if let Err(e) = store.write_meta(&run.meta) {
+                eprintln!("forge-server: {e}");
+            }
+        } else {
+            let message = redacted(
+                Value::String(format!("the run worker panicked: {message}")),
+                &self.shared.config.redact_roots,
+            );
+            let (event, result) = seal_values(
+                &run.meta,
+                &run.events,
+                "failed",
+                "runtime_error",
+                Some((
+                    "worker_panicked",
+                    message.as_str().unwrap_or_default().to_string(),
+                )),
+            );
+            if let Err(e) = self.persist_seal(run, event, result, "failed") {
+                eprintln!("forge-server: {}", e.message);
+            }
         }
     }
 
@@ -352,54 +574,128 @@ impl Jobs {
         let roots = &self.shared.config.redact_roots;
         let artifact_dir = store.artifact_dir(id);
         let outcome = match spec {
-            None => Err(("runtime_error".to_string(), "the run has no specification".to_string())),
+            None => Err((
+                "runtime_error".to_string(),
+                "the run has no specification".to_string(),
+            )),
             Some(spec) => {
+                // The first event that cannot be written stops the run: it is not shown, no later event is
+                // written or shown, and the run is asked to stop at its next check.
+                let mut store_failure: Option<String> = None;
+                let stop = cancel.clone();
                 let mut sink = |event: Value| {
-                    let event = redacted(event, roots);
-                    if let Err(e) = store.append_event(id, &event) {
-                        eprintln!("forge-server: {e}");
+                    if store_failure.is_some() {
+                        return;
                     }
-                    if let Some(run) = self.lock().runs.get_mut(id) {
-                        run.events.push(event);
+                    let event = redacted(event, roots);
+                    match store.append_event(id, &event) {
+                        Ok(()) => {
+                            if let Some(run) = self.lock().runs.get_mut(id) {
+                                run.events.push(event);
+                            }
+                        }
+                        Err(e) => {
+                            store_failure = Some(self.store_error(&e).message);
+                            stop.store(true, Ordering::SeqCst);
+                        }
                     }
                 };
                 let executor = self.shared.executor.clone();
-                let call = std::panic::AssertUnwindSafe(|| executor.execute(id, &spec, &artifact_dir, cancel, &mut sink));
-                match std::panic::catch_unwind(call) {
+                let call = std::panic::AssertUnwindSafe(|| {
+                    executor.execute(id, &spec, &artifact_dir, cancel, &mut sink)
+                });
+                let outcome = match std::panic::catch_unwind(call) {
                     Ok(Ok(result)) => Ok(result),
                     Ok(Err(e)) => Err((e.code.to_string(), e.message)),
-                    Err(panic) => {
-                        let msg = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-                        Err(("runtime_error".into(), format!("the run worker panicked: {msg}")))
-                    }
+                    Err(panic) => Err((
+                        "runtime_error".into(),
+                        format!("the run worker panicked: {}", panic_message(&*panic)),
+                    )),
+                };
+                if let Some(fault) = &self.shared.config.worker_fault {
+                    (fault.0)(id);
+                }
+                match store_failure {
+                    Some(message) => Err((
+                        "store_write_failed".into(),
+                        format!("an event could not be saved, so the run was stopped: {message}"),
+                    )),
+                    None => outcome,
                 }
             }
         };
         let mut st = self.lock();
-        let State { runs, artifacts, .. } = &mut *st;
+        let State {
+            runs, artifacts, ..
+        } = &mut *st;
         let Some(run) = runs.get_mut(id) else { return };
+        if run.result.is_some() {
+            return;
+        }
         match outcome {
             Ok(result) => {
                 let result = redacted(result, roots);
-                let status = result.get("status").and_then(Value::as_str).filter(|s| TERMINAL.contains(s)).unwrap_or("failed").to_string();
-                let finished = run.events.last().and_then(|e| e.get("phase")).and_then(Value::as_str) == Some("run.finished");
+                let status = result
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .filter(|s| TERMINAL.contains(s))
+                    .unwrap_or("failed")
+                    .to_string();
+                let finished = run
+                    .events
+                    .last()
+                    .and_then(|e| e.get("phase"))
+                    .and_then(Value::as_str)
+                    == Some("run.finished");
                 if !finished {
                     // The runtime contract says every run ends with run.finished; if one did not, say so.
-                    let stop = result.get("stop_reason").and_then(Value::as_str).unwrap_or("runtime_error").to_string();
-                    let (event, _) = seal_values(&run.meta, &run.events, &status, &stop, Some(("missing_run_finished", "the runtime returned without a run.finished event".into())));
-                    let _ = store.append_event(id, &event).map_err(|e| eprintln!("forge-server: {e}"));
+                    let stop = result
+                        .get("stop_reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("runtime_error")
+                        .to_string();
+                    let (event, _) = seal_values(
+                        &run.meta,
+                        &run.events,
+                        &status,
+                        &stop,
+                        Some((
+                            "missing_run_finished",
+                            "the runtime returned without a run.finished event".into(),
+                        )),
+                    );
+                    let _ = store
+                        .append_event(id, &event)
+                        .map_err(|e| eprintln!("forge-server: {e}"));
                     run.events.push(event);
                 }
-                let _ = store.write_result(id, &result).map_err(|e| eprintln!("forge-server: {e}"));
+                // result.json before meta.json: recovery completes a stale meta from a complete result.
+                let mut result = result;
+                if let Err(e) = store.write_result(id, &result) {
+                    eprintln!("forge-server: {e}");
+                    result["persisted"] = json!(false);
+                    result["store_error"] = json!(self.store_error(&e).message);
+                }
                 index_artifacts(artifacts, id, &result);
                 run.result = Some(result);
                 run.meta.status = status;
                 run.meta.finished_at_ms = Some(now_ms());
-                let _ = store.write_meta(&run.meta).map_err(|e| eprintln!("forge-server: {e}"));
+                if let Err(e) = store.write_meta(&run.meta) {
+                    eprintln!("forge-server: {e}");
+                }
             }
             Err((code, message)) => {
-                let message = redacted(Value::String(message), roots).as_str().unwrap_or_default().to_string();
-                let (event, result) = seal_values(&run.meta, &run.events, "failed", "runtime_error", Some((&code, message)));
+                let message = redacted(Value::String(message), roots)
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let (event, result) = seal_values(
+                    &run.meta,
+                    &run.events,
+                    "failed",
+                    "runtime_error",
+                    Some((&code, message)),
+                );
                 if let Err(e) = self.persist_seal(run, event, result, "failed") {
                     eprintln!("forge-server: {e}");
                 }
@@ -410,7 +706,12 @@ impl Jobs {
     /// Keep at most `retention` terminal runs; the oldest go first (files included).
     fn prune(&self) {
         let mut st = self.lock();
-        let terminal: Vec<String> = st.order.iter().filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some())).cloned().collect();
+        let terminal: Vec<String> = st
+            .order
+            .iter()
+            .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
+            .cloned()
+            .collect();
         let excess = terminal.len().saturating_sub(self.shared.config.retention);
         for id in terminal.into_iter().take(excess) {
             st.runs.remove(&id);
@@ -423,12 +724,160 @@ impl Jobs {
     }
 }
 
+fn store_error(e: &StoreError, roots: &[String]) -> ApiError {
+    let message = redacted(Value::String(e.to_string()), roots)
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ApiError::new(503, "store_unavailable", message)
+}
+
+/// The result of a run whose `run.finished` event is saved but whose result.json is not: the event's data
+/// is the runtime's own result (minus the observations), so the run keeps its real outcome.
+fn result_from_finished(id: &str, events: &[Value]) -> Option<Value> {
+    let finished = events
+        .last()
+        .filter(|e| e.get("phase").and_then(Value::as_str) == Some("run.finished"))?;
+    let mut result = finished.get("data").cloned().filter(Value::is_object)?;
+    result["run_id"] = json!(id);
+    result["events"] = json!(events.len());
+    result["recovered_from"] = json!("run.finished");
+    Some(result)
+}
+
+/// "could not repair <file>: <OS reason>" — the reason without the absolute path.
+fn repair_note(what: &str, e: &StoreError) -> String {
+    let reason = match e {
+        StoreError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    format!("could not repair {what}: {reason}")
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// One reloaded run made whole, writing in the store's order (events, result, meta):
+/// - a complete result.json: the run finished; a stale meta is completed from it;
+/// - no usable result but `run.finished` on disk: the run finished; its result is rebuilt from that event;
+/// - neither: the process stopped mid-run; it is sealed `failed/runtime_error` reason `interrupted`.
+///
+/// Write failures here are noted as damage, never fatal: the service starts and shows the run.
+fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> Run {
+    let LoadedRun {
+        id,
+        meta,
+        mut events,
+        result,
+        dropped_lines,
+        mut damage,
+        ..
+    } = found;
+    report.torn_event_lines += dropped_lines;
+    let meta_lost = meta.is_none();
+    let mut meta = meta.unwrap_or_else(|| RunStore::placeholder_meta(&id));
+    let repair_failed =
+        |what: &str, e: StoreError, damage: &mut Vec<String>| damage.push(repair_note(what, &e));
+    if dropped_lines > 0
+        && let Err(e) = store.rewrite_events(&id, &events)
+    {
+        repair_failed("events.jsonl", e, &mut damage);
+    }
+    let mut meta_stale = meta_lost;
+    let result = if let Some(result) = result {
+        let status = result
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("failed")
+            .to_string();
+        if meta.status != status || meta.finished_at_ms.is_none() {
+            meta.status = status;
+            meta_stale = true;
+            report.completed_from_disk.push(id.clone());
+        }
+        result
+    } else if let Some(result) = result_from_finished(&id, &events) {
+        if let Err(e) = store.write_result(&id, &result) {
+            repair_failed("result.json", e, &mut damage);
+        }
+        meta.status = result
+            .get("status")
+            .and_then(Value::as_str)
+            .filter(|s| TERMINAL.contains(s))
+            .unwrap_or("failed")
+            .to_string();
+        meta_stale = true;
+        report.completed_from_disk.push(id.clone());
+        result
+    } else {
+        let was = meta.status.clone();
+        let message = format!(
+            "the runner process stopped while this run was {was}; it was sealed at the next start-up"
+        );
+        let (event, result) = seal_values(
+            &meta,
+            &events,
+            "failed",
+            "runtime_error",
+            Some(("interrupted", message)),
+        );
+        if let Err(e) = store
+            .append_event(&id, &event)
+            .and_then(|()| store.write_result(&id, &result))
+        {
+            repair_failed("the seal", e, &mut damage);
+        }
+        events.push(event);
+        meta.status = "failed".into();
+        meta_stale = true;
+        report.interrupted.push(id.clone());
+        result
+    };
+    if !damage.is_empty() {
+        report.damaged.push((id.clone(), damage.clone()));
+        meta.damage.extend(damage);
+        meta_stale = true;
+    }
+    if meta_stale {
+        meta.finished_at_ms = meta.finished_at_ms.or(Some(now_ms()));
+        if let Err(e) = store.write_meta(&meta) {
+            meta.damage.push(repair_note("meta.json", &e));
+        }
+    }
+    Run {
+        meta,
+        spec: None,
+        events,
+        result: Some(result),
+        cancel: Arc::new(AtomicBool::new(false)),
+    }
+}
+
 /// Artifacts named by a result; file names must be plain names inside the run's artifacts/ folder.
 fn index_artifacts(index: &mut HashMap<String, (String, String)>, run_id: &str, result: &Value) {
-    let Some(list) = result.get("artifacts").and_then(Value::as_array) else { return };
+    let Some(list) = result.get("artifacts").and_then(Value::as_array) else {
+        return;
+    };
     for a in list {
-        let (Some(aid), Some(file)) = (a.get("id").and_then(Value::as_str), a.get("file_name").and_then(Value::as_str)) else { continue };
-        let plain = |s: &str| !s.is_empty() && s.len() <= 128 && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        let (Some(aid), Some(file)) = (
+            a.get("id").and_then(Value::as_str),
+            a.get("file_name").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 128
+                && s != "."
+                && s != ".."
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        };
         if plain(aid) && plain(file) && !file.starts_with('.') {
             index.insert(aid.to_string(), (run_id.to_string(), file.to_string()));
         }
@@ -450,7 +899,13 @@ fn unused_budget(budgets: &Value) -> Value {
 
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
 /// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null.
-fn seal_values(meta: &RunMeta, events: &[Value], status: &str, stop_reason: &str, error: Option<(&str, String)>) -> (Value, Value) {
+fn seal_values(
+    meta: &RunMeta,
+    events: &[Value],
+    status: &str,
+    stop_reason: &str,
+    error: Option<(&str, String)>,
+) -> (Value, Value) {
     let id = meta.id.as_str();
     let last = events.last();
     let seq = events.len() as u64 + 1;

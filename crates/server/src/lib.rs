@@ -26,7 +26,7 @@ use std::time::Instant;
 pub use engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
 pub use error::{ApiError, FieldError};
 pub use jobs::{Jobs, JobsConfig, RecoveryReport};
-pub use model::{BackendError, ModelBackend, Mode, UnavailableBackend};
+pub use model::{BackendError, InspectScope, Mode, ModelBackend, OutsideScope, UnavailableBackend};
 pub use models::ModelEntry;
 
 /// Largest request body accepted (413 above).
@@ -51,6 +51,8 @@ pub struct ServerConfig {
     pub allow_remote: bool,
     /// Origins allowed to call the API cross-origin (exact `scheme://host[:port]` strings).
     pub allowed_origins: Vec<String>,
+    /// What `POST /models/inspect` may read (default: `<root>/models`, no extra files).
+    pub inspect_scope: InspectScope,
     pub jobs: JobsConfig,
 }
 
@@ -62,6 +64,10 @@ impl ServerConfig {
             tasks_dir: root.join("fixtures").join("tasks"),
             knowledge_dir: root.join("knowledge"),
             example_root: root.clone(),
+            inspect_scope: InspectScope {
+                models_dir: root.join("models"),
+                files: Vec::new(),
+            },
             root,
             enable_test_policies: false,
             allow_remote: false,
@@ -94,8 +100,28 @@ impl Service {
     }
 
     /// Same, with any executor (tests use this to hold a run in `running`).
-    pub fn start_with_executor(mut config: ServerConfig, backend: Arc<dyn ModelBackend>, executor: Arc<dyn Executor>) -> Result<Service, ApiError> {
-        let store = store::RunStore::open(&config.runs_dir).map_err(|e| ApiError::internal(e.to_string()))?;
+    pub fn start_with_executor(
+        config: ServerConfig,
+        backend: Arc<dyn ModelBackend>,
+        executor: Arc<dyn Executor>,
+    ) -> Result<Service, ApiError> {
+        Self::start_with(config, backend, executor, Arc::new(store::DiskIo))
+    }
+
+    /// Same, writing the run store through `io` (tests inject crashes and disk errors at this seam).
+    /// Refuses with 409 `runs_dir_locked` when another server holds the runs directory.
+    pub fn start_with(
+        mut config: ServerConfig,
+        backend: Arc<dyn ModelBackend>,
+        executor: Arc<dyn Executor>,
+        io: Arc<dyn store::StoreIo>,
+    ) -> Result<Service, ApiError> {
+        let store = store::RunStore::open_with(&config.runs_dir, io).map_err(|e| match e {
+            store::StoreError::Locked { .. } => {
+                ApiError::new(409, "runs_dir_locked", e.to_string())
+            }
+            other => ApiError::new(503, "store_unavailable", other.to_string()),
+        })?;
         for dir in [&config.root, &config.runs_dir, &config.example_root] {
             let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
             for d in [abs, dir.clone()] {
@@ -106,10 +132,19 @@ impl Service {
             }
         }
         // Longest first, so a nested directory is rewritten before its parent.
-        config.jobs.redact_roots.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        config
+            .jobs
+            .redact_roots
+            .sort_by_key(|s| std::cmp::Reverse(s.len()));
         let (jobs, recovery) = Jobs::start(store, executor, config.jobs.clone())?;
         let example = example::ExamplePackage::new(config.example_root.clone());
-        let state = Arc::new(AppState { config, jobs, backend, example, started: Instant::now() });
+        let state = Arc::new(AppState {
+            config,
+            jobs,
+            backend,
+            example,
+            started: Instant::now(),
+        });
         Ok(Service { state, recovery })
     }
 
@@ -118,15 +153,24 @@ impl Service {
     }
 
     /// Serve on an already-bound listener until `shutdown` resolves; then stop the worker.
-    pub async fn serve(self, listener: tokio::net::TcpListener, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let app = self.router();
         let jobs = self.state.jobs.clone();
-        let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+        let result = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
         // Cancel the running run and give it a moment to seal itself; if it cannot, the next start-up
         // seals it as interrupted.
         jobs.shutdown();
         let waiter = jobs.clone();
-        let _ = tokio::task::spawn_blocking(move || waiter.wait_idle(std::time::Duration::from_secs(10))).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            waiter.wait_idle(std::time::Duration::from_secs(10))
+        })
+        .await;
         result
     }
 }
@@ -134,7 +178,10 @@ impl Service {
 /// True for addresses a `--host` may name without `--allow-remote`.
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost") || h.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
 }
 
 /// Parse `--host`/`--port` into an address, refusing a non-loopback host unless `allow_remote`.
@@ -142,7 +189,10 @@ pub fn bind_address(host: &str, port: u16, allow_remote: bool) -> Result<SocketA
     let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
         IpAddr::from([127, 0, 0, 1])
     } else {
-        host.trim_start_matches('[').trim_end_matches(']').parse().map_err(|e| format!("--host {host:?} is not an IP address: {e}"))?
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .map_err(|e| format!("--host {host:?} is not an IP address: {e}"))?
     };
     if !ip.is_loopback() && !allow_remote {
         return Err(format!(
@@ -158,19 +208,38 @@ mod tests {
 
     #[test]
     fn bind_refuses_non_loopback_hosts_unless_allowed() {
-        assert_eq!(bind_address("127.0.0.1", 4890, false).unwrap().to_string(), "127.0.0.1:4890");
-        assert_eq!(bind_address("localhost", 1, false).unwrap().to_string(), "127.0.0.1:1");
-        assert_eq!(bind_address("::1", 2, false).unwrap().to_string(), "[::1]:2");
+        assert_eq!(
+            bind_address("127.0.0.1", 4890, false).unwrap().to_string(),
+            "127.0.0.1:4890"
+        );
+        assert_eq!(
+            bind_address("localhost", 1, false).unwrap().to_string(),
+            "127.0.0.1:1"
+        );
+        assert_eq!(
+            bind_address("::1", 2, false).unwrap().to_string(),
+            "[::1]:2"
+        );
         let err = bind_address("0.0.0.0", 4890, false).unwrap_err();
         assert!(err.contains("--allow-remote"), "{err}");
         assert!(bind_address("192.168.1.9", 4890, false).is_err());
         assert!(bind_address("0.0.0.0", 4890, true).is_ok());
-        assert!(bind_address("example.org", 4890, true).is_err(), "names other than localhost are not resolved");
+        assert!(
+            bind_address("example.org", 4890, true).is_err(),
+            "names other than localhost are not resolved"
+        );
     }
 
     #[test]
     fn loopback_host_names() {
-        for h in ["localhost", "127.0.0.1", "127.9.9.9", "::1", "[::1]", "LocalHost"] {
+        for h in [
+            "localhost",
+            "127.0.0.1",
+            "127.9.9.9",
+            "::1",
+            "[::1]",
+            "LocalHost",
+        ] {
             assert!(is_loopback_host(h), "{h}");
         }
         for h in ["", "0.0.0.0", "10.0.0.1", "localhost.evil", "::", "evil"] {

@@ -4,6 +4,8 @@
 //! production). A backend that cannot provide a model says so with `model_unavailable`; nothing here
 //! makes up a decision.
 
+use std::path::{Path, PathBuf};
+
 use runtime::policy::{Policy, PolicyError};
 use serde_json::Value;
 
@@ -43,7 +45,10 @@ pub struct BackendError {
 
 impl BackendError {
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self { code: "model_unavailable", message: message.into() }
+        Self {
+            code: "model_unavailable",
+            message: message.into(),
+        }
     }
 }
 
@@ -110,5 +115,116 @@ impl Policy for FailingPolicy {
         _control: &runtime::policy::RunControl,
     ) -> Result<runtime::policy::PolicyOutput, PolicyError> {
         Err(self.0.clone())
+    }
+}
+
+/// Where `POST /models/inspect` may read: the models directory and the files named on the command line
+/// (`--gguf`). Anything else on the machine is refused before a byte of it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectScope {
+    pub models_dir: PathBuf,
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{requested:?} is outside the models directory and the files given on the command line (--gguf); inspection reads nothing else"
+)]
+pub struct OutsideScope {
+    /// The path as the caller sent it.
+    pub requested: String,
+}
+
+impl InspectScope {
+    /// Resolve a requested path (relative to `root`, as runs resolve model paths) to the canonical file
+    /// it names, symlinks followed, and accept it only inside the scope. A missing file inside the models
+    /// directory is accepted, so the backend can answer "file not found" for it.
+    pub fn resolve(&self, root: &Path, requested: &str) -> Result<PathBuf, OutsideScope> {
+        let outside = || OutsideScope {
+            requested: requested.to_string(),
+        };
+        let path = Path::new(requested);
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            root.join(path)
+        };
+        let canonical = match std::fs::canonicalize(&joined) {
+            Ok(c) => c,
+            Err(_) => {
+                let name = joined.file_name().ok_or_else(outside)?;
+                let parent = joined.parent().ok_or_else(outside)?;
+                std::fs::canonicalize(parent)
+                    .map_err(|_| outside())?
+                    .join(name)
+            }
+        };
+        let in_models = std::fs::canonicalize(&self.models_dir)
+            .is_ok_and(|dir| canonical.starts_with(&dir) && canonical != dir);
+        let named = self
+            .files
+            .iter()
+            .any(|f| std::fs::canonicalize(f).is_ok_and(|f| f == canonical));
+        if in_models || named {
+            Ok(canonical)
+        } else {
+            Err(outside())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inspection_scope_is_the_models_directory_and_named_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("models")).unwrap();
+        std::fs::write(root.join("models/a.gguf"), b"x").unwrap();
+        std::fs::write(root.join("elsewhere.gguf"), b"x").unwrap();
+        std::fs::write(root.join("named.gguf"), b"x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("models/link.gguf")).unwrap();
+        let scope = InspectScope {
+            models_dir: root.join("models"),
+            files: vec![root.join("named.gguf")],
+        };
+        assert_eq!(
+            scope.resolve(&root, "models/a.gguf").unwrap(),
+            root.join("models/a.gguf")
+        );
+        assert_eq!(
+            scope
+                .resolve(&root, root.join("models/a.gguf").to_str().unwrap())
+                .unwrap(),
+            root.join("models/a.gguf")
+        );
+        assert_eq!(
+            scope.resolve(&root, "models/absent.gguf").unwrap(),
+            root.join("models/absent.gguf")
+        );
+        assert_eq!(
+            scope.resolve(&root, "named.gguf").unwrap(),
+            root.join("named.gguf")
+        );
+        for bad in [
+            "/etc/passwd",
+            "elsewhere.gguf",
+            "models/../elsewhere.gguf",
+            "models/link.gguf",
+            "models",
+            "models/..",
+            "/",
+            "nowhere/x.gguf",
+        ] {
+            assert_eq!(
+                scope.resolve(&root, bad),
+                Err(OutsideScope {
+                    requested: bad.into()
+                }),
+                "{bad}"
+            );
+        }
     }
 }

@@ -26,7 +26,12 @@ async fn status_reports_version_queue_model_and_uptime() {
     assert_eq!(v["queue"]["capacity"], 8);
     assert_eq!(v["model"]["available"], false);
     assert!(v["uptime_s"].is_u64());
-    assert!(v["capabilities"].as_array().unwrap().contains(&json!("agent")));
+    assert!(
+        v["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("agent"))
+    );
     assert_eq!(r.headers[header::CACHE_CONTROL], "no-store");
 }
 
@@ -37,7 +42,12 @@ async fn openapi_document_is_served_and_names_every_route() {
     assert_eq!(r.status, StatusCode::OK);
     let v = r.json();
     assert!(v["openapi"].as_str().unwrap().starts_with("3."));
-    let paths: Vec<&str> = v["paths"].as_object().unwrap().keys().map(String::as_str).collect();
+    let paths: Vec<&str> = v["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     for p in [
         "/status", "/agent/schema", "/agent/tasks", "/agent/models", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
         "/agent/runs/{id}/cancel", "/agent/runs/{id}/trace", "/artifacts/{id}", "/example/manifest",
@@ -53,7 +63,10 @@ async fn openapi_document_is_served_and_names_every_route() {
         assert_eq!(props[field]["maximum"], max, "{field}");
         assert_eq!(props[field]["default"], defaults[field], "{field}");
     }
-    assert_eq!(props.as_object().unwrap().len(), runtime::Budgets::RANGES.len());
+    assert_eq!(
+        props.as_object().unwrap().len(),
+        runtime::Budgets::RANGES.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,7 +74,10 @@ async fn agent_schema_is_the_runtimes_own() {
     let h = harness(Options::default());
     let v = send(&h.router, get("/agent/schema")).await.json();
     assert_eq!(&v["decision"], runtime::decision::decision_schema());
-    assert_eq!(&v["tool_registry"], runtime::registry::ToolRegistry::builtin().as_json());
+    assert_eq!(
+        &v["tool_registry"],
+        runtime::registry::ToolRegistry::builtin().as_json()
+    );
     assert_eq!(v["budgets"]["defaults"]["max_steps"], 12);
     assert_eq!(v["budgets"]["defaults"]["max_tool_calls"], 10);
     assert_eq!(v["budgets"]["defaults"]["wall_clock_s"], 300);
@@ -76,12 +92,117 @@ async fn model_inspect_without_a_model_is_model_unavailable_and_unload_is_harmle
     let r = send(&h.router, post_empty("/models/inspect")).await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
     let r = send(&h.router, post_json("/models/inspect", &json!({"path": 7}))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_request".into()));
-    let r = send(&h.router, post_json("/models/inspect", &json!({"model": "x"}))).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_request".into())
+    );
+    let r = send(
+        &h.router,
+        post_json("/models/inspect", &json!({"model": "x"})),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.json()["fields"][0]["field"], "model");
     let r = send(&h.router, post_empty("/models/unload")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+}
+
+/// A backend that records which paths it was asked to inspect (it never opens them).
+struct RecordingBackend(std::sync::Mutex<Vec<Option<String>>>);
+
+impl forge_server::ModelBackend for RecordingBackend {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, forge_server::BackendError> {
+        self.0.lock().unwrap().push(path.map(str::to_owned));
+        Ok(
+            json!({ "file_name": path.and_then(|p| std::path::Path::new(p).file_name()).map(|n| n.to_string_lossy().into_owned()) }),
+        )
+    }
+    fn unload(&self) -> Result<Value, forge_server::BackendError> {
+        Ok(json!({}))
+    }
+    fn cache_state(&self) -> Value {
+        json!({})
+    }
+    fn policy(
+        &self,
+        _m: forge_server::Mode,
+        _t: f32,
+    ) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
+        Err(runtime::policy::PolicyError::ModelUnavailable(
+            "recording backend".into(),
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_inspect_reads_only_the_models_directory_and_named_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("models")).unwrap();
+    std::fs::write(base.join("models/in.gguf"), b"GGUF").unwrap();
+    std::fs::write(base.join("named.gguf"), b"GGUF").unwrap();
+    std::fs::write(base.join("secret.txt"), b"root:x:0:0").unwrap();
+    std::os::unix::fs::symlink(base.join("secret.txt"), base.join("models/link.gguf")).unwrap();
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = base.join(".runs");
+    config.inspect_scope = forge_server::InspectScope {
+        models_dir: base.join("models"),
+        files: vec![base.join("named.gguf")],
+    };
+    let backend = std::sync::Arc::new(RecordingBackend(Default::default()));
+    let service = forge_server::Service::start(config, backend.clone()).unwrap();
+    let router = service.router();
+    let inspect = |p: &str| post_json("/models/inspect", &json!({ "path": p }));
+
+    for allowed in [
+        base.join("models/in.gguf"),
+        base.join("named.gguf"),
+        base.join("models/absent.gguf"),
+    ] {
+        let r = send(&router, inspect(allowed.to_str().unwrap())).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    }
+    let r = send(&router, post_json("/models/inspect", &json!({}))).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "no path means the configured default model"
+    );
+    let forbidden = [
+        "/etc/passwd".to_string(),
+        base.join("secret.txt").display().to_string(),
+        base.join("models/../secret.txt").display().to_string(),
+        base.join("models/link.gguf").display().to_string(),
+        "../../../../../../etc/passwd".to_string(),
+        "Cargo.toml".to_string(),
+    ];
+    for p in &forbidden {
+        let r = send(&router, inspect(p)).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "path_not_allowed".to_string()),
+            "{p}: {}",
+            r.text()
+        );
+        assert!(
+            r.json()["message"].as_str().unwrap().contains("--gguf"),
+            "{}",
+            r.text()
+        );
+        assert!(!r.text().contains("root:x"), "{}", r.text());
+    }
+    let seen = backend.0.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            Some(base.join("models/in.gguf").display().to_string()),
+            Some(base.join("named.gguf").display().to_string()),
+            Some(base.join("models/absent.gguf").display().to_string()),
+            None,
+        ],
+        "refused paths never reach the backend"
+    );
+    service.state.jobs.shutdown();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,34 +222,65 @@ async fn scripted_happy_run_completes_with_metrics_chart_and_redacted_trace() {
     assert_eq!(done["request"]["policy"], "scripted:fixtures/happy.json");
 
     // The chart: a real PNG served by artifact id.
-    let art = result["artifacts"][0]["id"].as_str().expect("an artifact id").to_string();
+    let art = result["artifacts"][0]["id"]
+        .as_str()
+        .expect("an artifact id")
+        .to_string();
     let r = send(&h.router, get(&format!("/artifacts/{art}"))).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.headers[header::CONTENT_TYPE], "image/png");
     assert!(r.bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
-    assert_eq!(r.bytes.len() as u64, result["artifacts"][0]["bytes"].as_u64().unwrap());
+    assert_eq!(
+        r.bytes.len() as u64,
+        result["artifacts"][0]["bytes"].as_u64().unwrap()
+    );
 
     // Persisted: events.jsonl has the same events, result.json the same result.
     let dir = h.runs.path().join(".runs").join(&id);
-    let lines: Vec<Value> = std::fs::read_to_string(dir.join("events.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(&lines, events);
-    let on_disk: Value = serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
+    let on_disk: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap();
     assert_eq!(&on_disk, result);
 
     // The export: attachment, same events, no reasoning keys, no raw text, no absolute paths.
     let r = send(&h.router, get(&format!("/agent/runs/{id}/trace"))).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(r.headers[header::CONTENT_DISPOSITION].to_str().unwrap().starts_with("attachment"));
+    assert!(
+        r.headers[header::CONTENT_DISPOSITION]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
     let trace = r.json();
     assert_eq!(trace["events"].as_array().unwrap().len(), events.len());
     let text = r.text();
-    for forbidden in ["\"reasoning\"", "\"thought\"", "\"analysis\"", "\"raw_text\"", "\"chain_of_thought\""] {
+    for forbidden in [
+        "\"reasoning\"",
+        "\"thought\"",
+        "\"analysis\"",
+        "\"raw_text\"",
+        "\"chain_of_thought\"",
+    ] {
         assert!(!text.contains(forbidden), "trace contains {forbidden}");
     }
     let root = project_root().display().to_string();
-    assert!(!text.contains(&root), "trace contains the project root path");
-    assert!(!text.contains(&h.runs.path().display().to_string()), "trace contains the runs path");
-    assert!(!text.contains("/tmp/"), "trace contains an absolute temp path");
+    assert!(
+        !text.contains(&root),
+        "trace contains the project root path"
+    );
+    assert!(
+        !text.contains(&h.runs.path().display().to_string()),
+        "trace contains the runs path"
+    );
+    assert!(
+        !text.contains("/tmp/"),
+        "trace contains an absolute temp path"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,19 +291,33 @@ async fn run_list_is_newest_first() {
     let b = start_run(&h.router, happy()).await;
     wait_terminal(&h.router, &b).await;
     let v = send(&h.router, get("/agent/runs")).await.json();
-    let ids: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec![b.as_str(), a.as_str()]);
     assert_eq!(v["runs"][0]["status"], "completed");
     assert_eq!(v["runs"][0]["stop_reason"], "completed");
     let r = send(&h.router, get("/agent/runs?limit=0")).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_query".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_query".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripted_policy_is_refused_unless_enabled() {
-    let h = harness(Options { test_policies: false, ..Default::default() });
+    let h = harness(Options {
+        test_policies: false,
+        ..Default::default()
+    });
     let r = send(&h.router, post_json("/agent/runs", &happy())).await;
-    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "test_policies_disabled".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::FORBIDDEN, "test_policies_disabled".into())
+    );
     assert_eq!(send(&h.router, get("/agent/runs")).await.json()["total"], 0);
 }
 
@@ -159,10 +325,20 @@ async fn scripted_policy_is_refused_unless_enabled() {
 async fn scripted_fixture_paths_cannot_escape() {
     let h = harness(Options::default());
     for bad in [
-        "scripted:../Cargo.toml", "scripted:/etc/passwd", "scripted:fixtures/../Cargo.toml", "scripted:fixtures/nope.json",
-        "scripted:fixtures/tasks/agent_eval_mini/task.toml", "scripted:Cargo.toml", "scripted:fixtures/%2e%2e/x.json", "scripted:",
+        "scripted:../Cargo.toml",
+        "scripted:/etc/passwd",
+        "scripted:fixtures/../Cargo.toml",
+        "scripted:fixtures/nope.json",
+        "scripted:fixtures/tasks/agent_eval_mini/task.toml",
+        "scripted:Cargo.toml",
+        "scripted:fixtures/%2e%2e/x.json",
+        "scripted:",
     ] {
-        let r = send(&h.router, post_json("/agent/runs", &json!({ "policy": bad }))).await;
+        let r = send(
+            &h.router,
+            post_json("/agent/runs", &json!({ "policy": bad })),
+        )
+        .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {}", r.text());
         assert_eq!(r.json()["fields"][0]["field"], "policy", "{bad}");
     }
@@ -173,17 +349,29 @@ async fn oversized_bodies_are_refused_with_413() {
     let h = harness(Options::default());
     let big = json!({ "task": "x".repeat(300 * 1024) });
     let r = send(&h.router, post_json("/agent/runs", &big)).await;
-    assert_eq!((r.status, r.code()), (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large".into())
+    );
     // Without a Content-Length (a streamed body): the reader stops at the limit.
-    let chunks = (0..40).map(|_| axum::body::Bytes::from(vec![b' '; 8 * 1024])).collect();
+    let chunks = (0..40)
+        .map(|_| axum::body::Bytes::from(vec![b' '; 8 * 1024]))
+        .collect();
     let req = Request::post("/agent/runs")
         .header(header::HOST, HOST)
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::new(Chunked(chunks)))
         .unwrap();
     let r = send(&h.router, req).await;
-    assert_eq!((r.status, r.code()), (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large".into()));
-    let r = send(&h.router, post_json("/models/inspect", &json!({"path": "y".repeat(257 * 1024)}))).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "body_too_large".into())
+    );
+    let r = send(
+        &h.router,
+        post_json("/models/inspect", &json!({"path": "y".repeat(257 * 1024)})),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
 }
 
@@ -204,13 +392,24 @@ impl http_body::Body for Chunked {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_content_type_is_415_and_bad_json_is_400() {
     let h = harness(Options::default());
-    for ctype in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+    for ctype in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
         let mut b = Request::post("/agent/runs").header(header::HOST, HOST);
         if let Some(c) = ctype {
             b = b.header(header::CONTENT_TYPE, c);
         }
         let r = send(&h.router, b.body(Body::from("{}")).unwrap()).await;
-        assert_eq!((r.status, r.code()), (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type".into()), "{ctype:?}");
+        assert_eq!(
+            (r.status, r.code()),
+            (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type".into()
+            ),
+            "{ctype:?}"
+        );
     }
     let ok_ctype = Request::post("/agent/runs")
         .header(header::HOST, HOST)
@@ -218,9 +417,15 @@ async fn wrong_content_type_is_415_and_bad_json_is_400() {
         .body(Body::from("{\"task\": "))
         .unwrap();
     let r = send(&h.router, ok_ctype).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_json".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_json".into())
+    );
     let r = send(&h.router, post_json("/agent/runs", &json!([1, 2]))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_request".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_request".into())
+    );
     let r = send(&h.router, post_empty("/agent/runs")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
@@ -233,59 +438,138 @@ async fn bad_budgets_mode_temperature_and_task_get_field_errors() {
         "mode": "fast", "temperature": 5, "task": "../etc", "colour": "red"
     });
     let r = send(&h.router, post_json("/agent/runs", &body)).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_request".into()));
-    let mut fields: Vec<String> = r.json()["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_request".into())
+    );
+    let mut fields: Vec<String> = r.json()["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_string())
+        .collect();
     fields.sort();
     assert_eq!(
         fields,
         vec![
-            "budgets.max_cookies", "budgets.max_retries", "budgets.max_steps", "budgets.repeated_action_limit",
-            "budgets.wall_clock_s", "colour", "mode", "task", "temperature",
+            "budgets.max_cookies",
+            "budgets.max_retries",
+            "budgets.max_steps",
+            "budgets.repeated_action_limit",
+            "budgets.wall_clock_s",
+            "colour",
+            "mode",
+            "task",
+            "temperature",
         ]
     );
     // Field messages name the allowed range.
     let msg = r.json()["message"].as_str().unwrap().to_string();
-    assert!(msg.contains("budgets.max_retries: must be between 0 and 3, got 9"), "{msg}");
+    assert!(
+        msg.contains("budgets.max_retries: must be between 0 and 3, got 9"),
+        "{msg}"
+    );
     for task in ["nope", "Agent", "", "a/b"] {
-        let r = send(&h.router, post_json("/agent/runs", &json!({ "task": task }))).await;
+        let r = send(
+            &h.router,
+            post_json("/agent/runs", &json!({ "task": task })),
+        )
+        .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{task}");
     }
-    let r = send(&h.router, post_json("/agent/runs", &json!({ "budgets": [] }))).await;
+    let r = send(
+        &h.router,
+        post_json("/agent/runs", &json!({ "budgets": [] })),
+    )
+    .await;
     assert_eq!(r.json()["fields"][0]["field"], "budgets");
-    assert_eq!(send(&h.router, get("/agent/runs")).await.json()["total"], 0, "nothing was queued");
+    assert_eq!(
+        send(&h.router, get("/agent/runs")).await.json()["total"],
+        0,
+        "nothing was queued"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_runs_and_artifacts_are_404() {
     let h = harness(Options::default());
     for uri in [
-        "/agent/runs/run-1-deadbeef", "/agent/runs/run-1-deadbeef/trace", "/agent/runs/..%2F..%2Fetc", "/agent/runs/RUN-1",
-        "/artifacts/art-0000", "/artifacts/..%2F..%2FCargo.toml", "/artifacts/%2Fetc%2Fpasswd", "/nope",
+        "/agent/runs/run-1-deadbeef",
+        "/agent/runs/run-1-deadbeef/trace",
+        "/agent/runs/..%2F..%2Fetc",
+        "/agent/runs/RUN-1",
+        "/artifacts/art-0000",
+        "/artifacts/..%2F..%2FCargo.toml",
+        "/artifacts/%2Fetc%2Fpasswd",
+        "/nope",
     ] {
         let r = send(&h.router, get(uri)).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{uri}: {}", r.text());
         r.code();
     }
     let r = send(&h.router, post_empty("/agent/runs/run-1-deadbeef/cancel")).await;
-    assert_eq!((r.status, r.code()), (StatusCode::NOT_FOUND, "run_not_found".into()));
-    let r = send(&h.router, Request::delete("/status").header(header::HOST, HOST).body(Body::empty()).unwrap()).await;
-    assert_eq!((r.status, r.code()), (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "run_not_found".into())
+    );
+    let r = send(
+        &h.router,
+        Request::delete("/status")
+            .header(header::HOST, HOST)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed".into())
+    );
     let r = send(&h.router, get("/agent/runs/run-1-deadbeef?after_seq=-1")).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_query".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_query".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn non_loopback_host_is_refused() {
     let h = harness(Options::default());
-    for host in ["evil.example", "evil.example:4890", "192.168.1.5:4890", "127.0.0.1.evil.example", "localhost.evil:4890", "0.0.0.0:4890"] {
-        let req = Request::get("/status").header(header::HOST, host).body(Body::empty()).unwrap();
+    for host in [
+        "evil.example",
+        "evil.example:4890",
+        "192.168.1.5:4890",
+        "127.0.0.1.evil.example",
+        "localhost.evil:4890",
+        "0.0.0.0:4890",
+    ] {
+        let req = Request::get("/status")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
         let r = send(&h.router, req).await;
-        assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "host_not_allowed".into()), "{host}");
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "host_not_allowed".into()),
+            "{host}"
+        );
     }
-    let r = send(&h.router, Request::get("/status").body(Body::empty()).unwrap()).await;
+    let r = send(
+        &h.router,
+        Request::get("/status").body(Body::empty()).unwrap(),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "no Host header");
-    for host in ["localhost:4890", "127.0.0.1", "[::1]:4890", "127.0.0.2:80", "LOCALHOST"] {
-        let req = Request::get("/status").header(header::HOST, host).body(Body::empty()).unwrap();
+    for host in [
+        "localhost:4890",
+        "127.0.0.1",
+        "[::1]:4890",
+        "127.0.0.2:80",
+        "LOCALHOST",
+    ] {
+        let req = Request::get("/status")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
         assert_eq!(send(&h.router, req).await.status, StatusCode::OK, "{host}");
     }
 }
@@ -301,20 +585,43 @@ async fn cross_origin_requests_are_refused_unless_allowed() {
             .body(Body::from("{\"task\": \"nope\"}"))
             .unwrap()
     };
-    for origin in ["https://evil.example", "http://localhost:4890", "null", "http://127.0.0.1:9999"] {
+    for origin in [
+        "https://evil.example",
+        "http://localhost:4890",
+        "null",
+        "http://127.0.0.1:9999",
+    ] {
         let r = send(&h.router, with_origin(origin)).await;
-        assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "cross_origin".into()), "{origin}");
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "cross_origin".into()),
+            "{origin}"
+        );
     }
-    let r = send(&h.router, Request::get("/status").header(header::HOST, HOST).header("sec-fetch-site", "cross-site").body(Body::empty()).unwrap()).await;
+    let r = send(
+        &h.router,
+        Request::get("/status")
+            .header(header::HOST, HOST)
+            .header("sec-fetch-site", "cross-site")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     // Same origin passes the guard (and then fails validation on the bad task, proving it got through).
     let r = send(&h.router, with_origin("http://127.0.0.1:4890")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
-    let h = harness(Options { allowed_origins: vec!["https://course.example".into()], ..Default::default() });
+    let h = harness(Options {
+        allowed_origins: vec!["https://course.example".into()],
+        ..Default::default()
+    });
     let r = send(&h.router, with_origin("https://course.example")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "https://course.example");
+    assert_eq!(
+        r.headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://course.example"
+    );
     let pre = Request::options("/agent/runs")
         .header(header::HOST, HOST)
         .header(header::ORIGIN, "https://course.example")
@@ -323,19 +630,34 @@ async fn cross_origin_requests_are_refused_unless_allowed() {
         .unwrap();
     let r = send(&h.router, pre).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
-    assert_eq!(r.headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "https://course.example");
-    assert_eq!(send(&h.router, with_origin("https://other.example")).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        r.headers[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://course.example"
+    );
+    assert_eq!(
+        send(&h.router, with_origin("https://other.example"))
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_full_is_429_and_cancel_queued_and_running() {
-    let h = harness(Options { hold: true, queue_capacity: 2, ..Default::default() });
+    let h = harness(Options {
+        hold: true,
+        queue_capacity: 2,
+        ..Default::default()
+    });
     let running = start_run(&h.router, json!({})).await;
     wait_status(&h.router, &running, "running").await;
     let q1 = start_run(&h.router, json!({})).await;
     let q2 = start_run(&h.router, json!({})).await;
     let r = send(&h.router, post_json("/agent/runs", &json!({}))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "queue_full".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "queue_full".into())
+    );
     let st = send(&h.router, get("/status")).await.json();
     assert_eq!(st["queue"]["length"], 2);
     assert_eq!(st["queue"]["running"], running.as_str());
@@ -352,19 +674,33 @@ async fn queue_full_is_429_and_cancel_queued_and_running() {
     assert_eq!(snapshot(&h.router, &q2, 0).await["queue_position"], 1);
 
     // Cancel the running run: the runtime stops and returns its own full result.
-    let r = send(&h.router, post_json(&format!("/agent/runs/{running}/cancel"), &json!({}))).await;
+    let r = send(
+        &h.router,
+        post_json(&format!("/agent/runs/{running}/cancel"), &json!({})),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::OK);
     let s = wait_terminal(&h.router, &running).await;
     assert_eq!(s["status"], "cancelled", "{s}");
     assert_eq!(s["result"]["stop_reason"], "cancelled");
     let events = s["events"].as_array().unwrap();
     assert_contiguous(events);
-    assert!(events.iter().any(|e| e["phase"] == "run.started"), "the runtime, not the server, ran this one");
+    assert!(
+        events.iter().any(|e| e["phase"] == "run.started"),
+        "the runtime, not the server, ran this one"
+    );
     assert_ne!(events.last().unwrap()["data"]["sealed_by"], "server");
 
     // A finished run cannot be cancelled again.
-    let r = send(&h.router, post_empty(&format!("/agent/runs/{running}/cancel"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "run_finished".into()));
+    let r = send(
+        &h.router,
+        post_empty(&format!("/agent/runs/{running}/cancel")),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "run_finished".into())
+    );
     // The next queued one runs now.
     wait_status(&h.router, &q2, "running").await;
     send(&h.router, post_empty(&format!("/agent/runs/{q2}/cancel"))).await;
@@ -385,7 +721,11 @@ async fn a_model_run_without_a_model_fails_model_unavailable_through_the_runtime
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_seq_polling_has_no_gaps_and_no_duplicates() {
     let h = harness(Options::default());
-    let id = start_run(&h.router, json!({"policy": "scripted:crates/server/tests/fixtures/paced_happy.json"})).await;
+    let id = start_run(
+        &h.router,
+        json!({"policy": "scripted:crates/server/tests/fixtures/paced_happy.json"}),
+    )
+    .await;
     let mut seen: Vec<Value> = Vec::new();
     let mut polls = 0;
     loop {
@@ -393,7 +733,10 @@ async fn after_seq_polling_has_no_gaps_and_no_duplicates() {
         let s = snapshot(&h.router, &id, after).await;
         polls += 1;
         for e in s["events"].as_array().unwrap() {
-            assert!(e["seq"].as_u64().unwrap() > after, "event at or before after_seq={after}");
+            assert!(
+                e["seq"].as_u64().unwrap() > after,
+                "event at or before after_seq={after}"
+            );
             seen.push(e.clone());
         }
         if s["terminal"] == true && seen.len() as u64 == s["last_seq"].as_u64().unwrap() {
@@ -401,7 +744,10 @@ async fn after_seq_polling_has_no_gaps_and_no_duplicates() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(15)).await;
     }
-    assert!(polls > 3, "the run should have been observed while running ({polls} polls)");
+    assert!(
+        polls > 3,
+        "the run should have been observed while running ({polls} polls)"
+    );
     assert_contiguous(&seen);
     let full = snapshot(&h.router, &id, 0).await;
     assert_eq!(full["events"].as_array().unwrap(), &seen);
@@ -415,7 +761,11 @@ async fn after_seq_polling_has_no_gaps_and_no_duplicates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_pollers_see_the_same_ordered_events() {
     let h = harness(Options::default());
-    let id = start_run(&h.router, json!({"policy": "scripted:crates/server/tests/fixtures/paced_happy.json"})).await;
+    let id = start_run(
+        &h.router,
+        json!({"policy": "scripted:crates/server/tests/fixtures/paced_happy.json"}),
+    )
+    .await;
     let mut tasks = Vec::new();
     for i in 0..50u64 {
         let router = h.router.clone();
@@ -437,7 +787,10 @@ async fn fifty_concurrent_pollers_see_the_same_ordered_events() {
     for t in tasks {
         all.push(t.await.unwrap());
     }
-    let reference = snapshot(&h.router, &id, 0).await["events"].as_array().unwrap().clone();
+    let reference = snapshot(&h.router, &id, 0).await["events"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_contiguous(&reference);
     for (i, seen) in all.iter().enumerate() {
         assert_eq!(seen, &reference, "poller {i} saw a different sequence");
@@ -449,12 +802,18 @@ async fn history_survives_a_restart() {
     let runs = tempfile::tempdir().unwrap();
     let dir = runs.path().join(".runs");
     let (id, before) = {
-        let h = harness(Options { runs_dir: Some(dir.clone()), ..Default::default() });
+        let h = harness(Options {
+            runs_dir: Some(dir.clone()),
+            ..Default::default()
+        });
         let id = start_run(&h.router, happy()).await;
         let s = wait_terminal(&h.router, &id).await;
         (id, s)
     };
-    let h = harness(Options { runs_dir: Some(dir.clone()), ..Default::default() });
+    let h = harness(Options {
+        runs_dir: Some(dir.clone()),
+        ..Default::default()
+    });
     assert_eq!(h.service.recovery.loaded, 1);
     assert!(h.service.recovery.interrupted.is_empty());
     let after = snapshot(&h.router, &id, 0).await;
@@ -462,7 +821,13 @@ async fn history_survives_a_restart() {
     assert_eq!(after["result"], before["result"]);
     assert_eq!(after["status"], "completed");
     let art = after["result"]["artifacts"][0]["id"].as_str().unwrap();
-    assert_eq!(send(&h.router, get(&format!("/artifacts/{art}"))).await.status, StatusCode::OK, "artifacts reload too");
+    assert_eq!(
+        send(&h.router, get(&format!("/artifacts/{art}")))
+            .await
+            .status,
+        StatusCode::OK,
+        "artifacts reload too"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -470,13 +835,26 @@ async fn a_run_that_was_running_when_the_process_died_is_sealed_interrupted() {
     let runs = tempfile::tempdir().unwrap();
     let dir = runs.path().join(".runs");
     // Process A holds a run in `running` (its files say so) ...
-    let a = harness(Options { runs_dir: Some(dir.clone()), hold: true, ..Default::default() });
+    let a = harness(Options {
+        runs_dir: Some(dir.clone()),
+        hold: true,
+        ..Default::default()
+    });
     let id = start_run(&a.router, json!({})).await;
     let queued = start_run(&a.router, json!({})).await;
     wait_status(&a.router, &id, "running").await;
-    let seen_before = snapshot(&a.router, &id, 0).await["events"].as_array().unwrap().len();
-    // ... and "dies": process B starts on the same directory and finds the unfinished runs.
-    let b = harness(Options { runs_dir: Some(dir.clone()), ..Default::default() });
+    let seen_before = snapshot(&a.router, &id, 0).await["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    // ... and "dies": process B starts on what A left on disk and finds the unfinished runs. (B cannot
+    // open A's live directory: `.runs/.lock` refuses a second server.)
+    let crashed = runs.path().join("crashed");
+    copy_as_crashed(&dir, &crashed);
+    let b = harness(Options {
+        runs_dir: Some(crashed),
+        ..Default::default()
+    });
     let mut interrupted = b.service.recovery.interrupted.clone();
     interrupted.sort();
     let mut expected = vec![id.clone(), queued.clone()];
@@ -492,7 +870,13 @@ async fn a_run_that_was_running_when_the_process_died_is_sealed_interrupted() {
         assert_contiguous(events);
         assert_eq!(events.last().unwrap()["data"]["reason"], "interrupted");
     }
-    assert!(snapshot(&b.router, &id, 0).await["events"].as_array().unwrap().len() > seen_before);
+    assert!(
+        snapshot(&b.router, &id, 0).await["events"]
+            .as_array()
+            .unwrap()
+            .len()
+            > seen_before
+    );
     drop(b);
     drop(a);
 }
@@ -513,7 +897,10 @@ async fn torn_event_lines_from_a_crash_are_dropped_and_the_run_sealed() {
         "{\"seq\":1,\"step\":0,\"attempt\":0,\"phase\":\"run.started\",\"elapsed_ms\":0,\"data\":{},\"observation_count\":0,\"budget\":{\"steps\":0,\"max_steps\":12,\"tool_calls\":0,\"max_tool_calls\":10,\"elapsed_ms\":0,\"wall_clock_ms\":300000,\"input_tokens\":0,\"max_input_tokens\":32000,\"output_tokens\":0,\"max_output_tokens\":4000}}\n{\"seq\":2,\"st",
     )
     .unwrap();
-    let h = harness(Options { runs_dir: Some(dir.clone()), ..Default::default() });
+    let h = harness(Options {
+        runs_dir: Some(dir.clone()),
+        ..Default::default()
+    });
     assert_eq!(h.service.recovery.torn_event_lines, 1);
     let s = snapshot(&h.router, id, 0).await;
     let events = s["events"].as_array().unwrap();
@@ -521,12 +908,19 @@ async fn torn_event_lines_from_a_crash_are_dropped_and_the_run_sealed() {
     assert_contiguous(events);
     assert_eq!(s["result"]["reason"], "interrupted");
     let lines = std::fs::read_to_string(dir.join(id).join("events.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 2, "the torn line is gone from disk too");
+    assert_eq!(
+        lines.lines().count(),
+        2,
+        "the torn line is gone from disk too"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_keeps_the_newest_runs() {
-    let h = harness(Options { retention: 2, ..Default::default() });
+    let h = harness(Options {
+        retention: 2,
+        ..Default::default()
+    });
     let mut ids = Vec::new();
     for _ in 0..3 {
         let id = start_run(&h.router, happy()).await;
@@ -540,7 +934,12 @@ async fn retention_keeps_the_newest_runs() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert_eq!(send(&h.router, get(&format!("/agent/runs/{}", ids[0]))).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        send(&h.router, get(&format!("/agent/runs/{}", ids[0])))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
     assert!(!h.runs.path().join(".runs").join(&ids[0]).exists());
     assert!(h.runs.path().join(".runs").join(&ids[2]).exists());
 }
@@ -570,13 +969,29 @@ fn example_tree() -> tempfile::TempDir {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_manifest_file_and_zip_come_from_one_enumeration() {
     let tree = example_tree();
-    let h = harness(Options { example_root: Some(tree.path().to_path_buf()), ..Default::default() });
+    let h = harness(Options {
+        example_root: Some(tree.path().to_path_buf()),
+        ..Default::default()
+    });
     let m = send(&h.router, get("/example/manifest")).await.json();
-    let paths: Vec<&str> = m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
     assert_eq!(paths, vec!["Cargo.toml", "README.md", "src/main.rs"]);
-    let skipped: Vec<&str> = m["skipped"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    let skipped: Vec<&str> = m["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
     assert_eq!(skipped, vec!["linked_dir", "src/passwd"]);
-    assert_eq!(m["files"][2]["blake3"], blake3::hash(b"fn main() {}\n").to_hex().as_str());
+    assert_eq!(
+        m["files"][2]["blake3"],
+        blake3::hash(b"fn main() {}\n").to_hex().as_str()
+    );
     assert_eq!(m["files"][2]["bytes"], 13);
     assert_eq!(m["file_count"], 3);
 
@@ -585,21 +1000,41 @@ async fn example_manifest_file_and_zip_come_from_one_enumeration() {
     let f = f.json();
     assert_eq!(f["content"], "fn main() {}\n");
     assert_eq!(f["blake3"], m["files"][2]["blake3"]);
-    let raw = send(&h.router, get(m["files"][2]["download_path"].as_str().unwrap())).await;
+    let raw = send(
+        &h.router,
+        get(m["files"][2]["download_path"].as_str().unwrap()),
+    )
+    .await;
     assert_eq!(raw.bytes, b"fn main() {}\n");
-    assert_eq!(raw.headers["x-blake3"], m["files"][2]["blake3"].as_str().unwrap());
+    assert_eq!(
+        raw.headers["x-blake3"],
+        m["files"][2]["blake3"].as_str().unwrap()
+    );
 
     let z = send(&h.router, get("/example.zip")).await;
     assert_eq!(z.status, StatusCode::OK);
     assert_eq!(z.headers[header::CONTENT_TYPE], "application/zip");
-    assert_eq!(blake3::hash(&z.bytes).to_hex().as_str(), m["zip"]["blake3"].as_str().unwrap());
-    assert_eq!(z.headers["x-tree-blake3"], m["tree_blake3"].as_str().unwrap());
+    assert_eq!(
+        blake3::hash(&z.bytes).to_hex().as_str(),
+        m["zip"]["blake3"].as_str().unwrap()
+    );
+    assert_eq!(
+        z.headers["x-tree-blake3"],
+        m["tree_blake3"].as_str().unwrap()
+    );
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(z.bytes.clone())).unwrap();
     let mut names: Vec<String> = archive.file_names().map(str::to_owned).collect();
     names.sort();
-    assert_eq!(names, vec!["forge/Cargo.toml", "forge/README.md", "forge/src/main.rs"]);
+    assert_eq!(
+        names,
+        vec!["forge/Cargo.toml", "forge/README.md", "forge/src/main.rs"]
+    );
     let mut content = String::new();
-    archive.by_name("forge/src/main.rs").unwrap().read_to_string(&mut content).unwrap();
+    archive
+        .by_name("forge/src/main.rs")
+        .unwrap()
+        .read_to_string(&mut content)
+        .unwrap();
     assert_eq!(content, "fn main() {}\n");
     // Deterministic: a second zip of the unchanged tree is byte-identical.
     let z2 = send(&h.router, get("/example.zip")).await;
@@ -614,17 +1049,46 @@ async fn example_manifest_file_and_zip_come_from_one_enumeration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_file_refuses_traversal_absolute_encoded_and_symlinks() {
     let tree = example_tree();
-    let h = harness(Options { example_root: Some(tree.path().to_path_buf()), ..Default::default() });
+    let h = harness(Options {
+        example_root: Some(tree.path().to_path_buf()),
+        ..Default::default()
+    });
     for q in [
-        "../Cargo.toml", "..%2FCargo.toml", "%2E%2E%2FCargo.toml", "src%2F..%2F..%2Fetc%2Fpasswd", "/etc/passwd", "%2Fetc%2Fpasswd",
-        "%252e%252e%252fCargo.toml", "src//main.rs", "./Cargo.toml", "src\\main.rs", "C:%5Cwindows", "",
+        "../Cargo.toml",
+        "..%2FCargo.toml",
+        "%2E%2E%2FCargo.toml",
+        "src%2F..%2F..%2Fetc%2Fpasswd",
+        "/etc/passwd",
+        "%2Fetc%2Fpasswd",
+        "%252e%252e%252fCargo.toml",
+        "src//main.rs",
+        "./Cargo.toml",
+        "src\\main.rs",
+        "C:%5Cwindows",
+        "",
     ] {
         let r = send(&h.router, get(&format!("/example/file?path={q}"))).await;
-        assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_path".into()), "{q}");
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::BAD_REQUEST, "invalid_path".into()),
+            "{q}"
+        );
     }
-    for q in ["src/passwd", "linked_dir/main.rs", "target/debug/bin", ".git/config", "models/m.gguf", ".runs/run-1-a/meta.json", "nope.rs"] {
+    for q in [
+        "src/passwd",
+        "linked_dir/main.rs",
+        "target/debug/bin",
+        ".git/config",
+        "models/m.gguf",
+        ".runs/run-1-a/meta.json",
+        "nope.rs",
+    ] {
         let r = send(&h.router, get(&format!("/example/file?path={q}"))).await;
-        assert_eq!((r.status, r.code()), (StatusCode::NOT_FOUND, "file_not_in_package".into()), "{q}");
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::NOT_FOUND, "file_not_in_package".into()),
+            "{q}"
+        );
     }
     let r = send(&h.router, get("/example/file")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
@@ -634,13 +1098,31 @@ async fn example_file_refuses_traversal_absolute_encoded_and_symlinks() {
 async fn example_package_of_this_project_holds_its_sources_and_no_build_output() {
     let h = harness(Options::default());
     let m = send(&h.router, get("/example/manifest")).await.json();
-    let paths: Vec<&str> = m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
-    for must in ["Cargo.toml", "crates/server/src/lib.rs", "crates/server/web/app.js", "schemas/openapi.json", "fixtures/happy.json"] {
-        assert!(paths.contains(&must), "{must} missing from the example package");
+    let paths: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    for must in [
+        "Cargo.toml",
+        "crates/server/src/lib.rs",
+        "crates/server/web/app.js",
+        "schemas/openapi.json",
+        "fixtures/happy.json",
+    ] {
+        assert!(
+            paths.contains(&must),
+            "{must} missing from the example package"
+        );
     }
     for p in &paths {
         let first = p.split('/').next().unwrap();
-        assert!(!["target", ".git", "models", ".runs", "evidence", "learn"].contains(&first) && !first.starts_with("target-"), "{p} should be excluded");
+        assert!(
+            !["target", ".git", "models", ".runs", "evidence", "learn"].contains(&first)
+                && !first.starts_with("target-"),
+            "{p} should be excluded"
+        );
         assert!(!p.contains("node_modules/"), "{p}");
     }
 }
@@ -650,15 +1132,36 @@ async fn the_page_and_its_assets_are_embedded() {
     let h = harness(Options::default());
     let r = send(&h.router, get("/")).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(r.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/html"));
-    assert!(r.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("default-src 'self'"));
+    assert!(
+        r.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        r.headers[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'self'")
+    );
     let html = r.text();
     assert!(html.contains("/app.js") && html.contains("/style.css"));
-    assert!(!html.contains("http://") && !html.contains("https://"), "no CDN or remote asset");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no CDN or remote asset"
+    );
     let js = send(&h.router, get("/app.js")).await;
-    assert!(js.headers[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/javascript"));
+    assert!(
+        js.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
     assert!(js.text().contains("after_seq"));
-    assert_eq!(send(&h.router, get("/style.css")).await.status, StatusCode::OK);
+    assert_eq!(
+        send(&h.router, get("/style.css")).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -670,15 +1173,37 @@ async fn a_real_listener_on_loopback_serves_a_run_end_to_end() {
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
     let base = format!("http://{addr}");
     let client = reqwest::Client::new();
-    let st: Value = client.get(format!("{base}/status")).send().await.unwrap().json().await.unwrap();
+    let st: Value = client
+        .get(format!("{base}/status"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(st["name"], "forge-runner");
-    let resp = client.post(format!("{base}/agent/runs")).json(&happy()).send().await.unwrap();
+    let resp = client
+        .post(format!("{base}/agent/runs"))
+        .json(&happy())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 202);
-    let id = resp.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let id = resp.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut after = 0;
     let mut events = Vec::new();
     loop {
-        let s: Value = client.get(format!("{base}/agent/runs/{id}?after_seq={after}")).send().await.unwrap().json().await.unwrap();
+        let s: Value = client
+            .get(format!("{base}/agent/runs/{id}?after_seq={after}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         events.extend(s["events"].as_array().unwrap().iter().cloned());
         after = events.len() as u64;
         if s["terminal"] == true && after == s["last_seq"].as_u64().unwrap() {
@@ -689,7 +1214,12 @@ async fn a_real_listener_on_loopback_serves_a_run_end_to_end() {
     }
     assert_contiguous(&events);
     // A DNS-rebinding request (right socket, foreign Host) is refused on the wire too.
-    let r = client.get(format!("{base}/status")).header("host", "attacker.example").send().await.unwrap();
+    let r = client
+        .get(format!("{base}/status"))
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 403);
     server.abort();
 }

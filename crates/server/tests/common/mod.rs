@@ -47,6 +47,10 @@ pub struct Options {
     pub tasks_dir: Option<PathBuf>,
     /// Serve the models whose fetch manifests are in this directory (the `ModelsDirBackend`).
     pub models_dir: Option<PathBuf>,
+    /// The run store's writer (default: the real disk); tests put crashing or failing doubles here.
+    pub store_io: Option<Arc<dyn forge_server::store::StoreIo>>,
+    /// A panic injected on the worker after a run's executor returned (the supervisor's tests).
+    pub worker_fault: Option<forge_server::jobs::WorkerFault>,
 }
 
 impl Default for Options {
@@ -61,6 +65,8 @@ impl Default for Options {
             runs_dir: None,
             tasks_dir: None,
             models_dir: None,
+            store_io: None,
+            worker_fault: None,
         }
     }
 }
@@ -76,6 +82,7 @@ pub fn harness(opts: Options) -> Harness {
     config.allowed_origins = opts.allowed_origins;
     config.jobs.queue_capacity = opts.queue_capacity;
     config.jobs.retention = opts.retention;
+    config.jobs.worker_fault = opts.worker_fault;
     if let Some(r) = opts.example_root {
         config.example_root = r;
     }
@@ -94,7 +101,11 @@ pub fn harness(opts: Options) -> Harness {
             reason: "no model in tests".into(),
         })
     };
-    let service = Service::start(config, backend).expect("service starts");
+    let executor = Arc::new(forge_server::RuntimeExecutor::new(&config, backend.clone()));
+    let io = opts
+        .store_io
+        .unwrap_or_else(|| Arc::new(forge_server::store::DiskIo));
+    let service = Service::start_with(config, backend, executor, io).expect("service starts");
     let router = service.router();
     Harness {
         service,
@@ -107,7 +118,23 @@ pub fn harness(opts: Options) -> Harness {
 impl Drop for Harness {
     fn drop(&mut self) {
         self.release.store(true, Ordering::SeqCst);
-        self.service.state.jobs.shutdown();
+        // Join the worker and release `.runs/.lock`, so the next harness may open the same directory.
+        self.service.state.jobs.close();
+    }
+}
+
+/// What a crash leaves: the runs directory's files as they are on disk right now, copied to `to`
+/// (without `.lock`, which the dead process's OS lock no longer backs).
+pub fn copy_as_crashed(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_as_crashed(&entry.path(), &target);
+        } else if entry.file_name() != ".lock" {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
     }
 }
 

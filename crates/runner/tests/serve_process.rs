@@ -1,0 +1,257 @@
+//! The real `runner serve` process, spawned on a free loopback port with a temporary runs and models
+//! directory: model inspection through the real GGUF reader over HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("project root")
+}
+
+/// A `runner serve` child, killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    /// Start and wait (bounded) until it prints its listening address.
+    fn start(runs_dir: &Path, models_dir: &Path, extra: &[&str]) -> Server {
+        match Self::spawn(runs_dir, models_dir, extra) {
+            Ok(s) => s,
+            Err((status, stderr)) => panic!("runner serve did not start ({status}): {stderr}"),
+        }
+    }
+
+    /// Start; when the process exits before listening, its exit status and stderr.
+    fn spawn(
+        runs_dir: &Path,
+        models_dir: &Path,
+        extra: &[&str],
+    ) -> Result<Server, (String, String)> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("--root")
+            .arg(project_root())
+            .args([
+                "serve",
+                "--port",
+                "0",
+                "--enable-test-policies",
+                "--runs-dir",
+            ])
+            .arg(runs_dir)
+            .arg("--model-dir")
+            .arg(models_dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runner");
+        let (out_tx, out_rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = out_tx.send(line);
+            }
+        });
+        let (err_tx, err_rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = err_tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            match out_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("Forge runner listening on http://") {
+                        let addr = rest.trim_end_matches('/').to_string();
+                        return Ok(Server {
+                            child,
+                            addr,
+                            stderr: err_rx,
+                        });
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let status = wait_exit(&mut child, Duration::from_secs(10))
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                "still running; killed".into()
+            });
+        Err((status, err_rx.try_iter().collect::<Vec<_>>().join("\n")))
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        http(&self.addr, method, path, body)
+    }
+
+    fn stderr_so_far(&self) -> String {
+        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// One HTTP/1.1 request over a fresh loopback connection (`Connection: close`); status and JSON body.
+fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let ctype = if body.is_empty() {
+        String::new()
+    } else {
+        "Content-Type: application/json\r\n".into()
+    };
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{ctype}Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("response");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("HTTP head");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("body is not JSON ({e}): {body}"));
+    (status, value)
+}
+
+/// A GGUF v3 header with one F32 tensor whose dimensions multiply past u64 (the issue-14 probe).
+fn overflowing_gguf() -> Vec<u8> {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend(1u64.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b.extend(1u64.to_le_bytes());
+    b.push(b'w');
+    b.extend(3u32.to_le_bytes());
+    for _ in 0..3 {
+        b.extend((1u64 << 32).to_le_bytes());
+    }
+    b.extend(0u32.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b
+}
+
+#[test]
+fn inspection_over_http_refuses_outside_paths_and_never_echoes_or_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let models = tmp.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(
+        models.join("passwd.gguf"),
+        b"root:x:0:0:root:/root:/bin/bash\n",
+    )
+    .unwrap();
+    std::fs::write(models.join("overflow.gguf"), overflowing_gguf()).unwrap();
+    let server = Server::start(&tmp.path().join(".runs"), &models, &[]);
+
+    let (status, body) = server.request(
+        "POST",
+        "/models/inspect",
+        Some(&json!({ "path": "/etc/passwd" })),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("path_not_allowed")),
+        "{body}"
+    );
+
+    let (status, body) = server.request(
+        "POST",
+        "/models/inspect",
+        Some(&json!({ "path": models.join("passwd.gguf") })),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("model_unavailable")),
+        "{body}"
+    );
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("not a GGUF file"), "{message}");
+    for leak in ["72, 6f", "root", "[72"] {
+        assert!(
+            !message.contains(leak),
+            "the file's bytes are echoed ({leak}): {message}"
+        );
+    }
+
+    let (status, body) = server.request(
+        "POST",
+        "/models/inspect",
+        Some(&json!({ "path": models.join("overflow.gguf") })),
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("model_unavailable")),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("corrupt GGUF header"),
+        "{body}"
+    );
+    assert!(
+        !body["message"].as_str().unwrap().contains("panicked"),
+        "{body}"
+    );
+
+    // The service is still up and answering.
+    let (status, _) = server.request("GET", "/status", None);
+    assert_eq!(status, 200, "{}", server.stderr_so_far());
+}
+
+#[test]
+fn a_second_server_on_the_same_runs_directory_refuses_to_start_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (runs, models) = (tmp.path().join(".runs"), tmp.path().join("models"));
+    let first = Server::start(&runs, &models, &[]);
+    let (status, stderr) = match Server::spawn(&runs, &models, &[]) {
+        Ok(_) => panic!("a second server started on the same runs directory"),
+        Err(refusal) => refusal,
+    };
+    assert!(status.contains("exit status: 1"), "{status}: {stderr}");
+    assert!(
+        stderr.contains(&format!("another runner (pid {})", first.child.id()))
+            && stderr.contains("--runs-dir"),
+        "{stderr}"
+    );
+    let (code, _) = first.request("GET", "/status", None);
+    assert_eq!(code, 200, "the first server is untouched");
+}
