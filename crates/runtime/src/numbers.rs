@@ -164,7 +164,7 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
 /// that reads back to the same f64 (`98.96666666666667`), never exponent notation for |x| < 1e15.
 pub fn canonical(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{}", value as i64 + 0)
+        format!("{}", value as i64)
     } else {
         let text = format!("{value}");
         if text.contains('e') { format!("{value:.6}") } else { text }
