@@ -482,9 +482,16 @@ fn value_node(
                 Some(ResultKind::Boolean) => "calc-bool",
                 Some(ResultKind::Number) if over_table => "calc-call",
                 Some(ResultKind::Number) => "calc-num",
-                // Undeclared (older task files): a comparison, or, over a table, one aggregate.
+                // Undeclared (older task files), over a table: one aggregate, optionally compared with
+                // one grounded number — never a chain, which a small model runs on until the token cap.
                 None if over_table => {
-                    grammar.define("calc-any-table", Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-call")]));
+                    let compare = Node::seq([
+                        Node::lit(" "),
+                        Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
+                        Node::lit(" "),
+                        Node::rule("calc-number"),
+                    ]);
+                    grammar.define("calc-any-table", Node::seq([Node::rule("calc-call"), compare.opt()]));
                     "calc-any-table"
                 }
                 None => "calc-any",

@@ -372,6 +372,7 @@ fn aggregates_run_over_whole_observed_columns() {
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
     assert!(open.accepts(&expr("mean(2.8, 3.4, 5.4)")) && open.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5")));
     assert!(!open.accepts(&expr("mean(2.8, 3.4, 5.4) * 3.5")) && !open.accepts(&expr("2.8 + 3.4")));
+    assert!(!open.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and 2.8 <= 3.4")), "no chains of comparisons either");
 }
 
 #[test]
