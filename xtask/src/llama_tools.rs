@@ -4,7 +4,7 @@
 //! The sdist is fetched with pip and its sha256 checked against the pinned value; the build is cached outside
 //! the clone under `~/.cache/forge/llama-tools/<sdist hash>-<cpu fingerprint>/` (`$FORGE_CACHE_DIR` moves it),
 //! so a fresh clone on the same machine only copies two files. The tools are built for the build machine's
-//! CPU (`GGML_NATIVE=ON`); the CPU fingerprint in the cache key keeps a cache restored on another CPU from
+//! CPU (ggml's feature switches set one by one from /proc/cpuinfo, as for the runner's own llama.cpp); the CPU fingerprint in the cache key keeps a cache restored on another CPU from
 //! being used. Nothing here is vendored into the repository, and nothing is run but pip, tar and cmake.
 
 use std::path::{Path, PathBuf};
@@ -62,6 +62,50 @@ pub fn cpu_fingerprint() -> (String, String) {
     (short, simd.join(" "))
 }
 
+/// ggml's CPU feature switches, each ON or OFF from the `flags` line of /proc/cpuinfo — the same mapping as
+/// `scripts/lib.sh export_ggml_cpu_features` for the runner's own llama.cpp. Not `GGML_NATIVE=ON`:
+/// `-march=native` reads CPUID, which in a VM can announce what the kernel does not enable (AMX tiles on
+/// this project's build machine: llama-server built that way died with SIGILL at its first matrix).
+/// Empty off x86-64 (ggml's defaults, native there).
+pub fn ggml_feature_defines() -> Vec<String> {
+    if std::env::consts::ARCH != "x86_64" {
+        return vec!["-DGGML_NATIVE=ON".to_owned()];
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = info
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |names: &[&str]| if names.iter().all(|n| flags.contains(n)) { "ON" } else { "OFF" };
+    let avx512 = ["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"];
+    let with = |extra: &str| {
+        let mut names = avx512.to_vec();
+        names.push(extra);
+        has(&names)
+    };
+    let features = [
+        ("GGML_SSE42", has(&["sse4_2"])),
+        ("GGML_AVX", has(&["avx"])),
+        ("GGML_AVX2", has(&["avx2"])),
+        ("GGML_FMA", has(&["fma"])),
+        ("GGML_F16C", has(&["f16c"])),
+        ("GGML_BMI2", has(&["bmi2"])),
+        ("GGML_AVX_VNNI", has(&["avx_vnni"])),
+        ("GGML_AVX512", has(&avx512)),
+        ("GGML_AVX512_VBMI", with("avx512_vbmi")),
+        ("GGML_AVX512_VNNI", with("avx512_vnni")),
+        ("GGML_AVX512_BF16", with("avx512_bf16")),
+        ("GGML_AMX_TILE", "OFF"),
+        ("GGML_AMX_INT8", "OFF"),
+        ("GGML_AMX_BF16", "OFF"),
+    ];
+    let mut defines = vec!["-DGGML_NATIVE=OFF".to_owned()];
+    defines.extend(features.iter().map(|(name, on)| format!("-D{name}={on}")));
+    defines
+}
+
 pub fn tools_dir(root: &Path) -> PathBuf {
     root.join("target").join("llama-tools")
 }
@@ -75,7 +119,9 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     }
     let jobs = args.number("jobs")?.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u64));
     let (cpu, simd) = cpu_fingerprint();
-    let key = format!("{}-{cpu}", &SDIST_SHA256[..16]);
+    // The feature switches are part of the key: a cache built with other switches is another build.
+    let switches = blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
+    let key = format!("{}-{cpu}-{switches}", &SDIST_SHA256[..16]);
     let force = args.flag("force");
 
     if !force && installed_matches(&dest, &key) {
@@ -165,11 +211,10 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
     let src = work.join(&top).join("vendor/llama.cpp");
     let ggml_version = ggml_version(&src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
     let build = work.join("build");
-    let defines = [
+    let features = ggml_feature_defines();
+    let mut defines: Vec<&str> = vec![
         "-DCMAKE_BUILD_TYPE=Release",
         "-DBUILD_SHARED_LIBS=OFF",
-        // For the machine that builds (and runs) them; the cache key holds the CPU fingerprint.
-        "-DGGML_NATIVE=ON",
         "-DLLAMA_CURL=OFF",
         "-DLLAMA_OPENSSL=OFF",
         "-DLLAMA_BUILD_TOOLS=ON",
@@ -180,8 +225,11 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
         "-DLLAMA_BUILD_UI=OFF",
         "-DLLAMA_USE_PREBUILT_UI=OFF",
     ];
+    // For the machine that builds (and runs) them, feature by feature; the cache key holds both the CPU
+    // fingerprint and these switches.
+    defines.extend(features.iter().map(String::as_str));
     let configure_started = Instant::now();
-    run(Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(&build).args(defines).arg("-Wno-dev"), "configuring llama.cpp")?;
+    run(Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(&build).args(&defines).arg("-Wno-dev"), "configuring llama.cpp")?;
     run(
         Command::new("cmake").arg("--build").arg(&build).args(["--config", "Release", "--target"]).args(TOOLS).args(["-j", &jobs.to_string()]),
         &format!("compiling {} and {} ({jobs} jobs; several minutes)", TOOLS[0], TOOLS[1]),

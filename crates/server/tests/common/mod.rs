@@ -90,6 +90,10 @@ pub fn harness(opts: Options) -> Harness {
         config.tasks_dir = t;
     }
     let release = Arc::new(AtomicBool::new(false));
+    // The models directory the backend lists is also the one inspection may read (as in `runner serve`).
+    if let Some(dir) = &opts.models_dir {
+        config.inspect_scope.models_dir = dir.clone();
+    }
     let backend: Arc<dyn ModelBackend> = if let Some(dir) = opts.models_dir {
         Arc::new(ModelsDirBackend { dir })
     } else if opts.hold {
