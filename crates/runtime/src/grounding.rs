@@ -208,36 +208,28 @@ impl Grounding {
                 push(mention.printed);
             }
         }
+        // One pass over the successful observations: citable ids, computed values, columns, rule terms.
         let mut evidence_ids = Vec::new();
         let mut computed: Vec<String> = Vec::new();
+        let mut series: Vec<Series> = Vec::new();
+        let mut rule_terms: Vec<String> = Vec::new();
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
-            if let Some(value) = record.result.as_ref().and_then(|r| r["value"].as_f64()) {
+            let result = record.result.as_ref().unwrap_or(&Value::Null);
+            if let Some(value) = result["value"].as_f64() {
                 for form in numbers::printed_forms(value) {
-                    if !computed.contains(&form) {
-                        computed.push(form.clone());
-                    }
+                    push_unique(&mut computed, form.clone());
                     push(form);
                 }
             }
+            for s in series_in(result) {
+                push_unique(&mut series, s);
+            }
+            for term in crate::rules::calculator_terms(result) {
+                push_unique(&mut rule_terms, term);
+            }
         }
         let counts = (0..=values.max_rows).map(|c| c.to_string()).collect();
-        let mut series: Vec<Series> = Vec::new();
-        for record in records.clone().into_iter().filter(|r| r.ok) {
-            for s in series_in(record.result.as_ref().unwrap_or(&Value::Null)) {
-                if !series.contains(&s) {
-                    series.push(s);
-                }
-            }
-        }
-        let mut rule_terms: Vec<String> = Vec::new();
-        for record in records.clone().into_iter().filter(|r| r.ok) {
-            for term in crate::rules::calculator_terms(record.result.as_ref().unwrap_or(&Value::Null)) {
-                if !rule_terms.contains(&term) {
-                    rule_terms.push(term);
-                }
-            }
-        }
         Grounding {
             numbers: numbers_out,
             counts,
@@ -274,6 +266,13 @@ impl Grounding {
             [(best, s), (second, _), ..] if *best > 0 && best > second => Some(s),
             _ => None,
         }
+    }
+}
+
+/// Appends `item` unless an equal one is there (the lists are short and keep first-seen order).
+fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
     }
 }
 
