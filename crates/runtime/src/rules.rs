@@ -1,10 +1,14 @@
-//! Rules a knowledge file states as `key: number` facts (`average_gte: 78`, `Maximum wait at any clinic: 40`),
-//! read well enough to check a verdict when a task declares no rule check of its own.
+//! Rules a knowledge file states as `key: number` facts (`average_gte: 78`, `Maximum wait at any clinic: 40`)
+//! or as an English sentence ("eligible only when the average basket is at least $42 and no store falls
+//! below $35"), read well enough to check a verdict when a task declares no rule check of its own.
 //!
-//! This is the claims gate's fallback, not a rule engine: a key is understood only when it names a
-//! comparison (`gte`/`lte`/`minimum`/`at most`/`最低`/`不超过`…) and, optionally, an aggregate (average,
-//! total; otherwise every row). Anything it does not understand makes it say nothing — a verdict is then
-//! left unchecked rather than checked against a guess. Nothing here names a task or a domain.
+//! This is the claims gate's fallback, not a rule engine: a key or clause is understood only when it
+//! names a comparison (`gte`/`lte`/`minimum`/`at most`/`below`/`最低`/`不超过`…) followed by its number and,
+//! optionally, an aggregate (average, total; otherwise every row — "no crew may average more than 3.2"
+//! is every row at most 3.2). A clause with no quantity word (average, total, every, any, no…) is not a
+//! rule ("warmers run for at least 45 minutes"). Facts win over sentences when both state rules.
+//! Anything it does not understand makes it say nothing — a verdict is then left unchecked rather than
+//! checked against a guess. Nothing here names a task or a domain.
 
 use serde_json::Value;
 
@@ -100,14 +104,161 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
     Some(FactRule { key: key.to_owned(), aggregate, comparison, threshold })
 }
 
-/// The rules among a knowledge result's `data.facts`.
+/// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
+/// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
 pub fn rules_in(result: &Value) -> Vec<FactRule> {
-    result["data"]["facts"]
+    let facts: Vec<FactRule> = result["data"]["facts"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|fact| understand(fact["key"].as_str()?, fact["value"].as_f64()?))
-        .collect()
+        .collect();
+    let rules = if facts.is_empty() {
+        result["citations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .flat_map(sentence_rules)
+            .collect()
+    } else {
+        facts
+    };
+    let mut unique: Vec<FactRule> = Vec::new();
+    for rule in rules {
+        let same = |r: &FactRule| r.aggregate == rule.aggregate && r.comparison == rule.comparison && r.threshold == rule.threshold;
+        if !unique.iter().any(same) {
+            unique.push(rule);
+        }
+    }
+    unique
+}
+
+/// Comparison phrases, longest first at any one position; a phrase that already holds its negation
+/// ("no more than") is listed whole so that its "no" is not read as negating the clause.
+const PHRASES: &[(&str, Comparison)] = &[
+    ("no more than", Comparison::AtMost),
+    ("not more than", Comparison::AtMost),
+    ("no higher than", Comparison::AtMost),
+    ("not higher than", Comparison::AtMost),
+    ("no greater than", Comparison::AtMost),
+    ("not to exceed", Comparison::AtMost),
+    ("not exceed", Comparison::AtMost),
+    ("at most", Comparison::AtMost),
+    ("a maximum of", Comparison::AtMost),
+    ("no less than", Comparison::AtLeast),
+    ("not less than", Comparison::AtLeast),
+    ("no lower than", Comparison::AtLeast),
+    ("not lower than", Comparison::AtLeast),
+    ("no fewer than", Comparison::AtLeast),
+    ("not below", Comparison::AtLeast),
+    ("at least", Comparison::AtLeast),
+    ("a minimum of", Comparison::AtLeast),
+    ("more than", Comparison::Above),
+    ("greater than", Comparison::Above),
+    ("higher than", Comparison::Above),
+    ("above", Comparison::Above),
+    ("exceed", Comparison::Above),
+    ("exceeds", Comparison::Above),
+    ("less than", Comparison::Below),
+    ("fewer than", Comparison::Below),
+    ("lower than", Comparison::Below),
+    ("below", Comparison::Below),
+];
+
+const NEGATIONS: &[&str] = &["no", "not", "none", "never", "nor", "cannot"];
+/// Words that make a clause about a quantity over rows rather than about one thing.
+const QUANTITY_WORDS: &[&str] = &[
+    "average", "mean", "avg", "total", "sum", "combined", "every", "each", "any", "all", "no", "none",
+];
+
+impl Comparison {
+    /// "not at least" is "below": the comparison a negated clause states.
+    fn negated(self) -> Comparison {
+        match self {
+            Comparison::AtLeast => Comparison::Below,
+            Comparison::Above => Comparison::AtMost,
+            Comparison::AtMost => Comparison::Above,
+            Comparison::Below => Comparison::AtLeast,
+        }
+    }
+}
+
+/// A word as a threshold: `$42`, `2.6`, `1,250`, `35%`, `60.` → the number.
+fn threshold_of(word: &str) -> Option<f64> {
+    let trimmed = word.trim_start_matches(['$', '£', '€', '¥']).trim_end_matches(['%', ',', '.', ';', ':', ')']);
+    if trimmed.is_empty() || !trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    trimmed.replace(',', "").parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// One clause as a rule: its first comparison phrase with a number right after it (`at least $42`,
+/// `no more than 2.6 seconds`). Negations before the phrase flip it; "no <row>"
+/// makes it a rule on every row.
+fn clause_rule(clause: &str) -> Option<FactRule> {
+    let lower = clause.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let bare_words: Vec<String> = words.iter().map(|w| bare(w)).collect();
+    if !bare_words.iter().any(|w| QUANTITY_WORDS.contains(&w.as_str())) {
+        return None;
+    }
+    for start in 0..words.len() {
+        let found = PHRASES.iter().find(|(phrase, _)| {
+            let parts: Vec<&str> = phrase.split(' ').collect();
+            start + parts.len() <= words.len() && parts.iter().zip(&bare_words[start..]).all(|(p, w)| p == w)
+        });
+        let Some((phrase, comparison)) = found else { continue };
+        let after = start + phrase.split(' ').count();
+        let threshold = words.get(after).and_then(|w| threshold_of(w))?;
+        let before = &bare_words[..start];
+        let negated = before.iter().filter(|w| NEGATIONS.contains(&w.as_str())).count() % 2 == 1;
+        let comparison = if negated { comparison.negated() } else { *comparison };
+        let universal_negative = before.iter().any(|w| w == "no" || w == "none");
+        let has = |list: &[&str]| before.iter().any(|w| list.contains(&w.as_str()));
+        let aggregate = if universal_negative {
+            Aggregate::EachRow
+        } else if has(&["average", "mean", "avg"]) {
+            Aggregate::Mean
+        } else if has(&["total", "sum", "combined"]) {
+            Aggregate::Sum
+        } else {
+            Aggregate::EachRow
+        };
+        return Some(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold });
+    }
+    None
+}
+
+/// The rules a passage states in English sentences, clause by clause (clauses split at `, ` `; ` and
+/// " and "): "the average … to be no more than 2.6 seconds, and no crew may average more than 3.2
+/// seconds" gives mean ≤ 2.6 and every row ≤ 3.2.
+pub fn sentence_rules(text: &str) -> Vec<FactRule> {
+    // Sentences end at `.`/`!`/`?` followed by white space or the end (a decimal point is not followed
+    // by a space), and at line breaks of lists and tables.
+    let mut rules = Vec::new();
+    let mut sentence = String::new();
+    let mut chars = text.chars().peekable();
+    let flush = |sentence: &mut String, rules: &mut Vec<FactRule>| {
+        // A comma inside a number (`1,250`) is not followed by a space.
+        for part in sentence.split("; ").flat_map(|p| p.split(", ")) {
+            for clause in part.split(" and ") {
+                rules.extend(clause_rule(clause));
+            }
+        }
+        sentence.clear();
+    };
+    while let Some(c) = chars.next() {
+        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace());
+        if ends || c == '\n' && chars.peek().is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#')) {
+            flush(&mut sentence, &mut rules);
+        } else {
+            sentence.push(if c == '\n' { ' ' } else { c });
+        }
+    }
+    flush(&mut sentence, &mut rules);
+    rules
 }
 
 /// The one numeric column the rules are about: the only one of the result's tables, or the one whose
@@ -131,14 +282,54 @@ pub fn column_values(result: &Value, rules: &[FactRule]) -> Option<(String, Vec<
     if columns.len() == 1 {
         return columns.pop();
     }
-    let named: Vec<_> = columns
-        .into_iter()
-        .filter(|(name, _)| {
-            let name = name.to_lowercase();
-            !rules.is_empty() && rules.iter().all(|r| r.key.to_lowercase().contains(&name))
-        })
-        .collect();
-    if named.len() == 1 { named.into_iter().next() } else { None }
+    // A column is named by a rule when its header's words (less units and aggregate words: "Avg
+    // basket ($)" → basket) all occur in the rule's key, or the key holds the header whole (CJK). The
+    // answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in "pit stop time".
+    let names = |column: &str, key: &str| -> usize {
+        let key_lower = key.to_lowercase();
+        let key_words: Vec<String> = words(key).into_iter().map(|w| singular(&w)).collect();
+        let header = column.split('(').next().unwrap_or(column);
+        let header_words: Vec<String> = words(header)
+            .into_iter()
+            .filter(|w| !["avg", "average", "mean", "total", "sum"].contains(&w.as_str()))
+            .map(|w| singular(&w))
+            .collect();
+        if !header_words.is_empty() && header_words.iter().all(|w| key_words.contains(w)) {
+            header_words.len()
+        } else if key_lower.contains(&column.to_lowercase()) {
+            1
+        } else {
+            0
+        }
+    };
+    if rules.is_empty() {
+        return None;
+    }
+    // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
+    // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
+    // the others. Rules that name different columns leave it unclear, and nothing is said.
+    let mut chosen: Option<usize> = None;
+    for rule in rules {
+        let scores: Vec<usize> = columns.iter().map(|(name, _)| names(name, &rule.key)).collect();
+        let top = scores.iter().copied().max().unwrap_or(0);
+        if top == 0 {
+            continue;
+        }
+        let at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
+            return None;
+        }
+        chosen = Some(at_top[0]);
+    }
+    chosen.map(|i| columns.swap_remove(i))
+}
+
+/// "stores" → "store": enough plural folding for header words against rule words.
+fn singular(word: &str) -> String {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem.to_owned(),
+        _ => word.to_owned(),
+    }
 }
 
 /// Applies every rule to the column; `None` without rules or without one clear column.
@@ -251,6 +442,52 @@ mod tests {
         let computed = crate::tools::calculator::evaluate(&joined).unwrap();
         assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r).unwrap().holds));
         assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)])).is_empty());
+    }
+
+    #[test]
+    fn rules_people_write_as_sentences() {
+        let read = |text: &str| -> Vec<(Aggregate, Comparison, f64)> {
+            sentence_rules(text).into_iter().map(|r| (r.aggregate, r.comparison, r.threshold)).collect()
+        };
+        use Aggregate::*;
+        use Comparison::*;
+        assert_eq!(
+            read("For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."),
+            [(Mean, AtMost, 2.6), (EachRow, AtMost, 3.2)]
+        );
+        assert_eq!(
+            read("The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."),
+            [(Mean, AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
+        );
+        assert_eq!(
+            read("The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."),
+            [(Mean, AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
+        );
+        assert_eq!(read("The total output must exceed 1,250 units."), [(Sum, Above, 1250.0)]);
+        assert_eq!(read("Every line must not exceed 4%."), [(EachRow, AtMost, 4.0)]);
+        assert_eq!(read("- Each site: at least 90\n- Average: at most 12.5\n"), [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]);
+        // No quantity word, no number after the phrase, or no comparison: not a rule.
+        assert_eq!(read("Tyre warmers run at 80 °C for at least 45 minutes before a stop."), []);
+        assert_eq!(read("Every crew trains at least twice a week."), []);
+        assert_eq!(read("The 2024 season had 9 rounds with 362 stops in all."), []);
+    }
+
+    #[test]
+    fn facts_win_over_sentences_and_sentences_find_their_column() {
+        let table = json!({"columns": [{"name": "Stops"}, {"name": "Pit stop (s)"}, {"name": "Fastest (s)"}],
+            "rows": [{"label": "A", "values": {"Stops": 38, "Pit stop (s)": 2.4, "Fastest (s)": 2.1}},
+                     {"label": "B", "values": {"Stops": 35, "Pit stop (s)": 3.0, "Fastest (s)": 2.4}}]});
+        let rule = "The team needs the average pit stop time to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds.";
+        let result = json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
+        assert_eq!(calculator_terms(&result), ["mean(2.4, 3) <= 2.6", "max(2.4, 3) <= 3.2"]);
+        assert!(!verdict(&result).unwrap().holds, "mean 2.7 > 2.6");
+        let with_facts = json!({"data": {"tables": [table], "facts": [{"key": "Maximum average pit stop", "value": 2.8}]},
+            "citations": [{"text": rule}]});
+        assert_eq!(calculator_terms(&with_facts), ["mean(2.4, 3) <= 2.8"]);
+        // Two columns named by different rules: not one clear column, so nothing is said.
+        let two = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "The average pit stop must be at most 3, and every crew needs at least 30 stops."}]});
+        assert!(calculator_terms(&two).is_empty());
     }
 
     #[test]

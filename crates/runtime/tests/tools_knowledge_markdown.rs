@@ -461,3 +461,24 @@ fn a_matching_table_is_never_crowded_out_by_prose() {
     let one = search_in(&[("lib.md", text)], "判断第三季度的借阅量考核是否达标", 1).unwrap();
     assert_eq!(one.result["citations"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn a_query_about_the_subject_still_gets_the_documents_table() {
+    // The query names the document's subject and its rule, never the table's header words, so the
+    // table section matches no query term at all; the best hit's own document table stands in for
+    // the lowest prose hit. A table in another, unmatched file stays out.
+    let text = "# Northfield Trust results\n\nThe Northfield Trust runs three schools.\n\n\
+## Scores by school\n\n| School | Reading |\n|---|---|\n| Ash | 72 |\n| Birch | 64 |\n\n\
+## Literacy target\n\nThe Northfield Trust meets its literacy target when the average is at least 70.\n\n\
+## Budget\n\nThe Northfield Trust budget for the literacy target is 38,500.\n";
+    let other = "# Unrelated\n\n| Shop | Sales |\n|---|---|\n| A | 1 |\n";
+    let out = search_in(&[("trust.md", text), ("other.md", other)], "Northfield Trust literacy target", 3).unwrap();
+    let tables = out.result["data"]["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 1, "{}", out.result);
+    assert_eq!(tables[0]["columns"][0]["name"], "Reading", "{}", out.result);
+    let headings: Vec<&str> = out.result["citations"].as_array().unwrap().iter().map(|c| c["heading"].as_str().unwrap()).collect();
+    assert!(headings.iter().any(|h| h.contains("Literacy target")), "{headings:?}");
+    assert!(!headings.iter().any(|h| h.contains("Unrelated")), "{headings:?}");
+    // A query that matches nothing in the document still gets no table out of thin air.
+    assert!(search_in(&[("trust.md", text)], "zzz qqq", 3).is_err());
+}

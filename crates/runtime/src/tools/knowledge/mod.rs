@@ -303,21 +303,42 @@ pub fn search(
 /// The top `top_k` of `ranked`, except that data is never crowded out by prose: when no hit holds a
 /// table (or no hit holds `key: number` facts) but a lower-ranked matching passage does, it takes the
 /// place of the lowest-ranked prose-only hit. BM25 favours short prose over long numeric tables, yet a
-/// table or a stated rule is what the tools compute on. Hits stay in score order.
-fn keep_data_in_view<'a>(ranked: &[(usize, f64)], top_k: usize, passage: impl Fn(usize) -> &'a Passage) -> Vec<(usize, f64)> {
+/// table or a stated rule is what the tools compute on. When no matching passage holds a table at all,
+/// the first table of the best hit's own document stands in: a query worded after the document's
+/// subject ("Northfield trust literacy target") shares no word with a table headed "School | Reading",
+/// yet that table is what the question is about. Hits stay in score order.
+fn keep_data_in_view<'a>(
+    ranked: &[(usize, f64)],
+    top_k: usize,
+    passage_count: usize,
+    passage: impl Fn(usize) -> &'a Passage,
+    same_source: impl Fn(usize, usize) -> bool,
+) -> Vec<(usize, f64)> {
     let mut hits: Vec<(usize, f64)> = ranked.iter().take(top_k).copied().collect();
     if top_k < 2 {
         return hits;
     }
     let has_table = |i: usize| !passage(i).tables.is_empty();
     let has_facts = |i: usize| !passage(i).facts.is_empty();
-    for wants in [&has_table as &dyn Fn(usize) -> bool, &has_facts] {
+    for (wants_table, wants) in [(true, &has_table as &dyn Fn(usize) -> bool), (false, &has_facts)] {
         if hits.iter().any(|(i, _)| wants(*i)) {
             continue;
         }
-        let Some(extra) = ranked.iter().skip(top_k).find(|(i, _)| wants(*i)) else { continue };
-        if let Some(slot) = hits.iter().rposition(|(i, _)| !has_table(*i) && !has_facts(*i)) {
-            hits[slot] = *extra;
+        let extra = ranked.iter().skip(top_k).find(|(i, _)| wants(*i)).copied();
+        // No matching passage holds a table: the best hit's document may still hold one. It ranks
+        // below every matching hit (score 0), so it goes last.
+        let extra = extra.or_else(|| {
+            if !wants_table {
+                return None;
+            }
+            let best = hits.first()?.0;
+            (0..passage_count).find(|&i| same_source(i, best) && has_table(i)).map(|i| (i, 0.0))
+        });
+        let Some(extra) = extra else { continue };
+        if hits.len() < top_k {
+            hits.push(extra);
+        } else if let Some(slot) = hits.iter().rposition(|(i, _)| !has_table(*i) && !has_facts(*i)) {
+            hits[slot] = extra;
         }
     }
     hits.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -344,7 +365,13 @@ pub fn search_sources(
             ),
         ));
     }
-    let hits: Vec<(&ParsedSource, &Passage, f64)> = keep_data_in_view(&ranked, request.top_k, |i| all[i].1)
+    let hits: Vec<(&ParsedSource, &Passage, f64)> = keep_data_in_view(
+        &ranked,
+        request.top_k,
+        all.len(),
+        |i| all[i].1,
+        |i, j| std::ptr::eq(all[i].0, all[j].0),
+    )
         .into_iter()
         .map(|(i, score)| (all[i].0, all[i].1, score))
         .collect();
