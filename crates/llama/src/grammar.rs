@@ -478,9 +478,18 @@ fn value_node(
                 grammar.define("rule-check", Node::one_of_texts(checks));
                 return Ok(Node::seq([Node::lit("\""), Node::rule("rule-check"), Node::lit("\"")]));
             }
+            // The aggregate a number step asks for, when its words name exactly one ("the average …"):
+            // a small model sampling at t=0.7 otherwise sometimes sums what it was asked to average.
+            if over_table {
+                let functions = asked_aggregates(inputs.focus);
+                grammar.define(
+                    "calc-asked",
+                    Node::seq([Node::one_of_texts(functions), Node::lit("("), Node::rule("calc-args"), Node::lit(")")]),
+                );
+            }
             let root = match result {
                 Some(ResultKind::Boolean) => "calc-bool",
-                Some(ResultKind::Number) if over_table => "calc-call",
+                Some(ResultKind::Number) if over_table => "calc-asked",
                 Some(ResultKind::Number) => "calc-num",
                 // Undeclared (older task files), over a table: one aggregate, optionally compared with
                 // one grounded number — never a chain, which a small model runs on until the token cap.
@@ -491,7 +500,7 @@ fn value_node(
                         Node::lit(" "),
                         Node::rule("calc-number"),
                     ]);
-                    grammar.define("calc-any-table", Node::seq([Node::rule("calc-call"), compare.opt()]));
+                    grammar.define("calc-any-table", Node::seq([Node::rule("calc-asked"), compare.opt()]));
                     "calc-any-table"
                 }
                 None => "calc-any",
@@ -690,6 +699,26 @@ fn text_char(excluded: &str) -> Node {
     Node::char_except(excluded)
 }
 
+/// The calculator functions `focus` (a step's hint) asks for: the one aggregate its words name
+/// ("compute the average …" → `mean`), or all five when it names none or several.
+fn asked_aggregates(focus: &str) -> Vec<&'static str> {
+    const NAMES: &[(&str, &[&str])] = &[
+        ("mean", &["average", "mean", "avg", "平均", "均值"]),
+        ("sum", &["total", "sum", "合计", "总和", "总计"]),
+        ("min", &["lowest", "smallest", "minimum", "最低", "最小"]),
+        ("max", &["highest", "largest", "maximum", "最高", "最大"]),
+        ("count", &["count", "个数", "数量"]),
+    ];
+    let lower = focus.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let named: Vec<&'static str> = NAMES
+        .iter()
+        .filter(|(_, names)| names.iter().any(|n| if n.is_ascii() { words.contains(n) } else { lower.contains(n) }))
+        .map(|(function, _)| *function)
+        .collect();
+    if named.len() == 1 { named } else { vec!["mean", "sum", "min", "max", "count"] }
+}
+
 /// Calculator expressions over grounded numbers: `calc-num` (arithmetic and aggregates), `calc-bool`
 /// (comparisons joined by and/or/not), `calc-any` (either). The shapes follow the calculator's own
 /// syntax, so a grammar-made expression always parses.
@@ -728,12 +757,13 @@ fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     } else {
         Node::one_of_texts(series)
     };
+    grammar.define("calc-args", arguments);
     grammar.define(
         "calc-call",
         Node::seq([
             Node::one_of_texts(["mean", "sum", "min", "max", "count"]),
             Node::lit("("),
-            arguments,
+            Node::rule("calc-args"),
             Node::lit(")"),
         ]),
     );

@@ -376,6 +376,31 @@ fn aggregates_run_over_whole_observed_columns() {
 }
 
 #[test]
+fn a_number_step_that_names_its_aggregate_gets_that_one() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = two_column_grounding();
+    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let step = |focus: &'static str| {
+        let i = grammar::Inputs { focus, ..inputs(&cards, &g) };
+        grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap()
+    };
+    let average = step("compute the average arrears rate of all branches");
+    assert!(average.accepts(&expr("mean(2.8, 3.4, 5.4)")));
+    assert!(!average.accepts(&expr("sum(2.8, 3.4, 5.4)")) && !average.accepts(&expr("max(2.8, 3.4, 5.4)")));
+    let total = step("work out the total loans");
+    assert!(total.accepts(&expr("sum(4820, 3150)")) && !total.accepts(&expr("mean(4820, 3150)")));
+    // Two aggregates named, or none: every function stays open.
+    let both = step("the highest arrears rate against the average");
+    assert!(both.accepts(&expr("max(2.8, 3.4, 5.4)")) && both.accepts(&expr("mean(2.8, 3.4, 5.4)")));
+    let none = step("compute the figure");
+    assert!(none.accepts(&expr("count(2.8, 3.4, 5.4)")) && none.accepts(&expr("sum(4820, 3150)")));
+    // The rule check is not narrowed: a rule compares an average and a row.
+    let i = grammar::Inputs { focus: "check that the average is at most 3.5 and the highest at most 5.4", ..inputs(&cards, &g) };
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    assert!(check.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4")));
+}
+
+#[test]
 fn a_rule_check_over_understood_rules_is_those_rules_in_any_order() {
     let cards = ToolRegistry::builtin().cards();
     let mut g = two_column_grounding();
