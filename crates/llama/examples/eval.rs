@@ -5,6 +5,7 @@
 //! usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N]
 //!             [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]
 //!             [--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]
+//!             [--wall-clock-s S]
 //! With `--backend llama-server` and no `--url`, a llama-server (`cargo xtask llama-tools`) is started with
 //! `-np N` slots for the evaluation and stopped after it.
 
@@ -19,7 +20,7 @@ use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
 
 const USAGE: &str = "usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N] \
 [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT] \
-[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]";
+[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N] [--wall-clock-s S]";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -63,6 +64,7 @@ fn parse() -> Result<Parsed, String> {
         "--url",
         "--parallel",
         "--threads",
+        "--wall-clock-s",
     ];
     let known_switches = ["--fresh", "--require-scoring"];
     let mut i = 0;
@@ -140,6 +142,9 @@ fn parse() -> Result<Parsed, String> {
     let threads = flag(&args, "--threads")?
         .map(|s| s.parse::<i32>().ok().filter(|n| (1..=64).contains(n)).ok_or(format!("--threads: {s:?} is not 1..=64")))
         .transpose()?;
+    let wall_clock_s = flag(&args, "--wall-clock-s")?
+        .map(|s| s.parse::<u64>().ok().filter(|n| (1..=86_400).contains(n)).ok_or(format!("--wall-clock-s: {s:?} is not 1..=86400")))
+        .transpose()?;
     let url = flag(&args, "--url")?;
     let (backend, start_server) = match flag(&args, "--backend")?.as_deref() {
         None | Some("in-process") => {
@@ -181,6 +186,7 @@ fn parse() -> Result<Parsed, String> {
         backend,
         parallel,
         threads,
+        wall_clock_s,
     };
     Ok(Parsed {
         plan,

@@ -86,6 +86,9 @@ pub struct Plan {
     /// CPU threads of the in-process engine (`None`: the engine's default, one per core up to 8). One
     /// thread keeps a shared, busy machine from stalling the engine's thread barrier.
     pub threads: Option<i32>,
+    /// The run's wall-clock budget in seconds (`None`: the default budget). A machine shared with
+    /// builds decodes several times slower; a longer budget keeps that from scoring as `timeout`.
+    pub wall_clock_s: Option<u64>,
 }
 
 impl Plan {
@@ -279,7 +282,10 @@ fn run_one(
         task_dir: plan.tasks_dir.join(task),
         knowledge_dir: plan.knowledge_dir.clone(),
         artifact_dir: artifact_root.join(&run_id),
-        budgets: runtime::Budgets::default(),
+        budgets: runtime::Budgets {
+            wall_clock_s: plan.wall_clock_s.unwrap_or(runtime::Budgets::default().wall_clock_s),
+            ..runtime::Budgets::default()
+        },
     };
     let mut config = LlamaConfig::new(&plan.model_path, mode);
     config.temperature = temperature;
