@@ -135,7 +135,7 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Opt
         });
     }
     cited.iter().find_map(|record| {
-        let verdict = rules::verdict(record.result.as_ref()?)?;
+        let verdict = rules::verdict(record.result.as_ref()?, task.text())?;
         Some(RuleTruth {
             holds: verdict.holds,
             source_id: record.id.clone(),

@@ -213,6 +213,8 @@ impl Grounding {
         let mut computed: Vec<String> = Vec::new();
         let mut series: Vec<Series> = Vec::new();
         let mut rule_terms: Vec<String> = Vec::new();
+        // The task's own words pick a rule's column when the rule's key names none (`average_lte`).
+        let context = texts.first().copied().unwrap_or_default();
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             let result = record.result.as_ref().unwrap_or(&Value::Null);
@@ -225,7 +227,7 @@ impl Grounding {
             for s in series_in(result) {
                 push_unique(&mut series, s);
             }
-            for term in crate::rules::calculator_terms(result) {
+            for term in crate::rules::calculator_terms(result, context) {
                 push_unique(&mut rule_terms, term);
             }
         }

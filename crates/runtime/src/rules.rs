@@ -231,6 +231,49 @@ fn clause_rule(clause: &str) -> Option<FactRule> {
     None
 }
 
+/// CJK comparison phrases, longest first (`不超过` before `超过`).
+const CJK_PHRASES: &[(&str, Comparison)] = &[
+    ("不超过", Comparison::AtMost),
+    ("不高于", Comparison::AtMost),
+    ("不多于", Comparison::AtMost),
+    ("至多", Comparison::AtMost),
+    ("不低于", Comparison::AtLeast),
+    ("不少于", Comparison::AtLeast),
+    ("至少", Comparison::AtLeast),
+    ("超过", Comparison::Above),
+    ("高于", Comparison::Above),
+    ("多于", Comparison::Above),
+    ("低于", Comparison::Below),
+    ("少于", Comparison::Below),
+];
+
+/// One Chinese clause as a rule ("各门店的平均退货率不超过3.5%", "没有任何一家门店的退货率超过5%"):
+/// the same reading as [`clause_rule`], by substring since the text has no spaces.
+fn cjk_clause_rule(clause: &str) -> Option<FactRule> {
+    if !["平均", "总", "每", "各", "任何", "所有", "没有"].iter().any(|w| clause.contains(w)) {
+        return None;
+    }
+    let (at, phrase, comparison) = clause
+        .char_indices()
+        .find_map(|(i, _)| CJK_PHRASES.iter().find(|(p, _)| clause[i..].starts_with(p)).map(|(p, c)| (i, *p, *c)))?;
+    let rest = clause[at + phrase.len()..].trim_start();
+    let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | ',')).collect();
+    let threshold = threshold_of(number.trim_end_matches(['.', ',']))?;
+    let before = &clause[..at];
+    let negated = ["没有", "不得", "不能", "不可"].iter().any(|n| before.contains(n));
+    let comparison = if negated { comparison.negated() } else { comparison };
+    let aggregate = if negated {
+        Aggregate::EachRow
+    } else if before.contains("平均") {
+        Aggregate::Mean
+    } else if before.contains('总') {
+        Aggregate::Sum
+    } else {
+        Aggregate::EachRow
+    };
+    Some(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold })
+}
+
 /// The rules a passage states in English sentences, clause by clause (clauses split at `, ` `; ` and
 /// " and "): "the average … to be no more than 2.6 seconds, and no crew may average more than 3.2
 /// seconds" gives mean ≤ 2.6 and every row ≤ 3.2.
@@ -241,6 +284,13 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
     let mut sentence = String::new();
     let mut chars = text.chars().peekable();
     let flush = |sentence: &mut String, rules: &mut Vec<FactRule>| {
+        if !sentence.is_ascii() && sentence.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)) {
+            for clause in sentence.split(['，', '、', '；', '且']) {
+                rules.extend(cjk_clause_rule(clause));
+            }
+            sentence.clear();
+            return;
+        }
         // A comma inside a number (`1,250`) is not followed by a space.
         for part in sentence.split("; ").flat_map(|p| p.split(", ")) {
             for clause in part.split(" and ") {
@@ -250,7 +300,7 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
         sentence.clear();
     };
     while let Some(c) = chars.next() {
-        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace());
+        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) || matches!(c, '。' | '！' | '？');
         if ends || c == '\n' && chars.peek().is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#')) {
             flush(&mut sentence, &mut rules);
         } else {
@@ -261,9 +311,10 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
     rules
 }
 
-/// The one numeric column the rules are about: the only one of the result's tables, or the one whose
-/// name appears in every rule key; `None` when that is not clear.
-pub fn column_values(result: &Value, rules: &[FactRule]) -> Option<(String, Vec<(String, f64)>)> {
+/// The one numeric column the rules are about: the only one of the result's tables, or the one the
+/// rule keys name; when they name none (`average_lte`, `every_team_lte`), the one `context` (the
+/// task's own text) names most; `None` when that is not clear.
+pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Option<(String, Vec<(String, f64)>)> {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
         for column in table["columns"].as_array().into_iter().flatten() {
@@ -294,7 +345,9 @@ pub fn column_values(result: &Value, rules: &[FactRule]) -> Option<(String, Vec<
             .filter(|w| !["avg", "average", "mean", "total", "sum"].contains(&w.as_str()))
             .map(|w| singular(&w))
             .collect();
-        if !header_words.is_empty() && header_words.iter().all(|w| key_words.contains(w)) {
+        // CJK text has no spaces: a header word there is found inside the key.
+        let found = |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
+        if !header_words.is_empty() && header_words.iter().all(found) {
             header_words.len()
         } else if key_lower.contains(&column.to_lowercase()) {
             1
@@ -309,17 +362,45 @@ pub fn column_values(result: &Value, rules: &[FactRule]) -> Option<(String, Vec<
     // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
     // the others. Rules that name different columns leave it unclear, and nothing is said.
     let mut chosen: Option<usize> = None;
+    let mut named_any = false;
     for rule in rules {
         let scores: Vec<usize> = columns.iter().map(|(name, _)| names(name, &rule.key)).collect();
         let top = scores.iter().copied().max().unwrap_or(0);
         if top == 0 {
             continue;
         }
+        named_any = true;
         let at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
         if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
             return None;
         }
         chosen = Some(at_top[0]);
+    }
+    if !named_any && !context.is_empty() {
+        // No rule names a column: the task says which one it is about ("… the average answer time …"),
+        // counted by how often it names it (a passing mention of another column loses).
+        let context_words: Vec<String> = words(context).into_iter().map(|w| singular(&w)).collect();
+        let scores: Vec<usize> = columns
+            .iter()
+            .map(|(name, _)| {
+                if names(name, context) == 0 {
+                    return 0;
+                }
+                let header = name.split('(').next().unwrap_or(name);
+                words(header)
+                    .into_iter()
+                    .map(|w| {
+                        let w = singular(&w);
+                        if w.is_ascii() { context_words.iter().filter(|c| **c == w).count() } else { context.matches(w.as_str()).count() }
+                    })
+                    .sum()
+            })
+            .collect();
+        let top = scores.iter().copied().max().unwrap_or(0);
+        let at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        if top > 0 && at_top.len() == 1 {
+            chosen = Some(at_top[0]);
+        }
     }
     chosen.map(|i| columns.swap_remove(i))
 }
@@ -332,13 +413,14 @@ fn singular(word: &str) -> String {
     }
 }
 
-/// Applies every rule to the column; `None` without rules or without one clear column.
-pub fn verdict(result: &Value) -> Option<RuleVerdict> {
+/// Applies every rule to the column; `None` without rules or without one clear column. `context` is
+/// the task's text (see [`column_values`]).
+pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     let rules = rules_in(result);
     if rules.is_empty() {
         return None;
     }
-    let (column, rows) = column_values(result, &rules)?;
+    let (column, rows) = column_values(result, &rules, context)?;
     let values: Vec<f64> = rows.iter().map(|(_, v)| *v).collect();
     let mut parts = Vec::new();
     let mut holds = true;
@@ -373,9 +455,9 @@ pub fn verdict(result: &Value) -> Option<RuleVerdict> {
 /// The rules as calculator comparisons over their column, in the order the knowledge states them
 /// (`mean(28, 35, 31.5) <= 30`, `max(28, 35, 31.5) <= 40`): what a rule-check expression may be made of
 /// when the rules are understood. Empty when they are not (no rules, or no one clear column).
-pub fn calculator_terms(result: &Value) -> Vec<String> {
+pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
-    let Some((_, rows)) = column_values(result, &rules) else { return Vec::new() };
+    let Some((_, rows)) = column_values(result, &rules, context) else { return Vec::new() };
     let values: Vec<String> = rows.iter().map(|(_, v)| crate::numbers::canonical(*v)).collect();
     let values = values.join(", ");
     rules
@@ -424,24 +506,24 @@ mod tests {
     #[test]
     fn verdicts() {
         let data = [("A", 72.0), ("B", 78.0), ("C", 81.0), ("D", 85.0)];
-        let met = verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)])).unwrap();
+        let met = verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "").unwrap();
         assert!(met.holds, "{}", met.explanation);
         assert!(met.explanation.contains("lowest row A 72 >= 70 (holds)"), "{}", met.explanation);
-        let unmet = verdict(&result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)])).unwrap();
+        let unmet = verdict(&result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]), "").unwrap();
         assert!(!unmet.holds);
-        assert!(verdict(&result(&data, &[("Budget", 3.0)])).is_none());
-        assert!(verdict(&result(&data, &[])).is_none());
+        assert!(verdict(&result(&data, &[("Budget", 3.0)]), "").is_none());
+        assert!(verdict(&result(&data, &[]), "").is_none());
     }
 
     #[test]
     fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
         let r = result(&[("A", 28.0), ("B", 35.0), ("C", 31.5)], &[("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
-        let terms = calculator_terms(&r);
+        let terms = calculator_terms(&r, "");
         assert_eq!(terms, ["mean(28, 35, 31.5) <= 30", "max(28, 35, 31.5) <= 40"]);
         let joined = terms.join(" and ");
         let computed = crate::tools::calculator::evaluate(&joined).unwrap();
-        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r).unwrap().holds));
-        assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)])).is_empty());
+        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r, "").unwrap().holds));
+        assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty());
     }
 
     #[test]
@@ -466,6 +548,12 @@ mod tests {
         assert_eq!(read("The total output must exceed 1,250 units."), [(Sum, Above, 1250.0)]);
         assert_eq!(read("Every line must not exceed 4%."), [(EachRow, AtMost, 4.0)]);
         assert_eq!(read("- Each site: at least 90\n- Average: at most 12.5\n"), [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]);
+        assert_eq!(
+            read("本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"),
+            [(Mean, AtMost, 3.5), (EachRow, AtMost, 5.0)]
+        );
+        assert_eq!(read("平均满意度不低于85，且任何科室不得低于80。"), [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]);
+        assert_eq!(read("六月十八日全场满三百元减五十元。"), []);
         // No quantity word, no number after the phrase, or no comparison: not a rule.
         assert_eq!(read("Tyre warmers run at 80 °C for at least 45 minutes before a stop."), []);
         assert_eq!(read("Every crew trains at least twice a week."), []);
@@ -479,15 +567,29 @@ mod tests {
                      {"label": "B", "values": {"Stops": 35, "Pit stop (s)": 3.0, "Fastest (s)": 2.4}}]});
         let rule = "The team needs the average pit stop time to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds.";
         let result = json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&result), ["mean(2.4, 3) <= 2.6", "max(2.4, 3) <= 3.2"]);
-        assert!(!verdict(&result).unwrap().holds, "mean 2.7 > 2.6");
+        assert_eq!(calculator_terms(&result, ""), ["mean(2.4, 3) <= 2.6", "max(2.4, 3) <= 3.2"]);
+        assert!(!verdict(&result, "").unwrap().holds, "mean 2.7 > 2.6");
         let with_facts = json!({"data": {"tables": [table], "facts": [{"key": "Maximum average pit stop", "value": 2.8}]},
             "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&with_facts), ["mean(2.4, 3) <= 2.8"]);
+        assert_eq!(calculator_terms(&with_facts, ""), ["mean(2.4, 3) <= 2.8"]);
         // Two columns named by different rules: not one clear column, so nothing is said.
         let two = json!({"data": {"tables": [table], "facts": []},
             "citations": [{"text": "The average pit stop must be at most 3, and every crew needs at least 30 stops."}]});
-        assert!(calculator_terms(&two).is_empty());
+        assert!(calculator_terms(&two, "").is_empty());
+    }
+
+    #[test]
+    fn keys_that_name_no_column_take_the_one_the_task_names() {
+        let table = json!({"columns": [{"name": "Calls answered"}, {"name": "Answer time (s)"}],
+            "rows": [{"label": "A", "values": {"Calls answered": 800, "Answer time (s)": 42}},
+                     {"label": "B", "values": {"Calls answered": 500, "Answer time (s)": 50}}]});
+        let result = json!({"data": {"tables": [table], "facts": [{"key": "average_lte", "value": 45}, {"key": "every_team_lte", "value": 60}]}});
+        assert!(calculator_terms(&result, "").is_empty(), "two columns, no context: unclear");
+        let task = "Does the centre keep its service rule? Compute the average answer time of the teams.";
+        assert_eq!(calculator_terms(&result, task), ["mean(42, 50) <= 45", "max(42, 50) <= 60"]);
+        assert!(!verdict(&result, task).unwrap().holds, "mean 46 > 45");
+        // A task naming both columns equally says nothing.
+        assert!(calculator_terms(&result, "calls answered and answer time").is_empty());
     }
 
     #[test]
@@ -495,10 +597,10 @@ mod tests {
         let two = json!({"data": {"tables": [{"columns": [{"name": "Score"}, {"name": "Visits"}],
             "rows": [{"label": "A", "values": {"Score": 1, "Visits": 2}}]}],
             "facts": [{"key": "average_gte", "value": 1}]}});
-        assert!(verdict(&two).is_none());
+        assert!(verdict(&two, "").is_none());
         let named = json!({"data": {"tables": [{"columns": [{"name": "Score"}, {"name": "Visits"}],
             "rows": [{"label": "A", "values": {"Score": 5, "Visits": 2}}]}],
             "facts": [{"key": "Minimum average score", "value": 4}]}});
-        assert!(verdict(&named).unwrap().holds);
+        assert!(verdict(&named, "").unwrap().holds);
     }
 }

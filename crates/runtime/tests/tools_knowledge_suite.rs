@@ -120,10 +120,11 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
             .to_owned();
         let request = SearchRequest::new(&hint, knowledge::DEFAULT_TOP_K).unwrap();
         let out = knowledge::search(&request, &repo().join("knowledge"), &files).unwrap();
-        match runtime::rules::verdict(&out.result) {
+        let context = task["text"].as_str().unwrap().to_owned();
+        match runtime::rules::verdict(&out.result, &context) {
             Some(verdict) => {
                 assert_eq!(verdict.holds, truth, "{name}: the rules read {:?} against ground truth {truth}", verdict.explanation);
-                let terms = runtime::rules::calculator_terms(&out.result).join(" and ");
+                let terms = runtime::rules::calculator_terms(&out.result, &context).join(" and ");
                 let computed = runtime::tools::calculator::evaluate(&terms).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
                 assert_eq!(computed, runtime::tools::calculator::CalcValue::Boolean(truth), "{name}: {terms}");
                 understood.push(name);
