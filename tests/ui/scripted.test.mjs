@@ -1,6 +1,7 @@
 // Browser test with the scripted policy (no model needed): the page inspects the model, runs the
-// happy fixture to completion, shows stages, metrics and the chart, browses the source, cancels a
-// slow second run, and refuses bad budgets. Screenshots go to target/ui-screenshots/.
+// happy fixture to completion, shows stages, metrics and the chart, browses the source (roles, chain
+// stages, public items), follows one decision to its code, cancels a slow second run, and refuses bad
+// budgets. Screenshots go to target/ui-screenshots/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -104,7 +105,44 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     assert.deepEqual(roles.filter(([, r]) => !r), [], 'files under crates/ without a role');
     await page.evaluate(() => document.querySelector('[data-testid=file-tree] a[data-path="crates/server/src/tasks.rs"]').click());
     await page.waitForFunction(() => document.querySelector('[data-testid=file-role]').textContent.includes('Task folders as a resource'), null, { timeout: 10_000 });
+    // ... and a place in the chain (crates/server/chain.toml), named in its tooltip once the chain is loaded.
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=file-tree] a[data-path^="crates/"]')]
+      .every((a) => a.title.includes('Place in the chain')), null, { timeout: 10_000 });
+    const staged = await page.locator('[data-testid=file-tree] a[data-path^="crates/"]').evaluateAll((as) => as.map((a) => [a.dataset.path, a.dataset.stage]));
+    assert.equal(staged.length, roles.length);
+    assert.deepEqual(staged.filter(([, s]) => !s), [], 'files under crates/ without a chain stage');
+    // Opening a file lights its stage on the chain strip and lists its public items; an item scrolls to its line.
+    await page.evaluate(() => document.querySelector('[data-testid=file-tree] a[data-path="crates/runtime/src/decision.rs"]').click());
+    await page.waitForFunction(() => document.querySelector('[data-testid=file-chain]').dataset.stage === 'validate', null, { timeout: 10_000 });
+    assert.deepEqual(await page.locator('[data-testid=file-chain] li.chain-stage.on').evaluateAll((ls) => ls.map((l) => l.dataset.stage)), ['validate']);
+    const item = page.locator('[data-testid=file-items] button.item[data-name=parse_decision]');
+    const line = Number(await item.getAttribute('data-line'));
+    await item.click();
+    assert.equal(Number(await page.locator('[data-testid=file-content] .ln.hit').getAttribute('data-line')), line);
+    assert.match(await page.locator('[data-testid=file-content] .ln.hit').textContent(), /pub fn parse_decision/);
+    assert.ok(await page.locator('[data-testid=file-content]').evaluate((p) => p.scrollTop) > 0, 'the view scrolled to the item');
+    // A support file is said to be outside the chain.
+    await page.evaluate(() => document.querySelector('[data-testid=file-tree] a[data-path="crates/server/tests/http_api.rs"]').click());
+    await page.waitForFunction(() => document.querySelector('[data-testid=file-chain]').dataset.stage === 'support', null, { timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid=file-chain] li.chain-stage.on').count(), 0);
+    assert.match(await page.locator('[data-testid=file-stage-note]').textContent(), /outside the chain/);
     await page.locator('#source-card').screenshot({ path: join(EVIDENCE, 'source-browser.png') });
+
+    // Follow one decision: the finished run's events in order, each with a stage, linked to the code.
+    await page.waitForFunction((id) => document.querySelector('[data-testid=follow-events]').dataset.run === id, runId, { timeout: 30_000 });
+    const followed = await page.locator('[data-testid=follow-events] li.follow-event').evaluateAll((ls) => ls.map((l) => [Number(l.dataset.seq), l.dataset.phase, l.dataset.stage]));
+    assert.deepEqual(followed.map(([s]) => s), seqs, 'every event of the run, in order');
+    assert.deepEqual(followed.filter(([, , st]) => !st), [], 'events without a stage');
+    const validLink = page.locator('[data-testid=follow-events] li[data-phase="decision.valid"] [data-testid=follow-file][data-path="crates/runtime/src/decision.rs"]').first();
+    await validLink.click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=file-head]').textContent.startsWith('crates/runtime/src/decision.rs'), null, { timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid=file-chain]').getAttribute('data-stage'), 'validate');
+    const gateLink = page.locator('[data-testid=follow-events] li[data-phase="final.validated"] [data-testid=follow-file]').nth(1);
+    const gatePath = await gateLink.getAttribute('data-path');
+    await gateLink.click();
+    await page.waitForFunction((p) => document.querySelector('[data-testid=file-head]').textContent.startsWith(p), gatePath, { timeout: 10_000 });
+    assert.equal(await page.locator('[data-testid=file-chain]').getAttribute('data-stage'), 'final');
+    await page.locator('#source-card').screenshot({ path: join(EVIDENCE, 'follow-one-decision.png') });
 
     // Cancel a second, slow run while it is running.
     await page.fill('[data-testid=fixture]', 'crates/server/tests/fixtures/slow_happy.json');

@@ -36,6 +36,8 @@ pub struct FileEntry {
     pub role: String,
     /// `file` (read from the file itself) or `generic` (by name and kind).
     pub role_source: &'static str,
+    /// The file's stage in the chain (`crates/server/chain.toml`), `None` outside the mapping.
+    pub stage: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -60,6 +62,8 @@ pub enum ExampleError {
     Io { path: String, source: std::io::Error },
     #[error("zip failed: {0}")]
     Zip(String),
+    #[error(transparent)]
+    Chain(#[from] crate::sources::ChainError),
 }
 
 impl From<ExampleError> for ApiError {
@@ -87,6 +91,7 @@ impl ExamplePackage {
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let mut files = Vec::new();
         let mut total = 0u64;
+        let chain = crate::sources::chain()?;
         for (rel, abs, len) in found {
             if len > MAX_FILE_BYTES {
                 skipped.push(Skipped { path: rel, reason: format!("larger than {MAX_FILE_BYTES} bytes") });
@@ -100,6 +105,7 @@ impl ExamplePackage {
             total += data.len() as u64;
             let (role, role_source) = role_of(&rel, &data);
             files.push(FileEntry {
+                stage: chain.stage_of(&rel).map(|s| s.id.clone()),
                 role,
                 role_source,
                 language: language_of(&rel),

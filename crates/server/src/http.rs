@@ -53,9 +53,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/agent/runs/{id}", get(get_run))
         .route("/agent/runs/{id}/cancel", post(cancel_run))
         .route("/agent/runs/{id}/trace", get(run_trace))
+        .route("/agent/runs/{id}/follow", get(follow_run))
         .route("/artifacts/{id}", get(artifact))
         .route("/example/manifest", get(example_manifest))
         .route("/example/file", get(example_file))
+        .route("/example/chain", get(example_chain))
         .route("/example.zip", get(example_zip))
         // course view (course.rs, web/course.js)
         .route("/course.js", get(web::course_js))
@@ -584,10 +586,48 @@ async fn example_file(
             .into_response());
     }
     let text = String::from_utf8(data).ok();
+    // Public items only for Rust text; every other file has an empty list, not a guess.
+    let items = match (&text, entry.language) {
+        (Some(t), "rust") => crate::sources::public_items(t),
+        _ => Vec::new(),
+    };
     Ok(ok_json(json!({
         "path": entry.path, "bytes": entry.bytes, "blake3": entry.blake3, "language": entry.language,
         "download_path": entry.download_path, "role": entry.role, "role_source": entry.role_source,
+        "stage": entry.stage, "items": items,
         "binary": text.is_none(), "content": text,
+    })))
+}
+
+/// The chain as data: stages in order (with their files and patterns) and where each trace phase comes from.
+async fn example_chain() -> Result<Response, ApiError> {
+    let chain = crate::sources::chain()?;
+    Ok(ok_json(json!({ "stages": chain.stages, "events": chain.events })))
+}
+
+/// "Follow one decision": a finished run's events in order, each linked to the files that produced it.
+async fn follow_run(
+    State(s): Shared,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let id = path_param(id)?;
+    let snap = s.jobs.snapshot(&id, 0)?;
+    if snap["terminal"] != json!(true) {
+        return Err(ApiError::new(
+            409,
+            "run_not_finished",
+            format!("run {id} is {}; follow it once it has finished", snap["status"].as_str().unwrap_or("not finished")),
+        ));
+    }
+    let chain = crate::sources::chain()?;
+    let events = snap["events"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let result = &snap["result"];
+    Ok(ok_json(json!({
+        "id": id,
+        "status": snap["status"],
+        "stop_reason": result["stop_reason"],
+        "task": snap["request"]["task"],
+        "events": crate::sources::follow(chain, events),
     })))
 }
 

@@ -51,7 +51,7 @@ async fn openapi_document_is_served_and_names_every_route() {
     for p in [
         "/status", "/agent/schema", "/agent/tasks", "/agent/models", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
         "/agent/runs/{id}/cancel", "/agent/runs/{id}/trace", "/artifacts/{id}", "/example/manifest",
-        "/example/file", "/example.zip", "/openapi.json", "/agent/evaluation", "/agent/evaluation/{model}/success.png",
+        "/example/file", "/example/chain", "/agent/runs/{id}/follow", "/example.zip", "/openapi.json", "/agent/evaluation", "/agent/evaluation/{model}/success.png",
     ] {
         assert!(paths.contains(&p), "openapi.json lacks {p}");
     }

@@ -353,19 +353,18 @@ async fn a_file_where_a_directory_should_be_is_a_typed_error_and_the_service_sta
     let id = start_run(&h.router, json!({})).await;
     wait_status(&h.router, &id, "running").await;
     let run_dir = h.runs.path().join(".runs").join(&id);
-    // The hold policy blocks in its first decision, after run.started (saved, then shown).
+    // The hold policy blocks in its first decision, after run.started and model.started (each saved, then
+    // shown); waiting for run.started alone raced model.started's write against the swap below.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let saved = loop {
-        let n = snapshot(&h.router, &id, 0).await["events"]
-            .as_array()
-            .unwrap()
-            .len();
-        if n >= 1 {
+        let events = snapshot(&h.router, &id, 0).await["events"].clone();
+        let n = events.as_array().unwrap().len();
+        if events.as_array().unwrap().last().is_some_and(|e| e["phase"] == "model.started") {
             break n;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "run.started was never shown"
+            "model.started was never shown"
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     };

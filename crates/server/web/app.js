@@ -27,8 +27,12 @@ const I18N = {
     run_h: 'Run', not_run: 'not run', legend: '✓ reached · ● in progress · ! attempted but failed · ○ not reached',
     timeline_h: 'Timeline', timeline_empty: 'Decision summary → Action → Observation → next state appear here once a real run starts.',
     metrics_h: 'Metrics of this run', chart_h: 'Chart', chart_empty: 'The plot tool\'s PNG appears here after a run produced it.',
-    source_h: 'Source of this runner', source_hint: 'The file list, each file and the zip all come from one live enumeration of this project\'s tree. Each file\'s role is its own opening line (hover a name, or open it).',
+    source_h: 'Source of this runner', source_hint: 'The file list, each file and the zip all come from one live enumeration of this project\'s tree. Each file\'s role is its own opening line (hover a name, or open it); opening a file shows its public items and its place in the chain.',
     role_file: 'Role (from the file\'s opening line)', role_generic: 'Role (generic: the file has no opening line)',
+    chain_place: 'Place in the chain', chain_support: 'outside the chain (support)', chain_none: 'not in the chain map',
+    items_h: 'Public items (click to go to the line)', items_none: 'No public items.',
+    follow_h: 'Follow one decision', follow_hint: 'Pick a finished run: its trace events in order, each with its place in the chain and links to the code that produced it.',
+    follow_none: 'No finished run yet.', follow_pick: 'Run', follow_failed: 'Cannot follow this run',
     manifest_loading: 'Reading the manifest…', history_h: 'Recent runs', history_empty: 'No runs yet.',
     runner_ok: 'runner', runner_down: 'runner not reachable — not run',
     st_load: 'Load model', st_decision: 'Decision', st_validate: 'Validate', st_tool: 'Tool', st_observation: 'Observation', st_final: 'Final',
@@ -71,8 +75,12 @@ const I18N = {
     run_h: '运行', not_run: '未运行', legend: '✓ 已到达 · ● 进行中 · ! 已尝试但未通过 · ○ 尚未到达',
     timeline_h: '时间线', timeline_empty: '真实运行开始后，这里才会出现 决策摘要 → 动作 → 观察 → 下一状态。',
     metrics_h: '本次运行指标', chart_h: '图表', chart_empty: '运行产生 plot 工具的 PNG 后显示在这里。',
-    source_h: '本运行器的源码', source_hint: '文件列表、单个文件与 ZIP 都来自对本项目目录的同一次实时枚举。每个文件的作用取自它自己的首行说明（悬停文件名或打开文件）。',
+    source_h: '本运行器的源码', source_hint: '文件列表、单个文件与 ZIP 都来自对本项目目录的同一次实时枚举。每个文件的作用取自它自己的首行说明（悬停文件名或打开文件）；打开文件可看到它的公开条目及其在链路中的位置。',
     role_file: '作用（取自文件首行说明）', role_generic: '作用（通用说明：文件没有首行说明）',
+    chain_place: '在链路中的位置', chain_support: '链路之外（支撑文件）', chain_none: '未在链路映射中',
+    items_h: '公开条目（点击跳到该行）', items_none: '没有公开条目。',
+    follow_h: '跟随一次决策', follow_hint: '选择一次已结束的运行：按顺序列出它的追踪事件，标出在链路中的位置，并链接到产生它的代码。',
+    follow_none: '还没有已结束的运行。', follow_pick: '运行', follow_failed: '无法跟随此运行',
     manifest_loading: '正在读取 manifest…', history_h: '最近的运行', history_empty: '还没有运行。',
     runner_ok: '运行器', runner_down: '无法连接运行器——未运行',
     st_load: '加载模型', st_decision: '决策', st_validate: '校验', st_tool: '工具', st_observation: '观察', st_final: '最终答案',
@@ -103,7 +111,7 @@ const S = {
   modelOk: false, modelFacts: null, modelError: null, models: [], inspected: null,
   tasks: [], defaultTask: null,
   runId: null, runStatus: null, events: [], result: null, pollTimer: null,
-  manifest: null,
+  manifest: null, chain: null, follow: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -180,14 +188,20 @@ async function loadModels() {
 
 async function inspectModel() {
   const model = $('model-picker').value;
+  // A slower, older inspection (e.g. the default model's at page load) must not overwrite a newer choice.
+  const ticket = (S.inspectTicket = (S.inspectTicket || 0) + 1);
   S.inspected = null;
   $('model-state').textContent = t('inspecting');
   $('model-state').className = 'state-line';
   try {
     const r = await api('/models/inspect', { json: model ? { model } : {} });
+    if (ticket !== S.inspectTicket) return;
     if (r.ok && r.body && r.body.ok) { S.modelOk = true; S.modelFacts = r.body.model; S.modelError = null; S.inspected = model; }
     else { S.modelOk = false; S.modelFacts = null; S.modelError = r.body || { code: String(r.status), message: '' }; }
-  } catch (e) { S.modelOk = false; S.modelFacts = null; S.modelError = { code: 'runner_unreachable', message: String(e) }; }
+  } catch (e) {
+    if (ticket !== S.inspectTicket) return;
+    S.modelOk = false; S.modelFacts = null; S.modelError = { code: 'runner_unreachable', message: String(e) };
+  }
   renderModel();
 }
 
@@ -375,6 +389,7 @@ async function loadHistory() {
   const r = await api('/agent/runs?limit=20').catch(() => ({ ok: false }));
   const list = $('history');
   list.replaceChildren();
+  renderFollowRuns(r.ok ? r.body.runs : []);
   if (!r.ok || !r.body.runs.length) { list.append(el('li', { class: 'muted', text: t('history_empty') })); return; }
   for (const run of r.body.runs) {
     const a = el('a', { href: `#run=${run.id}`, class: 'mono', text: run.id });
@@ -685,7 +700,9 @@ function renderTree() {
         const d = el('details', depth < 1 ? { open: true } : {}, el('summary', { text: key }), build(v, depth + 1));
         ul.append(el('li', {}, d));
       } else {
-        const a = el('a', { href: '#', 'data-path': v.path, 'data-role': v.role || '', title: v.role || '', text: key });
+        const stage = chainStage(v.stage);
+        const a = el('a', { href: '#', 'data-path': v.path, 'data-role': v.role || '', 'data-stage': v.stage || '',
+          title: [v.role, stage && `${t('chain_place')}: ${stage.title}`].filter(Boolean).join('\n'), text: key });
         a.addEventListener('click', (e) => { e.preventDefault(); openFile(v.path); });
         ul.append(el('li', {}, a));
       }
@@ -705,7 +722,99 @@ async function openFile(path) {
   role.hidden = !f.role;
   role.className = `file-role ${f.role_source === 'generic' ? 'generic' : ''}`;
   role.replaceChildren(el('span', { class: 'muted small', text: `${t(f.role_source === 'generic' ? 'role_generic' : 'role_file')}: ` }), f.role || '');
-  pre.textContent = f.binary ? t('binary_file') : f.content;
+  renderFileChain(f.stage);
+  renderItems(f.items || []);
+  // One span per line, so an item can scroll its line into view (line numbers are CSS, not text).
+  if (f.binary) pre.textContent = t('binary_file');
+  else pre.replaceChildren(...f.content.split('\n').map((line, i) => el('span', { class: 'ln', 'data-line': i + 1, text: `${line}\n` })));
+  pre.scrollTop = 0;
+}
+
+// ---------- the chain: one table (GET /example/chain, from crates/server/chain.toml) ----------
+async function loadChain() {
+  const r = await api('/example/chain').catch(() => ({ ok: false }));
+  S.chain = r.ok ? r.body : null;
+  renderTree();
+}
+
+function chainStage(id) {
+  return (S.chain && id && S.chain.stages.find((s) => s.id === id)) || null;
+}
+
+// The chain as a strip with the file's stage lit; a support file is said to be outside it.
+function renderFileChain(stageId) {
+  const strip = $('file-chain');
+  strip.hidden = !S.chain;
+  if (!S.chain) return;
+  const stage = chainStage(stageId);
+  strip.dataset.stage = stageId || '';
+  strip.replaceChildren(el('li', { class: 'chain-label muted small', text: `${t('chain_place')}:` }),
+    ...S.chain.stages.filter((s) => s.chain).map((s) =>
+      el('li', { class: `chain-stage${s.id === stageId ? ' on' : ''}`, 'data-stage': s.id, title: s.summary, text: s.title })));
+  const note = stage ? (stage.chain ? stage.summary : `${t('chain_support')} — ${stage.summary}`) : t('chain_none');
+  strip.append(el('li', { class: 'chain-note small', 'data-testid': 'file-stage-note', text: note }));
+}
+
+function renderItems(items) {
+  const box = $('file-items');
+  box.hidden = false;
+  if (!items.length) { box.replaceChildren(el('span', { class: 'muted small', text: t('items_none') })); return; }
+  box.replaceChildren(el('div', { class: 'muted small', text: t('items_h') }),
+    el('ul', {}, ...items.map((it) => {
+      const b = el('button', { type: 'button', class: 'item', 'data-line': it.line, 'data-name': it.name, title: it.signature },
+        el('span', { class: 'kind', text: it.kind }), ' ', it.parent ? `${it.parent.replace(/^impl /, '')}::` : '', el('strong', { text: it.name }),
+        el('span', { class: 'muted', text: ` L${it.line}` }));
+      b.addEventListener('click', () => gotoLine(it.line));
+      return el('li', {}, b);
+    })));
+}
+
+function gotoLine(n) {
+  const pre = $('file-content');
+  for (const h of pre.querySelectorAll('.ln.hit')) h.classList.remove('hit');
+  const line = pre.querySelector(`.ln[data-line="${n}"]`);
+  if (!line) return;
+  line.classList.add('hit');
+  pre.scrollTop = Math.max(0, line.offsetTop - pre.clientHeight / 3);
+}
+
+// ---------- follow one decision: a finished run's events, each linked to its files ----------
+function renderFollowRuns(runs) {
+  const picker = $('follow-run');
+  const keep = picker.value;
+  const done = runs.filter((r) => TERMINAL.includes(r.status));
+  picker.replaceChildren(...done.map((r) => el('option', { value: r.id, text: `${r.id} · ${r.status}/${r.stop_reason || ''} · ${r.task || ''}` })));
+  if (!done.length) {
+    $('follow-events').replaceChildren(el('li', { class: 'muted', text: t('follow_none') }));
+    return;
+  }
+  // The run on screen when it has finished, else the one already chosen, else the newest.
+  const want = [S.runId, keep].find((id) => id && done.some((r) => r.id === id)) || done[0].id;
+  picker.value = want;
+  if (!S.follow || S.follow.id !== want) followRun(want);
+}
+
+async function followRun(id) {
+  const list = $('follow-events');
+  const r = await api(`/agent/runs/${encodeURIComponent(id)}/follow`);
+  if (!r.ok) { S.follow = null; list.replaceChildren(el('li', { class: 'errors', text: `${t('follow_failed')}: ${r.status} ${r.body && r.body.code}` })); return; }
+  S.follow = r.body;
+  list.dataset.run = id;
+  list.replaceChildren(...r.body.events.map((e) => {
+    const stage = chainStage(e.stage);
+    const files = e.files.map((path) => {
+      const a = el('a', { href: '#source-card', class: 'mono small', 'data-testid': 'follow-file', 'data-path': path, text: path.replace(/^crates\//, '') });
+      a.addEventListener('click', (ev) => { ev.preventDefault(); openFile(path); $('source-card').scrollIntoView(); });
+      return a;
+    });
+    const links = [];
+    files.forEach((a, i) => { if (i) links.push(' · '); links.push(a); });
+    return el('li', { class: `follow-event ${phaseClass(e.phase)}`, 'data-seq': e.seq, 'data-phase': e.phase, 'data-stage': e.stage || '' },
+      el('span', { class: 'mono', text: `#${e.seq} ${e.phase}` }), ' ',
+      el('span', { class: 'chain-stage on', title: stage ? stage.summary : '', text: stage ? stage.title : t('chain_none') }), ' ',
+      el('span', { class: 'muted small', text: summarize(e.data) }),
+      el('div', { class: 'follow-files' }, ...links));
+  }));
 }
 
 // ---------- start ----------
@@ -723,11 +832,12 @@ function init() {
   $('model-picker').addEventListener('change', () => { S.modelOk = false; inspectModel(); });
   $('task-picker').addEventListener('change', renderTask);
   $('task-picker').addEventListener('focus', loadTasks);
+  $('follow-run').addEventListener('change', (e) => followRun(e.target.value));
   applyLang();
   loadTasks();
   loadStatus().then(() => loadModels()).then(() => { if (S.runnerUp) inspectModel(); });
-  loadManifest();
-  loadHistory();
+  // The chain first, so the tree and the followed events show their stages when they appear.
+  loadManifest().then(loadChain).then(loadHistory);
   const m = location.hash.match(/run=(run-[0-9a-z-]+)/);
   if (m) selectRun(m[1]);
   setInterval(loadStatus, 5000);
