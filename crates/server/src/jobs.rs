@@ -82,6 +82,9 @@ struct Shared {
     /// The worker thread, joined by `close`.
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
     wake: Condvar,
+    /// Set once the service shuts down, before the running run's cancel flag: the runtime then ends it
+    /// `cancelled/shutdown` rather than as a user's cancel.
+    shutting_down: Arc<AtomicBool>,
     store: RunStore,
     executor: Arc<dyn Executor>,
     config: JobsConfig,
@@ -166,6 +169,7 @@ impl Jobs {
             state: Mutex::new(state),
             worker: Mutex::new(None),
             wake: Condvar::new(),
+            shutting_down: Arc::new(AtomicBool::new(false)),
             store,
             executor,
             config,
@@ -412,15 +416,41 @@ impl Jobs {
         ))
     }
 
-    /// Stop taking work; a running run is cancelled so it seals itself properly.
+    /// Stop taking work (new runs get 503 `shutting_down`); the running run is cancelled with stop reason
+    /// `shutdown` and seals itself through the runtime; every queued run, which never started, is sealed
+    /// `cancelled/shutdown` here (not left for the next start-up to call `interrupted`). Idempotent.
+    /// Blocking (store writes): call it off the async workers.
     pub fn shutdown(&self) {
         let mut st = self.lock();
         st.shutdown = true;
+        // Before the cancel flag, so the runtime never sees a cancel without knowing it is a shutdown.
+        self.shared.shutting_down.store(true, Ordering::SeqCst);
         if let Some(run) = st.running.clone().and_then(|id| st.runs.get(&id)) {
             run.cancel.store(true, Ordering::SeqCst);
         }
+        let queued: Vec<String> = st.queue.drain(..).collect();
+        for id in queued {
+            let Some(run) = st.runs.get_mut(&id) else {
+                continue;
+            };
+            let (event, result) =
+                seal_values(&run.meta, &run.events, "cancelled", "shutdown", None);
+            if let Err(e) = self.persist_seal(run, event, result, "cancelled") {
+                eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
+            }
+        }
         drop(st);
         self.shared.wake.notify_all();
+    }
+
+    /// Whether the worker thread has ended (after `shutdown`, once its current run has sealed itself).
+    pub fn worker_finished(&self) -> bool {
+        self.shared
+            .worker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|h| h.is_finished())
     }
 
     /// Shut down, join the worker (after its current run has sealed itself) and release `.runs/.lock`, so a
@@ -437,18 +467,6 @@ impl Jobs {
             let _ = h.join();
         }
         self.shared.store.release_lock();
-    }
-
-    /// After `shutdown`: wait (up to `timeout`) for the running run to seal itself.
-    pub fn wait_idle(&self, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.running().is_some() {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        true
     }
 
     /// The supervised worker: each iteration (take a run, execute it, store its end) runs under
@@ -601,8 +619,9 @@ impl Jobs {
                     }
                 };
                 let executor = self.shared.executor.clone();
+                let shutting_down = self.shared.shutting_down.clone();
                 let call = std::panic::AssertUnwindSafe(|| {
-                    executor.execute(id, &spec, &artifact_dir, cancel, &mut sink)
+                    executor.execute(id, &spec, &artifact_dir, cancel, shutting_down, &mut sink)
                 });
                 let outcome = match std::panic::catch_unwind(call) {
                     Ok(Ok(result)) => Ok(result),

@@ -110,15 +110,22 @@ pub enum PolicyError {
 #[derive(Debug, Clone)]
 pub struct RunControl {
     pub cancel: Arc<AtomicBool>,
+    /// Set (together with `cancel`) when the host is shutting down: the run then ends
+    /// `cancelled/shutdown` instead of `cancelled/cancelled`, so a user's cancel and a service stop
+    /// stay distinguishable in the trace.
+    pub shutdown: Arc<AtomicBool>,
     pub deadline: Instant,
 }
 
 impl RunControl {
     pub fn new(deadline: Instant) -> Self {
-        Self { cancel: Arc::new(AtomicBool::new(false)), deadline }
+        Self { cancel: Arc::new(AtomicBool::new(false)), shutdown: Arc::new(AtomicBool::new(false)), deadline }
     }
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
+    }
+    pub fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
     }
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::SeqCst);
