@@ -96,6 +96,10 @@ impl ModelBackend for LlamaBackend {
             "loaded": forge_llama::engine::loaded_models().iter()
                 .map(|m| Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
                 .collect::<Vec<_>>(),
+            // The file a run is loading right now (null otherwise): a cold load takes seconds and the
+            // API keeps answering meanwhile.
+            "loading": forge_llama::engine::loading_model()
+                .map(|m| Path::new(&m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
             "backend": "llama.cpp",
             // policy_for drops a cached model before another one loads.
             "max_loaded_models": 1,

@@ -359,3 +359,53 @@ fn a_second_signal_exits_at_once_while_the_first_shutdown_waits_for_an_open_requ
     assert_eq!(status.code(), Some(130), "{seen}{}", server.stderr_so_far());
     drop(open);
 }
+
+/// The real model (models/qwen2.5-coder-0.5b.gguf), or None (the test is skipped) when it is not fetched.
+fn real_model_dir() -> Option<PathBuf> {
+    let dir = project_root().join("models");
+    if dir.join("qwen2.5-coder-0.5b.gguf").is_file() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: no models/qwen2.5-coder-0.5b.gguf (cargo xtask model fetch)");
+        None
+    }
+}
+
+/// Per-request answer bound while a model loads (issue 14: the API must not freeze during a cold load).
+const ANSWER_BOUND: Duration = Duration::from_millis(100);
+
+#[test]
+fn status_and_polling_answer_within_the_bound_during_a_cold_model_load() {
+    let Some(models) = real_model_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join(".runs"), &models, &[]);
+    let (_, status) = server.request("GET", "/status", None);
+    assert_eq!(status["model"]["loaded"], json!([]), "a fresh process has nothing loaded: {status}");
+    let id = submit(&server, &json!({ "policy": "model", "budgets": { "max_steps": 1 } }));
+
+    // Until the model is loaded, every /status and every poll of the run answers within the bound.
+    let mut answers: Vec<(&str, Duration)> = Vec::new();
+    let mut saw_loading = false;
+    eventually(Duration::from_secs(120), "the model is loaded", || {
+        let started = Instant::now();
+        let (code, status) = server.request("GET", "/status", None);
+        answers.push(("/status", started.elapsed()));
+        assert_eq!(code, 200, "{status}");
+        let started = Instant::now();
+        let (code, snap) = server.request("GET", &format!("/agent/runs/{id}?after_seq=0"), None);
+        answers.push(("poll", started.elapsed()));
+        assert_eq!(code, 200, "{snap}");
+        if status["model"]["loading"] == "qwen2.5-coder-0.5b.gguf" {
+            saw_loading = true;
+        }
+        assert!(snap["terminal"] == false || status["model"]["loaded"] != json!([]), "the run ended without loading the model: {snap}");
+        (status["model"]["loaded"] == json!(["qwen2.5-coder-0.5b.gguf"])).then_some(())
+    });
+    assert!(saw_loading, "the load was never visible as `loading` in /status ({} answers)", answers.len());
+    let slowest = answers.iter().map(|(_, d)| *d).max().unwrap_or_default();
+    eprintln!("{} answers while the model loaded, slowest {slowest:?}", answers.len());
+    let slow: Vec<_> = answers.iter().filter(|(_, d)| *d > ANSWER_BOUND).collect();
+    assert!(slow.is_empty(), "answers slower than {ANSWER_BOUND:?} during the load: {slow:?} of {}", answers.len());
+    let (code, _) = server.request("POST", &format!("/agent/runs/{id}/cancel"), None);
+    assert!(code == 200 || code == 409, "cancel answered {code}");
+}

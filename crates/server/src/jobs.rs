@@ -6,6 +6,9 @@
 //! — so recovery can tell a finished run with stale meta (completed from its result or its `run.finished`,
 //! never sealed twice) from one the process left unfinished (sealed `failed/runtime_error`, reason
 //! `interrupted`). Nothing silently lost, nothing duplicated. No HTTP here.
+//!
+//! Store I/O never happens under the jobs mutex: a write is prepared under the lock, done without it, and
+//! its outcome published under the lock again, so polling and `/status` never wait for a disk.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -63,6 +66,8 @@ struct Run {
     events: Vec<Value>,
     result: Option<Value>,
     cancel: Arc<AtomicBool>,
+    /// Taken off the queue and being sealed by a cancel or a shutdown (the writes run outside the lock).
+    sealing: bool,
 }
 
 #[derive(Default)]
@@ -72,6 +77,8 @@ struct State {
     order: Vec<String>,
     queue: VecDeque<String>,
     running: Option<String>,
+    /// Accepted runs whose directory is being created (outside the lock); they count against the queue.
+    reserved: usize,
     /// artifact id → (run id, file name inside the run's artifacts/).
     artifacts: HashMap<String, (String, String)>,
     shutdown: bool,
@@ -202,26 +209,27 @@ impl Jobs {
         self.lock().running.clone()
     }
 
-    /// Accept a run (status `queued`) or refuse with 429 when the queue is full.
+    /// Accept a run (status `queued`) or refuse with 429 when the queue is full. Blocking (creates the run's
+    /// directory); the slot is reserved under the lock and the directory created outside it.
     pub fn submit(&self, spec: RunSpec, public_request: Value) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        if st.shutdown {
-            return Err(ApiError::new(
-                503,
-                "shutting_down",
-                "the runner is shutting down",
-            ));
-        }
-        if st.queue.len() >= self.shared.config.queue_capacity {
-            return Err(ApiError::new(
-                429,
-                "queue_full",
-                format!(
-                    "{} runs are already waiting (capacity {}); retry when one finishes",
-                    st.queue.len(),
-                    self.shared.config.queue_capacity
-                ),
-            ));
+        let shutting_down = || ApiError::new(503, "shutting_down", "the runner is shutting down");
+        {
+            let mut st = self.lock();
+            if st.shutdown {
+                return Err(shutting_down());
+            }
+            let waiting = st.queue.len() + st.reserved;
+            if waiting >= self.shared.config.queue_capacity {
+                return Err(ApiError::new(
+                    429,
+                    "queue_full",
+                    format!(
+                        "{waiting} runs are already waiting (capacity {}); retry when one finishes",
+                        self.shared.config.queue_capacity
+                    ),
+                ));
+            }
+            st.reserved += 1;
         }
         let created = now_ms();
         let id = new_run_id(created);
@@ -234,10 +242,16 @@ impl Jobs {
             request: public_request,
             damage: Vec::new(),
         };
-        self.shared
-            .store
-            .create(&meta)
-            .map_err(|e| self.store_error(&e))?;
+        let written = self.shared.store.create(&meta);
+        let mut st = self.lock();
+        st.reserved -= 1;
+        written.map_err(|e| self.store_error(&e))?;
+        if st.shutdown {
+            // Shutdown began while the directory was written: the run was never accepted, so it goes.
+            drop(st);
+            let _ = self.shared.store.remove(&id);
+            return Err(shutting_down());
+        }
         st.order.push(id.clone());
         st.runs.insert(
             id.clone(),
@@ -247,6 +261,7 @@ impl Jobs {
                 events: Vec::new(),
                 result: None,
                 cancel: Arc::new(AtomicBool::new(false)),
+                sealing: false,
             },
         );
         st.queue.push_back(id.clone());
@@ -323,17 +338,22 @@ impl Jobs {
     }
 
     /// Cancel: a queued run is sealed at once; a running run is asked to stop and returns its own result.
+    /// Blocking (a queued run's seal is written before the answer).
     pub fn cancel(&self, id: &str) -> Result<Value, ApiError> {
         let mut st = self.lock();
         let status = Self::get_run(&st, id)?.meta.status.clone();
         match status.as_str() {
             "queued" => {
-                st.queue.retain(|q| q != id);
+                let cancelled = json!({ "id": id, "status": "cancelled", "cancelled": "queued" });
                 let run = st.runs.get_mut(id).expect("checked above");
-                let (event, result) =
-                    seal_values(&run.meta, &run.events, "cancelled", "cancelled", None);
-                self.persist_seal(run, event, result, "cancelled")?;
-                Ok(json!({ "id": id, "status": "cancelled", "cancelled": "queued" }))
+                if run.sealing {
+                    return Ok(cancelled);
+                }
+                run.sealing = true;
+                st.queue.retain(|q| q != id);
+                drop(st);
+                self.seal(id, "cancelled", "cancelled", None)?;
+                Ok(cancelled)
             }
             "running" => {
                 let run = st.runs.get(id).expect("checked above");
@@ -348,33 +368,52 @@ impl Jobs {
         }
     }
 
-    /// Seal a run the runtime did not finish, in the store's order: event, result, meta. Memory is updated
-    /// even when the disk refuses (the run must not stay `running` forever); the result then says so with
-    /// `persisted: false`, and the first store error is returned.
-    fn persist_seal(
+    /// Seal a run the runtime did not finish, in the store's order: event, result, meta. The writes run
+    /// outside the jobs lock and memory is updated after them, so no poller sees an unsaved seal; memory is
+    /// updated even when the disk refuses (the run must not stay unfinished forever), the result then
+    /// saying so with `persisted: false`, and the first store error is returned.
+    fn seal(
         &self,
-        run: &mut Run,
-        event: Value,
-        mut result: Value,
+        id: &str,
         status: &str,
+        stop_reason: &str,
+        error: Option<(&str, String)>,
     ) -> Result<(), ApiError> {
+        let (mut meta, event, mut result) = {
+            let st = self.lock();
+            let Some(run) = st.runs.get(id) else {
+                return Ok(());
+            };
+            if run.result.is_some() {
+                return Ok(());
+            }
+            let (event, result) =
+                seal_values(&run.meta, &run.events, status, stop_reason, error);
+            (run.meta.clone(), event, result)
+        };
         let store = &self.shared.store;
         let written = store
-            .append_event(&run.meta.id, &event)
-            .and_then(|()| store.write_result(&run.meta.id, &result))
+            .append_event(id, &event)
+            .and_then(|()| store.write_result(id, &result))
             .map_err(|e| self.store_error(&e));
         if let Err(e) = &written {
             result["persisted"] = json!(false);
             result["store_error"] = json!(e.message);
         }
-        run.events.push(event);
-        run.result = Some(result);
-        run.meta.status = status.into();
-        run.meta.finished_at_ms = Some(now_ms());
-        written?;
-        store
-            .write_meta(&run.meta)
-            .map_err(|e| self.store_error(&e))
+        meta.status = status.into();
+        meta.finished_at_ms = Some(now_ms());
+        let meta_written = match &written {
+            Ok(()) => store.write_meta(&meta).map_err(|e| self.store_error(&e)),
+            Err(_) => Ok(()),
+        };
+        if let Some(run) = self.lock().runs.get_mut(id) {
+            run.events.push(event);
+            run.result = Some(result);
+            run.meta.status = meta.status;
+            run.meta.finished_at_ms = meta.finished_at_ms;
+            run.sealing = false;
+        }
+        written.and(meta_written)
     }
 
     /// A store failure as the API shows it: 503 `store_unavailable`, absolute paths redacted.
@@ -386,6 +425,7 @@ impl Jobs {
     pub fn trace(&self, id: &str) -> Result<Value, ApiError> {
         let st = self.lock();
         let run = Self::get_run(&st, id)?;
+        // Copied under the lock, redacted (the slow part) after it.
         let export = json!({
             "format": "forge.trace.v1",
             "id": run.meta.id,
@@ -398,6 +438,7 @@ impl Jobs {
             "result": run.result,
             "damage": run.meta.damage,
         });
+        drop(st);
         Ok(redacted(export, &self.shared.config.redact_roots))
     }
 
@@ -429,18 +470,18 @@ impl Jobs {
             run.cancel.store(true, Ordering::SeqCst);
         }
         let queued: Vec<String> = st.queue.drain(..).collect();
-        for id in queued {
-            let Some(run) = st.runs.get_mut(&id) else {
-                continue;
-            };
-            let (event, result) =
-                seal_values(&run.meta, &run.events, "cancelled", "shutdown", None);
-            if let Err(e) = self.persist_seal(run, event, result, "cancelled") {
-                eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
+        for id in &queued {
+            if let Some(run) = st.runs.get_mut(id) {
+                run.sealing = true;
             }
         }
         drop(st);
         self.shared.wake.notify_all();
+        for id in queued {
+            if let Err(e) = self.seal(&id, "cancelled", "shutdown", None) {
+                eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
+            }
+        }
     }
 
     /// Whether the worker thread has ended (after `shutdown`, once its current run has sealed itself).
@@ -512,10 +553,11 @@ impl Jobs {
         }
     }
 
-    /// Wait for the next queued run and mark it running; None once shutting down.
+    /// Wait for the next queued run and mark it running (its meta written outside the lock); None once
+    /// shutting down.
     fn next_run(&self) -> Option<(String, Option<RunSpec>, Arc<AtomicBool>)> {
         let mut st = self.lock();
-        loop {
+        let (id, meta, spec, cancel) = loop {
             if st.shutdown {
                 return None;
             }
@@ -523,65 +565,67 @@ impl Jobs {
                 let run = st.runs.get_mut(&id).expect("queued runs exist");
                 run.meta.status = "running".into();
                 run.meta.started_at_ms = Some(now_ms());
-                if let Err(e) = self.shared.store.write_meta(&run.meta) {
-                    // Not fatal: recovery treats a run without result as interrupted either way.
-                    eprintln!("forge-server: {e}");
-                }
-                let spec = run.spec.clone();
-                let cancel = run.cancel.clone();
-                st.running = Some(id.clone());
-                return Some((id, spec, cancel));
+                let picked = (id.clone(), run.meta.clone(), run.spec.clone(), run.cancel.clone());
+                st.running = Some(id);
+                break picked;
             }
             st = self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+        };
+        drop(st);
+        if let Err(e) = self.shared.store.write_meta(&meta) {
+            // Not fatal: recovery treats a run without result as interrupted either way.
+            eprintln!("forge-server: {e}");
         }
+        Some((id, spec, cancel))
     }
 
     /// After a worker panic: a run that already has its result is left alone; one whose `run.finished` is
     /// saved gets its result from that event (never a second `run.finished`); any other is sealed
     /// `failed/runtime_error` with reason `worker_panicked`.
     fn finish_after_panic(&self, id: &str, message: &str) {
-        let mut st = self.lock();
-        let State {
-            runs, artifacts, ..
-        } = &mut *st;
-        let Some(run) = runs.get_mut(id) else { return };
-        if run.result.is_some() {
-            return;
-        }
+        let recovered = {
+            let st = self.lock();
+            let Some(run) = st.runs.get(id) else { return };
+            if run.result.is_some() {
+                return;
+            }
+            result_from_finished(id, &run.events).map(|result| (result, run.meta.clone()))
+        };
         let store = &self.shared.store;
-        if let Some(result) = result_from_finished(id, &run.events) {
-            let status = result
+        if let Some((result, mut meta)) = recovered {
+            meta.status = result
                 .get("status")
                 .and_then(Value::as_str)
                 .filter(|s| TERMINAL.contains(s))
                 .unwrap_or("failed")
                 .to_string();
+            meta.finished_at_ms = Some(now_ms());
             if let Err(e) = store.write_result(id, &result) {
                 eprintln!("forge-server: {e}");
             }
-            index_artifacts(artifacts, id, &result);
-            run.result = Some(result);
-            run.meta.status = status;
-            run.meta.finished_at_ms = Some(now_ms());
-            if let Err(e) = store.write_meta(&run.meta) {
+            if let Err(e) = store.write_meta(&meta) {
                 eprintln!("forge-server: {e}");
+            }
+            let mut st = self.lock();
+            let State {
+                runs, artifacts, ..
+            } = &mut *st;
+            if let Some(run) = runs.get_mut(id) {
+                index_artifacts(artifacts, id, &result);
+                run.result = Some(result);
+                run.meta.status = meta.status;
+                run.meta.finished_at_ms = meta.finished_at_ms;
             }
         } else {
             let message = redacted(
                 Value::String(format!("the run worker panicked: {message}")),
                 &self.shared.config.redact_roots,
             );
-            let (event, result) = seal_values(
-                &run.meta,
-                &run.events,
-                "failed",
-                "runtime_error",
-                Some((
-                    "worker_panicked",
-                    message.as_str().unwrap_or_default().to_string(),
-                )),
-            );
-            if let Err(e) = self.persist_seal(run, event, result, "failed") {
+            let reason = Some((
+                "worker_panicked",
+                message.as_str().unwrap_or_default().to_string(),
+            ));
+            if let Err(e) = self.seal(id, "failed", "runtime_error", reason) {
                 eprintln!("forge-server: {}", e.message);
             }
         }
@@ -643,14 +687,6 @@ impl Jobs {
                 }
             }
         };
-        let mut st = self.lock();
-        let State {
-            runs, artifacts, ..
-        } = &mut *st;
-        let Some(run) = runs.get_mut(id) else { return };
-        if run.result.is_some() {
-            return;
-        }
         match outcome {
             Ok(result) => {
                 let result = redacted(result, roots);
@@ -660,33 +696,44 @@ impl Jobs {
                     .filter(|s| TERMINAL.contains(s))
                     .unwrap_or("failed")
                     .to_string();
-                let finished = run
-                    .events
-                    .last()
-                    .and_then(|e| e.get("phase"))
-                    .and_then(Value::as_str)
-                    == Some("run.finished");
-                if !finished {
-                    // The runtime contract says every run ends with run.finished; if one did not, say so.
-                    let stop = result
-                        .get("stop_reason")
+                // Prepared under the lock; written without it (only this worker writes a running run).
+                let (mut meta, missing_finish) = {
+                    let st = self.lock();
+                    let Some(run) = st.runs.get(id) else { return };
+                    if run.result.is_some() {
+                        return;
+                    }
+                    let finished = run
+                        .events
+                        .last()
+                        .and_then(|e| e.get("phase"))
                         .and_then(Value::as_str)
-                        .unwrap_or("runtime_error")
-                        .to_string();
-                    let (event, _) = seal_values(
-                        &run.meta,
-                        &run.events,
-                        &status,
-                        &stop,
-                        Some((
-                            "missing_run_finished",
-                            "the runtime returned without a run.finished event".into(),
-                        )),
-                    );
+                        == Some("run.finished");
+                    // The runtime contract says every run ends with run.finished; if one did not, say so.
+                    let missing = (!finished).then(|| {
+                        let stop = result
+                            .get("stop_reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or("runtime_error")
+                            .to_string();
+                        seal_values(
+                            &run.meta,
+                            &run.events,
+                            &status,
+                            &stop,
+                            Some((
+                                "missing_run_finished",
+                                "the runtime returned without a run.finished event".into(),
+                            )),
+                        )
+                        .0
+                    });
+                    (run.meta.clone(), missing)
+                };
+                if let Some(event) = &missing_finish {
                     let _ = store
-                        .append_event(id, &event)
+                        .append_event(id, event)
                         .map_err(|e| eprintln!("forge-server: {e}"));
-                    run.events.push(event);
                 }
                 // result.json before meta.json: recovery completes a stale meta from a complete result.
                 let mut result = result;
@@ -695,47 +742,55 @@ impl Jobs {
                     result["persisted"] = json!(false);
                     result["store_error"] = json!(self.store_error(&e).message);
                 }
-                index_artifacts(artifacts, id, &result);
-                run.result = Some(result);
-                run.meta.status = status;
-                run.meta.finished_at_ms = Some(now_ms());
-                if let Err(e) = store.write_meta(&run.meta) {
+                meta.status = status;
+                meta.finished_at_ms = Some(now_ms());
+                if let Err(e) = store.write_meta(&meta) {
                     eprintln!("forge-server: {e}");
                 }
+                let mut st = self.lock();
+                let State {
+                    runs, artifacts, ..
+                } = &mut *st;
+                let Some(run) = runs.get_mut(id) else { return };
+                run.events.extend(missing_finish);
+                index_artifacts(artifacts, id, &result);
+                run.result = Some(result);
+                run.meta.status = meta.status;
+                run.meta.finished_at_ms = meta.finished_at_ms;
             }
             Err((code, message)) => {
                 let message = redacted(Value::String(message), roots)
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                let (event, result) = seal_values(
-                    &run.meta,
-                    &run.events,
-                    "failed",
-                    "runtime_error",
-                    Some((&code, message)),
-                );
-                if let Err(e) = self.persist_seal(run, event, result, "failed") {
+                let reason = Some((code.as_str(), message));
+                if let Err(e) = self.seal(id, "failed", "runtime_error", reason) {
                     eprintln!("forge-server: {e}");
                 }
             }
         }
     }
 
-    /// Keep at most `retention` terminal runs; the oldest go first (files included).
+    /// Keep at most `retention` terminal runs; the oldest go first (files included, deleted outside the lock).
     fn prune(&self) {
-        let mut st = self.lock();
-        let terminal: Vec<String> = st
-            .order
-            .iter()
-            .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
-            .cloned()
-            .collect();
-        let excess = terminal.len().saturating_sub(self.shared.config.retention);
-        for id in terminal.into_iter().take(excess) {
-            st.runs.remove(&id);
-            st.order.retain(|o| *o != id);
-            st.artifacts.retain(|_, (run, _)| *run != id);
+        let removed: Vec<String> = {
+            let mut st = self.lock();
+            let terminal: Vec<String> = st
+                .order
+                .iter()
+                .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
+                .cloned()
+                .collect();
+            let excess = terminal.len().saturating_sub(self.shared.config.retention);
+            let removed: Vec<String> = terminal.into_iter().take(excess).collect();
+            for id in &removed {
+                st.runs.remove(id);
+                st.order.retain(|o| o != id);
+                st.artifacts.retain(|_, (run, _)| run != id);
+            }
+            removed
+        };
+        for id in removed {
             if let Err(e) = self.shared.store.remove(&id) {
                 eprintln!("forge-server: retention: {e}");
             }
@@ -874,6 +929,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
         events,
         result: Some(result),
         cancel: Arc::new(AtomicBool::new(false)),
+        sealing: false,
     }
 }
 
