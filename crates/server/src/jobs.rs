@@ -771,29 +771,32 @@ impl Jobs {
         }
     }
 
-    /// Keep at most `retention` terminal runs; the oldest go first (files included, deleted outside the lock).
+    /// Keep at most `retention` terminal runs; the oldest go first. Chosen under the lock, their files
+    /// deleted outside it, then dropped from memory (so a run gone from the list is gone from disk).
     fn prune(&self) {
-        let removed: Vec<String> = {
-            let mut st = self.lock();
-            let terminal: Vec<String> = st
+        let chosen: Vec<String> = {
+            let st = self.lock();
+            let terminal: Vec<&String> = st
                 .order
                 .iter()
                 .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
-                .cloned()
                 .collect();
             let excess = terminal.len().saturating_sub(self.shared.config.retention);
-            let removed: Vec<String> = terminal.into_iter().take(excess).collect();
-            for id in &removed {
-                st.runs.remove(id);
-                st.order.retain(|o| o != id);
-                st.artifacts.retain(|_, (run, _)| run != id);
-            }
-            removed
+            terminal.into_iter().take(excess).cloned().collect()
         };
-        for id in removed {
-            if let Err(e) = self.shared.store.remove(&id) {
+        if chosen.is_empty() {
+            return;
+        }
+        for id in &chosen {
+            if let Err(e) = self.shared.store.remove(id) {
                 eprintln!("forge-server: retention: {e}");
             }
+        }
+        let mut st = self.lock();
+        for id in &chosen {
+            st.runs.remove(id);
+            st.order.retain(|o| o != id);
+            st.artifacts.retain(|_, (run, _)| run != id);
         }
     }
 }
