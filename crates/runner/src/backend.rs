@@ -53,13 +53,6 @@ impl LlamaBackend {
     }
 }
 
-pub fn llama_mode(mode: Mode) -> forge_llama::Mode {
-    match mode {
-        Mode::Guided => forge_llama::Mode::Guided,
-        Mode::Free => forge_llama::Mode::Free,
-    }
-}
-
 impl ModelBackend for LlamaBackend {
     fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
         let p = self.resolve(path);
@@ -156,7 +149,7 @@ impl ModelBackend for LlamaBackend {
         {
             forge_llama::engine::unload_all();
         }
-        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), llama_mode(mode));
+        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
@@ -164,7 +157,7 @@ impl ModelBackend for LlamaBackend {
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
         let mut config =
-            forge_llama::LlamaConfig::new(self.default_model.clone(), llama_mode(mode));
+            forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

@@ -21,9 +21,8 @@ use serde_json::{Value, json};
 use crate::engine::{Executor, RunSpec};
 use crate::error::ApiError;
 use crate::redact::redacted;
-use crate::store::{LoadedRun, RunMeta, RunStore, StoreError, is_valid_run_id};
-
-pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled", "stopped"];
+use crate::store::{LoadedRun, RunMeta, RunState, RunStore, StoreError, is_valid_run_id};
+use runtime::StopReason;
 
 /// Tests only: called on the worker thread after a run's executor has returned and before its result is
 /// stored, with the run id. A panic here is a panic outside `execute`, which the worker's supervisor must
@@ -235,7 +234,7 @@ impl Jobs {
         let id = new_run_id(created);
         let meta = RunMeta {
             id: id.clone(),
-            status: "queued".into(),
+            status: RunState::Queued,
             created_at_ms: created,
             started_at_ms: None,
             finished_at_ms: None,
@@ -341,9 +340,9 @@ impl Jobs {
     /// Blocking (a queued run's seal is written before the answer).
     pub fn cancel(&self, id: &str) -> Result<Value, ApiError> {
         let mut st = self.lock();
-        let status = Self::get_run(&st, id)?.meta.status.clone();
-        match status.as_str() {
-            "queued" => {
+        let status = Self::get_run(&st, id)?.meta.status;
+        match status {
+            RunState::Queued => {
                 let cancelled = json!({ "id": id, "status": "cancelled", "cancelled": "queued" });
                 let run = st.runs.get_mut(id).expect("checked above");
                 if run.sealing {
@@ -352,10 +351,10 @@ impl Jobs {
                 run.sealing = true;
                 st.queue.retain(|q| q != id);
                 drop(st);
-                self.seal(id, "cancelled", "cancelled", None)?;
+                self.seal(id, StopReason::Cancelled, None)?;
                 Ok(cancelled)
             }
-            "running" => {
+            RunState::Running => {
                 let run = st.runs.get(id).expect("checked above");
                 run.cancel.store(true, Ordering::SeqCst);
                 Ok(json!({ "id": id, "status": "running", "cancelled": "requested" }))
@@ -375,8 +374,7 @@ impl Jobs {
     fn seal(
         &self,
         id: &str,
-        status: &str,
-        stop_reason: &str,
+        stop: StopReason,
         error: Option<(&str, String)>,
     ) -> Result<(), ApiError> {
         let (mut meta, event, mut result) = {
@@ -388,7 +386,7 @@ impl Jobs {
                 return Ok(());
             }
             let (event, result) =
-                seal_values(&run.meta, &run.events, status, stop_reason, error);
+                seal_values(&run.meta, &run.events, stop, error);
             (run.meta.clone(), event, result)
         };
         let store = &self.shared.store;
@@ -400,7 +398,7 @@ impl Jobs {
             result["persisted"] = json!(false);
             result["store_error"] = json!(e.message);
         }
-        meta.status = status.into();
+        meta.status = stop.status().into();
         meta.finished_at_ms = Some(now_ms());
         let meta_written = match &written {
             Ok(()) => store.write_meta(&meta).map_err(|e| self.store_error(&e)),
@@ -478,7 +476,7 @@ impl Jobs {
         drop(st);
         self.shared.wake.notify_all();
         for id in queued {
-            if let Err(e) = self.seal(&id, "cancelled", "shutdown", None) {
+            if let Err(e) = self.seal(&id, StopReason::Shutdown, None) {
                 eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
             }
         }
@@ -563,7 +561,7 @@ impl Jobs {
             }
             if let Some(id) = st.queue.pop_front() {
                 let run = st.runs.get_mut(&id).expect("queued runs exist");
-                run.meta.status = "running".into();
+                run.meta.status = RunState::Running;
                 run.meta.started_at_ms = Some(now_ms());
                 let picked = (id.clone(), run.meta.clone(), run.spec.clone(), run.cancel.clone());
                 st.running = Some(id);
@@ -593,12 +591,7 @@ impl Jobs {
         };
         let store = &self.shared.store;
         if let Some((result, mut meta)) = recovered {
-            meta.status = result
-                .get("status")
-                .and_then(Value::as_str)
-                .filter(|s| TERMINAL.contains(s))
-                .unwrap_or("failed")
-                .to_string();
+            meta.status = RunState::of_result(&result);
             meta.finished_at_ms = Some(now_ms());
             if let Err(e) = store.write_result(id, &result) {
                 eprintln!("forge-server: {e}");
@@ -625,7 +618,7 @@ impl Jobs {
                 "worker_panicked",
                 message.as_str().unwrap_or_default().to_string(),
             ));
-            if let Err(e) = self.seal(id, "failed", "runtime_error", reason) {
+            if let Err(e) = self.seal(id, StopReason::RuntimeError, reason) {
                 eprintln!("forge-server: {}", e.message);
             }
         }
@@ -690,12 +683,7 @@ impl Jobs {
         match outcome {
             Ok(result) => {
                 let result = redacted(result, roots);
-                let status = result
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .filter(|s| TERMINAL.contains(s))
-                    .unwrap_or("failed")
-                    .to_string();
+                let status = RunState::of_result(&result);
                 // Prepared under the lock; written without it (only this worker writes a running run).
                 let (mut meta, missing_finish) = {
                     let st = self.lock();
@@ -713,14 +701,13 @@ impl Jobs {
                     let missing = (!finished).then(|| {
                         let stop = result
                             .get("stop_reason")
-                            .and_then(Value::as_str)
-                            .unwrap_or("runtime_error")
-                            .to_string();
+                            .cloned()
+                            .and_then(|v| serde_json::from_value::<StopReason>(v).ok())
+                            .unwrap_or(StopReason::RuntimeError);
                         seal_values(
                             &run.meta,
                             &run.events,
-                            &status,
-                            &stop,
+                            stop,
                             Some((
                                 "missing_run_finished",
                                 "the runtime returned without a run.finished event".into(),
@@ -764,7 +751,7 @@ impl Jobs {
                     .unwrap_or_default()
                     .to_string();
                 let reason = Some((code.as_str(), message));
-                if let Err(e) = self.seal(id, "failed", "runtime_error", reason) {
+                if let Err(e) = self.seal(id, StopReason::RuntimeError, reason) {
                     eprintln!("forge-server: {e}");
                 }
             }
@@ -867,11 +854,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
     }
     let mut meta_stale = meta_lost;
     let result = if let Some(result) = result {
-        let status = result
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("failed")
-            .to_string();
+        let status = RunState::of_result(&result);
         if meta.status != status || meta.finished_at_ms.is_none() {
             meta.status = status;
             meta_stale = true;
@@ -882,25 +865,19 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
         if let Err(e) = store.write_result(&id, &result) {
             repair_failed("result.json", e, &mut damage);
         }
-        meta.status = result
-            .get("status")
-            .and_then(Value::as_str)
-            .filter(|s| TERMINAL.contains(s))
-            .unwrap_or("failed")
-            .to_string();
+        meta.status = RunState::of_result(&result);
         meta_stale = true;
         report.completed_from_disk.push(id.clone());
         result
     } else {
-        let was = meta.status.clone();
+        let was = meta.status;
         let message = format!(
             "the runner process stopped while this run was {was}; it was sealed at the next start-up"
         );
         let (event, result) = seal_values(
             &meta,
             &events,
-            "failed",
-            "runtime_error",
+            StopReason::RuntimeError,
             Some(("interrupted", message)),
         );
         if let Err(e) = store
@@ -910,7 +887,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
             repair_failed("the seal", e, &mut damage);
         }
         events.push(event);
-        meta.status = "failed".into();
+        meta.status = RunState::Failed;
         meta_stale = true;
         report.interrupted.push(id.clone());
         result
@@ -976,14 +953,15 @@ fn unused_budget(budgets: &Value) -> Value {
 }
 
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
-/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null.
+/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null. The
+/// pair comes from the runtime's table: the status is the stop reason's own (`StopReason::status`).
 fn seal_values(
     meta: &RunMeta,
     events: &[Value],
-    status: &str,
-    stop_reason: &str,
+    stop: StopReason,
     error: Option<(&str, String)>,
 ) -> (Value, Value) {
+    let (status, stop_reason) = (stop.status().as_str(), stop.as_str());
     let id = meta.id.as_str();
     let last = events.last();
     let seq = events.len() as u64 + 1;

@@ -105,6 +105,44 @@ pub enum PolicyError {
     ScriptExhausted(usize),
 }
 
+/// How a model policy is asked: guided (the runtime names the gap and decoding is typed for it) or free
+/// (the model writes the whole decision). Defined once here for the llama policy, the server and the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Guided,
+    Free,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "guided" => Some(Mode::Guided),
+            "free" => Some(Mode::Free),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Guided => "guided",
+            Mode::Free => "free",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::parse(s).ok_or_else(|| format!("unknown mode {s:?} (expected guided or free)"))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Cancellation and the wall-clock deadline, checked by the runtime between
 /// steps and by a model policy between tokens.
 #[derive(Debug, Clone)]
