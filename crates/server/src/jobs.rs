@@ -939,65 +939,93 @@ fn index_artifacts(index: &mut HashMap<String, (String, String)>, run_id: &str, 
     }
 }
 
-/// A budget snapshot with nothing used yet, for a run the runtime never started.
-fn unused_budget(budgets: &Value) -> Value {
-    let max = |k: &str, default: u64| budgets.get(k).and_then(Value::as_u64).unwrap_or(default);
-    let d = runtime::Budgets::default();
-    json!({
-        "steps": 0, "max_steps": max("max_steps", d.max_steps.into()),
-        "tool_calls": 0, "max_tool_calls": max("max_tool_calls", d.max_tool_calls.into()),
-        "elapsed_ms": 0, "wall_clock_ms": max("wall_clock_s", d.wall_clock_s) * 1000,
-        "input_tokens": 0, "max_input_tokens": max("max_input_tokens", d.max_input_tokens),
-        "output_tokens": 0, "max_output_tokens": max("max_output_tokens", d.max_output_tokens),
-    })
+/// A budget snapshot with nothing used yet, for a run the runtime never started (the request's budgets,
+/// the runtime's defaults for what it does not name).
+fn unused_budget(budgets: &Value) -> runtime::BudgetSnapshot {
+    let b: runtime::Budgets = serde_json::from_value(budgets.clone()).unwrap_or_default();
+    runtime::BudgetSnapshot {
+        max_steps: b.max_steps,
+        max_tool_calls: b.max_tool_calls,
+        wall_clock_ms: b.wall_clock_s * 1000,
+        max_input_tokens: b.max_input_tokens,
+        max_output_tokens: b.max_output_tokens,
+        ..Default::default()
+    }
+}
+
+/// The `run.finished` data and the result of a run the server seals itself: the runtime's `RunResult`
+/// fields such a run can have, with the runtime's types; what it cannot have is null or empty.
+#[derive(serde::Serialize)]
+struct Sealed<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_id: Option<&'a str>,
+    status: runtime::RunStatus,
+    stop_reason: StopReason,
+    final_answer: Option<String>,
+    evidence_ids: Vec<String>,
+    metrics: Option<runtime::Metrics>,
+    artifacts: Vec<runtime::ArtifactRecord>,
+    steps: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sealed_by: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<runtime::RunError>,
 }
 
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
 /// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null. The
-/// pair comes from the runtime's table: the status is the stop reason's own (`StopReason::status`).
+/// pair comes from the runtime's table: the status is the stop reason's own (`StopReason::status`); the
+/// event is a `runtime::TraceEvent` continuing the run's last one.
 fn seal_values(
     meta: &RunMeta,
     events: &[Value],
     stop: StopReason,
     error: Option<(&str, String)>,
 ) -> (Value, Value) {
-    let (status, stop_reason) = (stop.status().as_str(), stop.as_str());
-    let id = meta.id.as_str();
-    let last = events.last();
+    let last: Option<runtime::TraceEvent> = events
+        .last()
+        .and_then(|e| serde_json::from_value(e.clone()).ok());
     let seq = events.len() as u64 + 1;
-    let error = error.map(|(code, message)| json!({ "code": code, "message": message }));
-    let mut data = json!({
-        "status": status, "stop_reason": stop_reason, "final_answer": null, "evidence_ids": [], "metrics": null,
-        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)), "artifacts": [], "sealed_by": "server",
+    let step = last.as_ref().map_or(0, |e| e.step);
+    let error = error.map(|(code, message)| runtime::RunError {
+        code: code.to_string(),
+        message,
     });
-    if let Some(e) = &error {
-        data["error"] = e.clone();
-        data["reason"] = e["code"].clone();
-    }
-    let event = json!({
-        "seq": seq,
-        "step": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
-        "attempt": 0,
-        "phase": "run.finished",
-        "elapsed_ms": last.and_then(|e| e.get("elapsed_ms")).cloned().unwrap_or(json!(0)),
-        "data": data,
-        "observation_count": last.and_then(|e| e.get("observation_count")).cloned().unwrap_or(json!(0)),
-        "budget": last.and_then(|e| e.get("budget")).cloned().unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
-    });
-    let mut result = json!({
-        "run_id": id,
-        "status": status,
-        "stop_reason": stop_reason,
-        "final_answer": null,
-        "evidence_ids": [],
-        "metrics": null,
-        "artifacts": [],
-        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
-        "events": seq,
-    });
-    if let Some(e) = error {
-        result["reason"] = e["code"].clone();
-        result["error"] = e;
-    }
-    (event, result)
+    let sealed = |run_id, events, sealed_by| Sealed {
+        run_id,
+        status: stop.status(),
+        stop_reason: stop,
+        final_answer: None,
+        evidence_ids: Vec::new(),
+        metrics: None,
+        artifacts: Vec::new(),
+        steps: step,
+        events,
+        sealed_by,
+        reason: error.as_ref().map(|e| e.code.clone()),
+        error: error.clone(),
+    };
+    let event = runtime::TraceEvent {
+        seq,
+        step,
+        attempt: 0,
+        phase: "run.finished".into(),
+        elapsed_ms: last.as_ref().map_or(0, |e| e.elapsed_ms),
+        data: to_value(&sealed(None, None, Some("server"))),
+        observation_count: last.as_ref().map_or(0, |e| e.observation_count),
+        budget: last
+            .map(|e| e.budget)
+            .unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
+    };
+    let result = to_value(&sealed(Some(meta.id.as_str()), Some(seq), None));
+    (to_value(&event), result)
+}
+
+/// Serialising the sealed values cannot fail (plain data, string keys); `Null` would show if it did.
+fn to_value(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
