@@ -211,7 +211,41 @@ pub struct Session {
     pub config: EngineConfig,
 }
 
-/// Load (or reuse) the model at `path` with `config`. Only local files; never downloads.
+/// The model file being loaded right now (file name only), for status pages. A separate lock from the
+/// cache's, so asking never waits for a load.
+fn loading_slot() -> &'static Mutex<Option<String>> {
+    static LOADING: OnceLock<Mutex<Option<String>>> = OnceLock::new();
+    LOADING.get_or_init(|| Mutex::new(None))
+}
+
+/// Serialises loads (one model built at a time) without holding the cache lock while llama.cpp reads the
+/// file and builds the context: `loaded_models`, `loading_model` and cache hits answer during a cold load.
+fn load_gate() -> &'static Mutex<()> {
+    static GATE: OnceLock<Mutex<()>> = OnceLock::new();
+    GATE.get_or_init(|| Mutex::new(()))
+}
+
+/// Clears the loading slot however the load ends (error or panic included).
+struct LoadingMark;
+impl LoadingMark {
+    fn set(path: &Path) -> Self {
+        *loading_slot().lock().unwrap_or_else(|p| p.into_inner()) = Some(inspect::redact(path));
+        LoadingMark
+    }
+}
+impl Drop for LoadingMark {
+    fn drop(&mut self) {
+        *loading_slot().lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// The model file a load is reading right now, if any (file name only).
+pub fn loading_model() -> Option<String> {
+    loading_slot().lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// Load (or reuse) the model at `path` with `config`. Only local files; never downloads. The cache lock
+/// is held only to look up and to insert, never across `load_from_file`/`new_context`.
 pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineError> {
     let canonical = std::fs::canonicalize(path).map_err(|e| {
         ModelUnavailable::new(
@@ -224,12 +258,27 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
         )
     })?;
     let key = (canonical.clone(), config);
-    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = cache.sessions.get(&key) {
-        return Ok(s.clone());
+    let cached = |key: &SessionKey| {
+        let cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+        cache.sessions.get(key).cloned()
+    };
+    if let Some(s) = cached(&key) {
+        return Ok(s);
     }
-    let model = match cache.models.get(&canonical) {
-        Some(m) => m.clone(),
+    let _gate = load_gate().lock().unwrap_or_else(|p| p.into_inner());
+    // Another caller may have built it while this one waited at the gate.
+    if let Some(s) = cached(&key) {
+        return Ok(s);
+    }
+    let _mark = LoadingMark::set(path);
+    let known = cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .models
+        .get(&canonical)
+        .cloned();
+    let model = match known {
+        Some(m) => m,
         None => {
             // Cheap structural check first: llama.cpp's own error for a bad file is just "null result".
             inspect::quick_check(&canonical)?;
@@ -238,7 +287,11 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
                     ModelUnavailable::new(path, format!("llama.cpp could not load it: {e}"))
                 })?;
             let m = Arc::new(m);
-            cache.models.insert(canonical.clone(), m.clone());
+            cache()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .models
+                .insert(canonical.clone(), m.clone());
             m
         }
     };
@@ -271,7 +324,11 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
         config,
     };
     let shared = Arc::new(Mutex::new(session));
-    cache.sessions.insert(key, shared.clone());
+    cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .sessions
+        .insert(key, shared.clone());
     Ok(shared)
 }
 

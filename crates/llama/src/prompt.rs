@@ -107,33 +107,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
 /// At most this many grounded numbers are listed in a prompt (the grammar enforces all of them anyway).
 const LISTED_NUMBERS: usize = 40;
 
-/// How the policy asks: the runtime names the gap (guided) or the model decides everything (free).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Guided,
-    Free,
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "guided" => Ok(Mode::Guided),
-            "free" => Ok(Mode::Free),
-            other => Err(format!("unknown mode {other:?} (expected guided or free)")),
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mode::Guided => "guided",
-            Mode::Free => "free",
-        })
-    }
-}
+/// How the policy asks (guided or free): the runtime's one definition.
+pub use runtime::policy::Mode;
 
 /// The user message for one decision.
 pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {

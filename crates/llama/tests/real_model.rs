@@ -189,21 +189,37 @@ fn deadline_during_generation_is_a_timeout() {
         let err = s.generate(&long_request(&prompt), &mut |g| (g >= 5).then_some(StopCause::Timeout)).unwrap_err();
         assert_eq!(err, EngineError::Timeout { generated: 5 });
     }
-    // A whole run whose deadline passes while the model works ends stopped/timeout.
+    // A whole run whose deadline passes while the model works ends stopped/timeout. The model's policy is
+    // entered only once the deadline has passed (the runtime checked it just before the call), so the
+    // deadline falls inside the first model call on any machine, however fast its first prefill is.
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
     let spec = harness::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
-    session.lock().unwrap().clear_cache(); // make the first prefill long enough to outlast the deadline
-    let control = RunControl::new(Instant::now() + Duration::from_millis(700));
+    let task = runtime::Task::load_checked(&spec.task_dir, &spec.knowledge_dir).unwrap();
+    let mut config = runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
+    config.budgets = spec.budgets.clone();
+    let control = RunControl::new(Instant::now() + Duration::from_millis(50));
+    let mut policy = AfterDeadline(LlamaPolicy::new(LlamaConfig::new(&path, Mode::Guided)));
     let mut phases = Vec::new();
-    let run = harness::run_with_model(&spec, LlamaConfig::new(&path, Mode::Guided), &control, &mut |e| {
-        phases.push(e.phase.clone());
-    })
-    .unwrap();
-    assert_eq!((run.result.status, run.result.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{phases:?}");
+    let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| phases.push(e.phase.clone()));
+    assert_eq!((result.status, result.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{phases:?}");
     // The deadline hit inside the first model call (not between steps): no decision was ever made.
     assert!(phases.contains(&"model.started".to_string()) && !phases.iter().any(|p| p.starts_with("decision.")), "{phases:?}");
-    eprintln!("deadline run stopped {:.0} ms after start (deadline 700 ms)", run.wall_ms);
+}
+
+/// The model's own policy, called only once the run's deadline has passed.
+struct AfterDeadline(LlamaPolicy);
+
+impl Policy for AfterDeadline {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn decide(&mut self, request: &runtime::policy::DecisionRequest, control: &RunControl) -> Result<runtime::policy::PolicyOutput, PolicyError> {
+        while !control.past_deadline() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.0.decide(request, control)
+    }
 }
 
 fn sample_request() -> runtime::policy::DecisionRequest {

@@ -53,13 +53,6 @@ impl LlamaBackend {
     }
 }
 
-pub fn llama_mode(mode: Mode) -> forge_llama::Mode {
-    match mode {
-        Mode::Guided => forge_llama::Mode::Guided,
-        Mode::Free => forge_llama::Mode::Free,
-    }
-}
-
 impl ModelBackend for LlamaBackend {
     fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
         let p = self.resolve(path);
@@ -96,6 +89,10 @@ impl ModelBackend for LlamaBackend {
             "loaded": forge_llama::engine::loaded_models().iter()
                 .map(|m| Path::new(m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
                 .collect::<Vec<_>>(),
+            // The file a run is loading right now (null otherwise): a cold load takes seconds and the
+            // API keeps answering meanwhile.
+            "loading": forge_llama::engine::loading_model()
+                .map(|m| Path::new(&m).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
             "backend": "llama.cpp",
             // policy_for drops a cached model before another one loads.
             "max_loaded_models": 1,
@@ -152,7 +149,7 @@ impl ModelBackend for LlamaBackend {
         {
             forge_llama::engine::unload_all();
         }
-        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), llama_mode(mode));
+        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
@@ -160,7 +157,7 @@ impl ModelBackend for LlamaBackend {
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
         let mut config =
-            forge_llama::LlamaConfig::new(self.default_model.clone(), llama_mode(mode));
+            forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

@@ -106,6 +106,9 @@ struct ServeArgs {
     /// Runs that may wait behind the running one (more are refused with 429).
     #[arg(long, default_value_t = 8)]
     queue_capacity: usize,
+    /// On SIGTERM/Ctrl-C, seconds open HTTP requests may take to finish before they are closed.
+    #[arg(long, default_value_t = forge_server::DRAIN_LIMIT.as_secs())]
+    drain_limit_s: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -249,6 +252,7 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     config.allow_remote = args.allow_remote;
     config.allowed_origins = args.allow_origin;
     config.jobs.queue_capacity = args.queue_capacity;
+    config.drain_limit = std::time::Duration::from_secs(args.drain_limit_s);
     config.inspect_scope = forge_server::InspectScope {
         models_dir: model_dir(root, &args.model),
         files: args.model.gguf.iter().map(|g| abs_path(root, g)).collect(),
@@ -284,24 +288,34 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
         let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot bind {addr}"))?;
         let local = listener.local_addr()?;
         let shown = if local.ip().is_ipv6() { format!("[{}]:{}", local.ip(), local.port()) } else { local.to_string() };
+        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            // The first SIGTERM or Ctrl-C starts the ordered shutdown; a second one ends the process at once.
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            eprintln!("shutting down: cancelling the running run, sealing queued runs (signal again to exit at once)");
+            let _ = first_tx.send(());
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            eprintln!("second signal: exiting now; the next start-up seals what was left unfinished");
+            std::process::exit(130);
+        });
         println!("Forge runner listening on http://{shown}/");
         service
             .serve(listener, async {
-                // Ctrl-C or SIGTERM: stop accepting, cancel the running run, let it seal itself.
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
-                }
-                eprintln!("shutting down");
+                let _ = first_rx.await;
             })
             .await
             .context("server stopped with an error")
-    })
+    });
+    // A blocking task the shutdown gave up waiting for must not hold the process open.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    served
 }
 
 fn run(root: &Path, args: RunArgs) -> Result<()> {
@@ -377,6 +391,7 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
             &run_id,
             &spec,
             &artifact_dir,
+            Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
             &mut sink,
         )

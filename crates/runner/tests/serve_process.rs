@@ -255,3 +255,157 @@ fn a_second_server_on_the_same_runs_directory_refuses_to_start_with_a_clear_mess
     let (code, _) = first.request("GET", "/status", None);
     assert_eq!(code, 200, "the first server is untouched");
 }
+
+/// Poll `cond` until it holds or `limit` passes (then panic with `what`); no fixed sleeps.
+fn eventually<T>(limit: Duration, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} failed");
+}
+
+/// A run held in its first model call (ends only when cancelled).
+fn held_run() -> Value {
+    json!({ "policy": "scripted:crates/server/tests/fixtures/held_run.json" })
+}
+
+fn submit(server: &Server, body: &Value) -> String {
+    let (status, accepted) = server.request("POST", "/agent/runs", Some(body));
+    assert_eq!(status, 202, "{accepted}");
+    accepted["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn sigterm_cancels_the_running_run_seals_the_queued_ones_as_shutdown_and_exits_0() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (runs, models) = (tmp.path().join(".runs"), tmp.path().join("models"));
+    let mut server = Server::start(&runs, &models, &[]);
+    let running = submit(&server, &held_run());
+    let queued: Vec<String> = (0..2)
+        .map(|_| submit(&server, &json!({ "policy": "scripted:fixtures/happy.json" })))
+        .collect();
+    // The held run is inside the runtime (its run.started is saved) before the signal.
+    eventually(Duration::from_secs(30), "the held run is running", || {
+        let (_, snap) = server.request("GET", &format!("/agent/runs/{running}"), None);
+        (snap["status"] == "running" && snap["last_seq"].as_u64() >= Some(1)).then_some(())
+    });
+
+    signal(&server.child, "TERM");
+    let status = wait_exit(&mut server.child, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("still running 5 s after SIGTERM: {}", server.stderr_so_far()));
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_so_far());
+
+    // A successor on the same directory: the lock was released, and nothing needs sealing again.
+    let next = Server::start(&runs, &models, &[]);
+    for (id, started) in std::iter::once((&running, true)).chain(queued.iter().map(|q| (q, false))) {
+        let (code, snap) = next.request("GET", &format!("/agent/runs/{id}"), None);
+        assert_eq!(code, 200, "{snap}");
+        assert_eq!(
+            (snap["status"].as_str(), snap["result"]["stop_reason"].as_str()),
+            (Some("cancelled"), Some("shutdown")),
+            "{id}: {snap}"
+        );
+        let events = snap["events"].as_array().unwrap();
+        let finished: Vec<&Value> = events.iter().filter(|e| e["phase"] == "run.finished").collect();
+        assert_eq!(finished.len(), 1, "exactly one run.finished: {snap}");
+        assert_eq!(finished[0]["data"]["stop_reason"], "shutdown");
+        assert_eq!(events.last().unwrap()["phase"], "run.finished");
+        // Only the running run went through the runtime; the queued ones never started.
+        assert_eq!(snap["started_at_ms"].is_u64(), started, "{snap}");
+        assert_eq!(events.iter().any(|e| e["phase"] == "run.started"), started, "{snap}");
+    }
+}
+
+#[test]
+fn a_second_signal_exits_at_once_while_the_first_shutdown_waits_for_an_open_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (runs, models) = (tmp.path().join(".runs"), tmp.path().join("models"));
+    // Open requests may take a minute to finish, so only the second signal can end the process in time.
+    let mut server = Server::start(&runs, &models, &["--drain-limit-s", "60"]);
+    let running = submit(&server, &held_run());
+    eventually(Duration::from_secs(30), "the held run is running", || {
+        let (_, snap) = server.request("GET", &format!("/agent/runs/{running}"), None);
+        (snap["status"] == "running").then_some(())
+    });
+    // A request whose body never arrives keeps the HTTP drain waiting.
+    let mut open = TcpStream::connect(&server.addr).unwrap();
+    write!(open, "POST /agent/runs HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{", server.addr).unwrap();
+    open.flush().unwrap();
+    // The request has reached the server once a later one on another connection is answered.
+    let (code, _) = server.request("GET", "/status", None);
+    assert_eq!(code, 200);
+
+    signal(&server.child, "TERM");
+    let mut seen = String::new();
+    eventually(Duration::from_secs(10), "the first signal starts the shutdown", || {
+        seen.push_str(&server.stderr_so_far());
+        seen.contains("shutting down").then_some(())
+    });
+    signal(&server.child, "INT");
+    let status = wait_exit(&mut server.child, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("still running 5 s after the second signal: {seen}{}", server.stderr_so_far()));
+    assert_eq!(status.code(), Some(130), "{seen}{}", server.stderr_so_far());
+    drop(open);
+}
+
+/// The real model (models/qwen2.5-coder-0.5b.gguf), or None (the test is skipped) when it is not fetched.
+fn real_model_dir() -> Option<PathBuf> {
+    let dir = project_root().join("models");
+    if dir.join("qwen2.5-coder-0.5b.gguf").is_file() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: no models/qwen2.5-coder-0.5b.gguf (cargo xtask model fetch)");
+        None
+    }
+}
+
+/// Per-request answer bound while a model loads (issue 14: the API must not freeze during a cold load).
+const ANSWER_BOUND: Duration = Duration::from_millis(100);
+
+#[test]
+fn status_and_polling_answer_within_the_bound_during_a_cold_model_load() {
+    let Some(models) = real_model_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&tmp.path().join(".runs"), &models, &[]);
+    let (_, status) = server.request("GET", "/status", None);
+    assert_eq!(status["model"]["loaded"], json!([]), "a fresh process has nothing loaded: {status}");
+    let id = submit(&server, &json!({ "policy": "model", "budgets": { "max_steps": 1 } }));
+
+    // Until the model is loaded, every /status and every poll of the run answers within the bound.
+    let mut answers: Vec<(&str, Duration)> = Vec::new();
+    let mut saw_loading = false;
+    eventually(Duration::from_secs(120), "the model is loaded", || {
+        let started = Instant::now();
+        let (code, status) = server.request("GET", "/status", None);
+        answers.push(("/status", started.elapsed()));
+        assert_eq!(code, 200, "{status}");
+        let started = Instant::now();
+        let (code, snap) = server.request("GET", &format!("/agent/runs/{id}?after_seq=0"), None);
+        answers.push(("poll", started.elapsed()));
+        assert_eq!(code, 200, "{snap}");
+        if status["model"]["loading"] == "qwen2.5-coder-0.5b.gguf" {
+            saw_loading = true;
+        }
+        assert!(snap["terminal"] == false || status["model"]["loaded"] != json!([]), "the run ended without loading the model: {snap}");
+        (status["model"]["loaded"] == json!(["qwen2.5-coder-0.5b.gguf"])).then_some(())
+    });
+    assert!(saw_loading, "the load was never visible as `loading` in /status ({} answers)", answers.len());
+    let slowest = answers.iter().map(|(_, d)| *d).max().unwrap_or_default();
+    eprintln!("{} answers while the model loaded, slowest {slowest:?}", answers.len());
+    let slow: Vec<_> = answers.iter().filter(|(_, d)| *d > ANSWER_BOUND).collect();
+    assert!(slow.is_empty(), "answers slower than {ANSWER_BOUND:?} during the load: {slow:?} of {}", answers.len());
+    let (code, _) = server.request("POST", &format!("/agent/runs/{id}/cancel"), None);
+    assert!(code == 200 || code == 409, "cancel answered {code}");
+}

@@ -131,7 +131,7 @@ pub fn run_task(
         ],
     );
     let meter = BudgetMeter::new(config.budgets.clone(), started, control.deadline);
-    let policy_control = RunControl { cancel: control.cancel.clone(), deadline: meter.deadline };
+    let policy_control = RunControl { cancel: control.cancel.clone(), shutdown: control.shutdown.clone(), deadline: meter.deadline };
     let guards = Guards::new(
         config.budgets.repeated_action_limit.max(2),
         config.budgets.no_progress_limit.max(2),
@@ -173,6 +173,8 @@ pub fn run_task(
         }
         Ok(()) => run.steps(policy),
     };
+    // Every cancellation path ends `Cancelled`; the one place that tells a host shutdown apart.
+    let end = if end.reason == StopReason::Cancelled && control.is_shutdown() { End { reason: StopReason::Shutdown, ..end } } else { end };
     run.finish(end, started)
 }
 

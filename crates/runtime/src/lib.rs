@@ -53,12 +53,14 @@ pub enum StopReason {
     LoopDetected,
     InvalidDecision,
     Cancelled,
+    /// The service running the loop is shutting down (SIGTERM/Ctrl-C); status `cancelled`.
+    Shutdown,
     ModelUnavailable,
     RuntimeError,
 }
 
 impl StopReason {
-    pub const ALL: [StopReason; 10] = [
+    pub const ALL: [StopReason; 11] = [
         Self::Completed,
         Self::MaxSteps,
         Self::ToolBudget,
@@ -67,6 +69,7 @@ impl StopReason {
         Self::LoopDetected,
         Self::InvalidDecision,
         Self::Cancelled,
+        Self::Shutdown,
         Self::ModelUnavailable,
         Self::RuntimeError,
     ];
@@ -79,7 +82,7 @@ impl StopReason {
                 RunStatus::Stopped
             }
             Self::InvalidDecision | Self::ModelUnavailable | Self::RuntimeError => RunStatus::Failed,
-            Self::Cancelled => RunStatus::Cancelled,
+            Self::Cancelled | Self::Shutdown => RunStatus::Cancelled,
         }
     }
 
@@ -93,6 +96,7 @@ impl StopReason {
             Self::LoopDetected => "loop_detected",
             Self::InvalidDecision => "invalid_decision",
             Self::Cancelled => "cancelled",
+            Self::Shutdown => "shutdown",
             Self::ModelUnavailable => "model_unavailable",
             Self::RuntimeError => "runtime_error",
         }

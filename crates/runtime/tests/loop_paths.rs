@@ -319,6 +319,24 @@ fn wrong_value_lowers_accuracy() {
 }
 
 #[test]
+fn a_host_shutdown_ends_cancelled_shutdown_and_a_user_cancel_stays_cancelled() {
+    let fixture = common::fixture("happy");
+    let task = common::task(&fixture.task);
+    let artifact_dir = tempfile::tempdir().unwrap();
+    let config = fixture.config("run-shutdown", common::knowledge_dir(), artifact_dir.path());
+    for (shutdown, reason) in [(false, StopReason::Cancelled), (true, StopReason::Shutdown)] {
+        let control = runtime::policy::RunControl::new(std::time::Instant::now() + std::time::Duration::from_secs(60));
+        control.cancel();
+        control.shutdown.store(shutdown, std::sync::atomic::Ordering::SeqCst);
+        let mut events = Vec::new();
+        let result = runtime::run_task(&task, &mut fixture.policy(), &config, &control, &mut |e: &runtime::TraceEvent| events.push(e.clone()));
+        assert_eq!((result.status, result.stop_reason), (RunStatus::Cancelled, reason));
+        let finished = events.last().unwrap();
+        assert_eq!((finished.phase.as_str(), &finished.data["stop_reason"]), ("run.finished", &serde_json::json!(reason.as_str())));
+    }
+}
+
+#[test]
 fn cancellation_mid_run_stops_at_the_next_step() {
     let o = run_fixture("cancel_mid_run");
     assert_outcome(&o, RunStatus::Cancelled, StopReason::Cancelled);

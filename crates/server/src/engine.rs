@@ -49,13 +49,15 @@ pub struct ExecError {
 }
 
 pub trait Executor: Send + Sync + 'static {
-    /// Run one task to a terminal result (the serialised `RunResult`). Blocking.
+    /// Run one task to a terminal result (the serialised `RunResult`). Blocking. `cancel` stops the run;
+    /// `shutdown` (set before `cancel` when the service stops) makes that stop `cancelled/shutdown`.
     fn execute(
         &self,
         run_id: &str,
         spec: &RunSpec,
         artifact_dir: &Path,
         cancel: Arc<AtomicBool>,
+        shutdown: Arc<AtomicBool>,
         sink: &mut dyn FnMut(Value),
     ) -> Result<Value, ExecError>;
 }
@@ -103,6 +105,7 @@ impl Executor for RuntimeExecutor {
         spec: &RunSpec,
         artifact_dir: &Path,
         cancel: Arc<AtomicBool>,
+        shutdown: Arc<AtomicBool>,
         sink: &mut dyn FnMut(Value),
     ) -> Result<Value, ExecError> {
         // A scripted fixture brings its own task, budgets and injected tool faults (that is what makes
@@ -126,7 +129,7 @@ impl Executor for RuntimeExecutor {
         let task = runtime::task::Task::load(&task_dir)
             .map_err(|e| ExecError { code: "invalid_task", message: format!("task {task_name:?}: {e}") })?;
         let wall = Duration::from_secs(config.budgets.wall_clock_s);
-        let control = RunControl { cancel, deadline: Instant::now() + wall };
+        let control = RunControl { cancel, shutdown, deadline: Instant::now() + wall };
         let mut forward = |event: &runtime::trace::TraceEvent| match serde_json::to_value(event) {
             Ok(v) => sink(v),
             Err(e) => eprintln!("forge-server: trace event not serialisable: {e}"),

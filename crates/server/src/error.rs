@@ -3,14 +3,8 @@
 //! Not an axum module: `http.rs` turns an `ApiError` into a response; jobs and the example package
 //! build them without knowing about axum.
 
-use serde::Serialize;
-
-/// One offending field of a request body (budgets, mode, temperature, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
+/// One offending field of a request body (budgets, mode, temperature, ...): the runtime's type.
+pub use runtime::FieldError;
 
 /// A refusal with a stable snake_case `code`; `status` is the HTTP status code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -253,10 +253,11 @@ async fn openapi() -> Response {
 
 async fn status(State(s): Shared) -> Result<Response, ApiError> {
     let st = s.clone();
-    let default_task = blocking(move || {
-        Ok(crate::tasks::default_task(
-            &st.config.tasks_dir,
-            &st.config.knowledge_dir,
+    // Both read the disk (task folders, the model file); neither waits for a model load.
+    let (default_task, model) = blocking(move || {
+        Ok((
+            crate::tasks::default_task(&st.config.tasks_dir, &st.config.knowledge_dir),
+            st.backend.cache_state(),
         ))
     })
     .await?;
@@ -266,7 +267,7 @@ async fn status(State(s): Shared) -> Result<Response, ApiError> {
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": ["agent", "agent.cancel", "agent.trace", "agent.tasks", "agent.models", "models.inspect", "models.unload", "artifacts", "example"],
         "test_policies_enabled": s.config.enable_test_policies,
-        "model": s.backend.cache_state(),
+        "model": model,
         "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
         "uptime_s": s.started.elapsed().as_secs(),
         "default_task": default_task,
@@ -418,7 +419,9 @@ async fn create_run(State(s): Shared, headers: HeaderMap, body: Body) -> Result<
     let models = listed_models(&s).await?;
     let st = s.clone();
     let (spec, public) = blocking(move || request::parse_run_request(&body, &st.config, &models)).await?;
-    let accepted = s.jobs.submit(spec, public)?;
+    // Store I/O (the run's directory) stays off the async workers.
+    let jobs = s.jobs.clone();
+    let accepted = blocking(move || jobs.submit(spec, public)).await?;
     Ok((
         StatusCode::ACCEPTED,
         [(header::CACHE_CONTROL, "no-store")],
@@ -475,7 +478,8 @@ async fn cancel_run(
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     json_body(&headers, body).await?;
-    Ok(ok_json(s.jobs.cancel(&id)?))
+    let jobs = s.jobs.clone();
+    Ok(ok_json(blocking(move || jobs.cancel(&id)).await?))
 }
 
 async fn run_trace(
@@ -483,8 +487,14 @@ async fn run_trace(
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
-    let trace = s.jobs.trace(&id)?;
-    let body = serde_json::to_vec_pretty(&trace).map_err(|e| ApiError::internal(e.to_string()))?;
+    let jobs = s.jobs.clone();
+    let traced = id.clone();
+    // Redaction and serialisation walk every event: a blocking thread's work, not an async worker's.
+    let body = blocking(move || {
+        let trace = jobs.trace(&traced)?;
+        serde_json::to_vec_pretty(&trace).map_err(|e| ApiError::internal(e.to_string()))
+    })
+    .await?;
     let disposition = format!("attachment; filename=\"{id}.trace.json\"");
     Ok((
         [

@@ -6,6 +6,9 @@
 //! — so recovery can tell a finished run with stale meta (completed from its result or its `run.finished`,
 //! never sealed twice) from one the process left unfinished (sealed `failed/runtime_error`, reason
 //! `interrupted`). Nothing silently lost, nothing duplicated. No HTTP here.
+//!
+//! Store I/O never happens under the jobs mutex: a write is prepared under the lock, done without it, and
+//! its outcome published under the lock again, so polling and `/status` never wait for a disk.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -18,9 +21,8 @@ use serde_json::{Value, json};
 use crate::engine::{Executor, RunSpec};
 use crate::error::ApiError;
 use crate::redact::redacted;
-use crate::store::{LoadedRun, RunMeta, RunStore, StoreError, is_valid_run_id};
-
-pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled", "stopped"];
+use crate::store::{LoadedRun, RunMeta, RunState, RunStore, StoreError, is_valid_run_id};
+use runtime::StopReason;
 
 /// Tests only: called on the worker thread after a run's executor has returned and before its result is
 /// stored, with the run id. A panic here is a panic outside `execute`, which the worker's supervisor must
@@ -63,6 +65,8 @@ struct Run {
     events: Vec<Value>,
     result: Option<Value>,
     cancel: Arc<AtomicBool>,
+    /// Taken off the queue and being sealed by a cancel or a shutdown (the writes run outside the lock).
+    sealing: bool,
 }
 
 #[derive(Default)]
@@ -72,6 +76,8 @@ struct State {
     order: Vec<String>,
     queue: VecDeque<String>,
     running: Option<String>,
+    /// Accepted runs whose directory is being created (outside the lock); they count against the queue.
+    reserved: usize,
     /// artifact id → (run id, file name inside the run's artifacts/).
     artifacts: HashMap<String, (String, String)>,
     shutdown: bool,
@@ -82,6 +88,9 @@ struct Shared {
     /// The worker thread, joined by `close`.
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
     wake: Condvar,
+    /// Set once the service shuts down, before the running run's cancel flag: the runtime then ends it
+    /// `cancelled/shutdown` rather than as a user's cancel.
+    shutting_down: Arc<AtomicBool>,
     store: RunStore,
     executor: Arc<dyn Executor>,
     config: JobsConfig,
@@ -166,6 +175,7 @@ impl Jobs {
             state: Mutex::new(state),
             worker: Mutex::new(None),
             wake: Condvar::new(),
+            shutting_down: Arc::new(AtomicBool::new(false)),
             store,
             executor,
             config,
@@ -198,42 +208,49 @@ impl Jobs {
         self.lock().running.clone()
     }
 
-    /// Accept a run (status `queued`) or refuse with 429 when the queue is full.
+    /// Accept a run (status `queued`) or refuse with 429 when the queue is full. Blocking (creates the run's
+    /// directory); the slot is reserved under the lock and the directory created outside it.
     pub fn submit(&self, spec: RunSpec, public_request: Value) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        if st.shutdown {
-            return Err(ApiError::new(
-                503,
-                "shutting_down",
-                "the runner is shutting down",
-            ));
-        }
-        if st.queue.len() >= self.shared.config.queue_capacity {
-            return Err(ApiError::new(
-                429,
-                "queue_full",
-                format!(
-                    "{} runs are already waiting (capacity {}); retry when one finishes",
-                    st.queue.len(),
-                    self.shared.config.queue_capacity
-                ),
-            ));
+        let shutting_down = || ApiError::new(503, "shutting_down", "the runner is shutting down");
+        {
+            let mut st = self.lock();
+            if st.shutdown {
+                return Err(shutting_down());
+            }
+            let waiting = st.queue.len() + st.reserved;
+            if waiting >= self.shared.config.queue_capacity {
+                return Err(ApiError::new(
+                    429,
+                    "queue_full",
+                    format!(
+                        "{waiting} runs are already waiting (capacity {}); retry when one finishes",
+                        self.shared.config.queue_capacity
+                    ),
+                ));
+            }
+            st.reserved += 1;
         }
         let created = now_ms();
         let id = new_run_id(created);
         let meta = RunMeta {
             id: id.clone(),
-            status: "queued".into(),
+            status: RunState::Queued,
             created_at_ms: created,
             started_at_ms: None,
             finished_at_ms: None,
             request: public_request,
             damage: Vec::new(),
         };
-        self.shared
-            .store
-            .create(&meta)
-            .map_err(|e| self.store_error(&e))?;
+        let written = self.shared.store.create(&meta);
+        let mut st = self.lock();
+        st.reserved -= 1;
+        written.map_err(|e| self.store_error(&e))?;
+        if st.shutdown {
+            // Shutdown began while the directory was written: the run was never accepted, so it goes.
+            drop(st);
+            let _ = self.shared.store.remove(&id);
+            return Err(shutting_down());
+        }
         st.order.push(id.clone());
         st.runs.insert(
             id.clone(),
@@ -243,6 +260,7 @@ impl Jobs {
                 events: Vec::new(),
                 result: None,
                 cancel: Arc::new(AtomicBool::new(false)),
+                sealing: false,
             },
         );
         st.queue.push_back(id.clone());
@@ -319,19 +337,24 @@ impl Jobs {
     }
 
     /// Cancel: a queued run is sealed at once; a running run is asked to stop and returns its own result.
+    /// Blocking (a queued run's seal is written before the answer).
     pub fn cancel(&self, id: &str) -> Result<Value, ApiError> {
         let mut st = self.lock();
-        let status = Self::get_run(&st, id)?.meta.status.clone();
-        match status.as_str() {
-            "queued" => {
-                st.queue.retain(|q| q != id);
+        let status = Self::get_run(&st, id)?.meta.status;
+        match status {
+            RunState::Queued => {
+                let cancelled = json!({ "id": id, "status": "cancelled", "cancelled": "queued" });
                 let run = st.runs.get_mut(id).expect("checked above");
-                let (event, result) =
-                    seal_values(&run.meta, &run.events, "cancelled", "cancelled", None);
-                self.persist_seal(run, event, result, "cancelled")?;
-                Ok(json!({ "id": id, "status": "cancelled", "cancelled": "queued" }))
+                if run.sealing {
+                    return Ok(cancelled);
+                }
+                run.sealing = true;
+                st.queue.retain(|q| q != id);
+                drop(st);
+                self.seal(id, StopReason::Cancelled, None)?;
+                Ok(cancelled)
             }
-            "running" => {
+            RunState::Running => {
                 let run = st.runs.get(id).expect("checked above");
                 run.cancel.store(true, Ordering::SeqCst);
                 Ok(json!({ "id": id, "status": "running", "cancelled": "requested" }))
@@ -344,33 +367,51 @@ impl Jobs {
         }
     }
 
-    /// Seal a run the runtime did not finish, in the store's order: event, result, meta. Memory is updated
-    /// even when the disk refuses (the run must not stay `running` forever); the result then says so with
-    /// `persisted: false`, and the first store error is returned.
-    fn persist_seal(
+    /// Seal a run the runtime did not finish, in the store's order: event, result, meta. The writes run
+    /// outside the jobs lock and memory is updated after them, so no poller sees an unsaved seal; memory is
+    /// updated even when the disk refuses (the run must not stay unfinished forever), the result then
+    /// saying so with `persisted: false`, and the first store error is returned.
+    fn seal(
         &self,
-        run: &mut Run,
-        event: Value,
-        mut result: Value,
-        status: &str,
+        id: &str,
+        stop: StopReason,
+        error: Option<(&str, String)>,
     ) -> Result<(), ApiError> {
+        let (mut meta, event, mut result) = {
+            let st = self.lock();
+            let Some(run) = st.runs.get(id) else {
+                return Ok(());
+            };
+            if run.result.is_some() {
+                return Ok(());
+            }
+            let (event, result) =
+                seal_values(&run.meta, &run.events, stop, error);
+            (run.meta.clone(), event, result)
+        };
         let store = &self.shared.store;
         let written = store
-            .append_event(&run.meta.id, &event)
-            .and_then(|()| store.write_result(&run.meta.id, &result))
+            .append_event(id, &event)
+            .and_then(|()| store.write_result(id, &result))
             .map_err(|e| self.store_error(&e));
         if let Err(e) = &written {
             result["persisted"] = json!(false);
             result["store_error"] = json!(e.message);
         }
-        run.events.push(event);
-        run.result = Some(result);
-        run.meta.status = status.into();
-        run.meta.finished_at_ms = Some(now_ms());
-        written?;
-        store
-            .write_meta(&run.meta)
-            .map_err(|e| self.store_error(&e))
+        meta.status = stop.status().into();
+        meta.finished_at_ms = Some(now_ms());
+        let meta_written = match &written {
+            Ok(()) => store.write_meta(&meta).map_err(|e| self.store_error(&e)),
+            Err(_) => Ok(()),
+        };
+        if let Some(run) = self.lock().runs.get_mut(id) {
+            run.events.push(event);
+            run.result = Some(result);
+            run.meta.status = meta.status;
+            run.meta.finished_at_ms = meta.finished_at_ms;
+            run.sealing = false;
+        }
+        written.and(meta_written)
     }
 
     /// A store failure as the API shows it: 503 `store_unavailable`, absolute paths redacted.
@@ -382,6 +423,7 @@ impl Jobs {
     pub fn trace(&self, id: &str) -> Result<Value, ApiError> {
         let st = self.lock();
         let run = Self::get_run(&st, id)?;
+        // Copied under the lock, redacted (the slow part) after it.
         let export = json!({
             "format": "forge.trace.v1",
             "id": run.meta.id,
@@ -394,6 +436,7 @@ impl Jobs {
             "result": run.result,
             "damage": run.meta.damage,
         });
+        drop(st);
         Ok(redacted(export, &self.shared.config.redact_roots))
     }
 
@@ -412,15 +455,41 @@ impl Jobs {
         ))
     }
 
-    /// Stop taking work; a running run is cancelled so it seals itself properly.
+    /// Stop taking work (new runs get 503 `shutting_down`); the running run is cancelled with stop reason
+    /// `shutdown` and seals itself through the runtime; every queued run, which never started, is sealed
+    /// `cancelled/shutdown` here (not left for the next start-up to call `interrupted`). Idempotent.
+    /// Blocking (store writes): call it off the async workers.
     pub fn shutdown(&self) {
         let mut st = self.lock();
         st.shutdown = true;
+        // Before the cancel flag, so the runtime never sees a cancel without knowing it is a shutdown.
+        self.shared.shutting_down.store(true, Ordering::SeqCst);
         if let Some(run) = st.running.clone().and_then(|id| st.runs.get(&id)) {
             run.cancel.store(true, Ordering::SeqCst);
         }
+        let queued: Vec<String> = st.queue.drain(..).collect();
+        for id in &queued {
+            if let Some(run) = st.runs.get_mut(id) {
+                run.sealing = true;
+            }
+        }
         drop(st);
         self.shared.wake.notify_all();
+        for id in queued {
+            if let Err(e) = self.seal(&id, StopReason::Shutdown, None) {
+                eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
+            }
+        }
+    }
+
+    /// Whether the worker thread has ended (after `shutdown`, once its current run has sealed itself).
+    pub fn worker_finished(&self) -> bool {
+        self.shared
+            .worker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|h| h.is_finished())
     }
 
     /// Shut down, join the worker (after its current run has sealed itself) and release `.runs/.lock`, so a
@@ -437,18 +506,6 @@ impl Jobs {
             let _ = h.join();
         }
         self.shared.store.release_lock();
-    }
-
-    /// After `shutdown`: wait (up to `timeout`) for the running run to seal itself.
-    pub fn wait_idle(&self, timeout: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
-        while self.running().is_some() {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        true
     }
 
     /// The supervised worker: each iteration (take a run, execute it, store its end) runs under
@@ -494,76 +551,74 @@ impl Jobs {
         }
     }
 
-    /// Wait for the next queued run and mark it running; None once shutting down.
+    /// Wait for the next queued run and mark it running (its meta written outside the lock); None once
+    /// shutting down.
     fn next_run(&self) -> Option<(String, Option<RunSpec>, Arc<AtomicBool>)> {
         let mut st = self.lock();
-        loop {
+        let (id, meta, spec, cancel) = loop {
             if st.shutdown {
                 return None;
             }
             if let Some(id) = st.queue.pop_front() {
                 let run = st.runs.get_mut(&id).expect("queued runs exist");
-                run.meta.status = "running".into();
+                run.meta.status = RunState::Running;
                 run.meta.started_at_ms = Some(now_ms());
-                if let Err(e) = self.shared.store.write_meta(&run.meta) {
-                    // Not fatal: recovery treats a run without result as interrupted either way.
-                    eprintln!("forge-server: {e}");
-                }
-                let spec = run.spec.clone();
-                let cancel = run.cancel.clone();
-                st.running = Some(id.clone());
-                return Some((id, spec, cancel));
+                let picked = (id.clone(), run.meta.clone(), run.spec.clone(), run.cancel.clone());
+                st.running = Some(id);
+                break picked;
             }
             st = self.shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+        };
+        drop(st);
+        if let Err(e) = self.shared.store.write_meta(&meta) {
+            // Not fatal: recovery treats a run without result as interrupted either way.
+            eprintln!("forge-server: {e}");
         }
+        Some((id, spec, cancel))
     }
 
     /// After a worker panic: a run that already has its result is left alone; one whose `run.finished` is
     /// saved gets its result from that event (never a second `run.finished`); any other is sealed
     /// `failed/runtime_error` with reason `worker_panicked`.
     fn finish_after_panic(&self, id: &str, message: &str) {
-        let mut st = self.lock();
-        let State {
-            runs, artifacts, ..
-        } = &mut *st;
-        let Some(run) = runs.get_mut(id) else { return };
-        if run.result.is_some() {
-            return;
-        }
+        let recovered = {
+            let st = self.lock();
+            let Some(run) = st.runs.get(id) else { return };
+            if run.result.is_some() {
+                return;
+            }
+            result_from_finished(id, &run.events).map(|result| (result, run.meta.clone()))
+        };
         let store = &self.shared.store;
-        if let Some(result) = result_from_finished(id, &run.events) {
-            let status = result
-                .get("status")
-                .and_then(Value::as_str)
-                .filter(|s| TERMINAL.contains(s))
-                .unwrap_or("failed")
-                .to_string();
+        if let Some((result, mut meta)) = recovered {
+            meta.status = RunState::of_result(&result);
+            meta.finished_at_ms = Some(now_ms());
             if let Err(e) = store.write_result(id, &result) {
                 eprintln!("forge-server: {e}");
             }
-            index_artifacts(artifacts, id, &result);
-            run.result = Some(result);
-            run.meta.status = status;
-            run.meta.finished_at_ms = Some(now_ms());
-            if let Err(e) = store.write_meta(&run.meta) {
+            if let Err(e) = store.write_meta(&meta) {
                 eprintln!("forge-server: {e}");
+            }
+            let mut st = self.lock();
+            let State {
+                runs, artifacts, ..
+            } = &mut *st;
+            if let Some(run) = runs.get_mut(id) {
+                index_artifacts(artifacts, id, &result);
+                run.result = Some(result);
+                run.meta.status = meta.status;
+                run.meta.finished_at_ms = meta.finished_at_ms;
             }
         } else {
             let message = redacted(
                 Value::String(format!("the run worker panicked: {message}")),
                 &self.shared.config.redact_roots,
             );
-            let (event, result) = seal_values(
-                &run.meta,
-                &run.events,
-                "failed",
-                "runtime_error",
-                Some((
-                    "worker_panicked",
-                    message.as_str().unwrap_or_default().to_string(),
-                )),
-            );
-            if let Err(e) = self.persist_seal(run, event, result, "failed") {
+            let reason = Some((
+                "worker_panicked",
+                message.as_str().unwrap_or_default().to_string(),
+            ));
+            if let Err(e) = self.seal(id, StopReason::RuntimeError, reason) {
                 eprintln!("forge-server: {}", e.message);
             }
         }
@@ -601,8 +656,9 @@ impl Jobs {
                     }
                 };
                 let executor = self.shared.executor.clone();
+                let shutting_down = self.shared.shutting_down.clone();
                 let call = std::panic::AssertUnwindSafe(|| {
-                    executor.execute(id, &spec, &artifact_dir, cancel, &mut sink)
+                    executor.execute(id, &spec, &artifact_dir, cancel, shutting_down, &mut sink)
                 });
                 let outcome = match std::panic::catch_unwind(call) {
                     Ok(Ok(result)) => Ok(result),
@@ -624,50 +680,47 @@ impl Jobs {
                 }
             }
         };
-        let mut st = self.lock();
-        let State {
-            runs, artifacts, ..
-        } = &mut *st;
-        let Some(run) = runs.get_mut(id) else { return };
-        if run.result.is_some() {
-            return;
-        }
         match outcome {
             Ok(result) => {
                 let result = redacted(result, roots);
-                let status = result
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .filter(|s| TERMINAL.contains(s))
-                    .unwrap_or("failed")
-                    .to_string();
-                let finished = run
-                    .events
-                    .last()
-                    .and_then(|e| e.get("phase"))
-                    .and_then(Value::as_str)
-                    == Some("run.finished");
-                if !finished {
-                    // The runtime contract says every run ends with run.finished; if one did not, say so.
-                    let stop = result
-                        .get("stop_reason")
+                let status = RunState::of_result(&result);
+                // Prepared under the lock; written without it (only this worker writes a running run).
+                let (mut meta, missing_finish) = {
+                    let st = self.lock();
+                    let Some(run) = st.runs.get(id) else { return };
+                    if run.result.is_some() {
+                        return;
+                    }
+                    let finished = run
+                        .events
+                        .last()
+                        .and_then(|e| e.get("phase"))
                         .and_then(Value::as_str)
-                        .unwrap_or("runtime_error")
-                        .to_string();
-                    let (event, _) = seal_values(
-                        &run.meta,
-                        &run.events,
-                        &status,
-                        &stop,
-                        Some((
-                            "missing_run_finished",
-                            "the runtime returned without a run.finished event".into(),
-                        )),
-                    );
+                        == Some("run.finished");
+                    // The runtime contract says every run ends with run.finished; if one did not, say so.
+                    let missing = (!finished).then(|| {
+                        let stop = result
+                            .get("stop_reason")
+                            .cloned()
+                            .and_then(|v| serde_json::from_value::<StopReason>(v).ok())
+                            .unwrap_or(StopReason::RuntimeError);
+                        seal_values(
+                            &run.meta,
+                            &run.events,
+                            stop,
+                            Some((
+                                "missing_run_finished",
+                                "the runtime returned without a run.finished event".into(),
+                            )),
+                        )
+                        .0
+                    });
+                    (run.meta.clone(), missing)
+                };
+                if let Some(event) = &missing_finish {
                     let _ = store
-                        .append_event(id, &event)
+                        .append_event(id, event)
                         .map_err(|e| eprintln!("forge-server: {e}"));
-                    run.events.push(event);
                 }
                 // result.json before meta.json: recovery completes a stale meta from a complete result.
                 let mut result = result;
@@ -676,50 +729,61 @@ impl Jobs {
                     result["persisted"] = json!(false);
                     result["store_error"] = json!(self.store_error(&e).message);
                 }
-                index_artifacts(artifacts, id, &result);
-                run.result = Some(result);
-                run.meta.status = status;
-                run.meta.finished_at_ms = Some(now_ms());
-                if let Err(e) = store.write_meta(&run.meta) {
+                meta.status = status;
+                meta.finished_at_ms = Some(now_ms());
+                if let Err(e) = store.write_meta(&meta) {
                     eprintln!("forge-server: {e}");
                 }
+                let mut st = self.lock();
+                let State {
+                    runs, artifacts, ..
+                } = &mut *st;
+                let Some(run) = runs.get_mut(id) else { return };
+                run.events.extend(missing_finish);
+                index_artifacts(artifacts, id, &result);
+                run.result = Some(result);
+                run.meta.status = meta.status;
+                run.meta.finished_at_ms = meta.finished_at_ms;
             }
             Err((code, message)) => {
                 let message = redacted(Value::String(message), roots)
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                let (event, result) = seal_values(
-                    &run.meta,
-                    &run.events,
-                    "failed",
-                    "runtime_error",
-                    Some((&code, message)),
-                );
-                if let Err(e) = self.persist_seal(run, event, result, "failed") {
+                let reason = Some((code.as_str(), message));
+                if let Err(e) = self.seal(id, StopReason::RuntimeError, reason) {
                     eprintln!("forge-server: {e}");
                 }
             }
         }
     }
 
-    /// Keep at most `retention` terminal runs; the oldest go first (files included).
+    /// Keep at most `retention` terminal runs; the oldest go first. Chosen under the lock, their files
+    /// deleted outside it, then dropped from memory (so a run gone from the list is gone from disk).
     fn prune(&self) {
-        let mut st = self.lock();
-        let terminal: Vec<String> = st
-            .order
-            .iter()
-            .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
-            .cloned()
-            .collect();
-        let excess = terminal.len().saturating_sub(self.shared.config.retention);
-        for id in terminal.into_iter().take(excess) {
-            st.runs.remove(&id);
-            st.order.retain(|o| *o != id);
-            st.artifacts.retain(|_, (run, _)| *run != id);
-            if let Err(e) = self.shared.store.remove(&id) {
+        let chosen: Vec<String> = {
+            let st = self.lock();
+            let terminal: Vec<&String> = st
+                .order
+                .iter()
+                .filter(|id| st.runs.get(*id).is_some_and(|r| r.result.is_some()))
+                .collect();
+            let excess = terminal.len().saturating_sub(self.shared.config.retention);
+            terminal.into_iter().take(excess).cloned().collect()
+        };
+        if chosen.is_empty() {
+            return;
+        }
+        for id in &chosen {
+            if let Err(e) = self.shared.store.remove(id) {
                 eprintln!("forge-server: retention: {e}");
             }
+        }
+        let mut st = self.lock();
+        for id in &chosen {
+            st.runs.remove(id);
+            st.order.retain(|o| o != id);
+            st.artifacts.retain(|_, (run, _)| run != id);
         }
     }
 }
@@ -790,11 +854,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
     }
     let mut meta_stale = meta_lost;
     let result = if let Some(result) = result {
-        let status = result
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("failed")
-            .to_string();
+        let status = RunState::of_result(&result);
         if meta.status != status || meta.finished_at_ms.is_none() {
             meta.status = status;
             meta_stale = true;
@@ -805,25 +865,19 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
         if let Err(e) = store.write_result(&id, &result) {
             repair_failed("result.json", e, &mut damage);
         }
-        meta.status = result
-            .get("status")
-            .and_then(Value::as_str)
-            .filter(|s| TERMINAL.contains(s))
-            .unwrap_or("failed")
-            .to_string();
+        meta.status = RunState::of_result(&result);
         meta_stale = true;
         report.completed_from_disk.push(id.clone());
         result
     } else {
-        let was = meta.status.clone();
+        let was = meta.status;
         let message = format!(
             "the runner process stopped while this run was {was}; it was sealed at the next start-up"
         );
         let (event, result) = seal_values(
             &meta,
             &events,
-            "failed",
-            "runtime_error",
+            StopReason::RuntimeError,
             Some(("interrupted", message)),
         );
         if let Err(e) = store
@@ -833,7 +887,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
             repair_failed("the seal", e, &mut damage);
         }
         events.push(event);
-        meta.status = "failed".into();
+        meta.status = RunState::Failed;
         meta_stale = true;
         report.interrupted.push(id.clone());
         result
@@ -855,6 +909,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
         events,
         result: Some(result),
         cancel: Arc::new(AtomicBool::new(false)),
+        sealing: false,
     }
 }
 
@@ -884,64 +939,93 @@ fn index_artifacts(index: &mut HashMap<String, (String, String)>, run_id: &str, 
     }
 }
 
-/// A budget snapshot with nothing used yet, for a run the runtime never started.
-fn unused_budget(budgets: &Value) -> Value {
-    let max = |k: &str, default: u64| budgets.get(k).and_then(Value::as_u64).unwrap_or(default);
-    let d = runtime::Budgets::default();
-    json!({
-        "steps": 0, "max_steps": max("max_steps", d.max_steps.into()),
-        "tool_calls": 0, "max_tool_calls": max("max_tool_calls", d.max_tool_calls.into()),
-        "elapsed_ms": 0, "wall_clock_ms": max("wall_clock_s", d.wall_clock_s) * 1000,
-        "input_tokens": 0, "max_input_tokens": max("max_input_tokens", d.max_input_tokens),
-        "output_tokens": 0, "max_output_tokens": max("max_output_tokens", d.max_output_tokens),
-    })
+/// A budget snapshot with nothing used yet, for a run the runtime never started (the request's budgets,
+/// the runtime's defaults for what it does not name).
+fn unused_budget(budgets: &Value) -> runtime::BudgetSnapshot {
+    let b: runtime::Budgets = serde_json::from_value(budgets.clone()).unwrap_or_default();
+    runtime::BudgetSnapshot {
+        max_steps: b.max_steps,
+        max_tool_calls: b.max_tool_calls,
+        wall_clock_ms: b.wall_clock_s * 1000,
+        max_input_tokens: b.max_input_tokens,
+        max_output_tokens: b.max_output_tokens,
+        ..Default::default()
+    }
+}
+
+/// The `run.finished` data and the result of a run the server seals itself: the runtime's `RunResult`
+/// fields such a run can have, with the runtime's types; what it cannot have is null or empty.
+#[derive(serde::Serialize)]
+struct Sealed<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_id: Option<&'a str>,
+    status: runtime::RunStatus,
+    stop_reason: StopReason,
+    final_answer: Option<String>,
+    evidence_ids: Vec<String>,
+    metrics: Option<runtime::Metrics>,
+    artifacts: Vec<runtime::ArtifactRecord>,
+    steps: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sealed_by: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<runtime::RunError>,
 }
 
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
-/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null.
+/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null. The
+/// pair comes from the runtime's table: the status is the stop reason's own (`StopReason::status`); the
+/// event is a `runtime::TraceEvent` continuing the run's last one.
 fn seal_values(
     meta: &RunMeta,
     events: &[Value],
-    status: &str,
-    stop_reason: &str,
+    stop: StopReason,
     error: Option<(&str, String)>,
 ) -> (Value, Value) {
-    let id = meta.id.as_str();
-    let last = events.last();
+    let last: Option<runtime::TraceEvent> = events
+        .last()
+        .and_then(|e| serde_json::from_value(e.clone()).ok());
     let seq = events.len() as u64 + 1;
-    let error = error.map(|(code, message)| json!({ "code": code, "message": message }));
-    let mut data = json!({
-        "status": status, "stop_reason": stop_reason, "final_answer": null, "evidence_ids": [], "metrics": null,
-        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)), "artifacts": [], "sealed_by": "server",
+    let step = last.as_ref().map_or(0, |e| e.step);
+    let error = error.map(|(code, message)| runtime::RunError {
+        code: code.to_string(),
+        message,
     });
-    if let Some(e) = &error {
-        data["error"] = e.clone();
-        data["reason"] = e["code"].clone();
-    }
-    let event = json!({
-        "seq": seq,
-        "step": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
-        "attempt": 0,
-        "phase": "run.finished",
-        "elapsed_ms": last.and_then(|e| e.get("elapsed_ms")).cloned().unwrap_or(json!(0)),
-        "data": data,
-        "observation_count": last.and_then(|e| e.get("observation_count")).cloned().unwrap_or(json!(0)),
-        "budget": last.and_then(|e| e.get("budget")).cloned().unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
-    });
-    let mut result = json!({
-        "run_id": id,
-        "status": status,
-        "stop_reason": stop_reason,
-        "final_answer": null,
-        "evidence_ids": [],
-        "metrics": null,
-        "artifacts": [],
-        "steps": last.and_then(|e| e.get("step")).cloned().unwrap_or(json!(0)),
-        "events": seq,
-    });
-    if let Some(e) = error {
-        result["reason"] = e["code"].clone();
-        result["error"] = e;
-    }
-    (event, result)
+    let sealed = |run_id, events, sealed_by| Sealed {
+        run_id,
+        status: stop.status(),
+        stop_reason: stop,
+        final_answer: None,
+        evidence_ids: Vec::new(),
+        metrics: None,
+        artifacts: Vec::new(),
+        steps: step,
+        events,
+        sealed_by,
+        reason: error.as_ref().map(|e| e.code.clone()),
+        error: error.clone(),
+    };
+    let event = runtime::TraceEvent {
+        seq,
+        step,
+        attempt: 0,
+        phase: "run.finished".into(),
+        elapsed_ms: last.as_ref().map_or(0, |e| e.elapsed_ms),
+        data: to_value(&sealed(None, None, Some("server"))),
+        observation_count: last.as_ref().map_or(0, |e| e.observation_count),
+        budget: last
+            .map(|e| e.budget)
+            .unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
+    };
+    let result = to_value(&sealed(Some(meta.id.as_str()), Some(seq), None));
+    (to_value(&event), result)
+}
+
+/// Serialising the sealed values cannot fail (plain data, string keys); `Null` would show if it did.
+fn to_value(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }

@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// What `POST /models/inspect` may read (default: `<root>/models`, no extra files).
     pub inspect_scope: InspectScope,
+    /// On shutdown, how long open HTTP requests may take to finish before they are closed.
+    pub drain_limit: std::time::Duration,
     pub jobs: JobsConfig,
 }
 
@@ -73,6 +75,7 @@ impl ServerConfig {
             enable_test_policies: false,
             allow_remote: false,
             allowed_origins: Vec::new(),
+            drain_limit: DRAIN_LIMIT,
             jobs: JobsConfig::default(),
         }
     }
@@ -153,7 +156,11 @@ impl Service {
         http::router(self.state.clone())
     }
 
-    /// Serve on an already-bound listener until `shutdown` resolves; then stop the worker.
+    /// Serve on an already-bound listener until `shutdown` resolves, then stop in order: stop accepting
+    /// connections and runs (503 `shutting_down`), cancel the running run (`cancelled/shutdown`) and seal
+    /// the queued ones (`cancelled/shutdown`), drain open HTTP requests for at most `config.drain_limit`, and
+    /// join the worker once its run has sealed itself (at most [`WORKER_JOIN_LIMIT`]; a run still going
+    /// after that is sealed `interrupted` by the next start-up). Returns once all of that is done.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -161,20 +168,57 @@ impl Service {
     ) -> std::io::Result<()> {
         let app = self.router();
         let jobs = self.state.jobs.clone();
-        let result = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
-        // Cancel the running run and give it a moment to seal itself; if it cannot, the next start-up
-        // seals it as interrupted.
-        jobs.shutdown();
-        let waiter = jobs.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            waiter.wait_idle(std::time::Duration::from_secs(10))
-        })
-        .await;
+        let drain_limit = self.state.config.drain_limit;
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stopping_tx.send(());
+            })
+            .into_future();
+        tokio::pin!(server);
+        let result = tokio::select! {
+            // The server ended without a shutdown signal (an accept error): still stop the jobs below.
+            r = &mut server => r,
+            Ok(()) = stopping_rx => {
+                // Jobs first, so no request still being served can queue a run that would then be lost.
+                let stopper = jobs.clone();
+                let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
+                let drained = tokio::time::timeout(drain_limit, &mut server).await;
+                let _ = stopped.await;
+                drained.unwrap_or_else(|_| {
+                    eprintln!(
+                        "forge-server: HTTP requests still open after {} s; closing them",
+                        drain_limit.as_secs_f32()
+                    );
+                    Ok(())
+                })
+            }
+        };
+        let stopper = jobs.clone();
+        let _ = tokio::task::spawn_blocking(move || stopper.shutdown()).await;
+        let deadline = tokio::time::Instant::now() + WORKER_JOIN_LIMIT;
+        while !jobs.worker_finished() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        if jobs.worker_finished() {
+            // Joins at once (the thread has ended) and releases `.runs/.lock`.
+            let _ = tokio::task::spawn_blocking(move || jobs.close()).await;
+        } else {
+            eprintln!(
+                "forge-server: the running run did not stop within {} s; the next start-up seals it as interrupted",
+                WORKER_JOIN_LIMIT.as_secs()
+            );
+        }
         result
     }
 }
+
+/// How long a shutdown waits for open HTTP requests to finish before closing them (default of
+/// `ServerConfig::drain_limit`, `runner serve --drain-limit-s`).
+pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a shutdown waits for the cancelled run to seal itself and the worker to end.
+pub const WORKER_JOIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// True for addresses a `--host` may name without `--allow-remote`.
 pub fn is_loopback_host(host: &str) -> bool {

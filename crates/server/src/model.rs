@@ -12,28 +12,7 @@ use serde_json::Value;
 use crate::models::ModelEntry;
 
 /// guided: the runtime's typed, state-specific decoding; free: the model writes the whole decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Guided,
-    Free,
-}
-
-impl Mode {
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "guided" => Some(Mode::Guided),
-            "free" => Some(Mode::Free),
-            _ => None,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Guided => "guided",
-            Mode::Free => "free",
-        }
-    }
-}
+pub use runtime::policy::Mode;
 
 /// A model-side refusal: `code` is stable snake_case (`model_unavailable`, `invalid_model_path`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

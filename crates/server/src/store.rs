@@ -110,11 +110,67 @@ impl StoreIo for DiskIo {
     }
 }
 
+/// Where a run is in its life. The four terminal states are the runtime's `RunStatus`; `Unknown` is a
+/// run whose meta.json was lost (or holds a state this version does not know) until recovery settles it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Queued,
+    Running,
+    Completed,
+    Stopped,
+    Failed,
+    Cancelled,
+    #[serde(other)]
+    Unknown,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// The terminal state a result's `status` names; `Failed` for anything else (a result is terminal).
+    pub fn of_result(result: &serde_json::Value) -> RunState {
+        match result.get("status").and_then(serde_json::Value::as_str) {
+            Some("completed") => Self::Completed,
+            Some("stopped") => Self::Stopped,
+            Some("cancelled") => Self::Cancelled,
+            _ => Self::Failed,
+        }
+    }
+}
+
+impl From<runtime::RunStatus> for RunState {
+    fn from(s: runtime::RunStatus) -> Self {
+        match s {
+            runtime::RunStatus::Completed => Self::Completed,
+            runtime::RunStatus::Stopped => Self::Stopped,
+            runtime::RunStatus::Failed => Self::Failed,
+            runtime::RunStatus::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What `meta.json` holds: identity, lifecycle and the accepted request (never the model's text).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
     pub id: String,
-    pub status: String,
+    pub status: RunState,
     pub created_at_ms: u64,
     pub started_at_ms: Option<u64>,
     pub finished_at_ms: Option<u64>,
@@ -380,7 +436,7 @@ impl RunStore {
     pub fn placeholder_meta(id: &str) -> RunMeta {
         RunMeta {
             id: id.into(),
-            status: "unknown".into(),
+            status: RunState::Unknown,
             created_at_ms: created_ms_of(id),
             started_at_ms: None,
             finished_at_ms: None,
@@ -445,6 +501,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn run_state_is_a_typed_enum_on_disk_and_matches_the_runtime_statuses() {
+        for state in [RunState::Queued, RunState::Running, RunState::Completed, RunState::Stopped, RunState::Failed, RunState::Cancelled, RunState::Unknown] {
+            let text = serde_json::to_value(state).unwrap();
+            assert_eq!(text, serde_json::json!(state.as_str()));
+            assert_eq!(serde_json::from_value::<RunState>(text).unwrap(), state);
+        }
+        for status in [runtime::RunStatus::Completed, runtime::RunStatus::Stopped, runtime::RunStatus::Failed, runtime::RunStatus::Cancelled] {
+            assert_eq!(RunState::from(status).as_str(), status.as_str());
+        }
+        // A state this version does not know loads as `unknown` instead of making the meta unreadable.
+        let meta: RunMeta = serde_json::from_value(serde_json::json!({
+            "id": "run-1732917600000-0a1b2c3d", "status": "paused", "created_at_ms": 1,
+            "started_at_ms": null, "finished_at_ms": null, "request": {}
+        }))
+        .unwrap();
+        assert_eq!(meta.status, RunState::Unknown);
+        assert_eq!(RunState::of_result(&serde_json::json!({"status": "stopped"})), RunState::Stopped);
+        assert_eq!(RunState::of_result(&serde_json::json!({"status": "queued"})), RunState::Failed, "a result is terminal");
+    }
+
+    #[test]
     fn run_ids_are_strict() {
         assert!(is_valid_run_id("run-1732917600000-0a1b2c3d"));
         for bad in [
@@ -457,7 +534,7 @@ mod tests {
     fn meta(id: &str) -> RunMeta {
         RunMeta {
             id: id.into(),
-            status: "running".into(),
+            status: RunState::Running,
             created_at_ms: 1,
             started_at_ms: None,
             finished_at_ms: None,

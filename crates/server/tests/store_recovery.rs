@@ -353,21 +353,18 @@ async fn a_file_where_a_directory_should_be_is_a_typed_error_and_the_service_sta
     let id = start_run(&h.router, json!({})).await;
     wait_status(&h.router, &id, "running").await;
     let run_dir = h.runs.path().join(".runs").join(&id);
-    // The hold policy blocks in its first decision, after run.started and model.started (each saved, then
-    // shown); waiting for run.started alone raced model.started's write against the swap below.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let saved = loop {
-        let events = snapshot(&h.router, &id, 0).await["events"].clone();
-        let n = events.as_array().unwrap().len();
-        if events.as_array().unwrap().last().is_some_and(|e| e["phase"] == "model.started") {
-            break n;
+    // The hold policy blocks in its first decision (events are saved, then shown).
+    let (router, run) = (&h.router, id.as_str());
+    // Its last event before blocking is model.started: once that is shown, no event comes until release.
+    let saved = eventually(std::time::Duration::from_secs(30), "model.started is shown", || async move {
+        let snap = snapshot(router, run, 0).await;
+        let events = snap["events"].as_array().unwrap();
+        match events.last() {
+            Some(e) if e["phase"] == "model.started" => Ok(events.len()),
+            _ => Err(snap.to_string()),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "model.started was never shown"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    };
+    })
+    .await;
     std::fs::remove_file(run_dir.join("events.jsonl")).unwrap();
     std::fs::create_dir(run_dir.join("events.jsonl")).unwrap();
     h.release.store(true, Ordering::SeqCst);

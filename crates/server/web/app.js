@@ -34,6 +34,8 @@ const I18N = {
     follow_h: 'Follow one decision', follow_hint: 'Pick a finished run: its trace events in order, each with its place in the chain and links to the code that produced it.',
     follow_none: 'No finished run yet.', follow_pick: 'Run', follow_failed: 'Cannot follow this run',
     manifest_loading: 'Reading the manifest…', history_h: 'Recent runs', history_empty: 'No runs yet.',
+    poll_failed: 'Polling the run failed', retrying: 'retrying with back-off', schema_failed: 'Could not read the budget fields from /agent/schema',
+    decision_max_new_tokens: 'Decision tokens',
     runner_ok: 'runner', runner_down: 'runner not reachable — not run',
     st_load: 'Load model', st_decision: 'Decision', st_validate: 'Validate', st_tool: 'Tool', st_observation: 'Observation', st_final: 'Final',
     queued: 'queued', running: 'running', completed: 'completed', failed: 'failed', cancelled: 'cancelled', stopped: 'stopped',
@@ -82,6 +84,8 @@ const I18N = {
     follow_h: '跟随一次决策', follow_hint: '选择一次已结束的运行：按顺序列出它的追踪事件，标出在链路中的位置，并链接到产生它的代码。',
     follow_none: '还没有已结束的运行。', follow_pick: '运行', follow_failed: '无法跟随此运行',
     manifest_loading: '正在读取 manifest…', history_h: '最近的运行', history_empty: '还没有运行。',
+    poll_failed: '轮询运行失败', retrying: '正在退避重试', schema_failed: '无法从 /agent/schema 读取预算字段',
+    decision_max_new_tokens: '决策 token 数',
     runner_ok: '运行器', runner_down: '无法连接运行器——未运行',
     st_load: '加载模型', st_decision: '决策', st_validate: '校验', st_tool: '工具', st_observation: '观察', st_final: '最终答案',
     queued: '排队中', running: '运行中', completed: '已完成', failed: '失败', cancelled: '已取消', stopped: '已停止',
@@ -103,14 +107,15 @@ const I18N = {
 
 const STAGES = ['load', 'decision', 'validate', 'tool', 'observation', 'final'];
 const TERMINAL = ['completed', 'failed', 'cancelled', 'stopped'];
-const BUDGET_FIELDS = ['max_steps', 'max_tool_calls', 'wall_clock_s', 'max_input_tokens', 'max_output_tokens', 'max_retries', 'repeated_action_limit', 'no_progress_limit'];
+// The budget form is built from GET /agent/schema (field, range, default); nothing is hard-coded here.
+let BUDGET_FIELDS = [];
 
 const S = {
   lang: localStorage.getItem('forge.lang') || 'en',
   runnerUp: false, status: null,
   modelOk: false, modelFacts: null, modelError: null, models: [], inspected: null,
   tasks: [], defaultTask: null,
-  runId: null, runStatus: null, events: [], result: null, pollTimer: null,
+  runId: null, runStatus: null, events: [], result: null, pollTimer: null, pollFailures: 0,
   manifest: null, chain: null, follow: null,
 };
 
@@ -135,7 +140,11 @@ async function api(path, opts) {
     init.body = JSON.stringify(init.json);
     delete init.json;
   }
-  const r = await fetch(path, init);
+  let r;
+  // A network failure is an answer too (status 0), so every caller can report it instead of throwing.
+  try { r = await fetch(path, init); } catch (e) {
+    return { ok: false, status: 0, body: { code: 'runner_unreachable', message: String(e) } };
+  }
   let body = null;
   try { body = await r.json(); } catch (_) { body = null; }
   return { ok: r.ok, status: r.status, body };
@@ -146,6 +155,7 @@ function applyLang() {
   for (const e of document.querySelectorAll('[data-i18n]')) e.textContent = t(e.dataset.i18n);
   $('lang-toggle').textContent = S.lang === 'zh' ? 'English' : '中文';
   renderAll();
+  renderTimeline(true); // re-labels the rows (renderAll only appends new ones)
 }
 
 // ---------- runner status and model ----------
@@ -318,7 +328,8 @@ function formBody() {
   const body = { task: f.task.value.trim(), mode: f.mode.value, temperature: Number(f.temperature.value), budgets: {} };
   for (const k of BUDGET_FIELDS) {
     const raw = f[k].value.trim();
-    body.budgets[k] = raw === '' ? null : Number(raw);
+    // An empty field is left out: the runner fills in its default (null would be refused).
+    if (raw !== '') body.budgets[k] = Number(raw);
   }
   if (usingScripted()) body.policy = `scripted:${$('fixture').value.trim()}`;
   else if (S.inspected) body.model = S.inspected;
@@ -355,14 +366,23 @@ function selectRun(id) {
   poll();
 }
 
+function showPollError(r) {
+  const box = $('poll-error');
+  if (!r) { box.hidden = true; box.replaceChildren(); return; }
+  const b = r.body || {};
+  box.hidden = false;
+  box.replaceChildren(el('div', { text: `${t('poll_failed')} (${r.status} ${b.code || ''}: ${b.message || ''}); ${t('retrying')}` }));
+}
+
 async function poll() {
   const id = S.runId;
   if (!id) return;
   const after = S.events.length ? S.events[S.events.length - 1].seq : 0;
-  let r;
-  try { r = await api(`/agent/runs/${id}?after_seq=${after}`); } catch (_) { r = { ok: false }; }
+  const r = await api(`/agent/runs/${id}?after_seq=${after}`);
   if (id !== S.runId) return;
   if (r.ok) {
+    S.pollFailures = 0;
+    showPollError(null);
     for (const e of r.body.events) {
       // Keep only the next contiguous event; anything else is re-requested on the next poll.
       const last = S.events.length ? S.events[S.events.length - 1].seq : 0;
@@ -373,9 +393,14 @@ async function poll() {
     renderAll();
     if (r.body.terminal && S.events.length >= r.body.last_seq) { loadHistory(); loadStatus(); return; }
   } else if (r.status === 404) {
-    S.runId = null; S.runStatus = null; renderAll(); return;
+    S.runId = null; S.runStatus = null; showPollError(r); renderAll(); return;
+  } else {
+    // Back off (0.8 s, 1.6 s, … up to 10 s) and say so, instead of hammering a runner that is down.
+    S.pollFailures += 1;
+    showPollError(r);
   }
-  S.pollTimer = setTimeout(poll, 400);
+  const delay = S.pollFailures ? Math.min(10_000, 400 * 2 ** S.pollFailures) : 400;
+  S.pollTimer = setTimeout(poll, delay);
 }
 
 async function cancelRun() {
@@ -386,11 +411,17 @@ async function cancelRun() {
 }
 
 async function loadHistory() {
-  const r = await api('/agent/runs?limit=20').catch(() => ({ ok: false }));
+  const r = await api('/agent/runs?limit=20');
   const list = $('history');
   list.replaceChildren();
-  renderFollowRuns(r.ok ? r.body.runs : []);
-  if (!r.ok || !r.body.runs.length) { list.append(el('li', { class: 'muted', text: t('history_empty') })); return; }
+  if (!r.ok) {
+    renderFollowRuns([]);
+    const b = r.body || {};
+    list.append(el('li', { class: 'errors', 'data-testid': 'history-error', text: `${r.status} ${b.code || ''}: ${b.message || ''}` }));
+    return;
+  }
+  renderFollowRuns(r.body.runs);
+  if (!r.body.runs.length) { list.append(el('li', { class: 'muted', text: t('history_empty') })); return; }
   for (const run of r.body.runs) {
     const a = el('a', { href: `#run=${run.id}`, class: 'mono', text: run.id });
     a.addEventListener('click', (e) => { e.preventDefault(); selectRun(run.id); });
@@ -495,15 +526,23 @@ function summarize(data) {
   return parts.join(' · ');
 }
 
-function renderTimeline() {
+// Appends only the events not shown yet, so rows a reader expanded stay expanded while the run goes on; the
+// whole list is rebuilt only for another run (or the language switch, which re-labels everything).
+function renderTimeline(rebuild) {
   const box = $('timeline');
   if (!S.events.length) {
     box.replaceChildren(el('p', { class: 'muted', text: S.runId ? `${t(S.runStatus || 'queued')}…` : t('timeline_empty') }));
+    box.dataset.run = ''; box.dataset.shown = '0';
     return;
   }
+  let shown = Number(box.dataset.shown || 0);
+  if (rebuild || box.dataset.run !== S.runId || shown > S.events.length) {
+    box.replaceChildren(); shown = 0; box.dataset.run = S.runId;
+  }
   const rows = [];
-  let prevObs = 0, prevStep = null;
-  for (const e of S.events) {
+  const prev = shown ? S.events[shown - 1] : null;
+  let prevObs = prev ? (prev.observation_count || 0) : 0, prevStep = prev ? prev.step : null;
+  for (const e of S.events.slice(shown)) {
     if (e.step !== prevStep) { rows.push(el('div', { class: 'step-head', text: `${t('step')} ${e.step}` })); prevStep = e.step; }
     const delta = (e.observation_count || 0) - prevObs;
     prevObs = e.observation_count || 0;
@@ -515,7 +554,24 @@ function renderTimeline() {
       el('pre', { class: 'mono small', text: JSON.stringify(e.data, null, 2) }));
     rows.push(el('div', { class: `event ${phaseClass(e.phase)}`, 'data-seq': e.seq, 'data-phase': e.phase }, details));
   }
-  box.replaceChildren(...rows);
+  box.append(...rows);
+  box.dataset.shown = String(S.events.length);
+}
+
+// The budget inputs, from the runner's own fields, ranges and defaults (GET /agent/schema).
+async function loadBudgetForm() {
+  const r = await api('/agent/schema');
+  const box = $('budget-fields');
+  if (!r.ok || !r.body.budgets) {
+    const b = r.body || {};
+    box.replaceChildren(el('div', { class: 'errors', text: `${t('schema_failed')}: ${r.status} ${b.code || ''} ${b.message || ''}` }));
+    return;
+  }
+  const defaults = r.body.budgets.defaults || {};
+  BUDGET_FIELDS = r.body.budgets.ranges.map((x) => x.field);
+  box.replaceChildren(...r.body.budgets.ranges.map(({ field, min, max }) => el('label', {},
+    el('span', { 'data-i18n': field, text: t(field) }),
+    el('input', { name: field, type: 'number', min, max, value: defaults[field], placeholder: defaults[field], 'data-testid': `budget-${field}` }))));
 }
 
 function renderMeters() {
@@ -834,6 +890,7 @@ function init() {
   $('task-picker').addEventListener('focus', loadTasks);
   $('follow-run').addEventListener('change', (e) => followRun(e.target.value));
   applyLang();
+  loadBudgetForm();
   loadTasks();
   loadStatus().then(() => loadModels()).then(() => { if (S.runnerUp) inspectModel(); });
   // The chain first, so the tree and the followed events show their stages when they appear.

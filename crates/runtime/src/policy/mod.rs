@@ -105,20 +105,65 @@ pub enum PolicyError {
     ScriptExhausted(usize),
 }
 
+/// How a model policy is asked: guided (the runtime names the gap and decoding is typed for it) or free
+/// (the model writes the whole decision). Defined once here for the llama policy, the server and the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Guided,
+    Free,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "guided" => Some(Mode::Guided),
+            "free" => Some(Mode::Free),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Guided => "guided",
+            Mode::Free => "free",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mode::parse(s).ok_or_else(|| format!("unknown mode {s:?} (expected guided or free)"))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Cancellation and the wall-clock deadline, checked by the runtime between
 /// steps and by a model policy between tokens.
 #[derive(Debug, Clone)]
 pub struct RunControl {
     pub cancel: Arc<AtomicBool>,
+    /// Set (together with `cancel`) when the host is shutting down: the run then ends
+    /// `cancelled/shutdown` instead of `cancelled/cancelled`, so a user's cancel and a service stop
+    /// stay distinguishable in the trace.
+    pub shutdown: Arc<AtomicBool>,
     pub deadline: Instant,
 }
 
 impl RunControl {
     pub fn new(deadline: Instant) -> Self {
-        Self { cancel: Arc::new(AtomicBool::new(false)), deadline }
+        Self { cancel: Arc::new(AtomicBool::new(false)), shutdown: Arc::new(AtomicBool::new(false)), deadline }
     }
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
+    }
+    pub fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
     }
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::SeqCst);

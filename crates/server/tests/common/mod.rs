@@ -340,32 +340,41 @@ pub async fn snapshot(router: &Router, id: &str, after: u64) -> Value {
     r.json()
 }
 
-/// Poll until terminal; returns the final full snapshot (after_seq=0).
-pub async fn wait_terminal(router: &Router, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
+/// The one way these tests wait: poll `cond` until it answers `Ok`, failing after `limit` with `what` and
+/// the last `Err` it gave (the state seen). No fixed sleeps, no wall-clock assertions; the limit is a
+/// deadline for "never happened", far above how long the condition normally takes.
+pub async fn eventually<T, Fut>(limit: Duration, what: &str, mut cond: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + limit;
     loop {
-        let s = snapshot(router, id, 0).await;
-        if s["terminal"] == true {
-            return s;
+        match cond().await {
+            Ok(v) => return v,
+            Err(seen) => assert!(
+                Instant::now() < deadline,
+                "not within {limit:?}: {what}; last seen: {seen}"
+            ),
         }
-        assert!(Instant::now() < deadline, "run {id} did not finish: {s}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
-pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+/// Poll until terminal; returns the final full snapshot (after_seq=0).
+pub async fn wait_terminal(router: &Router, id: &str) -> Value {
+    eventually(Duration::from_secs(60), &format!("run {id} finishes"), || async move {
         let s = snapshot(router, id, 0).await;
-        if s["status"] == status {
-            return s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "run {id} never reached {status}: {s}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        if s["terminal"] == true { Ok(s) } else { Err(s.to_string()) }
+    })
+    .await
+}
+
+pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
+    eventually(Duration::from_secs(30), &format!("run {id} reaches {status}"), || async move {
+        let s = snapshot(router, id, 0).await;
+        if s["status"] == status { Ok(s) } else { Err(s.to_string()) }
+    })
+    .await
 }
 
 fn trace_event_validator() -> &'static jsonschema::Validator {
