@@ -5,7 +5,9 @@
 //! usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N]
 //!             [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]
 //!             [--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]
-//!             [--wall-clock-s S]
+//!             [--wall-clock-s S] [--report-only]
+//! `--report-only` runs nothing: it rewrites the reports from every record already in `<out>/runs.jsonl`
+//! (evaluations of several configurations, e.g. t=0 with one seed and t=0.7 with five, in one report).
 //! With `--backend llama-server` and no `--url`, a llama-server (`cargo xtask llama-tools`) is started with
 //! `-np N` slots for the evaluation and stopped after it.
 
@@ -20,7 +22,7 @@ use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
 
 const USAGE: &str = "usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N] \
 [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT] \
-[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N] [--wall-clock-s S]";
+[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N] [--wall-clock-s S] [--report-only]";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -44,6 +46,7 @@ struct Parsed {
     plan: Plan,
     out: PathBuf,
     fresh: bool,
+    report_only: bool,
     require_scoring: bool,
     note: String,
     /// Start a llama-server for the evaluation (a server backend without `--url`).
@@ -66,7 +69,7 @@ fn parse() -> Result<Parsed, String> {
         "--threads",
         "--wall-clock-s",
     ];
-    let known_switches = ["--fresh", "--require-scoring"];
+    let known_switches = ["--fresh", "--require-scoring", "--report-only"];
     let mut i = 0;
     while i < args.len() {
         if known_values.contains(&args[i].as_str()) {
@@ -192,6 +195,7 @@ fn parse() -> Result<Parsed, String> {
         plan,
         out,
         fresh: args.iter().any(|a| a == "--fresh"),
+        report_only: args.iter().any(|a| a == "--report-only"),
         require_scoring: args.iter().any(|a| a == "--require-scoring"),
         note,
         start_server,
@@ -203,6 +207,7 @@ fn main() -> ExitCode {
         mut plan,
         out,
         fresh,
+        report_only,
         require_scoring,
         note,
         start_server,
@@ -213,6 +218,30 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if report_only {
+        if fresh {
+            eprintln!("eval: --report-only reads the records --fresh would delete");
+            return ExitCode::from(2);
+        }
+        let records = match eval::load_records(&out.join("runs.jsonl")) {
+            Ok(records) if !records.is_empty() => records,
+            Ok(_) => {
+                eprintln!("eval: no records in {}", out.join("runs.jsonl").display());
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("eval: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let summaries = eval::summarize(&records);
+        if let Err(e) = eval::write_reports(&out, &summaries, &note) {
+            eprintln!("eval: {e}");
+            return ExitCode::from(1);
+        }
+        eprintln!("eval: reports rewritten from {} records in {}", records.len(), out.display());
+        return ExitCode::SUCCESS;
+    }
     // Kept alive for the whole evaluation; dropping it stops the server.
     let _server = if start_server {
         let options = ServerOptions::new(
