@@ -1,6 +1,6 @@
 //! Developer aid: one real run printed event by event (phase + data) with per-decision measurements.
 //!
-//! usage: trace [--task NAME] [--mode guided|free] [--temperature T] [--gguf PATH]
+//! usage: trace [--task NAME] [--mode guided|free] [--temperature T] [--gguf PATH] [--seed N]
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +17,10 @@ fn main() {
     let mode: Mode = arg(&args, "--mode").unwrap_or_else(|| "guided".into()).parse().unwrap();
     let mut cfg = LlamaConfig::new(&model, mode);
     cfg.temperature = arg(&args, "--temperature").and_then(|t| t.parse().ok()).unwrap_or(0.0);
+    // The evaluation's seed s runs with sampler seed 1000 + s: `--seed 1000` replays its seed 0.
+    if let Some(seed) = arg(&args, "--seed").and_then(|s| s.parse().ok()) {
+        cfg.seed = seed;
+    }
     let artifacts = tempfile::tempdir().unwrap();
     let task = arg(&args, "--task").unwrap_or_else(|| "agent_eval_mini".into());
     let spec = harness::spec_for(&root, &task, "trace", artifacts.path());
