@@ -1,6 +1,7 @@
 // Browser test of the run view while a run goes on (scripted slow fixture, no model): the timeline only
 // appends, so a row the reader expanded stays expanded; a failing poll shows a banner and backs off, and
-// the view recovers once polling answers again (issue 14).
+// the view recovers once polling answers again; a task list that cannot be read is reported, not
+// silently kept (issue 14).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BASE, openBrowser, waitTerminal } from './helpers.mjs';
@@ -32,6 +33,18 @@ test('expanded timeline rows stay open and polling failures are shown, then reco
     await page.locator('[data-testid=poll-error]').waitFor({ state: 'hidden', timeout: 30_000 });
     const seqs = await page.locator('[data-testid=timeline] .event').evaluateAll((es) => es.map((e) => Number(e.dataset.seq)));
     assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'no gap or duplicate after the failed polls');
+
+    // The task list cannot be read: the page says so and keeps the list it has; it clears once it can.
+    const options = await page.locator('#task-picker option').count();
+    await page.route('**/agent/tasks', (route) => route.abort());
+    await page.locator('#task-picker').focus();
+    await page.locator('[data-testid=tasks-error]').waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match(await page.locator('[data-testid=tasks-error]').textContent(), /runner_unreachable/);
+    assert.equal(await page.locator('#task-picker option').count(), options, 'the shown list was kept');
+    await page.unroute('**/agent/tasks');
+    await page.locator('[data-testid=start-btn]').focus();
+    await page.locator('#task-picker').focus();
+    await page.locator('[data-testid=tasks-error]').waitFor({ state: 'detached', timeout: 30_000 });
   } finally {
     await close();
   }

@@ -16,7 +16,7 @@ const I18N = {
     f_manifest_ok: 'Manifest hash', f_runtime: 'llama.cpp', f_system: 'System', f_used: 'Used for runs', yes: 'yes', no: 'no',
     task_text: 'What the task asks', task_knowledge: 'Knowledge files', truth_loaded: 'ground truth loaded (expected.json) — runs are scored',
     truth_unavailable: 'no usable ground truth — runs are not scored', tasks_broken: 'folders that do not load',
-    tasks_none: 'No task folder loads.', chart_svg_h: 'Drawn from the plot spec', chart_png_h: 'PNG artifact', chart_average: 'average',
+    tasks_none: 'No task folder loads.', tasks_failed: 'Could not read the task list', chart_svg_h: 'Drawn from the plot spec', chart_png_h: 'PNG artifact', chart_average: 'average',
     not_checked: 'Not checked yet.', inspecting: 'Inspecting…', model_ok: 'Model inspected: ready to run.',
     model_failed: 'Inspection failed — start is disabled', unloaded: 'Model unloaded from the runner cache.',
     task_h: 'Task and budgets', task: 'Task', mode: 'Mode', mode_guided: 'guided', mode_free: 'free', temperature: 'Temperature',
@@ -66,7 +66,7 @@ const I18N = {
     f_manifest_ok: 'Manifest 哈希', f_runtime: 'llama.cpp', f_system: '系统', f_used: '用于运行', yes: '是', no: '否',
     task_text: '任务要求', task_knowledge: '知识文件', truth_loaded: '已加载标准答案（expected.json）——运行会被评分',
     truth_unavailable: '没有可用的标准答案——运行不评分', tasks_broken: '个无法加载的文件夹',
-    tasks_none: '没有可加载的任务文件夹。', chart_svg_h: '根据 plot 规格绘制', chart_png_h: 'PNG 产物', chart_average: '平均',
+    tasks_none: '没有可加载的任务文件夹。', tasks_failed: '无法读取任务列表', chart_svg_h: '根据 plot 规格绘制', chart_png_h: 'PNG 产物', chart_average: '平均',
     not_checked: '尚未检查。', inspecting: '正在检查…', model_ok: '模型检查通过：可以运行。',
     model_failed: '检查失败——已禁用启动', unloaded: '已从运行器缓存中卸载模型。',
     task_h: '任务与预算', task: '任务', mode: '模式', mode_guided: '引导 guided', mode_free: '自由 free', temperature: '温度',
@@ -279,8 +279,13 @@ function updateStartButton() {
 // ---------- tasks ----------
 // Read on every call: a folder added while the runner serves shows up the next time the picker opens.
 async function loadTasks() {
-  const r = await api('/agent/tasks').catch(() => ({ ok: false }));
-  if (!r.ok) return;
+  const r = await api('/agent/tasks');
+  if (!r.ok) {
+    // Keep the list already shown; say why it could not be refreshed.
+    const b = r.body || {};
+    $('task-broken').replaceChildren(el('div', { class: 'errors', 'data-testid': 'tasks-error', text: `${t('tasks_failed')}: ${r.status || ''} ${b.code || ''} ${b.message || ''}`.trim() }));
+    return;
+  }
   S.tasks = r.body.tasks; S.defaultTask = r.body.default_task;
   const picker = $('task-picker');
   const keep = picker.value;
