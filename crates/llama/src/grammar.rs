@@ -518,6 +518,18 @@ fn value_node(
             );
             Ok(Node::rule("label"))
         }
+        ("string", Some("task-words")) if !task_words(inputs.focus).is_empty() => {
+            // A search written in the task's own words always shares words with what the task is about;
+            // a small model sampling freely sometimes writes a query nothing matches, then repeats it.
+            let words = task_words(inputs.focus);
+            grammar.define("task-word", Node::one_of_texts(words.iter().map(|w| escape_json_text(w))));
+            Ok(Node::seq([
+                Node::lit("\""),
+                Node::rule("task-word"),
+                Node::seq([Node::lit(" "), Node::rule("task-word")]).repeat(0, TASK_WORDS_MAX - 1),
+                Node::lit("\""),
+            ]))
+        }
         ("string", _) => {
             let max = schema
                 .get("maxLength")
@@ -697,6 +709,33 @@ fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
 /// escapes are not needed by any decision and only invite a small model to wander).
 fn text_char(excluded: &str) -> Node {
     Node::char_except(excluded)
+}
+
+/// Most words a `task-words` argument (a search query) may have.
+const TASK_WORDS_MAX: u32 = 12;
+
+/// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
+/// space and punctuation (CJK text at its own punctuation, so a clause is one word), stop words and
+/// single characters out, first occurrence order.
+fn task_words(text: &str) -> Vec<String> {
+    const SKIP: &[&str] = &["a", "an", "and", "the", "of", "to", "in", "on", "for", "with", "from", "by", "is", "it", "its", "as", "at", "or", "be", "then", "that", "this", "you", "your", "use", "used"];
+    let mut words: Vec<String> = Vec::new();
+    for raw in text.split(|c: char| c.is_whitespace() || "，。、；：？！（）,.;:?!()\"'`[]{}<>/".contains(c)) {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if word.chars().count() < 2 || SKIP.contains(&word.to_lowercase().as_str()) {
+            continue;
+        }
+        if !words.iter().any(|w| w == word) {
+            words.push(word.to_owned());
+        }
+    }
+    words
+}
+
+/// `text` as it sits inside a JSON string (quotes and backslashes escaped).
+fn escape_json_text(text: &str) -> String {
+    let quoted = json_string(text);
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 /// The calculator functions `focus` (a step's hint) asks for: the one aggregate its words name

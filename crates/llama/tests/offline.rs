@@ -682,3 +682,23 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     );
     let _: Value = json!(null);
 }
+
+#[test]
+fn a_search_query_is_written_in_the_tasks_own_words() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = two_column_grounding();
+    let query = |q: &str| format!(r#"{{"type":"action","tool":"knowledge_search","arguments":{{"query":"{q}"}}}}"#);
+    let i = grammar::Inputs { focus: "find the arrears rate of each branch and the portfolio quality limits", ..inputs(&cards, &g) };
+    let search = grammar::guided_tool(&i, "knowledge_search", None).unwrap();
+    for ok in ["arrears rate", "portfolio quality limits arrears rate each branch", "branch"] {
+        assert!(search.accepts(&query(ok)), "{ok}");
+        runtime_accepts(&query(ok));
+    }
+    for bad in ["", "Seafront loans", "arrears  rate", "the", "arrears rate zzz"] {
+        assert!(!search.accepts(&query(bad)), "{bad:?}");
+    }
+    // Chinese: the hint's clauses are its words.
+    let zh = grammar::Inputs { focus: "查找每家门店的退货率和退货率考核规则", ..inputs(&cards, &g) };
+    let search = grammar::guided_tool(&zh, "knowledge_search", None).unwrap();
+    assert!(search.accepts(&query("查找每家门店的退货率和退货率考核规则")));
+}

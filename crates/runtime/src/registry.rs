@@ -38,8 +38,9 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
 /// Values of a property's `x-grammar`: what a decoding grammar should let a model write there.
 /// `text` = free text whose digits must be grounded numbers; `expression` = a calculator expression
 /// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number;
-/// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists.
-pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed"];
+/// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists;
+/// `task-words` = words of the task's own text (the step's hint in guided mode), e.g. a search query.
+pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed", "task-words"];
 
 /// One tool's entry.
 #[derive(Debug, Clone)]
