@@ -4,7 +4,8 @@
 //! measured in the same run. Writes evidence/bench/server-throughput.json. Not a test: nothing is asserted.
 //!
 //! usage: server_throughput [--gguf PATH] [--server BIN] [--runs N] [--parallel 1,2,4] [--out FILE]
-//!   --runs N   runs per configuration after one uncounted warm-up run (default 4)
+//!   --runs N   runs per configuration after one uncounted warm-up run (default 8: twice the most slots,
+//!              so the slots stay busy; with as many runs as slots the wall time is just the slowest run)
 //!   --server   llama-server binary (default target/llama-tools/llama-server, `cargo xtask llama-tools`)
 
 use std::path::{Path, PathBuf};
@@ -102,7 +103,7 @@ fn main() {
     let model = arg(&args, "--gguf").map(PathBuf::from).unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
     let server_bin = arg(&args, "--server").map(PathBuf::from).unwrap_or_else(|| server_process::default_binary(&root));
     let out = arg(&args, "--out").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/bench/server-throughput.json"));
-    let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(4);
+    let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(8);
     let parallel: Vec<u32> = arg(&args, "--parallel")
         .unwrap_or_else(|| "1,2,4".into())
         .split(',')

@@ -172,10 +172,12 @@ impl GroundedValues {
     }
 
     /// Whether `mention` states a grounded value (printed rounding allowed) or a count up to the most
-    /// rows of any observed table.
+    /// rows of any observed table. A percentage is never a count: "4%" must be a grounded value.
     pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
-        let small_count =
-            mention.decimals == 0 && mention.value >= 0.0 && mention.value <= self.max_rows as f64;
+        let small_count = mention.decimals == 0
+            && !mention.percent
+            && mention.value >= 0.0
+            && mention.value <= self.max_rows as f64;
         small_count
             || self
                 .values

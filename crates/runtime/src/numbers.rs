@@ -31,7 +31,8 @@ impl NumberMention {
 }
 
 /// `printed_value` with `decimals` digits after the point stands for `value` when it is `value`
-/// rounded (half either way) to that many decimals.
+/// rounded (half either way) to that many decimals, and that rounding [keeps two significant
+/// digits](keeps_two_significant_digits) of it.
 pub fn stands_for(printed_value: f64, decimals: u32, value: f64) -> bool {
     if !printed_value.is_finite() || !value.is_finite() {
         return false;
@@ -40,11 +41,19 @@ pub fn stands_for(printed_value: f64, decimals: u32, value: f64) -> bool {
     if (printed_value - value).abs() <= tolerance {
         return true;
     }
-    if decimals > MAX_ROUNDING_DECIMALS.max(6) {
+    if decimals > MAX_ROUNDING_DECIMALS.max(6) || !keeps_two_significant_digits(decimals, value) {
         return false;
     }
     let half_unit = 0.5 * 10f64.powi(-(decimals as i32));
     (printed_value - value).abs() <= half_unit + tolerance
+}
+
+/// Whether rounding `value` to `decimals` keeps at least two significant digits: the last printed
+/// digit's unit is at most a tenth of the value. `83` for 83.33 does (0.4 % off), `3.7` for 3.667 does,
+/// `4` for 3.667 does not (9 % off: a different claim, not a rounding), nor `0.1` for 0.123.
+pub fn keeps_two_significant_digits(decimals: u32, value: f64) -> bool {
+    let unit = 10f64.powi(-(decimals as i32));
+    unit <= 0.1 * value.abs() * (1.0 + 1e-9)
 }
 
 /// A whole cell or fact value read as one quantity.
@@ -172,15 +181,16 @@ pub fn canonical(value: f64) -> String {
 }
 
 /// The printed forms a writer may use for `value`: the canonical form (when it has at most 8 decimals)
-/// and its roundings to 0..=[`MAX_ROUNDING_DECIMALS`] decimals, shortest first, without duplicates.
-/// `79` → [`79`]; `83.333…` → [`83`, `83.3`, `83.33`, `83.333`, `83.3333`].
+/// and its roundings to 0..=[`MAX_ROUNDING_DECIMALS`] decimals that keep two significant digits,
+/// shortest first, without duplicates. `79` → [`79`]; `83.333…` → [`83`, `83.3`, `83.33`, `83.333`,
+/// `83.3333`]; `3.6667` → [`3.7`, `3.67`, …] (not `4`).
 pub fn printed_forms(value: f64) -> Vec<String> {
     let mut forms: Vec<String> = Vec::new();
     let canonical = canonical(value);
     if value.fract() == 0.0 {
         return vec![canonical];
     }
-    for decimals in 0..=MAX_ROUNDING_DECIMALS {
+    for decimals in (0..=MAX_ROUNDING_DECIMALS).filter(|d| keeps_two_significant_digits(*d, value)) {
         let text = format!("{value:.prec$}", prec = decimals as usize);
         let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text };
         let text = if text == "-0" { "0".to_owned() } else { text };
@@ -223,6 +233,15 @@ mod tests {
         }
         assert!(scan("79")[0].stands_for(79.0));
         assert!(!scan("78")[0].stands_for(79.0));
+        // A rounding keeps two significant digits: "4" is not 3.667, "0.1" is not 0.123.
+        let small = 11.0 / 3.0;
+        for (printed, ok) in [("4", false), ("3.7", true), ("3.67", true), ("3.6", false)] {
+            assert_eq!(scan(printed)[0].stands_for(small), ok, "{printed}");
+        }
+        assert!(!scan("0.1")[0].stands_for(0.123));
+        assert!(scan("0.12")[0].stands_for(0.123));
+        assert!(!scan("10")[0].stands_for(9.6));
+        assert_eq!(printed_forms(small)[..2], ["3.7".to_owned(), "3.67".to_owned()]);
     }
 
     #[test]

@@ -117,3 +117,30 @@ fn once_the_rule_check_has_run_the_grounding_carries_the_verdict_it_decides() {
     assert_eq!(last.verdict, phrases.not_met);
     assert_eq!(last.verdict_refused, phrases.met);
 }
+
+#[test]
+fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
+    // Shape of a real t=0.7 failure: the average return rate 3.7 % stated as "4%". Rounded to whole
+    // percent it keeps one significant digit (a different claim, 8 % off), and a percentage is never a
+    // count of rows, so the gate refuses it; the repaired "3.7%" is accepted.
+    let task = common::task("store_return_rate_zh");
+    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
+    let final_stating = |average: &str| {
+        format!(r#"{{"type": "final", "answer": "平均退货率为{average}%，退货率最高的门店是北区门店，本季度退货目标未达成。", "evidence_ids": {ids}}}"#)
+    };
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(vec![
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "门店退货率 退货率考核规则"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(3.2, 4.1, 2.8, 4.6, 3.8)"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "3.7 <= 3.5 and 4.6 <= 5"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["东区门店", "西区门店", "南区门店", "北区门店", "中心门店"], "values": [3.2, 4.1, 2.8, 4.6, 3.8], "average": 3.7, "title": "门店退货率"}}"#.to_owned(),
+        final_stating("4"),
+        final_stating("3.7"),
+    ]);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["ungrounded_number"]);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    assert!(rejected.data["message"].as_str().unwrap().contains("states 4,"), "{}", rejected.data);
+    assert!(o.result.final_answer.as_deref().unwrap().contains("3.7%"));
+    assert_eq!(o.metrics().task_success, Some(true));
+}
