@@ -316,6 +316,7 @@ fn series(name: &str, rows: &[(&str, &str)]) -> runtime::policy::Series {
         name: name.into(),
         labels: rows.iter().map(|(l, _)| l.to_string()).collect(),
         values: rows.iter().map(|(_, v)| v.to_string()).collect(),
+        rows: String::new(),
     }
 }
 

@@ -46,6 +46,10 @@ pub struct Series {
     pub name: String,
     pub labels: Vec<String>,
     pub values: Vec<String>,
+    /// The header of the table's row-label column (`Hotel`, `Month`): what the rows are. Two tables
+    /// can share a column name (`Occupancy` by hotel and by month); the text's words for the rows
+    /// tell them apart.
+    pub rows: String,
 }
 
 impl Series {
@@ -248,26 +252,26 @@ impl Grounding {
     }
 
     /// The one observed column that `text` (a step's hint, or the task) is about: the series whose
-    /// header words occur most often in it — `None` when no header word occurs or two columns tie, so
-    /// a caller narrows only when the text really names a column. With a single series, that one.
+    /// header words occur most often in it; between columns of the same name in different tables
+    /// ("Occupancy" by hotel and by month), the one whose rows the text names ("all hotels") —
+    /// `None` when no header word occurs or two columns still tie, so a caller narrows only when the
+    /// text really names a column. With a single series, that one.
     pub fn focus(&self, text: &str) -> Option<&Series> {
         if let [only] = self.series.as_slice() {
             return Some(only);
         }
         let words = tokenize(text);
-        let mut scored: Vec<(usize, &Series)> = self
-            .series
-            .iter()
-            .map(|s| {
-                let mut header = tokenize(&s.name);
-                header.sort();
-                header.dedup();
-                (header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum(), s)
-            })
-            .collect();
+        let occurrences = |name: &str| -> usize {
+            let mut header = tokenize(name);
+            header.sort();
+            header.dedup();
+            header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum()
+        };
+        let mut scored: Vec<((usize, usize), &Series)> =
+            self.series.iter().map(|s| ((occurrences(&s.name), occurrences(&s.rows)), s)).collect();
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         match scored.as_slice() {
-            [(best, s), (second, _), ..] if *best > 0 && best > second => Some(s),
+            [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),
             _ => None,
         }
     }
@@ -284,6 +288,7 @@ fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
 fn series_in(result: &Value) -> Vec<Series> {
     let mut out = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let rows = table["label_column"].as_str().unwrap_or_default();
         for column in table["columns"].as_array().into_iter().flatten() {
             let Some(name) = column["name"].as_str() else {
                 continue;
@@ -305,6 +310,7 @@ fn series_in(result: &Value) -> Vec<Series> {
                     name: name.to_owned(),
                     labels,
                     values,
+                    rows: rows.to_owned(),
                 });
             }
         }
@@ -391,6 +397,29 @@ mod tests {
         assert_eq!(g.focus("staff and wait"), None);
         // The column the text keeps coming back to wins over one it mentions in passing.
         assert_eq!(g.focus("the staff wait standard: look up the wait, average the wait").unwrap().name, "Wait time");
+    }
+
+    #[test]
+    fn between_columns_of_one_name_the_rows_the_text_names_decide() {
+        // Occupancy by hotel and by month: "average occupancy of all hotels" means the hotels' column,
+        // not the first table's and not every column (a 0.5B model then averaged `Rooms`).
+        let tables = record(
+            "obs-a-1",
+            true,
+            json!({"data": {"tables": [
+                {"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
+                 "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
+                          {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]},
+                {"label_column": "Month", "columns": [{"name": "Occupancy"}],
+                 "rows": [{"label": "July", "values": {"Occupancy": 84.5}},
+                          {"label": "August", "values": {"Occupancy": 88}}]}]}}),
+        );
+        let g = Grounding::build([&tables], &[]);
+        let by_hotel = g.focus("compute the average occupancy of all hotels").unwrap();
+        assert_eq!((by_hotel.name.as_str(), by_hotel.rows.as_str()), ("Occupancy", "Hotel"));
+        assert_eq!(g.focus("occupancy in each month").unwrap().rows, "Month");
+        // Named neither way: still a tie, so no focus.
+        assert_eq!(g.focus("compute the average occupancy"), None);
     }
 
     #[test]

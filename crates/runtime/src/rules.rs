@@ -316,7 +316,10 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
 /// task's own text) names most; `None` when that is not clear.
 pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Option<(String, Vec<(String, f64)>)> {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    // The header of each column's row-label column (`Hotel`, `Month`), index for index.
+    let mut row_kinds: Vec<String> = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let row_kind = table["label_column"].as_str().unwrap_or_default();
         for column in table["columns"].as_array().into_iter().flatten() {
             let Some(name) = column["name"].as_str() else { continue };
             let values: Vec<(String, f64)> = table["rows"]
@@ -327,6 +330,7 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
                 .collect();
             if !values.is_empty() {
                 columns.push((name.to_owned(), values));
+                row_kinds.push(row_kind.to_owned());
             }
         }
     }
@@ -370,7 +374,19 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             continue;
         }
         named_any = true;
-        let at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        let mut at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        if at_top.len() > 1 {
+            // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows
+            // the rule, or else the task, talks about ("no hotel is below 65%").
+            for text in [rule.key.as_str(), context] {
+                let rows_named: Vec<usize> =
+                    at_top.iter().copied().filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0).collect();
+                if rows_named.len() == 1 {
+                    at_top = rows_named;
+                    break;
+                }
+            }
+        }
         if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
             return None;
         }
@@ -397,7 +413,10 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             })
             .collect();
         let top = scores.iter().copied().max().unwrap_or(0);
-        let at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        let mut at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
+        if at_top.len() > 1 {
+            at_top.retain(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], context) > 0);
+        }
         if top > 0 && at_top.len() == 1 {
             chosen = Some(at_top[0]);
         }
@@ -602,5 +621,23 @@ mod tests {
             "rows": [{"label": "A", "values": {"Score": 5, "Visits": 2}}]}],
             "facts": [{"key": "Minimum average score", "value": 4}]}});
         assert!(verdict(&named, "").unwrap().holds);
+    }
+
+    #[test]
+    fn one_column_name_in_two_tables_is_told_apart_by_the_rows_the_rule_names() {
+        // "Occupancy" by hotel and by month; the rule talks about hotels.
+        let by_hotel = json!({"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
+            "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
+                     {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]});
+        let by_month = json!({"label_column": "Month", "columns": [{"name": "Occupancy"}],
+            "rows": [{"label": "July", "values": {"Occupancy": 84.5}}, {"label": "August", "values": {"Occupancy": 88}}]});
+        let rule = "The bonus is paid when the average occupancy across the group's hotels is at least 75% and no hotel is below 65%.";
+        let result = json!({"data": {"tables": [by_hotel, by_month], "facts": []}, "citations": [{"text": rule}]});
+        assert_eq!(calculator_terms(&result, ""), ["mean(82, 63.5) >= 75", "min(82, 63.5) >= 65"]);
+        assert!(!verdict(&result, "").unwrap().holds, "Parkside 63.5 < 65");
+        // Rows named nowhere: still two candidates, nothing is said.
+        let vague = json!({"data": {"tables": [by_hotel, by_month], "facts": []},
+            "citations": [{"text": "The bonus is paid when the average occupancy is at least 75%."}]});
+        assert!(calculator_terms(&vague, "").is_empty());
     }
 }
