@@ -238,34 +238,55 @@ pub fn execute(
     }
     // N workers share one queue; the server decodes their requests together (continuous batching).
     // Records are appended here, on the caller's thread, in the order runs finish.
-    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(todo));
-    let (sender, receiver) = std::sync::mpsc::channel::<RunRecord>();
+    let mut done = 0;
+    for_each_in_parallel(
+        todo,
+        plan.parallel,
+        &|(task, mode, temperature, seed)| run_one(plan, &task, mode, temperature, seed, artifact_root),
+        &mut |record| {
+            append_record(jsonl, &record)?;
+            done += 1;
+            progress(done, total, &record);
+            records.push(record);
+            Ok(())
+        },
+    )?;
+    Ok(records)
+}
+
+/// Runs `work` on every job with `workers` threads sharing one queue, handing each result to `each` on
+/// the caller's thread as it finishes; an error from `each` stops handing out jobs.
+fn for_each_in_parallel<J: Send, R: Send>(
+    jobs: Vec<J>,
+    workers: usize,
+    work: &(dyn Fn(J) -> R + Sync),
+    each: &mut dyn FnMut(R) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
+    let queue = std::sync::Mutex::new(std::collections::VecDeque::from(jobs));
+    let (sender, receiver) = std::sync::mpsc::channel::<R>();
     std::thread::scope(|scope| -> Result<(), EvalError> {
-        for _ in 0..plan.parallel {
+        for _ in 0..workers {
             let sender = sender.clone();
             let queue = &queue;
-            scope.spawn(move || {
-                while let Some((task, mode, temperature, seed)) =
-                    queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
-                {
-                    if sender
-                        .send(run_one(plan, &task, mode, temperature, seed, artifact_root))
-                        .is_err()
-                    {
-                        return;
-                    }
+            scope.spawn(move || loop {
+                // The guard must be dropped before the job runs: held across `work` (as a `while let`
+                // scrutinee's temporary is, for the whole loop body) it lets one worker run at a time.
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some(job) = next else { return };
+                if sender.send(work(job)).is_err() {
+                    return;
                 }
             });
         }
         drop(sender);
-        for (i, record) in receiver.iter().enumerate() {
-            append_record(jsonl, &record)?;
-            progress(i + 1, total, &record);
-            records.push(record);
+        for result in receiver.iter() {
+            if let Err(e) = each(result) {
+                queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                return Err(e);
+            }
         }
         Ok(())
-    })?;
-    Ok(records)
+    })
 }
 
 fn run_one(
@@ -761,6 +782,41 @@ pub fn out_dir(root: &Path, model_name: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parallel_workers_really_run_at_the_same_time() {
+        // Each job waits (up to 10 s) until `workers` jobs are in flight together. If workers ran one at
+        // a time (a queue lock held across the job), no job would ever see more than 1 in flight.
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let workers = 4;
+        let (in_flight, peak) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let work = |job: usize| -> (usize, usize) {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while peak.load(Ordering::SeqCst) < workers && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            (job, peak.load(Ordering::SeqCst))
+        };
+        let mut results = Vec::new();
+        for_each_in_parallel((0..workers).collect(), workers, &work, &mut |r| {
+            results.push(r);
+            Ok(())
+        })
+        .unwrap();
+        results.sort();
+        assert_eq!(results, (0..workers).map(|j| (j, workers)).collect::<Vec<_>>());
+        // An error from the caller's side stops the queue: not every job runs.
+        let mut handed = 0;
+        let stopped = for_each_in_parallel((0..100).collect(), 2, &|j: usize| j, &mut |_| {
+            handed += 1;
+            Err(EvalError::ParallelInProcess(0))
+        });
+        assert!(stopped.is_err());
+        assert!(handed == 1);
+    }
 
     #[test]
     fn wilson_interval_matches_known_values() {
