@@ -1,9 +1,11 @@
-//! Server-side throughput benchmark: AgentEval Mini (guided) run in process one after another, then through
+//! Server-side throughput benchmark: guided runs (AgentEval Mini, or the tasks `--tasks` names, in turn) in process one after another, then through
 //! llama-server with `-np 1/2/4` and as many runs in flight as slots. Reports suite runs per hour, decision
 //! latency p50/p95 and Task Success per configuration, and ratios to the in-process sequential figure — all
 //! measured in the same run. Writes evidence/bench/server-throughput.json. Not a test: nothing is asserted.
 //!
-//! usage: server_throughput [--gguf PATH] [--server BIN] [--runs N] [--parallel 1,2,4] [--out FILE]
+//! usage: server_throughput [--gguf PATH] [--server BIN] [--runs N] [--parallel 1,2,4] [--tasks a,b,…] [--out FILE]
+//!   --tasks    run i of every configuration is task i mod n (default agent_eval_mini), so each
+//!              configuration runs the same list
 //!   --runs N   runs per configuration after one uncounted warm-up run (default 8: twice the most slots,
 //!              so the slots stay busy; with as many runs as slots the wall time is just the slowest run)
 //!   --server   llama-server binary (default target/llama-tools/llama-server, `cargo xtask llama-tools`)
@@ -45,14 +47,14 @@ fn loadavg() -> String {
 }
 
 /// One configuration: `runs` runs with `in_flight` of them at a time (after one warm-up run).
-fn measure(label: &str, config: &LlamaConfig, runs: usize, in_flight: usize) -> Value {
+fn measure(label: &str, config: &LlamaConfig, tasks: &[String], runs: usize, in_flight: usize) -> Value {
     let root = root();
     let artifacts = tempfile::tempdir().expect("temp dir");
-    let one = |name: String| -> ModelRun {
-        let spec = harness::spec_for(&root, "agent_eval_mini", &name, artifacts.path());
+    let one = |i: usize, name: String| -> ModelRun {
+        let spec = harness::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
         harness::run_with_model(&spec, config.clone(), &harness::control_for(&spec.budgets), &mut |_| {}).expect("task loads")
     };
-    let warm = one(format!("{label}-warmup"));
+    let warm = one(0, format!("{label}-warmup"));
     eprintln!("throughput: {label} warm-up {:?} in {:.1}s", warm.result.status, warm.wall_ms / 1e3);
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<ModelRun>> = Mutex::new(Vec::new());
@@ -65,7 +67,7 @@ fn measure(label: &str, config: &LlamaConfig, runs: usize, in_flight: usize) -> 
                     if i >= runs {
                         break;
                     }
-                    let run = one(format!("{label}-{i}"));
+                    let run = one(i, format!("{label}-{i}"));
                     done.lock().unwrap().push(run);
                 }
             });
@@ -109,6 +111,16 @@ fn main() {
         .split(',')
         .map(|p| p.trim().parse().expect("--parallel takes numbers like 1,2,4"))
         .collect();
+    let tasks: Vec<String> = arg(&args, "--tasks")
+        .unwrap_or_else(|| "agent_eval_mini".into())
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if let Some(unknown) = tasks.iter().find(|t| !root.join(harness::DEFAULT_TASKS_DIR).join(t).join("task.json").is_file()) {
+        eprintln!("throughput: no task {unknown:?} in {}", harness::DEFAULT_TASKS_DIR);
+        std::process::exit(2);
+    }
     if !server_bin.is_file() {
         eprintln!("throughput: no llama-server at {} (run `cargo xtask llama-tools`)", server_bin.display());
         std::process::exit(2);
@@ -126,7 +138,8 @@ fn main() {
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or(Value::Null);
         let report = json!({
-            "what": "AgentEval Mini (guided) runs per hour: in process one at a time vs llama-server -np N with N runs in flight, same run, this machine",
+            "what": "guided runs per hour: in process one at a time vs llama-server -np N with N runs in flight, same run, this machine",
+            "tasks": tasks,
             "complete": done,
             "model": model.file_name().map(|n| n.to_string_lossy().into_owned()),
             "threads": opts.threads,
@@ -143,7 +156,7 @@ fn main() {
         std::fs::create_dir_all(out.parent().expect("out has a parent")).expect("create out dir");
         std::fs::write(&out, serde_json::to_string_pretty(&report).expect("serialises") + "\n").expect("write report");
     };
-    let in_process = measure("in-process", &LlamaConfig::new(&model, Mode::Guided), runs, 1);
+    let in_process = measure("in-process", &LlamaConfig::new(&model, Mode::Guided), &tasks, runs, 1);
     // The in-process model is not needed any more; free its memory before the servers load theirs.
     forge_llama::engine::unload_all();
     let base = in_process["runs_per_hour"].as_f64().unwrap_or(f64::NAN);
@@ -160,7 +173,7 @@ fn main() {
         };
         let mut config = LlamaConfig::new(&model, Mode::Guided);
         config.backend = BackendConfig::LlamaServer(server.http_config());
-        let mut m = measure(&format!("llama-server -np {np}"), &config, runs, np as usize);
+        let mut m = measure(&format!("llama-server -np {np}"), &config, &tasks, runs, np as usize);
         m["ratio_to_in_process_sequential"] = json!(round(m["runs_per_hour"].as_f64().unwrap_or(f64::NAN) / base));
         configs.push(m);
         drop(server);

@@ -51,7 +51,10 @@ fn server_config(model: &std::path::Path, mode: Mode, backend: BackendConfig) ->
 fn run_task(name: &str, config: LlamaConfig, control: Option<RunControl>) -> ModelRun {
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", name, artifacts.path());
+    let mut spec = harness::spec_for(&root, "agent_eval_mini", name, artifacts.path());
+    // These tests are about completing and about typed errors, not speed: on a loaded 2-core machine
+    // (CI beside an evaluation) two runs sharing one server took over the default 300 s.
+    spec.budgets.wall_clock_s = 1800;
     let control = control.unwrap_or_else(|| harness::control_for(&spec.budgets));
     harness::run_with_model(&spec, config, &control, &mut |_| {}).unwrap()
 }
@@ -156,9 +159,12 @@ fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on(
     assert_eq!(phases.last().map(String::as_str), Some("run.finished"));
 
     // The caller is still here: a new run against the dead URL fails the same typed way, at once.
-    let again = run_task("server-dead", server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http)), None);
+    // (Refused once the socket is gone; "reset by peer" when the connect races the killed process's teardown.)
+    let again = run_task("server-dead", server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http.clone())), None);
     assert_eq!((again.result.status, again.result.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable));
-    assert!(again.result.error.as_ref().unwrap().message.contains("connection refused"), "{}", describe(&again));
+    let message = &again.result.error.as_ref().unwrap().message;
+    assert!(message.contains(&http.url), "{}", describe(&again));
+    assert!(["connection refused", "reset by peer"].iter().any(|m| message.to_lowercase().contains(m)), "{}", describe(&again));
 }
 
 #[test]
