@@ -587,7 +587,9 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 stop_reasons: count(&|r| vec![r.stop_reason.clone()]),
                 rejected_finals: sum_maps(&|r| &r.rejected_finals),
                 invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
-                failed_checks: count(&|r| failed_checks(&r.checks)),
+                // Only runs scored wrong: a successful run's checks hold false leaves too (the other
+                // alternatives of an any_of group).
+                failed_checks: count(&|r| if r.task_success == Some(false) { failed_checks(&r.checks) } else { Vec::new() }),
                 per_task,
                 mean_input_tokens: rs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
                 mean_output_tokens: rs.iter().map(|r| r.output_tokens as f64).sum::<f64>() / n,
@@ -604,13 +606,14 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
 }
 
 /// Names of the Task Success checks that failed, from the metrics' breakdown (any object whose boolean
-/// leaves are false; `evidence[2]` style for arrays).
+/// leaves are false; `evidence[2]` style for arrays). `expected` is what the ground truth says (a verdict
+/// of false is not a failed check).
 fn failed_checks(checks: &Value) -> Vec<String> {
     fn walk(prefix: &str, v: &Value, out: &mut Vec<String>) {
         match v {
             Value::Bool(false) => out.push(prefix.to_owned()),
             Value::Object(m) => {
-                for (k, v) in m {
+                for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "expected") {
                     let p = if prefix.is_empty() {
                         k.clone()
                     } else {
@@ -893,7 +896,11 @@ mod tests {
         assert_eq!(s.accepted_but_wrong, 1);
         assert_eq!(s.ground_truth_unavailable, 1);
         assert_eq!(s.rejected_finals["ungrounded_number"], 4);
-        assert_eq!(s.failed_checks["numbers"], 4);
+        // Counted for the two runs scored wrong only; `expected: false` is ground truth, not a failure.
+        assert_eq!(s.failed_checks["numbers"], 2);
+        let mut verdict_false = record("a", Some(false), "completed");
+        verdict_false.checks = serde_json::json!({"verdict": {"expected": false, "found": "met", "ok": false}});
+        assert_eq!(failed_checks(&verdict_false.checks), ["verdict.ok"]);
         assert_eq!(s.per_task["a"], (1, 2));
         let md = report_markdown(&summarize(&records), "");
         assert!(md.contains("| m | guided | 0.7 | 1/3 (33 %)"), "{md}");
