@@ -4,7 +4,7 @@
 //! prefill saved, and the wall time of real AgentEval Mini runs. Both llama.cpp versions are recorded.
 //! Writes evidence/bench/llama.json. Not a test: nothing is asserted.
 //!
-//! usage: bench [--gguf PATH] [--out FILE] [--runs N] [--free-runs N] [--llama-bench BIN]
+//! usage: bench [--gguf PATH] [--out FILE] [--runs N] [--free-runs N] [--pp-rounds N] [--llama-bench BIN]
 //!        (default BIN: target/llama-tools/llama-bench, built by `cargo xtask llama-tools`)
 
 use std::path::{Path, PathBuf};
@@ -39,6 +39,7 @@ fn main() {
     let out = arg(&args, "--out").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/bench/llama.json"));
     let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
     let free_runs: usize = arg(&args, "--free-runs").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let pp_rounds: usize = arg(&args, "--pp-rounds").and_then(|v| v.parse().ok()).unwrap_or(7);
 
     let info = match forge_llama::inspect(&model) {
         Ok(i) => i,
@@ -103,6 +104,33 @@ fn main() {
     };
     let mut s = session.lock().unwrap();
     eprintln!("bench: prompt processing in one batch {pp_one_batch:.1} tok/s");
+
+    // Paired rounds: llama-bench on a prompt of the same length (one repetition after its warm-up), then
+    // the runner's cold-cache prefill, in turn. This VM's speed drifts by tens of percent within a minute
+    // (other tenants on the host), so two figures taken minutes apart divide drift by drift; within a pair
+    // the drift mostly cancels, and the median pair is the figure to compare with the target.
+    let mut pairs = Vec::new();
+    for round in 0..pp_rounds {
+        let t = config.threads.to_string();
+        let p = pp_tokens.to_string();
+        let reference_tps = match run_llama_bench(&bench_bin, &model, &["-p", &p, "-n", "0", "-r", "1", "-t", &t]) {
+            Ok(rows) => rows.first().and_then(|r| r["avg_ts"].as_f64()),
+            Err(e) => {
+                eprintln!("bench: llama-bench failed in round {round}: {e}");
+                std::process::exit(2);
+            }
+        };
+        let Some(reference_tps) = reference_tps else {
+            eprintln!("bench: llama-bench printed no pp{p} row in round {round}");
+            std::process::exit(2);
+        };
+        s.clear_cache();
+        let g = s.generate(&raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1), &mut |_| None).unwrap();
+        let runner_tps = g.prefill_tokens as f64 / (g.prefill_ms / 1e3);
+        eprintln!("bench: paired round {round}: llama-bench {reference_tps:.1} tok/s, runner {runner_tps:.1} tok/s ({:.2}x)", runner_tps / reference_tps);
+        pairs.push((reference_tps, runner_tps));
+    }
+    let paired_ratio = median(pairs.iter().map(|(r, x)| x / r).collect());
 
     let count_prompt = s.chat_prompt("You write JSON.", "Count from 1 to 300 separated by commas, inside the \"numbers\" string.").unwrap();
     let count_schema = json!({"type":"object","properties":{"numbers":{"type":"string","maxLength":480}},"required":["numbers"],"additionalProperties":false});
@@ -208,6 +236,9 @@ fn main() {
             "tokens": pp_tokens, "tok_s": round(pp_tps), "ratio_to_reference": round(pp_tps / ref_pp), "target_ratio": 0.9,
             "prefill_chunk": config.prefill_chunk,
             "one_batch_tok_s": round(pp_one_batch), "one_batch_ratio_to_reference": round(pp_one_batch / ref_pp),
+            "paired_rounds": pairs.iter().map(|(r, x)| json!({ "llama_bench_tok_s": round(*r), "runner_tok_s": round(*x), "ratio": round(x / r) })).collect::<Vec<_>>(),
+            "paired_ratio_median": round(paired_ratio),
+            "paired_source": format!("llama-bench -p {pp_tokens} -n 0 -r 1 -t {} then the runner's cold-cache prefill of the same {pp_tokens} tokens ({}-token chunks), {pp_rounds} times in turn; the median ratio", config.threads, config.prefill_chunk),
         },
         "generation": {
             "tokens_per_measure": g_greedy.output_tokens,

@@ -951,6 +951,8 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     let columns = usable_series(inputs, u32::MAX);
     let mut slot = 0;
     let mut items = Vec::new();
+    // The end of the column the last extreme slot named: a later `<its value>` is that row's value.
+    let mut last_extreme: Option<Option<Direction>> = None;
     for part in parts {
         match part {
             TemplatePart::Text(text) => items.push(Node::lit(escape(&text))),
@@ -979,8 +981,20 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
                 // What the slot's own name asks for narrows it: an average or total is a computed value,
                 // "highest …"/"lowest …" the label of that extreme row of the column the task is about
                 // (computed here, never left to the model's reading of a table).
-                let narrowed: Vec<String> = match SlotKind::of(&name) {
+                let kind = SlotKind::of(&name);
+                let narrowed: Vec<String> = match kind {
                     SlotKind::Computed if !computed.is_empty() => computed.clone(),
+                    SlotKind::OwnValue if !columns.is_empty() && last_extreme.is_some() => {
+                        let mut values: Vec<String> = Vec::new();
+                        for series in &columns {
+                            for value in series.extreme_values(last_extreme.flatten().map(|d| d == Direction::Lowest)) {
+                                if !values.iter().any(|v| v == value) {
+                                    values.push(value.to_owned());
+                                }
+                            }
+                        }
+                        values
+                    }
                     SlotKind::Extreme(direction) if !columns.is_empty() => {
                         let mut labels: Vec<String> = Vec::new();
                         for (lowest, highest) in columns.iter().filter_map(|s| s.extremes()) {
@@ -1000,6 +1014,9 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
                     }
                     _ => Vec::new(),
                 };
+                if let SlotKind::Extreme(direction) = kind {
+                    last_extreme = Some(direction);
+                }
                 if narrowed.is_empty() {
                     grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
                     items.push(Node::rule("slot-value"));
@@ -1052,6 +1069,9 @@ enum SlotKind {
     Computed,
     /// A row at one end of the column (`None`: a word like "worst" that does not say which end).
     Extreme(Option<Direction>),
+    /// The value of the row an earlier extreme slot named (`<its value>`, `<其值>`): read from the same
+    /// column, never left to the model's reading of a table.
+    OwnValue,
     /// Anything else: any grounded number or label.
     Open,
 }
@@ -1081,6 +1101,8 @@ impl SlotKind {
         "最长",
     ];
     const EITHER: &'static [&'static str] = &["worst", "best", "最差", "最好", "最佳"];
+    // Words for "the value of the row just named".
+    const OWN_VALUE: &'static [&'static str] = &["its", "their", "value", "其", "值"];
     const COMPUTED: &'static [&'static str] = &[
         "average", "mean", "avg", "total", "sum", "平均", "均值", "总",
     ];
@@ -1108,6 +1130,7 @@ impl SlotKind {
             (true, false) => SlotKind::Extreme(Some(Direction::Lowest)),
             (false, true) => SlotKind::Extreme(Some(Direction::Highest)),
             _ if has(Self::EITHER) => SlotKind::Extreme(None),
+            _ if has(Self::OWN_VALUE) => SlotKind::OwnValue,
             _ => SlotKind::Open,
         }
     }
@@ -1135,7 +1158,9 @@ mod tests {
             ("最高门店", SlotKind::Extreme(Some(Direction::Highest))),
             ("最低医院", SlotKind::Extreme(Some(Direction::Lowest))),
             ("worst line", SlotKind::Extreme(None)),
-            ("its value", SlotKind::Open),
+            ("its value", SlotKind::OwnValue),
+            ("其值", SlotKind::OwnValue),
+            ("name", SlotKind::Open),
             (
                 "most energy-intensive building",
                 SlotKind::Extreme(Some(Direction::Highest)),

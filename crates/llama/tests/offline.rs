@@ -703,3 +703,34 @@ fn a_search_query_is_written_in_the_tasks_own_words() {
     let search = grammar::guided_tool(&zh, "knowledge_search", None).unwrap();
     assert!(search.accepts(&query("查找每家门店的退货率和退货率考核规则")));
 }
+
+#[test]
+fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
+    // Shape of a real t=0.7 failure: "the lowest batch is Batch C with Routing Accuracy 70", where 70 is
+    // the rule's minimum (grounded, so an open slot allowed it) and Batch C's value is 67.
+    let cards = ToolRegistry::builtin().cards();
+    let mut g = grounding(&["82", "74", "67", "88", "70", "80", "78"], &["Batch A", "Batch B", "Batch C", "Batch D"], &["obs-a-1"]);
+    g.series = vec![series("Routing Accuracy", &[("Batch A", "82"), ("Batch B", "74"), ("Batch C", "67"), ("Batch D", "88")])];
+    g.computed = vec!["77.75".into(), "77.8".into(), "78".into()];
+    let template = "Average is <average>; the lowest batch is <lowest batch> with Routing Accuracy <its value>.";
+    let i = grammar::Inputs { answer_template: template, ..inputs(&cards, &g) };
+    let ids = vec!["obs-a-1".to_string()];
+    let fin = grammar::guided_final(&i, &ids).unwrap();
+    let answer = |value: &str| {
+        format!(
+            "{}Average is 78; the lowest batch is Batch C with Routing Accuracy {value}.\"}}",
+            grammar::guided_final_prefix(&ids)
+        )
+    };
+    assert!(fin.accepts(&answer("67")), "{}", fin.render());
+    runtime_accepts(&answer("67"));
+    for wrong in ["70", "82", "88", "78"] {
+        assert!(!fin.accepts(&answer(wrong)), "accepted {wrong}");
+    }
+    // "Highest" names the other end, and its value follows it.
+    let i = grammar::Inputs { answer_template: "The top is <highest batch> at <its value>.", ..inputs(&cards, &g) };
+    let fin = grammar::guided_final(&i, &ids).unwrap();
+    let text = |label: &str, value: &str| format!("{}The top is {label} at {value}.\"}}", grammar::guided_final_prefix(&ids));
+    assert!(fin.accepts(&text("Batch D", "88")));
+    assert!(!fin.accepts(&text("Batch D", "67")));
+}

@@ -197,6 +197,64 @@ pub fn result_masks(result: &serde_json::Value) -> Vec<String> {
     out
 }
 
+/// Words that may stand between a row's label and the number stated for it ("Batch C with a score of
+/// 67", "Hotel B: 62%", "C医院满意度为70%"). Anything else between them ("below", "needs", "minimum")
+/// makes the number something other than the row's value.
+const ROW_LINK_WORDS: [&str; 17] =
+    ["with", "at", "of", "has", "had", "have", "is", "was", "are", "were", "its", "a", "an", "the", "on", "value", "scored"];
+/// The same for CJK, matched as substrings once column names are removed.
+const ROW_LINK_CJK: [&str; 6] = ["的", "为", "是", "有", "达到", "达"];
+
+/// A number `text` states *for a row*: the row label (index into `labels`) written right before it with
+/// only a column's name and linking words between ("Batch C with Routing Accuracy 70" states 70 for
+/// "Batch C"; "Batch C is below the 70 minimum" states nothing for it). Another number or label in
+/// between ends the claim, and so does a sentence break (`.` `;` `。` `；` `!` `?`).
+/// Numbers inside `masked` strings (labels, observation ids) are names, not claims.
+pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]) -> Vec<(usize, NumberMention)> {
+    let mut occurrences: Vec<(usize, usize, usize)> = Vec::new();
+    let mut order: Vec<usize> = (0..labels.len()).filter(|&i| !labels[i].trim().is_empty()).collect();
+    // Longest first: "Plant 72" is found whole before "Plant 7" is looked for.
+    order.sort_by_key(|&i| std::cmp::Reverse(labels[i].trim().len()));
+    for i in order {
+        for (start, end) in find_whole_ci(text, labels[i].trim()) {
+            if !occurrences.iter().any(|&(s, e, _)| start < e && s < end) {
+                occurrences.push((start, end, i));
+            }
+        }
+    }
+    occurrences.sort();
+    let mentions = numbers_outside(text, masked);
+    let mut column_names: Vec<String> = columns.iter().map(|c| normalize(c.trim())).filter(|c| !c.is_empty()).collect();
+    column_names.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    let column_words: Vec<String> = column_names
+        .iter()
+        .flat_map(|c| c.split(|ch: char| !ch.is_alphanumeric()).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let links_only = |gap: &str| {
+        if gap.contains(['.', ';', '!', '?', '。', '；', '！', '？']) || gap.chars().any(|c| c.is_ascii_digit()) {
+            return false;
+        }
+        let mut rest = normalize(gap);
+        for name in &column_names {
+            rest = rest.replace(name.as_str(), " ");
+        }
+        for word in ROW_LINK_CJK {
+            rest = rest.replace(word, " ");
+        }
+        rest.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .all(|w| ROW_LINK_WORDS.contains(&w) || column_words.iter().any(|c| c == w))
+    };
+    mentions
+        .into_iter()
+        .filter_map(|m| {
+            let &(_, end, label) = occurrences.iter().rev().find(|&&(_, end, _)| end <= m.start)?;
+            links_only(&text[end..m.start]).then_some((label, m))
+        })
+        .collect()
+}
+
 /// `text` with every whole occurrence of a mask replaced by spaces of the same byte length (offsets stay valid).
 fn mask(text: &str, masked: &[&str]) -> String {
     let mut masks: Vec<&str> = masked
@@ -445,6 +503,35 @@ mod tests {
     fn words(text: &str) -> Vec<String> {
         let text = normalize(text);
         tokenize(&text).iter().map(|t| text[t.start..t.end].to_owned()).collect()
+    }
+
+    fn claimed(text: &str, labels: &[&str], columns: &[&str]) -> Vec<(String, String)> {
+        row_claims(text, labels, labels, columns).into_iter().map(|(i, m)| (labels[i].to_owned(), m.printed)).collect()
+    }
+
+    #[test]
+    fn a_number_written_right_after_a_row_label_is_claimed_for_that_row() {
+        let labels = ["Batch C", "Batch B", "Plant 7", "Plant 72", "C医院"];
+        let columns = ["Routing Accuracy", "满意度"];
+        let pairs = |items: &[(&str, &str)]| items.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
+        assert_eq!(
+            claimed("Average is 78; the lowest batch is Batch C with Routing Accuracy 70. The rule is not met.", &labels, &columns),
+            pairs(&[("Batch C", "70")])
+        );
+        assert_eq!(claimed("Batch C (67) and Batch B: 74%, with a value of 74", &labels, &columns), pairs(&[("Batch C", "67"), ("Batch B", "74")]));
+        assert_eq!(claimed("Plant 72 at 91 and Plant 7 at 88", &labels, &columns), pairs(&[("Plant 72", "91"), ("Plant 7", "88")]));
+        assert_eq!(claimed("满意度最低的是C医院，满意度为70%。", &labels, &columns), pairs(&[("C医院", "70")]));
+        // The row's own number is claimed; the threshold after other words is not.
+        assert_eq!(claimed("Batch C (67) falls short of 70", &labels, &columns), pairs(&[("Batch C", "67")]));
+        // Other words, another number, or a sentence break between them: not a claim about the row.
+        for text in [
+            "Batch C is below the 70 minimum",
+            "the lowest is Batch C. 70 is the minimum",
+            "Batch C needs 70",
+            "Average 78",
+        ] {
+            assert_eq!(claimed(text, &labels, &columns), [], "{text}");
+        }
     }
 
     #[test]

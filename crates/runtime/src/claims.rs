@@ -1,6 +1,7 @@
 //! The claims gate: a final answer that passed the evidence gate is accepted only when what it *says*
 //! agrees with what it *cites* — every number it states is grounded in a cited observation (a printed
-//! rounding is fine), and its verdict agrees with the task's rule check.
+//! rounding is fine), a number it states for a row is that row's value, and its verdict agrees with the
+//! task's rule check.
 //!
 //! The rule's truth comes from a boolean calculator observation when the task declares a rule check,
 //! otherwise from rules the cited knowledge states as `key: number` facts (see `rules`); when neither
@@ -66,6 +67,28 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
                 final_decision.evidence_ids.join(", ")
             ),
         });
+    }
+    // A grounded number can still be the wrong row's: "Batch C with Routing Accuracy 70" where 70 is the
+    // rule's minimum and Batch C's value is 67. A number written right after a row label is that row's.
+    let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
+    let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
+        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else { continue };
+        if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
+            let mut shown: Vec<String> = own.iter().map(|v| crate::numbers::canonical(*v)).collect();
+            shown.dedup();
+            return Err(ClaimRejection {
+                code: "misattributed_number",
+                message: format!(
+                    "the answer gives {} {}, but the cited observations ({}) show {} = {}; state each row's own value",
+                    labels[label],
+                    mention.printed,
+                    final_decision.evidence_ids.join(", "),
+                    labels[label],
+                    shown.join(" / ")
+                ),
+            });
+        }
     }
     let numbers = mentions.iter().map(|m| m.printed.clone()).collect();
 

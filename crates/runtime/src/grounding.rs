@@ -53,26 +53,35 @@ pub struct Series {
 }
 
 impl Series {
+    /// The printed values at the column's lowest or highest row (`lowest`: `Some(true)` the lowest,
+    /// `Some(false)` the highest, `None` both), the rows [`Self::extremes`] names.
+    pub fn extreme_values(&self, lowest: Option<bool>) -> Vec<&str> {
+        let Some((low, high)) = self.extreme_rows() else { return Vec::new() };
+        let rows: &[usize] = match lowest {
+            Some(true) => &[low],
+            Some(false) => &[high],
+            None => &[low, high],
+        };
+        rows.iter().filter_map(|&i| self.values.get(i).map(String::as_str)).collect()
+    }
+
     /// The labels of the rows holding the smallest and the largest value (the first such row on a tie).
     pub fn extremes(&self) -> Option<(&str, &str)> {
+        let (low, high) = self.extreme_rows()?;
+        Some((self.labels.get(low)?.as_str(), self.labels.get(high)?.as_str()))
+    }
+
+    /// The indices of the rows holding the smallest and the largest value (the first such row on a tie).
+    fn extreme_rows(&self) -> Option<(usize, usize)> {
         let numbers: Vec<(usize, f64)> = self
             .values
             .iter()
             .enumerate()
             .filter_map(|(i, v)| v.parse::<f64>().ok().map(|x| (i, x)))
             .collect();
-        let lowest = numbers
-            .iter()
-            .copied()
-            .reduce(|a, b| if b.1 < a.1 { b } else { a })?;
-        let highest = numbers
-            .iter()
-            .copied()
-            .reduce(|a, b| if b.1 > a.1 { b } else { a })?;
-        Some((
-            self.labels.get(lowest.0)?.as_str(),
-            self.labels.get(highest.0)?.as_str(),
-        ))
+        let lowest = numbers.iter().copied().reduce(|a, b| if b.1 < a.1 { b } else { a })?;
+        let highest = numbers.iter().copied().reduce(|a, b| if b.1 > a.1 { b } else { a })?;
+        Some((lowest.0, highest.0))
     }
 }
 
@@ -83,6 +92,11 @@ pub struct GroundedValues {
     pub labels: Vec<String>,
     /// The most rows any observed table has: counts up to it are grounded ("3 of 5 sites").
     pub max_rows: usize,
+    /// Each observed row's values (every numeric column of a table row, a chart bar's value), by label:
+    /// what a number stated *for* a row must be.
+    pub row_values: Vec<(String, Vec<f64>)>,
+    /// The names of the observed numeric columns (words that may stand between a label and its value).
+    pub columns: Vec<String>,
 }
 
 impl GroundedValues {
@@ -111,15 +125,17 @@ impl GroundedValues {
             let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
             self.max_rows = self.max_rows.max(rows.len());
             for row in rows {
+                let values = row["values"].as_object();
+                for (column, value) in values.into_iter().flatten() {
+                    self.add_number(value);
+                    if !self.columns.contains(column) {
+                        self.columns.push(column.clone());
+                    }
+                }
                 if let Some(label) = row["label"].as_str() {
                     self.add_label(label);
-                }
-                for value in row["values"]
-                    .as_object()
-                    .into_iter()
-                    .flat_map(|m| m.values())
-                {
-                    self.add_number(value);
+                    let numbers = values.into_iter().flat_map(|m| m.values()).filter_map(Value::as_f64);
+                    self.add_row_values(label, numbers);
                 }
             }
             for stat in table["stats"]
@@ -153,14 +169,29 @@ impl GroundedValues {
             self.add_number(value);
         }
         self.add_number(&spec["average"]);
-        for label in spec["labels"]
+        let bars = spec["values"].as_array().map_or(&[][..], Vec::as_slice);
+        for (i, label) in spec["labels"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(Value::as_str)
+            .enumerate()
         {
-            self.add_label(label);
+            if let Some(label) = label.as_str() {
+                self.add_label(label);
+                self.add_row_values(label, bars.get(i).and_then(Value::as_f64));
+            }
         }
+    }
+
+    fn add_row_values(&mut self, label: &str, values: impl IntoIterator<Item = f64>) {
+        let index = match self.row_values.iter().position(|(l, _)| l == label) {
+            Some(i) => i,
+            None => {
+                self.row_values.push((label.to_owned(), Vec::new()));
+                self.row_values.len() - 1
+            }
+        };
+        self.row_values[index].1.extend(values.into_iter().filter(|x| x.is_finite()));
     }
 
     fn add_number(&mut self, value: &Value) {

@@ -144,3 +144,33 @@ fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
     assert!(o.result.final_answer.as_deref().unwrap().contains("3.7%"));
     assert_eq!(o.metrics().task_success, Some(true));
 }
+
+#[test]
+fn a_grounded_number_stated_for_the_wrong_row_is_rejected_then_repaired() {
+    // Shape of a real t=0.7 failure: the lowest batch named right, but given the rule's minimum (70, a
+    // grounded number) as its value instead of its own (67). Grounded is not enough: a number written
+    // right after a row label must be that row's value.
+    let task = common::task("tool_router_bench");
+    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-plot-3"]"#;
+    let final_stating = |value: &str| {
+        format!(
+            r#"{{"type": "final", "answer": "Average Routing Accuracy is 78; the lowest batch is Batch C with Routing Accuracy {value}. The release rule is not met, so the build may not ship.", "evidence_ids": {ids}}}"#
+        )
+    };
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(vec![
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "Routing Accuracy by batch and release rule", "top_k": 3}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "(82 + 74 + 67 + 88 + 79) / 5"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Batch A", "Batch B", "Batch C", "Batch D", "Batch E"], "values": [82, 74, 67, 88, 79], "average": 78, "title": "Routing Accuracy by batch"}}"#.to_owned(),
+        final_stating("70"),
+        final_stating("67"),
+    ]);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["misattributed_number"]);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let message = rejected.data["message"].as_str().unwrap();
+    assert!(message.contains("Batch C 70") && message.contains("Batch C = 67"), "{message}");
+    assert!(o.result.final_answer.as_deref().unwrap().contains("Routing Accuracy 67."));
+    assert_eq!(o.metrics().task_success, Some(true));
+    assert_eq!(o.metrics().recovered, 1);
+}
