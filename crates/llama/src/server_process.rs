@@ -73,7 +73,9 @@ impl LlamaServerProcess {
             }
         };
         let log_file = std::fs::File::create(&log).map_err(|e| ServerProcessError::Spawn(format!("log file {}: {e}", log.display())))?;
-        let child = Command::new(&opts.binary)
+        let mut command = Command::new(&opts.binary);
+        die_with_parent(&mut command);
+        let child = command
             .arg("-m")
             .arg(&opts.model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -131,6 +133,38 @@ impl LlamaServerProcess {
         lines[lines.len().saturating_sub(15)..].join("\n")
     }
 }
+
+/// Asks the kernel to send the server SIGTERM when the thread that started it ends — with the process
+/// that started it, including a process killed by a signal, where `Drop` never runs (an evaluation
+/// stopped with `kill -9` used to leave its llama-server running, holding a gigabyte and two cores).
+/// Start servers from a thread that lives as long as they should (a test's thread, a program's main).
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const PR_SET_PDEATHSIG: std::ffi::c_int = 1;
+    const SIGTERM: std::ffi::c_int = 15;
+    unsafe extern "C" {
+        fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
+    }
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2) and getppid(2),
+    // both async-signal-safe; it allocates nothing and touches no lock.
+    unsafe {
+        command.pre_exec(move || {
+            if prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then no signal will come.
+            if std::os::unix::process::parent_id() != parent {
+                return Err(std::io::Error::other("the starting process exited before llama-server started"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
 
 impl Drop for LlamaServerProcess {
     fn drop(&mut self) {

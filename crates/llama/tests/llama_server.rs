@@ -491,3 +491,51 @@ fn real_guided_grammars_resume_after_their_prefixes() {
     assert!(accepts(&resumed, rest).unwrap(), "{resumed}");
     assert!(!accepts(&resumed, "\"}").unwrap(), "an empty answer is refused");
 }
+
+/// Set in the helper process `a_server_dies_with_the_process_that_started_it` starts.
+const ORPHAN_HELPER: &str = "FORGE_TEST_SERVER_HELPER";
+
+#[test]
+fn a_server_dies_with_the_process_that_started_it() {
+    if std::env::var(ORPHAN_HELPER).is_ok_and(|v| v == "1") {
+        // The helper: start a server, say its pid, and wait to be killed (Drop never runs then).
+        let Some((binary, model)) = tools_or_skip("a_server_dies_with_the_process_that_started_it (helper)") else { return };
+        let server = start_server(binary, model, 1);
+        println!("server-pid {}", server.pid());
+        std::io::stdout().flush().unwrap();
+        std::thread::sleep(Duration::from_secs(600));
+        return;
+    }
+    let _serial = common::serial();
+    let Some(_) = tools_or_skip("a_server_dies_with_the_process_that_started_it") else { return };
+    let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["a_server_dies_with_the_process_that_started_it", "--exact", "--nocapture", "--test-threads=1"])
+        .env(ORPHAN_HELPER, "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(helper.stdout.take().unwrap());
+    let pid: u32 = stdout
+        .lines()
+        .map_while(Result::ok)
+        // libtest prints "test <name> ... " on the same line first.
+        .find_map(|line| line.split("server-pid ").nth(1).and_then(|p| p.trim().parse().ok()))
+        .expect("the helper printed its server's pid");
+    let alive = |pid: u32| {
+        // A killed server is a zombie until init reaps it: state `Z` counts as gone.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+    };
+    assert!(alive(pid), "the helper's server {pid} is running");
+    helper.kill().unwrap(); // SIGKILL: no destructor runs in the helper
+    helper.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let survived = alive(pid);
+    if survived {
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(!survived, "llama-server {pid} outlived the process that started it");
+}
