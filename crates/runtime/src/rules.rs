@@ -362,6 +362,21 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
     if rules.is_empty() {
         return None;
     }
+    // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first
+    // of `texts` naming exactly one of them talks about ("no hotel is below 65%").
+    let by_rows_named = |at_top: Vec<usize>, texts: &[&str]| -> Vec<usize> {
+        if at_top.len() < 2 {
+            return at_top;
+        }
+        for text in texts {
+            let named: Vec<usize> =
+                at_top.iter().copied().filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0).collect();
+            if named.len() == 1 {
+                return named;
+            }
+        }
+        at_top
+    };
     // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
     // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
     // the others. Rules that name different columns leave it unclear, and nothing is said.
@@ -374,19 +389,7 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             continue;
         }
         named_any = true;
-        let mut at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
-        if at_top.len() > 1 {
-            // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows
-            // the rule, or else the task, talks about ("no hotel is below 65%").
-            for text in [rule.key.as_str(), context] {
-                let rows_named: Vec<usize> =
-                    at_top.iter().copied().filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0).collect();
-                if rows_named.len() == 1 {
-                    at_top = rows_named;
-                    break;
-                }
-            }
-        }
+        let at_top = by_rows_named((0..columns.len()).filter(|&i| scores[i] == top).collect(), &[rule.key.as_str(), context]);
         if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
             return None;
         }
@@ -413,10 +416,7 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             })
             .collect();
         let top = scores.iter().copied().max().unwrap_or(0);
-        let mut at_top: Vec<usize> = (0..columns.len()).filter(|&i| scores[i] == top).collect();
-        if at_top.len() > 1 {
-            at_top.retain(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], context) > 0);
-        }
+        let at_top = by_rows_named((0..columns.len()).filter(|&i| scores[i] == top).collect(), &[context]);
         if top > 0 && at_top.len() == 1 {
             chosen = Some(at_top[0]);
         }
