@@ -716,7 +716,8 @@ const TASK_WORDS_MAX: u32 = 12;
 
 /// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
 /// space and punctuation (CJK text at its own punctuation, so a clause is one word), stop words and
-/// single characters out, first occurrence order.
+/// single characters out, first occurrence order. Not retrieval's tokenizer: that one lower-cases, folds
+/// plurals and cuts CJK into n-grams to index passages; a query is written in the words as they stand.
 fn task_words(text: &str) -> Vec<String> {
     const SKIP: &[&str] = &["a", "an", "and", "the", "of", "to", "in", "on", "for", "with", "from", "by", "is", "it", "its", "as", "at", "or", "be", "then", "that", "this", "you", "your", "use", "used"];
     let mut words: Vec<String> = Vec::new();
