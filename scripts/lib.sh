@@ -21,10 +21,15 @@ ensure_apt() {
 # OFF, from /proc/cpuinfo: a target/ reused on another CPU sees other values and is rebuilt, never run with
 # instructions that CPU lacks (ggml's default without these would assume AVX2 everywhere). x86-64 only.
 export_ggml_cpu_features() {
+  # The build script compiles llama.cpp as CMake's RelWithDebInfo (-O2) in a dev build, Release (-O3) in a
+  # release one. Measured in paired rounds against llama-bench (Release), prompt processing read 0.78-0.81x
+  # at -O2 and 0.94-1.00x at -O3 (evidence/bench/README.md): the tests' and the runner's one build gets -O3.
+  export LLAMA_LIB_PROFILE=Release
   [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ] || return 0
   local flags
   flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
   # ON when the CPU has every flag named (ggml's AVX512 option compiles with -mavx512{f,cd,vl,dq,bw}).
+  # Names as the kernel spells them: `avx512vbmi` (no underscore), but `avx512_vnni` and `avx512_bf16`.
   _ggml_has() {
     local f
     for f in "$@"; do case "$flags" in *" $f "*) ;; *) echo OFF; return ;; esac; done
@@ -34,7 +39,7 @@ export_ggml_cpu_features() {
   export GGML_SSE42="$(_ggml_has sse4_2)" GGML_AVX="$(_ggml_has avx)" GGML_AVX2="$(_ggml_has avx2)" \
     GGML_FMA="$(_ggml_has fma)" GGML_F16C="$(_ggml_has f16c)" GGML_BMI2="$(_ggml_has bmi2)" \
     GGML_AVX_VNNI="$(_ggml_has avx_vnni)" GGML_AVX512="$(_ggml_has $avx512)" \
-    GGML_AVX512_VBMI="$(_ggml_has $avx512 avx512_vbmi)" GGML_AVX512_VNNI="$(_ggml_has $avx512 avx512_vnni)" \
+    GGML_AVX512_VBMI="$(_ggml_has $avx512 avx512vbmi)" GGML_AVX512_VNNI="$(_ggml_has $avx512 avx512_vnni)" \
     GGML_AVX512_BF16="$(_ggml_has $avx512 avx512_bf16)"
   unset -f _ggml_has
 }

@@ -94,7 +94,8 @@ pub fn ggml_feature_defines() -> Vec<String> {
         ("GGML_BMI2", has(&["bmi2"])),
         ("GGML_AVX_VNNI", has(&["avx_vnni"])),
         ("GGML_AVX512", has(&avx512)),
-        ("GGML_AVX512_VBMI", with("avx512_vbmi")),
+        // The kernel spells it `avx512vbmi`, with no underscore (unlike `avx512_vnni`).
+        ("GGML_AVX512_VBMI", with("avx512vbmi")),
         ("GGML_AVX512_VNNI", with("avx512_vnni")),
         ("GGML_AVX512_BF16", with("avx512_bf16")),
         ("GGML_AMX_TILE", "OFF"),

@@ -1,10 +1,12 @@
 //! Model benchmark (`cargo xtask bench` runs it): llama.cpp's own llama-bench first (the physical limit, same
 //! model and threads, measured in this run), then the runner's prompt processing and generation speed, greedy
 //! vs grammar-constrained (check-first vs full-vocabulary), as ratios to it; per-decision latency and KV
-//! prefill saved, and the wall time of real AgentEval Mini runs. Both llama.cpp versions are recorded.
+//! prefill saved, and the wall time of real AgentEval Mini runs. Both llama.cpp versions are recorded. Prompt
+//! processing and generation are also measured in paired rounds (llama-bench, then the runner, in turn):
+//! this VM's speed drifts by tens of percent within a minute, and within a pair the drift mostly cancels.
 //! Writes evidence/bench/llama.json. Not a test: nothing is asserted.
 //!
-//! usage: bench [--gguf PATH] [--out FILE] [--runs N] [--free-runs N] [--pp-rounds N] [--llama-bench BIN]
+//! usage: bench [--gguf PATH] [--out FILE] [--runs N] [--free-runs N] [--rounds N] [--llama-bench BIN]
 //!        (default BIN: target/llama-tools/llama-bench, built by `cargo xtask llama-tools`)
 
 use std::path::{Path, PathBuf};
@@ -39,7 +41,8 @@ fn main() {
     let out = arg(&args, "--out").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/bench/llama.json"));
     let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
     let free_runs: usize = arg(&args, "--free-runs").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let pp_rounds: usize = arg(&args, "--pp-rounds").and_then(|v| v.parse().ok()).unwrap_or(7);
+    // Paired rounds (llama-bench and the runner in turn) for prompt processing and for generation.
+    let pp_rounds: usize = arg(&args, "--rounds").and_then(|v| v.parse().ok()).unwrap_or(7);
 
     let info = match forge_llama::inspect(&model) {
         Ok(i) => i,
@@ -154,6 +157,33 @@ fn main() {
         g_check.full_grammar_passes
     );
     let same_text = g_check.text == g_full.text;
+
+    // Paired rounds for generation too: llama-bench tg64 (one repetition), then the runner's greedy and
+    // grammar-constrained (check-first) decode of 64 tokens, in turn.
+    let mut tg_pairs = Vec::new();
+    for round in 0..pp_rounds {
+        let t = config.threads.to_string();
+        let reference_tps = run_llama_bench(&bench_bin, &model, &["-p", "0", "-n", "64", "-r", "1", "-t", &t])
+            .ok()
+            .and_then(|rows| rows.first().and_then(|r| r["avg_ts"].as_f64()));
+        let Some(reference_tps) = reference_tps else {
+            eprintln!("bench: llama-bench tg64 failed in round {round}");
+            std::process::exit(2);
+        };
+        let mut tps = |grammar: Option<&str>| {
+            let g = s.generate(&raw(&count_prompt, prefill, grammar, GrammarMode::CheckFirst, 64), &mut |_| None).unwrap();
+            g.output_tokens as f64 / (g.decode_ms / 1e3)
+        };
+        let (greedy, grammar) = (tps(None), tps(Some(&gbnf)));
+        eprintln!(
+            "bench: paired round {round}: llama-bench tg64 {reference_tps:.1} tok/s, greedy {greedy:.1} ({:.2}x), grammar {grammar:.1} ({:.2}x)",
+            greedy / reference_tps,
+            grammar / reference_tps
+        );
+        tg_pairs.push((reference_tps, greedy, grammar));
+    }
+    let paired_greedy = median(tg_pairs.iter().map(|(r, g, _)| g / r).collect());
+    let paired_grammar = median(tg_pairs.iter().map(|(r, _, c)| c / r).collect());
     drop(s);
 
     let (ref_pp, ref_tg) = (reference.pp, reference.tg);
@@ -247,6 +277,10 @@ fn main() {
             "grammar_check_first_full_passes": g_check.full_grammar_passes, "grammar_target_ratio": 0.95,
             "grammar_full_tok_s": round(tg_full), "grammar_full_ratio": round(tg_full / ref_tg),
             "check_first_and_full_produce_the_same_text": same_text,
+            "paired_rounds": tg_pairs.iter().map(|(r, g, c)| json!({ "llama_bench_tg64_tok_s": round(*r), "greedy_tok_s": round(*g), "grammar_check_first_tok_s": round(*c), "greedy_ratio": round(g / r), "grammar_ratio": round(c / r) })).collect::<Vec<_>>(),
+            "paired_greedy_ratio_median": round(paired_greedy),
+            "paired_grammar_ratio_median": round(paired_grammar),
+            "paired_source": format!("llama-bench -p 0 -n 64 -r 1 -t {} then the runner's greedy and grammar-constrained (check-first) decode of 64 tokens, {pp_rounds} times in turn; the median ratios", config.threads),
         },
         "decision_latency_ms": { "median": median(latencies.clone()).round(), "max": latencies.iter().cloned().fold(0.0, f64::max).round() },
         "guided_run_wall_s": { "median": round(median(guided.iter().map(|r| r["wall_s"].as_f64().unwrap()).collect())), "target": 15.0 },
