@@ -197,7 +197,7 @@ pub fn result_masks(result: &serde_json::Value) -> Vec<String> {
     out
 }
 
-/// Words that may stand between a row's label and the number stated for it ("Batch C with a score of
+/// Words that may stand between a row's label and the number stated for it ("Site C with a score of
 /// 67", "Hotel B: 62%", "C医院满意度为70%"). Anything else between them ("below", "needs", "minimum")
 /// makes the number something other than the row's value.
 const ROW_LINK_WORDS: [&str; 17] =
@@ -206,8 +206,8 @@ const ROW_LINK_WORDS: [&str; 17] =
 const ROW_LINK_CJK: [&str; 6] = ["的", "为", "是", "有", "达到", "达"];
 
 /// A number `text` states *for a row*: the row label (index into `labels`) written right before it with
-/// only a column's name and linking words between ("Batch C with Routing Accuracy 70" states 70 for
-/// "Batch C"; "Batch C is below the 70 minimum" states nothing for it). Another number or label in
+/// only a column's name and linking words between ("Site C with Pass Rate 70" states 70 for
+/// "Site C"; "Site C is below the 70 minimum" states nothing for it). Another number or label in
 /// between ends the claim, and so does a sentence break (`.` `;` `。` `；` `!` `?`).
 /// Numbers inside `masked` strings (labels, observation ids) are names, not claims.
 pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]) -> Vec<(usize, NumberMention)> {
@@ -511,23 +511,23 @@ mod tests {
 
     #[test]
     fn a_number_written_right_after_a_row_label_is_claimed_for_that_row() {
-        let labels = ["Batch C", "Batch B", "Plant 7", "Plant 72", "C医院"];
-        let columns = ["Routing Accuracy", "满意度"];
+        let labels = ["Site C", "Site B", "Plant 7", "Plant 72", "C医院"];
+        let columns = ["Pass Rate", "满意度"];
         let pairs = |items: &[(&str, &str)]| items.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
         assert_eq!(
-            claimed("Average is 78; the lowest batch is Batch C with Routing Accuracy 70. The rule is not met.", &labels, &columns),
-            pairs(&[("Batch C", "70")])
+            claimed("Average is 78; the lowest site is Site C with Pass Rate 70. The rule is not met.", &labels, &columns),
+            pairs(&[("Site C", "70")])
         );
-        assert_eq!(claimed("Batch C (67) and Batch B: 74%, with a value of 74", &labels, &columns), pairs(&[("Batch C", "67"), ("Batch B", "74")]));
+        assert_eq!(claimed("Site C (67) and Site B: 74%, with a value of 74", &labels, &columns), pairs(&[("Site C", "67"), ("Site B", "74")]));
         assert_eq!(claimed("Plant 72 at 91 and Plant 7 at 88", &labels, &columns), pairs(&[("Plant 72", "91"), ("Plant 7", "88")]));
         assert_eq!(claimed("满意度最低的是C医院，满意度为70%。", &labels, &columns), pairs(&[("C医院", "70")]));
         // The row's own number is claimed; the threshold after other words is not.
-        assert_eq!(claimed("Batch C (67) falls short of 70", &labels, &columns), pairs(&[("Batch C", "67")]));
+        assert_eq!(claimed("Site C (67) falls short of 70", &labels, &columns), pairs(&[("Site C", "67")]));
         // Other words, another number, or a sentence break between them: not a claim about the row.
         for text in [
-            "Batch C is below the 70 minimum",
-            "the lowest is Batch C. 70 is the minimum",
-            "Batch C needs 70",
+            "Site C is below the 70 minimum",
+            "the lowest is Site C. 70 is the minimum",
+            "Site C needs 70",
             "Average 78",
         ] {
             assert_eq!(claimed(text, &labels, &columns), [], "{text}");

@@ -68,8 +68,8 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
             ),
         });
     }
-    // A grounded number can still be the wrong row's: "Batch C with Routing Accuracy 70" where 70 is the
-    // rule's minimum and Batch C's value is 67. A number written right after a row label is that row's.
+    // A grounded number can still be the wrong row's: "Site C with Pass Rate 70" where 70 is the
+    // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
     let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
     let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
     for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
