@@ -164,11 +164,11 @@ pub fn verdict_of(text: &str, phrases: &VerdictPhrases) -> Verdict {
 }
 
 /// Whether `text` states `value` as a number outside the `masked` strings: some printed number stands for
-/// it (its rounding to the printed decimals, see [`NumberMention::stands_for`]); a non-integer value needs
-/// at least one printed decimal. "179" and "79.5" do not state 79; "79.0" and "79%" do.
+/// it by the same rule the claims gate and the grammar use ([`NumberMention::stands_for`]: exact, or a
+/// rounding with at least one decimal). "179", "79.5" do not state 79; "79.0" and "79%" do; "82%" does
+/// not state 81.5.
 pub fn mentions_value(text: &str, value: f64, masked: &[&str]) -> bool {
-    let needs_decimal = value.fract() != 0.0;
-    numbers_outside(text, masked).iter().any(|m| m.stands_for(value) && (!needs_decimal || m.decimals >= 1))
+    numbers_outside(text, masked).iter().any(|m| m.stands_for(value))
 }
 
 /// Every number `text` states outside the `masked` strings (row labels such as "Plant 7", observation ids

@@ -31,7 +31,8 @@ impl NumberMention {
 }
 
 /// `printed_value` with `decimals` digits after the point stands for `value` when it is `value`
-/// rounded (half either way) to that many decimals, and that rounding [keeps two significant
+/// rounded (half either way) to that many decimals, that rounding keeps at least one decimal (a
+/// [whole number stands only for itself](rounding_decimals)) and it [keeps two significant
 /// digits](keeps_two_significant_digits) of it.
 pub fn stands_for(printed_value: f64, decimals: u32, value: f64) -> bool {
     if !printed_value.is_finite() || !value.is_finite() {
@@ -41,11 +42,22 @@ pub fn stands_for(printed_value: f64, decimals: u32, value: f64) -> bool {
     if (printed_value - value).abs() <= tolerance {
         return true;
     }
-    if decimals > MAX_ROUNDING_DECIMALS.max(6) || !keeps_two_significant_digits(decimals, value) {
+    // More decimals than the grammar writes are fine to read (83.333333 is still 83.333…); none are not.
+    if decimals < *rounding_decimals().start() || !keeps_two_significant_digits(decimals, value) {
         return false;
     }
     let half_unit = 0.5 * 10f64.powi(-(decimals as i32));
     (printed_value - value).abs() <= half_unit + tolerance
+}
+
+/// How many decimals a printed rounding may have: at least one, at most [`MAX_ROUNDING_DECIMALS`].
+///
+/// Why not zero: a whole number reads as an exact claim. "82%" for an average of 81.5 is half a
+/// point off and collides with neighbouring values (a row at 82.5 also "rounds" to 82), so a reader
+/// cannot tell which one is meant; "81.5%" or "83.3" for 83.333… can only be the value itself. The
+/// gate, the grammar's printed forms and the scorer all take this one rule from here.
+pub fn rounding_decimals() -> std::ops::RangeInclusive<u32> {
+    1..=MAX_ROUNDING_DECIMALS
 }
 
 /// Whether rounding `value` to `decimals` keeps at least two significant digits: the last printed
@@ -181,16 +193,16 @@ pub fn canonical(value: f64) -> String {
 }
 
 /// The printed forms a writer may use for `value`: the canonical form (when it has at most 8 decimals)
-/// and its roundings to 0..=[`MAX_ROUNDING_DECIMALS`] decimals that keep two significant digits,
-/// shortest first, without duplicates. `79` → [`79`]; `83.333…` → [`83`, `83.3`, `83.33`, `83.333`,
-/// `83.3333`]; `3.6667` → [`3.7`, `3.67`, …] (not `4`).
+/// and its roundings to [`rounding_decimals`] that keep two significant digits, shortest first, without
+/// duplicates. `79` → [`79`]; `83.333…` → [`83.3`, `83.33`, `83.333`, `83.3333`] (not `83`); `81.5` →
+/// [`81.5`] (not `82`); `3.6667` → [`3.7`, `3.67`, …] (not `4`).
 pub fn printed_forms(value: f64) -> Vec<String> {
     let mut forms: Vec<String> = Vec::new();
     let canonical = canonical(value);
     if value.fract() == 0.0 {
         return vec![canonical];
     }
-    for decimals in (0..=MAX_ROUNDING_DECIMALS).filter(|d| keeps_two_significant_digits(*d, value)) {
+    for decimals in rounding_decimals().filter(|d| keeps_two_significant_digits(*d, value)) {
         let text = format!("{value:.prec$}", prec = decimals as usize);
         let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text };
         let text = if text == "-0" { "0".to_owned() } else { text };
@@ -227,7 +239,7 @@ mod tests {
     #[test]
     fn rounding_rule() {
         let third = 250.0 / 3.0;
-        for (printed, ok) in [("83.3", true), ("83.33", true), ("83", true), ("83.4", false), ("83.32", false)] {
+        for (printed, ok) in [("83.3", true), ("83.33", true), ("83", false), ("83.4", false), ("83.32", false)] {
             let m = &scan(printed)[0];
             assert_eq!(m.stands_for(third), ok, "{printed}");
         }
@@ -241,6 +253,12 @@ mod tests {
         assert!(!scan("0.1")[0].stands_for(0.123));
         assert!(scan("0.12")[0].stands_for(0.123));
         assert!(!scan("10")[0].stands_for(9.6));
+        // A whole number stands only for itself: "82%" is neither 81.5 nor 82.5; "81.5" and "79.0" are exact.
+        for (printed, value, ok) in [("82%", 81.5, false), ("82", 82.5, false), ("81.5%", 81.5, true), ("79.0", 79.0, true), ("1,250", 1250.4, false), ("1,250.4", 1250.4, true)] {
+            assert_eq!(scan(printed)[0].stands_for(value), ok, "{printed} for {value}");
+        }
+        // Float noise from a calculator is not a rounding: 82 is 81.99999999999999.
+        assert!(scan("82")[0].stands_for(81.99999999999999));
         assert_eq!(printed_forms(small)[..2], ["3.7".to_owned(), "3.67".to_owned()]);
     }
 
@@ -264,7 +282,8 @@ mod tests {
         assert_eq!(canonical(-0.0), "0");
         assert_eq!(canonical(98.96666666666667), "98.96666666666667");
         assert_eq!(printed_forms(79.0), ["79"]);
-        assert_eq!(printed_forms(250.0 / 3.0), ["83", "83.3", "83.33", "83.333", "83.3333"]);
-        assert_eq!(printed_forms(98.25), ["98", "98.2", "98.25"]);
+        assert_eq!(printed_forms(250.0 / 3.0), ["83.3", "83.33", "83.333", "83.3333"]);
+        assert_eq!(printed_forms(98.25), ["98.2", "98.25"]);
+        assert_eq!(printed_forms(81.5), ["81.5"]);
     }
 }
