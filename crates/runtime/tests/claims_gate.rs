@@ -17,6 +17,22 @@ fn rejections(o: &common::Outcome) -> Vec<String> {
         .collect()
 }
 
+/// Runs `task` with scripted `actions`, then a final built by `final_stating` from `wrong`, then the
+/// same final from `right`: the shape of every "rejected, then repaired" case below.
+fn run_repaired(
+    task: &str,
+    actions: &[&str],
+    final_stating: impl Fn(&str) -> String,
+    wrong: &str,
+    right: &str,
+) -> common::Outcome {
+    let task = common::task(task);
+    let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
+    texts.extend([final_stating(wrong), final_stating(right)]);
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    common::run_with(&task, &mut policy, |_| {})
+}
+
 #[test]
 fn an_ungrounded_number_is_never_accepted() {
     let o = run_fixture("claims_ungrounded_number");
@@ -123,20 +139,17 @@ fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
     // Shape of a real t=0.7 failure: the average return rate 3.7 % stated as "4%". Rounded to whole
     // percent it keeps one significant digit (a different claim, 8 % off), and a percentage is never a
     // count of rows, so the gate refuses it; the repaired "3.7%" is accepted.
-    let task = common::task("store_return_rate_zh");
     let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
     let final_stating = |average: &str| {
         format!(r#"{{"type": "final", "answer": "平均退货率为{average}%，退货率最高的门店是北区门店，本季度退货目标未达成。", "evidence_ids": {ids}}}"#)
     };
-    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(vec![
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "门店退货率 退货率考核规则"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(3.2, 4.1, 2.8, 4.6, 3.8)"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "3.7 <= 3.5 and 4.6 <= 5"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["东区门店", "西区门店", "南区门店", "北区门店", "中心门店"], "values": [3.2, 4.1, 2.8, 4.6, 3.8], "average": 3.7, "title": "门店退货率"}}"#.to_owned(),
-        final_stating("4"),
-        final_stating("3.7"),
-    ]);
-    let o = common::run_with(&task, &mut policy, |_| {});
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "门店退货率 退货率考核规则"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(3.2, 4.1, 2.8, 4.6, 3.8)"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "3.7 <= 3.5 and 4.6 <= 5"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["东区门店", "西区门店", "南区门店", "北区门店", "中心门店"], "values": [3.2, 4.1, 2.8, 4.6, 3.8], "average": 3.7, "title": "门店退货率"}}"#,
+    ];
+    let o = run_repaired("store_return_rate_zh", &actions, final_stating, "4", "3.7");
     assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
     assert_eq!(rejections(&o), ["ungrounded_number"]);
     let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
@@ -150,21 +163,18 @@ fn a_grounded_number_stated_for_the_wrong_row_is_rejected_then_repaired() {
     // Shape of a real t=0.7 failure: the lowest batch named right, but given the rule's minimum (70, a
     // grounded number) as its value instead of its own (67). Grounded is not enough: a number written
     // right after a row label must be that row's value.
-    let task = common::task("tool_router_bench");
     let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-plot-3"]"#;
     let final_stating = |value: &str| {
         format!(
             r#"{{"type": "final", "answer": "Average Routing Accuracy is 78; the lowest batch is Batch C with Routing Accuracy {value}. The release rule is not met, so the build may not ship.", "evidence_ids": {ids}}}"#
         )
     };
-    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(vec![
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "Routing Accuracy by batch and release rule", "top_k": 3}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "(82 + 74 + 67 + 88 + 79) / 5"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Batch A", "Batch B", "Batch C", "Batch D", "Batch E"], "values": [82, 74, 67, 88, 79], "average": 78, "title": "Routing Accuracy by batch"}}"#.to_owned(),
-        final_stating("70"),
-        final_stating("67"),
-    ]);
-    let o = common::run_with(&task, &mut policy, |_| {});
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "Routing Accuracy by batch and release rule", "top_k": 3}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "(82 + 74 + 67 + 88 + 79) / 5"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Batch A", "Batch B", "Batch C", "Batch D", "Batch E"], "values": [82, 74, 67, 88, 79], "average": 78, "title": "Routing Accuracy by batch"}}"#,
+    ];
+    let o = run_repaired("tool_router_bench", &actions, final_stating, "70", "67");
     assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
     assert_eq!(rejections(&o), ["misattributed_number"]);
     let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
@@ -180,22 +190,19 @@ fn a_whole_number_for_a_value_with_decimals_is_rejected_then_repaired() {
     // Shape of a real t=0.7 failure that was accepted: the average pass completion 81.5 stated as "82%".
     // A whole number reads as exact, and 82 sits between two observed values (81.5 and a row's 82.5),
     // so it stands for neither; the gate, the grammar and the scorer share that rule. "81.5%" is accepted.
-    let task = common::task("team_pass_completion");
     let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
     let final_stating = |average: &str| {
         format!(
             r#"{{"type": "final", "answer": "{average}% is the average pass completion and Ospreys has the lowest; the academy qualifies for the style bonus.", "evidence_ids": {ids}}}"#
         )
     };
-    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(vec![
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "pass completion of every team and style bonus criteria"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(82.5, 79.0, 84.5, 77.0, 81.0, 85.0)"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "81.5 >= 80 and 77.0 >= 75"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Falcons", "Harriers", "Kestrels", "Ospreys", "Merlins", "Buzzards"], "values": [82.5, 79.0, 84.5, 77.0, 81.0, 85.0], "average": 81.5, "title": "Pass completion by team"}}"#.to_owned(),
-        final_stating("82"),
-        final_stating("81.5"),
-    ]);
-    let o = common::run_with(&task, &mut policy, |_| {});
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "pass completion of every team and style bonus criteria"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(82.5, 79.0, 84.5, 77.0, 81.0, 85.0)"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "81.5 >= 80 and 77.0 >= 75"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Falcons", "Harriers", "Kestrels", "Ospreys", "Merlins", "Buzzards"], "values": [82.5, 79.0, 84.5, 77.0, 81.0, 85.0], "average": 81.5, "title": "Pass completion by team"}}"#,
+    ];
+    let o = run_repaired("team_pass_completion", &actions, final_stating, "82", "81.5");
     assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
     assert_eq!(rejections(&o), ["ungrounded_number"]);
     let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
