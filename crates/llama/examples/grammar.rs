@@ -22,6 +22,7 @@ fn main() {
         rule_terms: Vec::new(),
         verdict: Vec::new(),
         verdict_refused: Vec::new(),
+        answer_offers: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,

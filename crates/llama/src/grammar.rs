@@ -742,21 +742,12 @@ fn escape_json_text(text: &str) -> String {
 /// The calculator functions `focus` (a step's hint) asks for: the one aggregate its words name
 /// ("compute the average …" → `mean`), or all five when it names none or several.
 fn asked_aggregates(focus: &str) -> Vec<&'static str> {
-    const NAMES: &[(&str, &[&str])] = &[
-        ("mean", &["average", "mean", "avg", "平均", "均值"]),
-        ("sum", &["total", "sum", "合计", "总和", "总计"]),
-        ("min", &["lowest", "smallest", "minimum", "最低", "最小"]),
-        ("max", &["highest", "largest", "maximum", "最高", "最大"]),
-        ("count", &["count", "个数", "数量"]),
-    ];
-    let lower = focus.to_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let named: Vec<&'static str> = NAMES
-        .iter()
-        .filter(|(_, names)| names.iter().any(|n| if n.is_ascii() { words.contains(n) } else { lower.contains(n) }))
-        .map(|(function, _)| *function)
-        .collect();
-    if named.len() == 1 { named } else { vec!["mean", "sum", "min", "max", "count"] }
+    // The runtime's lexicon reads which aggregate the words name; none or several leave all open.
+    let named = runtime::language::lexicon::aggregates_in(focus);
+    match named.as_slice() {
+        [one] => vec![one.function()],
+        _ => vec!["mean", "sum", "min", "max", "count"],
+    }
 }
 
 /// Calculator expressions over grounded numbers: `calc-num` (arithmetic and aggregates), `calc-bool`
@@ -943,90 +934,41 @@ fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     };
     let mut value_alternatives: Vec<String> = text_numbers(inputs, true);
     value_alternatives.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
-    let computed: Vec<String> = inputs
-        .grounding
-        .computed
-        .iter()
-        .map(|n| n.trim_start_matches('-').to_owned())
-        .collect();
-    let columns = usable_series(inputs, u32::MAX);
-    let mut slot = 0;
+    // What each slot and choice may hold comes from the runtime's answer plan (`claims::answer_offers`),
+    // the same plan its claims gate checks against: a value it can vouch for, every candidate when its
+    // reading is not certain, or (empty) any grounded value. The grammar reads no words of its own.
+    let offers = &inputs.grounding.answer_offers;
+    let mut index = 0;
     let mut items = Vec::new();
-    // The end of the column the last extreme slot named: a later `<its value>` is that row's value.
-    let mut last_extreme: Option<Option<Direction>> = None;
     for part in parts {
         match part {
             TemplatePart::Text(text) => items.push(Node::lit(escape(&text))),
             TemplatePart::Choice(options) => {
-                // A verdict choice, once the evidence decides the verdict, offers only the phrases
-                // for that verdict: the rule check computed it, the answer reports it.
-                let g = inputs.grounding;
-                let same = |a: &str, b: &String| a.trim().eq_ignore_ascii_case(b.trim());
-                let is_verdict = options
-                    .iter()
-                    .any(|o| g.verdict.iter().chain(&g.verdict_refused).any(|p| same(o, p)));
-                let allowed: Vec<&String> =
-                    options.iter().filter(|o| g.verdict.iter().any(|p| same(o, p))).collect();
-                let offered: Vec<&String> =
-                    if is_verdict && !allowed.is_empty() { allowed } else { options.iter().collect() };
+                let allowed: Vec<&String> = offers
+                    .get(index)
+                    .map(|o| options.iter().filter(|opt| o.contains(opt)).collect())
+                    .unwrap_or_default();
+                let offered: Vec<&String> = if allowed.is_empty() { options.iter().collect() } else { allowed };
                 items.push(Node::one_of_texts(offered.into_iter().map(|o| escape(o))));
+                index += 1;
             }
-            TemplatePart::Value(_) if value_alternatives.is_empty() => {
-                define_text(grammar, inputs);
-                items.push(Node::seq([
-                    Node::rule("text-seg").repeat(1, 40),
-                    Node::rule("text-end").opt(),
-                ]));
-            }
-            TemplatePart::Value(name) => {
-                // What the slot's own name asks for narrows it: an average or total is a computed value,
-                // "highest …"/"lowest …" the label of that extreme row of the column the task is about
-                // (computed here, never left to the model's reading of a table).
-                let kind = SlotKind::of(&name);
-                let narrowed: Vec<String> = match kind {
-                    SlotKind::Computed if !computed.is_empty() => computed.clone(),
-                    SlotKind::OwnValue if !columns.is_empty() && last_extreme.is_some() => {
-                        let mut values: Vec<String> = Vec::new();
-                        for series in &columns {
-                            for value in series.extreme_values(last_extreme.flatten().map(|d| d == Direction::Lowest)) {
-                                if !values.iter().any(|v| v == value) {
-                                    values.push(value.to_owned());
-                                }
-                            }
-                        }
-                        values
-                    }
-                    SlotKind::Extreme(direction) if !columns.is_empty() => {
-                        let mut labels: Vec<String> = Vec::new();
-                        for (lowest, highest) in columns.iter().filter_map(|s| s.extremes()) {
-                            let picks: &[&str] = match direction {
-                                Some(Direction::Lowest) => &[lowest],
-                                Some(Direction::Highest) => &[highest],
-                                None => &[lowest, highest],
-                            };
-                            for label in picks {
-                                let label = escape(label);
-                                if !labels.contains(&label) {
-                                    labels.push(label);
-                                }
-                            }
-                        }
-                        labels
-                    }
-                    _ => Vec::new(),
-                };
-                if let SlotKind::Extreme(direction) = kind {
-                    last_extreme = Some(direction);
-                }
-                if narrowed.is_empty() {
+            TemplatePart::Value(_) => {
+                let offered: Vec<String> = offers
+                    .get(index)
+                    .map(|o| o.iter().map(|t| escape(t)).collect())
+                    .unwrap_or_default();
+                index += 1;
+                if !offered.is_empty() {
+                    let rule = format!("slot-{index}");
+                    grammar.define(&rule, Node::one_of_texts(offered));
+                    items.push(Node::rule(rule));
+                } else if value_alternatives.is_empty() {
+                    define_text(grammar, inputs);
+                    items.push(Node::seq([Node::rule("text-seg").repeat(1, 40), Node::rule("text-end").opt()]));
+                } else {
                     grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
                     items.push(Node::rule("slot-value"));
-                } else {
-                    let rule = format!("slot-{slot}");
-                    grammar.define(&rule, Node::one_of_texts(narrowed));
-                    items.push(Node::rule(rule));
                 }
-                slot += 1;
             }
         }
     }
@@ -1056,120 +998,9 @@ fn rule_conjunctions(terms: &[String]) -> Vec<String> {
     out
 }
 
-/// Which end of a column an answer slot names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    Lowest,
-    Highest,
-}
-
-/// What an answer slot asks for, read from its name (`<average>`, `<lowest site>`, `<最高门店>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SlotKind {
-    /// An average, mean or total: a value a tool computed.
-    Computed,
-    /// A row at one end of the column (`None`: a word like "worst" that does not say which end).
-    Extreme(Option<Direction>),
-    /// The value of the row an earlier extreme slot named (`<its value>`, `<其值>`): read from the same
-    /// column, never left to the model's reading of a table.
-    OwnValue,
-    /// Anything else: any grounded number or label.
-    Open,
-}
-
-impl SlotKind {
-    // Words people use for the ends of a column, in English and Chinese. "Slowest" and "fastest" read
-    // as durations (the usual column: a time), "weakest"/"strongest" as scores.
-    const LOWEST: &'static [&'static str] = &[
-        "lowest", "smallest", "least", "fewest", "shortest", "minimum", "min", "bottom", "weakest",
-        "fastest", "最低", "最小", "最少", "最短",
-    ];
-    const HIGHEST: &'static [&'static str] = &[
-        "highest",
-        "largest",
-        "biggest",
-        "greatest",
-        "longest",
-        "most",
-        "maximum",
-        "max",
-        "top",
-        "strongest",
-        "slowest",
-        "最高",
-        "最大",
-        "最多",
-        "最长",
-    ];
-    const EITHER: &'static [&'static str] = &["worst", "best", "最差", "最好", "最佳"];
-    // Words for "the value of the row just named".
-    const OWN_VALUE: &'static [&'static str] = &["its", "their", "value", "其", "值"];
-    const COMPUTED: &'static [&'static str] = &[
-        "average", "mean", "avg", "total", "sum", "平均", "均值", "总",
-    ];
-
-    fn of(name: &str) -> SlotKind {
-        let lower = name.to_lowercase();
-        let words: Vec<&str> = lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect();
-        let has = |list: &[&str]| {
-            list.iter().any(|k| {
-                if k.is_ascii() {
-                    words.contains(k)
-                } else {
-                    lower.contains(k)
-                }
-            })
-        };
-        let (low, high) = (has(Self::LOWEST), has(Self::HIGHEST));
-        if has(Self::COMPUTED) && !low && !high {
-            return SlotKind::Computed;
-        }
-        match (low, high) {
-            (true, false) => SlotKind::Extreme(Some(Direction::Lowest)),
-            (false, true) => SlotKind::Extreme(Some(Direction::Highest)),
-            _ if has(Self::EITHER) => SlotKind::Extreme(None),
-            _ if has(Self::OWN_VALUE) => SlotKind::OwnValue,
-            _ => SlotKind::Open,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slot_names_say_what_they_hold() {
-        for (name, kind) in [
-            ("average", SlotKind::Computed),
-            ("average wait", SlotKind::Computed),
-            ("平均值", SlotKind::Computed),
-            ("lowest batch", SlotKind::Extreme(Some(Direction::Lowest))),
-            (
-                "least punctual route",
-                SlotKind::Extreme(Some(Direction::Lowest)),
-            ),
-            (
-                "longest-wait clinic",
-                SlotKind::Extreme(Some(Direction::Highest)),
-            ),
-            ("最高门店", SlotKind::Extreme(Some(Direction::Highest))),
-            ("最低医院", SlotKind::Extreme(Some(Direction::Lowest))),
-            ("worst line", SlotKind::Extreme(None)),
-            ("its value", SlotKind::OwnValue),
-            ("其值", SlotKind::OwnValue),
-            ("name", SlotKind::Open),
-            (
-                "most energy-intensive building",
-                SlotKind::Extreme(Some(Direction::Highest)),
-            ),
-        ] {
-            assert_eq!(SlotKind::of(name), kind, "{name}");
-        }
-    }
 
     #[test]
     fn templates_split_into_parts() {

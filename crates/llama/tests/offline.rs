@@ -146,6 +146,7 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         rule_terms: Vec::new(),
         verdict: Vec::new(),
         verdict_refused: Vec::new(),
+        answer_offers: Vec::new(),
     }
 }
 

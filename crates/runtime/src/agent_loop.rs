@@ -109,6 +109,9 @@ pub struct RunResult {
     pub error: Option<RunError>,
     /// Every observation, in order (the full ledger; the policy only ever saw a compact tail).
     pub observations: Vec<Value>,
+    /// What the claims gate verified of the accepted answer (`None` without one): `verified`, or an
+    /// abstention (`partial`/`unverified`) naming each claim it could not check.
+    pub verification: Option<crate::claims::Verification>,
 }
 
 /// Runs one task to a terminal status. Never panics on bad model output; every run ends with a
@@ -154,6 +157,7 @@ pub fn run_task(
         pending_recovery: 0,
         succeeded_actions: Vec::new(),
         step: 0,
+        verification: None,
     };
     run.emit(
         "run.started",
@@ -246,6 +250,8 @@ struct Run<'r, 's> {
     /// Actions (as proposed) whose dispatch produced a successful observation.
     succeeded_actions: Vec<Value>,
     step: u32,
+    /// The claims gate's reading of the accepted final answer.
+    verification: Option<crate::claims::Verification>,
 }
 
 impl Run<'_, '_> {
@@ -312,6 +318,7 @@ impl Run<'_, '_> {
             grounding.verdict = said;
             grounding.verdict_refused = refused;
         }
+        grounding.answer_offers = claims::answer_offers(self.task, &self.ledger);
         DecisionRequest {
             step: self.step,
             attempt,
@@ -496,6 +503,7 @@ impl Run<'_, '_> {
                     0,
                     json!({ "accepted": true, "evidence_ids": cited, "claims": claims.to_json() }),
                 );
+                self.verification = Some(claims);
                 self.counters.recovered += std::mem::take(&mut self.pending_recovery);
                 Ok(final_decision)
             }
@@ -761,6 +769,7 @@ impl Run<'_, '_> {
                 status,
                 stop_reason: end.reason,
                 accepted_answer: end.accepted.as_ref().map(|f| f.answer.as_str()),
+                verification: self.verification.as_ref().map(|v| v.status),
                 observations: &observations,
                 counters: &self.counters,
                 usage: &self.meter.usage,
@@ -786,6 +795,7 @@ impl Run<'_, '_> {
                 "steps": self.meter.usage.steps,
                 "artifacts": self.artifact_records,
                 "dropped_events": dropped,
+                "verification": self.verification,
             }),
         );
         RunResult {
@@ -801,6 +811,7 @@ impl Run<'_, '_> {
             events: self.tracer.len() as u32,
             error,
             observations: observations.iter().map(|o| self.tracer.scrub_value(o.to_json())).collect(),
+            verification: self.verification,
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::tools::knowledge::tokenize;
 pub struct Grounding {
     /// Printed forms of grounded numbers (signed, JSON-valid), shortest first per value.
     pub numbers: Vec<String>,
-    /// Whole counts `0..=max_rows` ("3 of 5 sites"): fine in an answer's text, never data to compute with.
+    /// Row counts of observed tables ("5 sites"): fine in an answer's text, never data to compute with.
     pub counts: Vec<String>,
     /// Row labels seen in tables (what a chart or an answer may name).
     pub labels: Vec<String>,
@@ -37,6 +37,9 @@ pub struct Grounding {
     /// may say) and for the other one (what it may not). Both empty while nothing decides it.
     pub verdict: Vec<String>,
     pub verdict_refused: Vec<String>,
+    /// Per answer-template slot or choice, in template order: the texts the runtime can vouch for
+    /// (`claims::answer_offers`); an empty list leaves that part open to any grounded value.
+    pub answer_offers: Vec<Vec<String>>,
 }
 
 /// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
@@ -90,8 +93,10 @@ impl Series {
 pub struct GroundedValues {
     pub values: Vec<f64>,
     pub labels: Vec<String>,
-    /// The most rows any observed table has: counts up to it are grounded ("3 of 5 sites").
+    /// The most rows any observed table has.
     pub max_rows: usize,
+    /// The row count of each observed table (and of each column with missing cells): counts the data states.
+    pub row_counts: Vec<usize>,
     /// Each observed row's values (every numeric column of a table row, a chart bar's value), by label:
     /// what a number stated *for* a row must be.
     pub row_values: Vec<(String, Vec<f64>)>,
@@ -107,10 +112,15 @@ impl GroundedValues {
         texts: &[&str],
     ) -> GroundedValues {
         let mut out = GroundedValues::default();
-        for record in records.into_iter().filter(|r| r.ok) {
-            if let Some(result) = &record.result {
-                out.add_result(result);
-            }
+        let results: Vec<&Value> = records.into_iter().filter(|r| r.ok).filter_map(|r| r.result.as_ref()).collect();
+        // Data first (every observation's cells, facts and cited text), then what was computed from it:
+        // a computed value is grounded when its inputs are data, whichever order the calls came in (the
+        // scorer, not grounding, judges causal order).
+        for result in &results {
+            out.add_result(result);
+        }
+        for result in &results {
+            out.add_computed(result);
         }
         for text in texts {
             out.values
@@ -124,6 +134,9 @@ impl GroundedValues {
         for table in data["tables"].as_array().into_iter().flatten() {
             let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
             self.max_rows = self.max_rows.max(rows.len());
+            if !self.row_counts.contains(&rows.len()) {
+                self.row_counts.push(rows.len());
+            }
             for row in rows {
                 let values = row["values"].as_object();
                 for (column, value) in values.into_iter().flatten() {
@@ -159,16 +172,8 @@ impl GroundedValues {
                 }
             }
         }
-        self.add_number(&result["value"]);
-        if let Some(expression) = result["expression"].as_str() {
-            self.values
-                .extend(numbers::scan(expression).into_iter().map(|m| m.value));
-        }
+        // A chart's values are the model's arguments, not data: its bars ground nothing new.
         let spec = &result["spec"];
-        for value in spec["values"].as_array().into_iter().flatten() {
-            self.add_number(value);
-        }
-        self.add_number(&spec["average"]);
         let bars = spec["values"].as_array().map_or(&[][..], Vec::as_slice);
         for (i, label) in spec["labels"]
             .as_array()
@@ -180,6 +185,20 @@ impl GroundedValues {
                 self.add_label(label);
                 self.add_row_values(label, bars.get(i).and_then(Value::as_f64));
             }
+        }
+    }
+
+    /// A computed value is grounded only when what it was computed from is: every number its expression
+    /// spells is grounded in the data or is an observed table's row count (`… / 4`); a column reference
+    /// is data by itself. The model's own numbers in, its own number out, is not evidence.
+    fn add_computed(&mut self, result: &Value) {
+        let Some(expression) = result["expression"].as_str() else { return };
+        let spelled = numbers::scan(&strip_references(expression));
+        let from_data = spelled.iter().all(|m| {
+            self.values.iter().any(|v| m.stands_for(*v)) || (m.decimals == 0 && self.row_counts.iter().any(|n| *n as f64 == m.value))
+        });
+        if from_data {
+            self.add_number(&result["value"]);
         }
     }
 
@@ -206,18 +225,12 @@ impl GroundedValues {
         }
     }
 
-    /// Whether `mention` states a grounded value (printed rounding allowed) or a count up to the most
-    /// rows of any observed table. A percentage is never a count: "4%" must be a grounded value.
+    /// Whether `mention` states a grounded value (printed rounding allowed, sign exact) or the row count
+    /// of an observed table ("5 sites"). A small number is not grounded for being small: "3" is grounded
+    /// only where the data holds a 3 (or a table has 3 rows).
     pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
-        let small_count = mention.decimals == 0
-            && !mention.percent
-            && mention.value >= 0.0
-            && mention.value <= self.max_rows as f64;
-        small_count
-            || self
-                .values
-                .iter()
-                .any(|v| mention.stands_for(*v) || mention.stands_for(-*v))
+        let row_count = mention.decimals == 0 && !mention.percent && self.row_counts.iter().any(|n| *n as f64 == mention.value);
+        row_count || self.values.iter().any(|v| mention.stands_for(*v))
     }
 }
 
@@ -255,7 +268,7 @@ impl Grounding {
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             let result = record.result.as_ref().unwrap_or(&Value::Null);
-            if let Some(value) = result["value"].as_f64() {
+            if let Some(value) = result["value"].as_f64().filter(|v| values.values.contains(v)) {
                 for form in numbers::printed_forms(value) {
                     push_unique(&mut computed, form.clone());
                     push(form);
@@ -268,7 +281,7 @@ impl Grounding {
                 push_unique(&mut rule_terms, term);
             }
         }
-        let counts = (0..=values.max_rows).map(|c| c.to_string()).collect();
+        let counts = values.row_counts.iter().map(|c| c.to_string()).collect();
         Grounding {
             numbers: numbers_out,
             counts,
@@ -279,6 +292,7 @@ impl Grounding {
             rule_terms,
             verdict: Vec::new(),
             verdict_refused: Vec::new(),
+            answer_offers: Vec::new(),
         }
     }
 
@@ -306,6 +320,21 @@ impl Grounding {
             _ => None,
         }
     }
+}
+
+/// `mean([Wait]) <= 30` → `mean() <= 30`: column references name data, they spell no number.
+fn strip_references(expression: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in expression.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Appends `item` unless an equal one is there (the lists are short and keep first-seen order).
@@ -398,7 +427,7 @@ mod tests {
                 g.numbers
             );
         }
-        assert_eq!(g.counts, ["0", "1", "2"]);
+        assert_eq!(g.counts, ["2"], "the table's row count, not every small number");
         assert!(!g.numbers.contains(&"12345".to_string()));
         assert_eq!(g.labels, ["North", "South"]);
         assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);
@@ -455,28 +484,33 @@ mod tests {
 
     #[test]
     fn computed_values_are_the_results_of_tools_with_their_roundings() {
+        let data = record("obs-a-0", true, json!({"data": {"facts": [{"key": "a", "value": 1}, {"key": "b", "value": 2}, {"key": "c", "value": 3.5}]}}));
         let calc = record(
             "obs-b-1",
             true,
             json!({"expression": "mean(1, 2, 3.5)", "value": 250.0 / 3.0}),
         );
-        let g = Grounding::build([&calc], &[]);
+        let g = Grounding::build([&data, &calc], &[]);
         assert!(g.computed.contains(&"83.3".to_string()), "{:?}", g.computed);
         assert!(!g.computed.contains(&"3.5".to_string()));
+        // The same call over numbers no observation of the data holds grounds nothing.
+        let alone = Grounding::build([&calc], &[]);
+        assert!(alone.computed.is_empty() && !alone.numbers.contains(&"83.3".to_string()), "{:?}", alone.numbers);
     }
 
     #[test]
     fn grounds_roundings_and_counts() {
-        let calc = record("obs-b-1", true, json!({"value": 250.0 / 3.0}));
         let table = record(
             "obs-a-2",
             true,
-            json!({"data": {"tables": [{"rows": [{"label": "A"}, {"label": "B"}, {"label": "C"}]}]}}),
+            json!({"data": {"tables": [{"rows": [{"label": "A", "values": {"x": 80}}, {"label": "B", "values": {"x": 85}}, {"label": "C", "values": {"x": 85}}]}]}}),
         );
-        let values = GroundedValues::collect([&calc, &table], &[]);
+        let calc = record("obs-b-1", true, json!({"expression": "mean(80, 85, 85)", "value": 250.0 / 3.0}));
+        let values = GroundedValues::collect([&table, &calc], &[]);
         let ok = |text: &str| values.grounds(&numbers::scan(text)[0]);
-        assert!(ok("83.3") && ok("83.33") && ok("3") && ok("0"));
-        // A whole number is not a rounding of 83.333…: "83" claims exactly 83.
-        assert!(!ok("83.4") && !ok("83") && !ok("4") && !ok("2.5"));
+        assert!(ok("83.3") && ok("83.33") && ok("3"), "3 = the table's row count");
+        // A whole number is not a rounding of 83.333…: "83" claims exactly 83. A small number is not
+        // grounded for being small, and a sign is never dropped.
+        assert!(!ok("83.4") && !ok("83") && !ok("4") && !ok("2.5") && !ok("0") && !ok("1") && !ok("-80"));
     }
 }

@@ -60,6 +60,58 @@ pub struct Expected {
     pub final_answer: AnswerExpectation,
     /// Stop reasons that are a correct ending for this task (a solvable task: only `cancelled`).
     pub protected_stop_reasons: Vec<StopReason>,
+    /// Whether a right run answers (verified) or abstains (names what it cannot verify).
+    pub outcome: ExpectedOutcome,
+}
+
+/// What a right run of a task ends with (`expected.json` `outcome`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectedOutcome {
+    #[default]
+    Answer,
+    Abstain,
+}
+
+/// How a run ended, scored: the four classes every success figure is reported with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A verified answer that passes the checks, or a right abstention on a task that cannot be verified.
+    Correct,
+    /// An accepted answer with claims the runtime could not verify, on a task that could be answered.
+    Abstained,
+    /// A fully verified answer that fails the checks, or one on a task that cannot be verified.
+    WrongAccepted,
+    /// No accepted answer.
+    NoAnswer,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Correct => "correct",
+            Self::Abstained => "abstained",
+            Self::WrongAccepted => "wrong_accepted",
+            Self::NoAnswer => "no_answer",
+        }
+    }
+}
+
+/// The outcome of a run with `answer` accepted (or not), its verification status and its checks.
+pub fn outcome_of(expected: &Expected, answer: Option<&str>, verification: Option<crate::claims::VerificationStatus>, checks_pass: bool) -> Outcome {
+    use crate::claims::VerificationStatus;
+    if answer.is_none() {
+        return Outcome::NoAnswer;
+    }
+    let verified = verification.is_none_or(|v| v == VerificationStatus::Verified);
+    match (expected.outcome, verified) {
+        (ExpectedOutcome::Answer, true) if checks_pass => Outcome::Correct,
+        (ExpectedOutcome::Answer, true) => Outcome::WrongAccepted,
+        (ExpectedOutcome::Answer, false) => Outcome::Abstained,
+        (ExpectedOutcome::Abstain, true) => Outcome::WrongAccepted,
+        (ExpectedOutcome::Abstain, false) => Outcome::Correct,
+    }
 }
 
 /// Why `expected.json` could not be used. Messages name the file as `<task>/expected.json`, never an
@@ -124,6 +176,8 @@ struct FileV2 {
     evidence: Vec<EvidenceV2>,
     final_answer: FinalAnswerV2,
     protected_stop_reasons: Vec<StopReason>,
+    #[serde(default)]
+    outcome: ExpectedOutcome,
 }
 
 #[derive(Deserialize)]
@@ -213,6 +267,7 @@ impl Expected {
                     none: file.final_answer.none,
                 },
                 protected_stop_reasons: file.protected_stop_reasons,
+                outcome: file.outcome,
             }
         } else {
             let file: FileV1 = serde_json::from_str(text).map_err(shape)?;
@@ -288,7 +343,7 @@ fn from_v1(file: FileV1) -> Result<Expected, String> {
     }
     answer.any_of = file.final_answer.contains_any;
     answer.none = file.final_answer.contains_none;
-    Ok(Expected { format_version: 1, evidence, final_answer: answer, protected_stop_reasons: file.protected_stop_reasons })
+    Ok(Expected { format_version: 1, evidence, final_answer: answer, protected_stop_reasons: file.protected_stop_reasons, outcome: ExpectedOutcome::Answer })
 }
 
 /// A v1 knowledge expectation on the old result shape, restated for the current one:
@@ -476,6 +531,10 @@ pub struct Metrics {
     pub task_success: Option<bool>,
     /// The checks behind `task_success` (`None` without ground truth).
     pub task_success_checks: Option<SuccessChecks>,
+    /// Correct, abstained, wrong-accepted or no answer (`None` without ground truth); `task_success` is
+    /// `outcome == correct`.
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
     /// valid_actions / action_attempts.
     pub valid_action_rate: Option<f64>,
     /// accurate_actions / action_attempts. `None` without ground truth.
@@ -515,6 +574,8 @@ pub struct MetricsInput<'a> {
     pub status: RunStatus,
     pub stop_reason: StopReason,
     pub accepted_answer: Option<&'a str>,
+    /// The claims gate's status for the accepted answer.
+    pub verification: Option<crate::claims::VerificationStatus>,
     pub observations: &'a [ObservationRecord],
     pub counters: &'a Counters,
     pub usage: &'a Usage,
@@ -528,8 +589,12 @@ pub fn compute(input: &MetricsInput, expected: Option<&Expected>, phrases: &Verd
     let accurate_actions = expected.map(|e| accurate_actions(e, input.observations));
     let checks = expected.map(|e| success_checks(e, input.accepted_answer, input.observations, phrases));
     let termination_correctness = expected.map(|e| termination_correct(e, input));
+    let outcome = expected
+        .zip(checks.as_ref())
+        .map(|(e, c)| outcome_of(e, input.accepted_answer, input.verification, c.failures.is_empty()));
     Metrics {
-        task_success: checks.as_ref().map(|c| c.failures.is_empty()),
+        task_success: outcome.map(|o| o == Outcome::Correct),
+        outcome,
         task_success_checks: checks,
         valid_action_rate: ratio(counters.valid_actions, counters.action_attempts),
         tool_argument_accuracy: accurate_actions.and_then(|n| ratio(n, counters.action_attempts)),

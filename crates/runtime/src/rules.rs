@@ -12,6 +12,9 @@
 
 use serde_json::Value;
 
+use crate::language::lexicon::{self, lexicon, Hit};
+pub use crate::language::lexicon::Op as Comparison;
+
 /// What a rule aggregates before comparing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aggregate {
@@ -19,33 +22,6 @@ pub enum Aggregate {
     Sum,
     /// Every row on its own (the lowest row for a lower limit, the highest for an upper one).
     EachRow,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Comparison {
-    AtLeast,
-    Above,
-    AtMost,
-    Below,
-}
-
-impl Comparison {
-    fn holds(self, value: f64, threshold: f64) -> bool {
-        match self {
-            Comparison::AtLeast => value >= threshold,
-            Comparison::Above => value > threshold,
-            Comparison::AtMost => value <= threshold,
-            Comparison::Below => value < threshold,
-        }
-    }
-    fn symbol(self) -> &'static str {
-        match self {
-            Comparison::AtLeast => ">=",
-            Comparison::Above => ">",
-            Comparison::AtMost => "<=",
-            Comparison::Below => "<",
-        }
-    }
 }
 
 /// One understood fact.
@@ -64,6 +40,14 @@ pub struct RuleVerdict {
     pub explanation: String,
 }
 
+/// What a result's knowledge says about rules: the clauses read with certainty, and the clauses that
+/// hold a comparison with a number but could not be placed (no quantity word, a symbol with no number…).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleReading {
+    pub rules: Vec<FactRule>,
+    pub uncertain: Vec<String>,
+}
+
 fn words(key: &str) -> Vec<String> {
     key.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
@@ -72,31 +56,37 @@ fn words(key: &str) -> Vec<String> {
         .collect()
 }
 
+/// `Maximum average wait (min)` → `Maximum average wait`: a bracketed suffix is a unit, never an operator.
+fn without_brackets(key: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in key.chars() {
+        match c {
+            '(' | '[' | '（' => depth += 1,
+            ')' | ']' | '）' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Reads one fact key as a rule, or `None` when it names no comparison.
 pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
-    let lower = key.to_lowercase();
-    let w = words(key);
-    let has = |list: &[&str]| w.iter().any(|x| list.contains(&x.as_str()));
-    let phrase = |list: &[&str]| list.iter().any(|p| lower.contains(p));
-    // An explicit operator suffix wins; otherwise "minimum"/"at least"… name the comparison.
-    let comparison = if has(&["gte", "ge"]) {
-        Comparison::AtLeast
-    } else if has(&["gt"]) {
-        Comparison::Above
-    } else if has(&["lte", "le"]) {
-        Comparison::AtMost
-    } else if has(&["lt"]) {
-        Comparison::Below
-    } else if has(&["minimum", "min", "floor"]) || phrase(&["at least", "no less than", "not below", "最低", "不低于", "至少", "下限"]) {
-        Comparison::AtLeast
-    } else if has(&["maximum", "max", "cap", "ceiling", "limit"]) || phrase(&["at most", "no more than", "not above", "最高", "不超过", "至多", "上限"]) {
-        Comparison::AtMost
-    } else {
-        return None;
+    let bare = without_brackets(key);
+    let lex = lexicon();
+    // `min_average`, `Min wait`: "min" is an operator only as the key's first word (elsewhere, minutes).
+    let first_is_min = words(&bare).first().is_some_and(|w| w == "min");
+    let hits = lexicon::scan(&bare.replace('_', " "), lex.key_comparisons.iter().map(|c| c.phrase.as_str()));
+    let comparison = match hits.first() {
+        Some(hit) => lex.key_comparisons.iter().find(|c| c.phrase == hit.entry)?.op,
+        None if first_is_min => Comparison::AtLeast,
+        None => return None,
     };
-    let aggregate = if has(&["average", "mean", "avg"]) || lower.contains("平均") {
+    let named = lexicon::aggregates_in(&bare.replace('_', " "));
+    let aggregate = if named.contains(&lexicon::Aggregate::Mean) {
         Aggregate::Mean
-    } else if has(&["total", "sum"]) || lower.contains('总') {
+    } else if named.contains(&lexicon::Aggregate::Sum) {
         Aggregate::Sum
     } else {
         Aggregate::EachRow
@@ -107,194 +97,112 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
 /// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
 /// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
 pub fn rules_in(result: &Value) -> Vec<FactRule> {
+    reading(result).rules
+}
+
+/// [`rules_in`] with the clauses that could not be read.
+pub fn reading(result: &Value) -> RuleReading {
     let facts: Vec<FactRule> = result["data"]["facts"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|fact| understand(fact["key"].as_str()?, fact["value"].as_f64()?))
         .collect();
-    let rules = if facts.is_empty() {
-        result["citations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["text"].as_str())
-            .flat_map(sentence_rules)
-            .collect()
+    let mut out = RuleReading::default();
+    if facts.is_empty() {
+        for text in result["citations"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()) {
+            let read = read_sentences(text);
+            out.rules.extend(read.rules);
+            out.uncertain.extend(read.uncertain);
+        }
     } else {
-        facts
-    };
+        out.rules = facts;
+    }
     let mut unique: Vec<FactRule> = Vec::new();
-    for rule in rules {
+    for rule in std::mem::take(&mut out.rules) {
         let same = |r: &FactRule| r.aggregate == rule.aggregate && r.comparison == rule.comparison && r.threshold == rule.threshold;
         if !unique.iter().any(same) {
             unique.push(rule);
         }
     }
-    unique
+    out.rules = unique;
+    out
 }
 
-/// Comparison phrases, longest first at any one position; a phrase that already holds its negation
-/// ("no more than") is listed whole so that its "no" is not read as negating the clause.
-const PHRASES: &[(&str, Comparison)] = &[
-    ("no more than", Comparison::AtMost),
-    ("not more than", Comparison::AtMost),
-    ("no higher than", Comparison::AtMost),
-    ("not higher than", Comparison::AtMost),
-    ("no greater than", Comparison::AtMost),
-    ("not to exceed", Comparison::AtMost),
-    ("not exceed", Comparison::AtMost),
-    ("at most", Comparison::AtMost),
-    ("a maximum of", Comparison::AtMost),
-    ("no less than", Comparison::AtLeast),
-    ("not less than", Comparison::AtLeast),
-    ("no lower than", Comparison::AtLeast),
-    ("not lower than", Comparison::AtLeast),
-    ("no fewer than", Comparison::AtLeast),
-    ("not below", Comparison::AtLeast),
-    ("at least", Comparison::AtLeast),
-    ("a minimum of", Comparison::AtLeast),
-    ("more than", Comparison::Above),
-    ("greater than", Comparison::Above),
-    ("higher than", Comparison::Above),
-    ("above", Comparison::Above),
-    ("exceed", Comparison::Above),
-    ("exceeds", Comparison::Above),
-    ("less than", Comparison::Below),
-    ("fewer than", Comparison::Below),
-    ("lower than", Comparison::Below),
-    ("below", Comparison::Below),
-];
-
-const NEGATIONS: &[&str] = &["no", "not", "none", "never", "nor", "cannot"];
-/// Words that make a clause about a quantity over rows rather than about one thing.
-const QUANTITY_WORDS: &[&str] = &[
-    "average", "mean", "avg", "total", "sum", "combined", "every", "each", "any", "all", "no", "none",
-];
-
-impl Comparison {
-    /// "not at least" is "below": the comparison a negated clause states.
-    fn negated(self) -> Comparison {
-        match self {
-            Comparison::AtLeast => Comparison::Below,
-            Comparison::Above => Comparison::AtMost,
-            Comparison::AtMost => Comparison::Above,
-            Comparison::Below => Comparison::AtLeast,
-        }
-    }
+/// The number a threshold is: the first number in `text` after optional spaces and a currency sign.
+fn number_right_after(text: &str) -> Option<f64> {
+    let trimmed = text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '$' | '£' | '€' | '¥' | '￥' | ':' | '：'));
+    let first = crate::numbers::scan(trimmed).into_iter().next()?;
+    (first.start == 0).then_some(first.value)
 }
 
-/// A word as a threshold: `$42`, `2.6`, `1,250`, `35%`, `60.` → the number.
-fn threshold_of(word: &str) -> Option<f64> {
-    let trimmed = word.trim_start_matches(['$', '£', '€', '¥']).trim_end_matches(['%', ',', '.', ';', ':', ')']);
-    if trimmed.is_empty() || !trimmed.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    trimmed.replace(',', "").parse::<f64>().ok().filter(|v| v.is_finite())
+/// The number a trailing phrase ("30 or more", "85%以上") follows: the last number right before it.
+fn number_right_before(text: &str) -> Option<f64> {
+    let trimmed = text.trim_end();
+    let last = crate::numbers::scan(trimmed).into_iter().last()?;
+    let rest = trimmed[last.end..].trim();
+    // A unit word may stand between ("30 minutes or more", "85分以上").
+    (rest.chars().count() <= 12 && !rest.chars().any(|c| c.is_ascii_digit())).then_some(last.value)
 }
 
-/// One clause as a rule: its first comparison phrase with a number right after it (`at least $42`,
-/// `no more than 2.6 seconds`). Negations before the phrase flip it; "no <row>"
-/// makes it a rule on every row.
-fn clause_rule(clause: &str) -> Option<FactRule> {
-    let lower = clause.to_lowercase();
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
-    let bare_words: Vec<String> = words.iter().map(|w| bare(w)).collect();
-    if !bare_words.iter().any(|w| QUANTITY_WORDS.contains(&w.as_str())) {
-        return None;
-    }
-    for start in 0..words.len() {
-        let found = PHRASES.iter().find(|(phrase, _)| {
-            let parts: Vec<&str> = phrase.split(' ').collect();
-            start + parts.len() <= words.len() && parts.iter().zip(&bare_words[start..]).all(|(p, w)| p == w)
-        });
-        let Some((phrase, comparison)) = found else { continue };
-        let after = start + phrase.split(' ').count();
-        let threshold = words.get(after).and_then(|w| threshold_of(w))?;
-        let before = &bare_words[..start];
-        let negated = before.iter().filter(|w| NEGATIONS.contains(&w.as_str())).count() % 2 == 1;
-        let comparison = if negated { comparison.negated() } else { *comparison };
-        let universal_negative = before.iter().any(|w| w == "no" || w == "none");
-        let has = |list: &[&str]| before.iter().any(|w| list.contains(&w.as_str()));
-        let aggregate = if universal_negative {
-            Aggregate::EachRow
-        } else if has(&["average", "mean", "avg"]) {
-            Aggregate::Mean
-        } else if has(&["total", "sum", "combined"]) {
-            Aggregate::Sum
+/// One clause as a rule (`Ok`), as an unplaced comparison (`Err(clause)`), or nothing (no comparison
+/// with a number). Negations before the comparison flip it; a universal negation ("no store", "没有")
+/// makes it a rule on every row; an aggregate word before it makes it a rule on that aggregate; an
+/// "each" word (every, any, 任一, 各) on every row. A comparison with a number and none of these is not
+/// placed: it may be a rule about something else ("warmers run for at least 45 minutes").
+fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
+    let lex = lexicon();
+    let hits: Vec<Hit> = lexicon::scan(clause, lex.comparisons.iter().map(|c| c.phrase.as_str()));
+    for hit in hits {
+        let phrase = lex.comparisons.iter().find(|c| c.phrase == hit.entry)?;
+        let threshold = if phrase.after { number_right_before(&clause[..hit.start]) } else { number_right_after(&clause[hit.end..]) };
+        let Some(threshold) = threshold else { continue };
+        // What the comparison is about stands before it (before the number, for a trailing phrase).
+        let subject_end = if phrase.after {
+            crate::numbers::scan(&clause[..hit.start]).last().map_or(hit.start, |m| m.start)
         } else {
-            Aggregate::EachRow
+            hit.start
         };
-        return Some(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold });
+        let before = &clause[..subject_end];
+        let negations = lexicon::scan(before, lex.negations.iter().chain(&lex.universal_negations).map(String::as_str));
+        let universal = negations.iter().any(|h| lex.universal_negations.iter().any(|u| u == h.entry));
+        let comparison = if negations.len() % 2 == 1 { phrase.op.negated() } else { phrase.op };
+        let named = lexicon::aggregates_in(before);
+        let aggregate = if universal {
+            Aggregate::EachRow
+        } else if named.contains(&lexicon::Aggregate::Mean) {
+            Aggregate::Mean
+        } else if named.contains(&lexicon::Aggregate::Sum) {
+            Aggregate::Sum
+        } else if lexicon::contains_any(before, &lex.quantity_each) {
+            Aggregate::EachRow
+        } else {
+            return Some(Err(clause.trim().to_owned()));
+        };
+        return Some(Ok(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold }));
     }
     None
 }
 
-/// CJK comparison phrases, longest first (`不超过` before `超过`).
-const CJK_PHRASES: &[(&str, Comparison)] = &[
-    ("不超过", Comparison::AtMost),
-    ("不高于", Comparison::AtMost),
-    ("不多于", Comparison::AtMost),
-    ("至多", Comparison::AtMost),
-    ("不低于", Comparison::AtLeast),
-    ("不少于", Comparison::AtLeast),
-    ("至少", Comparison::AtLeast),
-    ("超过", Comparison::Above),
-    ("高于", Comparison::Above),
-    ("多于", Comparison::Above),
-    ("低于", Comparison::Below),
-    ("少于", Comparison::Below),
-];
-
-/// One Chinese clause as a rule ("各门店的平均退货率不超过3.5%", "没有任何一家门店的退货率超过5%"):
-/// the same reading as [`clause_rule`], by substring since the text has no spaces.
-fn cjk_clause_rule(clause: &str) -> Option<FactRule> {
-    if !["平均", "总", "每", "各", "任何", "所有", "没有"].iter().any(|w| clause.contains(w)) {
-        return None;
-    }
-    let (at, phrase, comparison) = clause
-        .char_indices()
-        .find_map(|(i, _)| CJK_PHRASES.iter().find(|(p, _)| clause[i..].starts_with(p)).map(|(p, c)| (i, *p, *c)))?;
-    let rest = clause[at + phrase.len()..].trim_start();
-    let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | ',')).collect();
-    let threshold = threshold_of(number.trim_end_matches(['.', ',']))?;
-    let before = &clause[..at];
-    let negated = ["没有", "不得", "不能", "不可"].iter().any(|n| before.contains(n));
-    let comparison = if negated { comparison.negated() } else { comparison };
-    let aggregate = if negated {
-        Aggregate::EachRow
-    } else if before.contains("平均") {
-        Aggregate::Mean
-    } else if before.contains('总') {
-        Aggregate::Sum
-    } else {
-        Aggregate::EachRow
-    };
-    Some(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold })
+/// The rules a passage states in sentences (English or Chinese), clause by clause (clauses split at
+/// `, ` `; ` " and " and their Chinese forms): "the average … to be no more than 2.6 seconds, and no crew
+/// may average more than 3.2 seconds" gives mean ≤ 2.6 and every row ≤ 3.2.
+pub fn sentence_rules(text: &str) -> Vec<FactRule> {
+    read_sentences(text).rules
 }
 
-/// The rules a passage states in English sentences, clause by clause (clauses split at `, ` `; ` and
-/// " and "): "the average … to be no more than 2.6 seconds, and no crew may average more than 3.2
-/// seconds" gives mean ≤ 2.6 and every row ≤ 3.2.
-pub fn sentence_rules(text: &str) -> Vec<FactRule> {
-    // Sentences end at `.`/`!`/`?` followed by white space or the end (a decimal point is not followed
-    // by a space), and at line breaks of lists and tables.
-    let mut rules = Vec::new();
+/// [`sentence_rules`] with the clauses that hold a comparison it could not place.
+pub fn read_sentences(text: &str) -> RuleReading {
+    let mut out = RuleReading::default();
     let mut sentence = String::new();
     let mut chars = text.chars().peekable();
-    let flush = |sentence: &mut String, rules: &mut Vec<FactRule>| {
-        if !sentence.is_ascii() && sentence.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)) {
-            for clause in sentence.split(['，', '、', '；', '且']) {
-                rules.extend(cjk_clause_rule(clause));
-            }
-            sentence.clear();
-            return;
-        }
-        // A comma inside a number (`1,250`) is not followed by a space.
-        for part in sentence.split("; ").flat_map(|p| p.split(", ")) {
-            for clause in part.split(" and ") {
-                rules.extend(clause_rule(clause));
+    let flush = |sentence: &mut String, out: &mut RuleReading| {
+        let normalised = sentence.replace(" and ", "; ").replace(", ", "; ");
+        for clause in normalised.split(['；', '，', '、', '且', ';']) {
+            match read_clause(clause) {
+                Some(Ok(rule)) => out.rules.push(rule),
+                Some(Err(unplaced)) => out.uncertain.push(unplaced),
+                None => {}
             }
         }
         sentence.clear();
@@ -302,13 +210,13 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
     while let Some(c) = chars.next() {
         let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) || matches!(c, '。' | '！' | '？');
         if ends || c == '\n' && chars.peek().is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#')) {
-            flush(&mut sentence, &mut rules);
+            flush(&mut sentence, &mut out);
         } else {
             sentence.push(if c == '\n' { ' ' } else { c });
         }
     }
-    flush(&mut sentence, &mut rules);
-    rules
+    flush(&mut sentence, &mut out);
+    out
 }
 
 /// The one numeric column the rules are about: the only one of the result's tables, or the one the

@@ -51,13 +51,14 @@ fn an_ungrounded_number_is_never_accepted() {
 fn a_printed_rounding_is_grounded_and_a_wrong_rounding_is_not() {
     let o = run_fixture("claims_rounding");
     assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
-    assert_eq!(rejections(&o), ["ungrounded_number"]);
-    assert!(o.result.final_answer.as_deref().unwrap().contains("78.3"));
+    // 78.4 rounds nothing observed; 78.3 is `(72 + 78 + 85) / 3`, a mean over a divisor no data states
+    // (three of four batches): the model's own number, not evidence.
+    assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
+    assert!(o.result.final_answer.as_deref().unwrap().contains("79"));
     let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
     assert_eq!(accepted.data["accepted"], true);
-    assert!(accepted.data["claims"]["numbers"].as_array().unwrap().iter().any(|n| n == "78.3"), "{}", accepted.data);
-    // The calculation itself was wrong for the task: accepted (grounded, consistent), still scored wrong.
-    assert_eq!(o.metrics().task_success, Some(false));
+    assert_eq!(accepted.data["claims"]["status"], "verified", "{}", accepted.data);
+    assert_eq!(o.metrics().task_success, Some(true));
     assert_eq!(o.metrics().recovered, 1);
 }
 
@@ -68,11 +69,12 @@ fn a_verdict_contradicting_the_declared_rule_check_is_rejected_then_repaired() {
     assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
     let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
     let message = rejected.data["message"].as_str().unwrap();
-    assert!(message.contains("obs-calculator-3") && message.contains("\"missed\""), "{message}");
+    // The runtime's own reading of the rule in the knowledge decides, not the model's rule check.
+    assert!(message.contains("obs-knowledge_search-1") && message.contains("\"missed\""), "{message}");
     assert!(o.result.final_answer.as_deref().unwrap().ends_with("missed."));
     let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
     assert_eq!(accepted.data["claims"]["verdict"], false);
-    assert_eq!(accepted.data["claims"]["rule_source"], "obs-calculator-3");
+    assert_eq!(accepted.data["claims"]["rule_source"], "obs-knowledge_search-1");
     assert_eq!(o.metrics().task_success, Some(true));
 }
 

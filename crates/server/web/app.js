@@ -47,7 +47,7 @@ const I18N = {
     m_termination_correctness: 'Termination Correctness', m_termination_correctness_d: 'final only with full evidence; correct stop otherwise',
     m_steps: 'Steps', m_steps_d: 'decision rounds', m_latency: 'Latency', m_latency_d: 'model / tool / total wall clock',
     m_tokens: 'Tokens', m_tokens_d: 'input / output (tokenizer counts)', m_cost: 'Cost', m_cost_d: 'cost units (input + 2×output)/1000, not money',
-    na: 'N/A', pass: 'PASS', fail: 'FAIL', final_answer: 'Final answer', evidence: 'evidence',
+    na: 'N/A', pass: 'PASS', fail: 'FAIL', verification: 'Verification', verification_verified: 'verified', verification_partial: 'partial (abstains on unverified claims)', verification_unverified: 'unverified (abstains)', claim_verified: 'verified', claim_unverified: 'unverified', final_answer: 'Final answer', evidence: 'evidence',
     files: 'files', bytes: 'bytes', tree_hash: 'tree blake3', download_zip: 'Download zip', download: 'download',
     manifest_failed: 'Manifest unavailable', binary_file: '(binary file)', cancel_requested: 'Cancel requested…',
     step: 'step', attempt: 'attempt', obs_delta: 'observations',
@@ -97,7 +97,7 @@ const I18N = {
     m_termination_correctness: '终止正确性', m_termination_correctness_d: '证据齐全才给最终答案；异常时正确停止',
     m_steps: '步数', m_steps_d: '决策轮数', m_latency: '延迟', m_latency_d: '模型 / 工具 / 总墙钟',
     m_tokens: 'Token', m_tokens_d: '输入 / 输出（分词器统计）', m_cost: '成本', m_cost_d: '成本单位 (输入+2×输出)/1000，不是货币',
-    na: '不适用', pass: '通过', fail: '未通过', final_answer: '最终答案', evidence: '证据',
+    na: '不适用', pass: '通过', fail: '未通过', verification: '核验', verification_verified: '已核验', verification_partial: '部分核验（未核验之处弃答）', verification_unverified: '未核验（弃答）', claim_verified: '已核验', claim_unverified: '未核验', final_answer: '最终答案', evidence: '证据',
     files: '个文件', bytes: '字节', tree_hash: '目录树 blake3', download_zip: '下载 ZIP', download: '下载',
     manifest_failed: '无法读取 manifest', binary_file: '（二进制文件）', cancel_requested: '已请求取消…',
     step: '步', attempt: '尝试', obs_delta: '观察数',
@@ -702,6 +702,21 @@ function renderChart() {
   $('chart-spec').textContent = spec ? JSON.stringify(spec, null, 2) : '';
 }
 
+// What the claims gate verified of the accepted answer: its status, then each claim (verified, how; or
+// unverified, why). An abstention is shown as such, never as a plain success.
+function verificationView(v) {
+  const box = el('div', { class: 'verification', id: 'verification' });
+  if (!v) return box;
+  box.dataset.status = v.status;
+  box.append(el('div', { class: `badge badge-verification-${v.status}`, text: `${t('verification')}: ${t('verification_' + v.status)}` }));
+  const list = el('ul', { class: 'claims small' });
+  for (const c of v.claims || []) {
+    list.append(el('li', { class: `claim claim-${c.status}`, text: `${c.part} = ${c.stated} — ${t('claim_' + c.status)}: ${c.detail}` }));
+  }
+  box.append(list);
+  return box;
+}
+
 function renderRunHead() {
   const st = $('run-status');
   st.textContent = S.runStatus ? t(S.runStatus) : t('not_run');
@@ -713,7 +728,8 @@ function renderRunHead() {
   if (S.result && S.result.final_answer) {
     fin.hidden = false;
     fin.replaceChildren(el('strong', { text: `${t('final_answer')}: ` }), S.result.final_answer,
-      el('div', { class: 'muted small', text: `${t('evidence')}: ${(S.result.evidence_ids || []).join(', ')}` }));
+      el('div', { class: 'muted small', text: `${t('evidence')}: ${(S.result.evidence_ids || []).join(', ')}` }),
+      verificationView(S.result.verification));
   } else if (S.result && S.result.error) {
     fin.hidden = false;
     fin.replaceChildren(el('strong', { text: `${S.result.error.code}: ` }), S.result.error.message || '');

@@ -1,0 +1,604 @@
+//! The claims gate: a final answer that passed the evidence gate is accepted only when what it *says*
+//! agrees with what it *cites* — every number it states is grounded in a cited observation of the data,
+//! a number it states for a row is that row's value, each template slot holds what its name claims (the
+//! aggregate of the column the task names, the label or value of that column's extreme row), all its
+//! verdict choices agree with each other and with the rule the knowledge states.
+//!
+//! What the gate cannot check it does not guess: such a claim is accepted as *unverified*, named with
+//! its reason, and the run's [`Verification`] says `partial` or `unverified` (an abstention, counted
+//! apart from correct and wrong answers). The rule's truth comes from the runtime's own reading of the
+//! cited knowledge (`rules`); a rule check the model computed without a rule the runtime could read is
+//! the model's own comparison and leaves the verdict unverified. This module reads; it never changes
+//! the answer, and it runs for every policy (scripted ones included).
+
+pub mod slots;
+pub mod template;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::answer::{self, Verdict, VerdictPhrases};
+use crate::decision::FinalDecision;
+use crate::grounding::GroundedValues;
+use crate::language::lexicon::{self, End};
+use crate::observe::{Ledger, ObservationRecord};
+use crate::rules;
+use crate::task::Task;
+use slots::{ColumnData, Focus, SlotClaim};
+use template::{Fill, Part};
+
+/// Why the gate refused a final answer: a stable code and a message the model can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRejection {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// How much of an accepted answer the runtime verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    /// Every claim checked against the data.
+    Verified,
+    /// Some claims checked, some not (each named with its reason): an abstention.
+    Partial,
+    /// No claim could be checked: an abstention.
+    Unverified,
+}
+
+impl VerificationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Verified => "verified",
+            Self::Partial => "partial",
+            Self::Unverified => "unverified",
+        }
+    }
+}
+
+/// One claim of an answer and what the gate made of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClaimCheck {
+    /// The template part (`<average wait>`, `<met / not met>`), or `answer` for a whole-answer claim.
+    pub part: String,
+    /// `aggregate`, `extreme_label`, `extreme_value`, `own_value`, `verdict`, `unsupported`, `open`, `template`.
+    pub kind: &'static str,
+    /// What the answer put there.
+    pub stated: String,
+    /// `verified` or `unverified`.
+    pub status: &'static str,
+    /// How it was verified, or why it could not be.
+    pub detail: String,
+}
+
+/// What the gate checked on an accepted answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    pub status: VerificationStatus,
+    pub claims: Vec<ClaimCheck>,
+    /// Every number the answer states (all grounded).
+    pub numbers: Vec<String>,
+    /// The verdict the answer states, when it states one.
+    pub verdict: Option<bool>,
+    /// Where the rule's truth came from (`obs-knowledge_search-1`), when known.
+    pub rule_source: Option<String>,
+}
+
+impl Verification {
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+    /// The claims the runtime could not verify, as `part: reason` lines.
+    pub fn unverified(&self) -> Vec<String> {
+        self.claims.iter().filter(|c| c.status == "unverified").map(|c| format!("{}: {}", c.part, c.detail)).collect()
+    }
+}
+
+/// The rule's truth, and how the runtime knows it.
+enum Truth {
+    /// The runtime read the rule in the cited knowledge and applied it to the data.
+    Rule { holds: bool, source_id: String, because: String },
+    /// Only the model's own rule check (a boolean calculator result) says it; no rule was read.
+    ModelCheck { source_id: String, expression: String },
+    /// Nothing says it; the clauses that hold a comparison the runtime could not place.
+    Unknown { uncertain: Vec<String> },
+}
+
+impl Truth {
+    fn established(&self) -> Option<bool> {
+        match self {
+            Truth::Rule { holds, .. } => Some(*holds),
+            _ => None,
+        }
+    }
+}
+
+fn reject(code: &'static str, message: String) -> ClaimRejection {
+    ClaimRejection { code, message }
+}
+
+/// Checks `final_decision` (already through the evidence gate) against the observations it cites.
+pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Result<Verification, ClaimRejection> {
+    let cited: Vec<&ObservationRecord> = final_decision.evidence_ids.iter().filter_map(|id| ledger.get(id)).collect();
+    let texts = [task.text(), task.file.answer_template.as_str()];
+    let grounded = GroundedValues::collect(cited.iter().copied(), &texts);
+
+    // Digits inside row labels and observation ids are names, not claims.
+    let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
+    let masked: Vec<&str> = grounded.labels.iter().map(String::as_str).chain(ids.iter().map(String::as_str)).collect();
+    let mentions = answer::numbers_outside(&final_decision.answer, &masked);
+    let ungrounded: Vec<&str> = mentions.iter().filter(|m| !grounded.grounds(m)).map(|m| m.printed.as_str()).collect();
+    if !ungrounded.is_empty() {
+        return Err(reject(
+            "ungrounded_number",
+            format!(
+                "the answer states {}, which no cited observation of the data ({}) contains; state only numbers from the cited observations",
+                ungrounded.join(", "),
+                final_decision.evidence_ids.join(", ")
+            ),
+        ));
+    }
+    // A grounded number can still be the wrong row's: "Site C with Pass Rate 70" where 70 is the
+    // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
+    let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
+    let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
+        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else { continue };
+        if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
+            let mut shown: Vec<String> = own.iter().map(|v| crate::numbers::canonical(*v)).collect();
+            shown.dedup();
+            return Err(reject(
+                "misattributed_number",
+                format!(
+                    "the answer gives {} {}, but the cited observations ({}) show {} = {}; state each row's own value",
+                    labels[label],
+                    mention.printed,
+                    final_decision.evidence_ids.join(", "),
+                    labels[label],
+                    shown.join(" / ")
+                ),
+            ));
+        }
+    }
+    let numbers: Vec<String> = mentions.iter().map(|m| m.printed.clone()).collect();
+    let truth = rule_truth(task, ledger, &cited);
+    let phrases = task.verdict_phrases();
+    let plan = Plan::new(task, &cited);
+    let mut claims = Vec::new();
+    let mut stated_verdicts: Vec<(String, Option<bool>)> = Vec::new();
+
+    let parts = template::parse(&task.file.answer_template);
+    let has_parts = parts.iter().any(|p| !matches!(p, Part::Text(_)));
+    match template::read_back(&parts, &final_decision.answer) {
+        Some(fills) if has_parts => {
+            let mut last_row: Option<(ColumnData, String)> = None;
+            for fill in fills {
+                match fill {
+                    Fill::Slot { name, text } => {
+                        claims.push(plan.check_slot(&name, &text, &final_decision.answer, &mut last_row)?);
+                    }
+                    Fill::Choice { options, chosen } => {
+                        let polarity = option_polarity(&options, chosen, &phrases);
+                        if polarity.is_some() || options.iter().any(|o| answer::verdict_of(o, &phrases) != Verdict::Neither) {
+                            stated_verdicts.push((format!("<{}>", options.join(" / ")), polarity));
+                        }
+                        let _ = &options[chosen];
+                    }
+                }
+            }
+        }
+        Some(_) => {}
+        None => {
+            claims.push(ClaimCheck {
+                part: "answer".into(),
+                kind: "template",
+                stated: final_decision.answer.clone(),
+                status: "unverified",
+                detail: "the answer does not follow the task's template, so its slots cannot be read back and checked".into(),
+            });
+            let whole = match answer::verdict_of(&final_decision.answer, &phrases) {
+                Verdict::Met => Some(Some(true)),
+                Verdict::NotMet => Some(Some(false)),
+                Verdict::Both => {
+                    return Err(reject("verdicts_disagree", "the answer states both verdicts; state one".into()));
+                }
+                Verdict::Neither => None,
+            };
+            if let Some(p) = whole {
+                stated_verdicts.push(("verdict".into(), p));
+            }
+        }
+    }
+
+    // All verdict choices of one answer say the same thing.
+    let known: Vec<bool> = stated_verdicts.iter().filter_map(|(_, p)| *p).collect();
+    if known.iter().any(|p| *p != known[0]) {
+        let said: Vec<String> = stated_verdicts.iter().map(|(part, p)| format!("{part} says {}", polarity_word(*p))).collect();
+        return Err(reject("verdicts_disagree", format!("the answer's verdict choices disagree ({}); choose options that say the same", said.join(", "))));
+    }
+    let stated = known.first().copied();
+    let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
+    if stated.is_none() && task.rule_check().is_some() && let Truth::Rule { holds, source_id, because } = &truth {
+        let expected_words = if *holds { &met } else { &not_met };
+        return Err(reject("verdict_missing", format!("the answer states no verdict; {source_id} shows {because}, so say {expected_words}")));
+    }
+    let mut rule_source = None;
+    for (part, polarity) in &stated_verdicts {
+        let stated_text = polarity_word(*polarity).to_owned();
+        let check = match (&truth, polarity) {
+            (_, None) => unverified(part, "verdict", &stated_text, "the runtime cannot tell which verdict this option states"),
+            (Truth::Rule { holds, source_id, because }, Some(p)) => {
+                rule_source = Some(source_id.clone());
+                if p != holds {
+                    let expected_words = if *holds { &met } else { &not_met };
+                    return Err(reject(
+                        "verdict_contradicts_evidence",
+                        format!("the answer says {}, but {source_id} shows {because}; say {expected_words}", if *p { &met } else { &not_met }),
+                    ));
+                }
+                verified(part, "verdict", &stated_text, format!("{source_id}: {because}"))
+            }
+            (Truth::ModelCheck { source_id, expression }, Some(_)) => unverified(
+                part,
+                "verdict",
+                &stated_text,
+                &format!("the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"),
+            ),
+            (Truth::Unknown { uncertain }, Some(_)) => {
+                let why = if uncertain.is_empty() {
+                    "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
+                } else {
+                    format!("the runtime could not read the rule: it cannot place \"{}\"", uncertain.join("\"; \""))
+                };
+                unverified(part, "verdict", &stated_text, &why)
+            }
+        };
+        claims.push(check);
+    }
+
+    let verified_count = claims.iter().filter(|c| c.status == "verified").count();
+    let status = if verified_count == claims.len() {
+        VerificationStatus::Verified
+    } else if verified_count > 0 {
+        VerificationStatus::Partial
+    } else {
+        VerificationStatus::Unverified
+    };
+    Ok(Verification { status, claims, numbers, verdict: stated, rule_source })
+}
+
+fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> ClaimCheck {
+    ClaimCheck { part: part.to_owned(), kind, stated: stated.to_owned(), status: "verified", detail }
+}
+
+fn unverified(part: &str, kind: &'static str, stated: &str, detail: &str) -> ClaimCheck {
+    ClaimCheck { part: part.to_owned(), kind, stated: stated.to_owned(), status: "unverified", detail: detail.to_owned() }
+}
+
+fn polarity_word(p: Option<bool>) -> &'static str {
+    match p {
+        Some(true) => "met",
+        Some(false) => "not met",
+        None => "unclear",
+    }
+}
+
+/// Which verdict option `chosen` of a choice states: by the task's verdict phrases, else by negation
+/// (of "may / may not", the option that adds a negation is the unmet one); `None` when neither tells.
+pub fn option_polarity(options: &[String], chosen: usize, phrases: &VerdictPhrases) -> Option<bool> {
+    let option = &options[chosen];
+    match answer::verdict_of(option, phrases) {
+        Verdict::Met => return Some(true),
+        Verdict::NotMet => return Some(false),
+        _ => {}
+    }
+    let negated = |text: &str| {
+        let lex = lexicon::lexicon();
+        lexicon::contains_any(text, lex.negations.iter().chain(&lex.universal_negations))
+            || ["not", "no", "未", "不", "没"].iter().any(|n| !lexicon::find(text, n).is_empty())
+    };
+    let others: Vec<&String> = options.iter().enumerate().filter(|(i, _)| *i != chosen).map(|(_, o)| o).collect();
+    match (negated(option), others.iter().all(|o| negated(o)), others.iter().any(|o| negated(o))) {
+        (true, false, _) if others.len() == 1 => Some(false),
+        (false, _, true) if others.len() == 1 => Some(true),
+        _ => None,
+    }
+}
+
+/// The verdict the evidence so far establishes by a rule the runtime read, before any answer cites it:
+/// what grounded decoding lets a final answer say.
+pub fn established_verdict(task: &Task, ledger: &Ledger) -> Option<bool> {
+    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
+    rule_truth(task, ledger, &successful).established()
+}
+
+fn quoted(phrases: &[String]) -> String {
+    phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" / ")
+}
+
+/// The rule the cited knowledge states, applied to its data; else the model's own rule check; else unknown.
+fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Truth {
+    for record in cited {
+        let Some(result) = record.result.as_ref() else { continue };
+        if let Some(verdict) = rules::verdict(result, task.text()) {
+            return Truth::Rule {
+                holds: verdict.holds,
+                source_id: record.id.clone(),
+                because: format!("{} (the rule {})", verdict.explanation, if verdict.holds { "holds" } else { "does not hold" }),
+            };
+        }
+    }
+    if let Some(index) = task.rule_check()
+        && let Some(Some(id)) = task.evidence(ledger.records()).get(index).cloned()
+        && let Some(record) = cited.iter().find(|r| r.id == id)
+        && let Some(result) = record.result.as_ref()
+        && result["value"].as_bool().is_some()
+    {
+        let expression = result["expression"].as_str().unwrap_or("the rule check").trim().to_owned();
+        return Truth::ModelCheck { source_id: id, expression };
+    }
+    let uncertain = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::reading(r).uncertain)
+        .collect();
+    Truth::Unknown { uncertain }
+}
+
+/// The answer plan: the observed columns and the texts that say which one each slot is about.
+pub struct Plan<'t> {
+    columns: Vec<ColumnData>,
+    /// The task's step hints (calculator steps first) and its text: where a slot naming no column looks.
+    texts: Vec<&'t str>,
+    /// Rules the cited knowledge states (an "either end" slot takes the end a per-row rule limits).
+    each_row_lower_limit: Option<bool>,
+}
+
+impl<'t> Plan<'t> {
+    pub fn new(task: &'t Task, records: &[&ObservationRecord]) -> Plan<'t> {
+        let columns = slots::columns_in(records.iter().copied());
+        let mut texts: Vec<&str> = task.required_evidence().iter().filter(|e| e.tool == "calculator").map(|e| e.hint.as_str()).collect();
+        texts.push(task.text());
+        let each_row_lower_limit = records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .flat_map(rules::rules_in)
+            .find(|r| r.aggregate == rules::Aggregate::EachRow)
+            .map(|r| r.comparison.is_lower_limit());
+        Plan { columns, texts, each_row_lower_limit }
+    }
+
+    fn focus(&self, name: &str) -> Focus<'_> {
+        let mut texts = vec![name];
+        texts.extend(self.texts.iter().copied());
+        slots::focus(&self.columns, &texts)
+    }
+
+    fn resolve_end(&self, end: End) -> Option<End> {
+        match end {
+            End::Either => self.each_row_lower_limit.map(|lower| if lower { End::Lowest } else { End::Highest }),
+            other => Some(other),
+        }
+    }
+
+    /// What a slot may hold, as printed texts (empty: nothing the runtime can narrow it to). `last_row`
+    /// is the row the previous extreme slot named.
+    pub fn offers(&self, name: &str, last_row: &mut Option<(ColumnData, String)>) -> Vec<String> {
+        let claim = slots::classify(name, &self.columns);
+        let focus = self.focus(name);
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |items: Vec<String>| {
+            for item in items {
+                if !out.contains(&item) {
+                    out.push(item);
+                }
+            }
+        };
+        match claim {
+            SlotClaim::Aggregate(aggregate) => {
+                for c in focus.candidates() {
+                    if let Some(v) = aggregate.apply(&c.values) {
+                        push(slots::forms(v));
+                    }
+                }
+            }
+            SlotClaim::ExtremeLabel(end) | SlotClaim::ExtremeValue(end) => {
+                let ends: Vec<End> = match self.resolve_end(end) {
+                    Some(e) => vec![e],
+                    None => vec![End::Lowest, End::Highest],
+                };
+                let value = matches!(claim, SlotClaim::ExtremeValue(_));
+                for c in focus.candidates() {
+                    for e in &ends {
+                        if let Some((label, v)) = c.extreme(*e) {
+                            if value { push(slots::forms(v)) } else { push(vec![label.to_owned()]) }
+                            *last_row = Some((c.clone(), label.to_owned()));
+                        }
+                    }
+                }
+            }
+            SlotClaim::OwnValue => {
+                if let Some((c, label)) = last_row.as_ref()
+                    && let Some(v) = c.value_of(label)
+                {
+                    push(slots::forms(v));
+                }
+            }
+            SlotClaim::Unsupported(_) | SlotClaim::Open => {}
+        }
+        out
+    }
+
+    /// Checks one filled slot.
+    fn check_slot(&self, name: &str, fill: &str, answer_text: &str, last_row: &mut Option<(ColumnData, String)>) -> Result<ClaimCheck, ClaimRejection> {
+        let part = format!("<{name}>");
+        let claim = slots::classify(name, &self.columns);
+        let number = crate::numbers::scan(fill).into_iter().next();
+        let focus = self.focus(name);
+        let kind = match claim {
+            SlotClaim::Aggregate(_) => "aggregate",
+            SlotClaim::ExtremeLabel(_) => "extreme_label",
+            SlotClaim::ExtremeValue(_) => "extreme_value",
+            SlotClaim::OwnValue => "own_value",
+            SlotClaim::Unsupported(_) => "unsupported",
+            SlotClaim::Open => "open",
+        };
+        let need_number = |what: &str| -> Result<crate::numbers::NumberMention, ClaimRejection> {
+            number.clone().ok_or_else(|| {
+                reject("slot_type_mismatch", format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
+            })
+        };
+        match claim {
+            SlotClaim::Aggregate(aggregate) => {
+                let mention = need_number(&format!("the {} of a column", aggregate.function()))?;
+                let candidates = focus.candidates();
+                if candidates.is_empty() {
+                    return Ok(unverified(&part, kind, fill, "no observed column fits this slot, so its value cannot be checked"));
+                }
+                let matching: Vec<(&ColumnData, f64)> = candidates
+                    .iter()
+                    .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
+                    .filter(|(_, v)| mention.stands_for(*v))
+                    .collect();
+                let describe = |c: &ColumnData| format!("{}([{}]) over {} rows", aggregate.function(), c.name, c.values.len());
+                match (candidates.len(), matching.as_slice()) {
+                    (1, [(c, v)]) => {
+                        if !c.missing.is_empty() && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows) {
+                            return Ok(unverified(
+                                &part,
+                                kind,
+                                fill,
+                                &format!(
+                                    "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
+                                    describe(c),
+                                    crate::numbers::canonical(*v),
+                                    c.missing.join(", ")
+                                ),
+                            ));
+                        }
+                        let mut detail = format!("{} = {}", describe(c), crate::numbers::canonical(*v));
+                        if !c.missing.is_empty() {
+                            detail.push_str(&format!("; rows without a value left out: {}", c.missing.join(", ")));
+                        }
+                        Ok(verified(&part, kind, fill, detail))
+                    }
+                    (_, []) => {
+                        let expected: Vec<String> = candidates
+                            .iter()
+                            .filter_map(|c| aggregate.apply(&c.values).map(|v| format!("{} = {}", describe(c), crate::numbers::canonical(v))))
+                            .collect();
+                        Err(reject(
+                            "wrong_quantity",
+                            format!("{part} states {}, but the data gives {}; compute {}([Column]) over the column the task names", mention.printed, expected.join(" or "), aggregate.function()),
+                        ))
+                    }
+                    (_, [(c, _), ..]) => Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "the task's words fit several columns ({}); the answer's value is {}, but which column was meant is not certain",
+                            candidates.iter().map(|c| format!("[{}]", c.name)).collect::<Vec<_>>().join(", "),
+                            describe(c)
+                        ),
+                    )),
+                }
+            }
+            SlotClaim::ExtremeLabel(end) | SlotClaim::ExtremeValue(end) => {
+                let Some(end) = self.resolve_end(end) else {
+                    return Ok(unverified(&part, kind, fill, "the slot names an end (\"worst\", \"best\") but no rule says which end is worse"));
+                };
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(&part, kind, fill, "the task's words fit no single observed column, so the row cannot be checked"));
+                };
+                let Some((label, value)) = c.extreme(end) else {
+                    return Ok(unverified(&part, kind, fill, &format!("[{}] has no single {} row (a tie)", c.name, end_word(end))));
+                };
+                *last_row = Some(((*c).clone(), label.to_owned()));
+                if matches!(claim, SlotClaim::ExtremeValue(_)) {
+                    let mention = need_number(&format!("the value of the {} row", end_word(end)))?;
+                    if !mention.stands_for(value) {
+                        return Err(reject("wrong_quantity", format!("{part} states {}, but the {} row of [{}] is {label} with {}", mention.printed, end_word(end), c.name, crate::numbers::canonical(value))));
+                    }
+                    return Ok(verified(&part, kind, fill, format!("the {} row of [{}] is {label} = {}", end_word(end), c.name, crate::numbers::canonical(value))));
+                }
+                if fill.trim().eq_ignore_ascii_case(label) {
+                    return Ok(verified(&part, kind, fill, format!("the {} row of [{}] ({} = {})", end_word(end), c.name, label, crate::numbers::canonical(value))));
+                }
+                let is_label = c.labels.iter().any(|l| l.eq_ignore_ascii_case(fill.trim()));
+                if !is_label && number.is_some() {
+                    return Err(reject("slot_type_mismatch", format!("{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name")));
+                }
+                Err(reject("wrong_row", format!("{part} names \"{fill}\", but the {} row of [{}] is {label} ({})", end_word(end), c.name, crate::numbers::canonical(value))))
+            }
+            SlotClaim::OwnValue => {
+                let Some((c, label)) = last_row.as_ref() else {
+                    return Ok(unverified(&part, kind, fill, "no earlier slot named the row this value belongs to"));
+                };
+                let Some(value) = c.value_of(label) else {
+                    return Ok(unverified(&part, kind, fill, &format!("{label} has no value in [{}]", c.name)));
+                };
+                let mention = need_number("a row's value")?;
+                if !mention.stands_for(value) {
+                    return Err(reject("wrong_quantity", format!("{part} states {}, but {label}'s [{}] is {}", mention.printed, c.name, crate::numbers::canonical(value))));
+                }
+                Ok(verified(&part, kind, fill, format!("{label}'s [{}] = {}", c.name, crate::numbers::canonical(value))))
+            }
+            SlotClaim::Unsupported(quantity) => Ok(unverified(&part, kind, fill, &format!("the tools cannot compute a {quantity}, so this value cannot be verified"))),
+            SlotClaim::Open => Ok(unverified(&part, kind, fill, "the slot's name does not say what it claims, so only its grounding was checked")),
+        }
+    }
+}
+
+fn end_word(end: End) -> &'static str {
+    match end {
+        End::Lowest => "lowest",
+        End::Highest => "highest",
+        End::Either => "extreme",
+    }
+}
+
+/// What each template part of the task may hold now, for the grammar: per slot or choice, in template
+/// order, the texts the runtime can vouch for (empty: open).
+pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
+    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
+    let plan = Plan::new(task, &successful);
+    let truth = rule_truth(task, ledger, &successful).established();
+    let phrases = task.verdict_phrases();
+    let mut last_row = None;
+    let mut out = Vec::new();
+    for part in template::parse(&task.file.answer_template) {
+        match part {
+            Part::Text(_) => {}
+            Part::Slot(name) => out.push(plan.offers(&name, &mut last_row)),
+            Part::Choice(options) => {
+                let allowed: Vec<String> = match truth {
+                    Some(holds) => (0..options.len())
+                        .filter(|&i| option_polarity(&options, i, &phrases) == Some(holds))
+                        .map(|i| options[i].clone())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                out.push(allowed);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_say_met_or_not_by_phrase_or_by_negation() {
+        let phrases = VerdictPhrases::default();
+        let o = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        assert_eq!(option_polarity(&o("met", "not met"), 1, &phrases), Some(false));
+        assert_eq!(option_polarity(&o("may", "may not"), 0, &phrases), Some(true));
+        assert_eq!(option_polarity(&o("may", "may not"), 1, &phrases), Some(false));
+        assert_eq!(option_polarity(&o("达标", "未达标"), 1, &phrases), Some(false));
+        assert_eq!(option_polarity(&o("red", "green"), 0, &phrases), None);
+    }
+}

@@ -1,0 +1,245 @@
+//! What each answer slot claims, read from its name and the task's words (an aggregate of a column, the
+//! label or value of a column's extreme row, a quantity the tools cannot compute, or nothing checkable),
+//! and the value the observed data gives for that claim.
+//!
+//! The same plan serves the gate (is the filled value the claimed one?) and the grammar (which values a
+//! slot may offer). Column choice, aggregate, end and row come from the data and the lexicon; when a
+//! reading is not certain (two columns tie, "worst" with no rule to say which end) the plan carries
+//! every candidate and the claim is marked unverified instead of forcing one.
+
+use serde_json::Value;
+
+use crate::language::lexicon::{self, Aggregate, End};
+use crate::numbers;
+use crate::observe::ObservationRecord;
+
+/// What one slot claims.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotClaim {
+    /// An aggregate (mean, total, …) of the column the task is about.
+    Aggregate(Aggregate),
+    /// The label of the row at one end of the column.
+    ExtremeLabel(End),
+    /// The value of the row at one end of the column ("<highest peak temperature>").
+    ExtremeValue(End),
+    /// The value of the row an earlier extreme slot named ("<its value>").
+    OwnValue,
+    /// A quantity the tools cannot compute ("<median delay>"): never verifiable.
+    Unsupported(String),
+    /// A slot whose name says nothing checkable.
+    Open,
+}
+
+/// One observed numeric column (a table's series), with its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnData {
+    pub name: String,
+    /// The header of the table's label column (`Clinic`): what the rows are.
+    pub rows: String,
+    pub labels: Vec<String>,
+    pub values: Vec<f64>,
+    /// Labels of rows with no value in this column (a missing cell).
+    pub missing: Vec<String>,
+}
+
+impl ColumnData {
+    /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
+    pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
+        let best = match end {
+            End::Lowest => self.values.iter().copied().fold(f64::INFINITY, f64::min),
+            End::Highest => self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            End::Either => return None,
+        };
+        let at: Vec<usize> = (0..self.values.len()).filter(|&i| self.values[i] == best).collect();
+        match at.as_slice() {
+            [only] => Some((self.labels[*only].as_str(), best)),
+            _ => None,
+        }
+    }
+
+    pub fn value_of(&self, label: &str) -> Option<f64> {
+        self.labels.iter().position(|l| l == label).map(|i| self.values[i])
+    }
+}
+
+/// The numeric columns of successful knowledge results in `records`, in order (a column seen twice once).
+pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) -> Vec<ColumnData> {
+    let mut out: Vec<ColumnData> = Vec::new();
+    for record in records.into_iter().filter(|r| r.ok) {
+        let Some(result) = &record.result else { continue };
+        for column in columns_of(result) {
+            if !out.iter().any(|c| c.name == column.name && c.rows == column.rows && c.labels == column.labels) {
+                out.push(column);
+            }
+        }
+    }
+    out
+}
+
+/// The numeric columns of one result's `data.tables`.
+pub fn columns_of(result: &Value) -> Vec<ColumnData> {
+    let mut out = Vec::new();
+    for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let rows_name = table["label_column"].as_str().unwrap_or_default().to_owned();
+        for column in table["columns"].as_array().into_iter().flatten() {
+            let Some(name) = column["name"].as_str() else { continue };
+            let mut data = ColumnData { name: name.to_owned(), rows: rows_name.clone(), labels: Vec::new(), values: Vec::new(), missing: Vec::new() };
+            for row in table["rows"].as_array().into_iter().flatten() {
+                let label = row["label"].as_str().unwrap_or_default().to_owned();
+                match row["values"][name].as_f64() {
+                    Some(v) => {
+                        data.labels.push(label);
+                        data.values.push(v);
+                    }
+                    None => data.missing.push(label),
+                }
+            }
+            if !data.values.is_empty() {
+                out.push(data);
+            }
+        }
+    }
+    out
+}
+
+/// Which column a text is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Focus<'a> {
+    One(&'a ColumnData),
+    /// Several columns fit equally: the candidates.
+    Tie(Vec<&'a ColumnData>),
+    /// No column fits.
+    None,
+}
+
+impl<'a> Focus<'a> {
+    pub fn candidates(&self) -> Vec<&'a ColumnData> {
+        match self {
+            Focus::One(c) => vec![c],
+            Focus::Tie(list) => list.clone(),
+            Focus::None => Vec::new(),
+        }
+    }
+}
+
+/// How well `text` names column `c`: occurrences in the text of the column header's content words,
+/// leaving out words that also name the rows ("sample points" names the rows of `Sample point`, not the
+/// column `Samples`); then whether the text names the rows at all (two tables with one column name).
+fn score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
+    let row_words = lexicon::content_words(&c.rows);
+    let header: Vec<String> = {
+        let mut h = lexicon::content_words(&c.name);
+        h.sort();
+        h.dedup();
+        h.retain(|w| !row_words.contains(w));
+        h
+    };
+    let text_rowless: Vec<&String> = text_words.iter().filter(|w| !row_words.contains(w)).collect();
+    let named = header.iter().map(|h| text_rowless.iter().filter(|w| **w == h).count()).sum();
+    let rows = row_words.iter().filter(|r| text_words.contains(r)).count();
+    (named, rows)
+}
+
+/// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
+/// the step hints, the task); with a single column, that one.
+pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
+    match columns {
+        [] => return Focus::None,
+        [only] => return Focus::One(only),
+        _ => {}
+    }
+    let mut last = Focus::None;
+    for text in texts {
+        let words = lexicon::content_words(text);
+        let scored: Vec<((usize, usize), &ColumnData)> = columns.iter().map(|c| (score(c, &words), c)).collect();
+        let top = scored.iter().map(|(s, _)| *s).max().unwrap_or((0, 0));
+        if top.0 == 0 {
+            continue;
+        }
+        let at_top: Vec<&ColumnData> = scored.iter().filter(|(s, _)| *s == top).map(|(_, c)| *c).collect();
+        if let [only] = at_top.as_slice() {
+            return Focus::One(only);
+        }
+        last = Focus::Tie(at_top);
+    }
+    last
+}
+
+/// Reads what a slot claims from its name; `columns` tell a value slot from a label slot: an extreme
+/// slot that names a column's quantity and not its rows is that row's value, otherwise its label.
+pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
+    if let Some(quantity) = lexicon::unsupported_in(name) {
+        return SlotClaim::Unsupported(quantity.to_owned());
+    }
+    let end = lexicon::end_in(name);
+    let aggregates = lexicon::aggregates_in(name);
+    if end.is_none()
+        && let Some(first) = aggregates.first()
+    {
+        return SlotClaim::Aggregate(*first);
+    }
+    if let Some(end) = end {
+        let words = lexicon::content_words(name);
+        let names_rows = columns.iter().any(|c| lexicon::content_words(&c.rows).iter().any(|r| words.contains(r)));
+        let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
+        return if names_quantity && !names_rows { SlotClaim::ExtremeValue(end) } else { SlotClaim::ExtremeLabel(end) };
+    }
+    if lexicon::contains_any(name, &lexicon::lexicon().own_value) {
+        return SlotClaim::OwnValue;
+    }
+    SlotClaim::Open
+}
+
+/// The printed forms a value may take in an answer (signed as the data is).
+pub fn forms(value: f64) -> Vec<String> {
+    numbers::printed_forms(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
+        ColumnData {
+            name: name.into(),
+            rows: rows.into(),
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            values: values.to_vec(),
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_rows_words_do_not_pick_a_column() {
+        let cols = vec![col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]), col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1])];
+        let f = focus(&cols, &["compute the mean turbidity of all sample points"]);
+        assert_eq!(f, Focus::One(&cols[1]));
+        assert!(matches!(focus(&cols, &["compute the mean of all sample points"]), Focus::None));
+    }
+
+    #[test]
+    fn slot_names_say_what_they_claim() {
+        let cols = vec![col("Peak temperature", "Fridge", &["A", "B"], &[4.0, 6.5])];
+        assert_eq!(classify("highest peak temperature", &cols), SlotClaim::ExtremeValue(End::Highest));
+        assert_eq!(classify("highest fridge", &cols), SlotClaim::ExtremeLabel(End::Highest));
+        assert_eq!(classify("lowest", &cols), SlotClaim::ExtremeLabel(End::Lowest));
+        assert_eq!(classify("average", &cols), SlotClaim::Aggregate(Aggregate::Mean));
+        assert_eq!(classify("平均值", &cols), SlotClaim::Aggregate(Aggregate::Mean));
+        assert_eq!(classify("total output", &cols), SlotClaim::Aggregate(Aggregate::Sum));
+        assert_eq!(classify("median delay", &cols), SlotClaim::Unsupported("median".into()));
+        assert_eq!(classify("its value", &cols), SlotClaim::OwnValue);
+        assert_eq!(classify("worst line", &cols), SlotClaim::ExtremeLabel(End::Either));
+        assert_eq!(classify("name", &cols), SlotClaim::Open);
+        let clinic = vec![col("Wait", "Clinic", &["A"], &[3.0])];
+        assert_eq!(classify("longest-wait clinic", &clinic), SlotClaim::ExtremeLabel(End::Highest));
+        let zh = vec![col("满意度", "医院", &["甲"], &[90.0])];
+        assert_eq!(classify("最低医院", &zh), SlotClaim::ExtremeLabel(End::Lowest));
+    }
+
+    #[test]
+    fn extremes_refuse_ties() {
+        let c = col("Score", "Team", &["A", "B", "C"], &[3.0, 1.0, 3.0]);
+        assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
+        assert_eq!(c.extreme(End::Highest), None);
+    }
+}

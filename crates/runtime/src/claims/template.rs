@@ -1,0 +1,133 @@
+//! An answer template (`Average wait: <average> min; the standard is <met / not met>.`) as parts, and
+//! an answer read back against it: which text fills each slot and which option each choice took.
+//!
+//! The grammar writes answers by the same parts, so a guided answer always reads back; a free answer
+//! that strays from the template does not, and its slot claims are then unverified (never guessed).
+
+/// One piece of an answer template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    /// `<a / b>`: one of the alternatives, as written.
+    Choice(Vec<String>),
+    /// `<name>`: a value or label slot, named by what it holds.
+    Slot(String),
+}
+
+/// Splits a template into text, choices (`<met / not met>`) and slots (`<average>`); a `<` without its
+/// `>` is text.
+pub fn parse(template: &str) -> Vec<Part> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else { break };
+        if open > 0 {
+            parts.push(Part::Text(rest[..open].to_owned()));
+        }
+        let inner = rest[open + 1..close].trim();
+        let options: Vec<String> = inner.split('/').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
+        parts.push(if options.len() >= 2 { Part::Choice(options) } else { Part::Slot(inner.to_owned()) });
+        rest = &rest[close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Text(rest.to_owned()));
+    }
+    parts
+}
+
+/// What an answer put into one slot or choice, in template order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fill {
+    Slot { name: String, text: String },
+    Choice { options: Vec<String>, chosen: usize },
+}
+
+/// Reads `answer` back against `parts`: `None` when the answer does not follow the template (a fixed
+/// text is missing, or a choice took none of its options). Fixed texts compare with collapsed white
+/// space; a slot's fill is the shortest text up to the next fixed text.
+pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
+    let mut fills = Vec::new();
+    let mut pos = 0usize;
+    let mut pending: Option<String> = None;
+    let close_slot = |pending: &mut Option<String>, fills: &mut Vec<Fill>, text: &str| {
+        if let Some(name) = pending.take() {
+            fills.push(Fill::Slot { name, text: text.trim().to_owned() });
+        }
+    };
+    for part in parts {
+        match part {
+            Part::Text(text) => {
+                let wanted = text.trim();
+                if wanted.is_empty() {
+                    continue;
+                }
+                let at = if pending.is_some() { answer[pos..].find(wanted)? + pos } else {
+                    let rest = &answer[pos..];
+                    let skipped = rest.len() - rest.trim_start().len();
+                    if !rest.trim_start().starts_with(wanted) {
+                        return None;
+                    }
+                    pos + skipped
+                };
+                close_slot(&mut pending, &mut fills, &answer[pos..at]);
+                pos = at + wanted.len();
+            }
+            Part::Slot(name) => {
+                if pending.is_some() {
+                    return None; // two slots with no text between: no way to tell them apart
+                }
+                pending = Some(name.clone());
+            }
+            Part::Choice(options) => {
+                // Longest option first: "not met" before "met".
+                let mut order: Vec<usize> = (0..options.len()).collect();
+                order.sort_by_key(|&i| std::cmp::Reverse(options[i].len()));
+                let found = if pending.is_some() {
+                    order.iter().filter_map(|&i| answer[pos..].find(options[i].as_str()).map(|at| (pos + at, i))).min_by_key(|(at, i)| (*at, std::cmp::Reverse(options[*i].len())))
+                } else {
+                    let rest = &answer[pos..];
+                    let skipped = rest.len() - rest.trim_start().len();
+                    order.iter().find(|&&i| rest.trim_start().starts_with(options[i].as_str())).map(|&i| (pos + skipped, i))
+                };
+                let (at, chosen) = found?;
+                close_slot(&mut pending, &mut fills, &answer[pos..at]);
+                fills.push(Fill::Choice { options: options.clone(), chosen });
+                pos = at + options[chosen].len();
+            }
+        }
+    }
+    close_slot(&mut pending, &mut fills, &answer[pos..]);
+    Some(fills)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_split_into_parts() {
+        let parts = parse("Average: <average>%; <lowest site> is lowest; rule <met / not met>.");
+        assert_eq!(parts.len(), 7);
+        assert_eq!(parts[1], Part::Slot("average".into()));
+        assert_eq!(parts[5], Part::Choice(vec!["met".into(), "not met".into()]));
+        assert_eq!(parse("a < b"), vec![Part::Text("a < b".into())]);
+    }
+
+    #[test]
+    fn answers_read_back_slot_by_slot() {
+        let parts = parse("Average: <average>%; <lowest site> is lowest; rule <met / not met>.");
+        let fills = read_back(&parts, "Average: 81.5%; Site C is lowest; rule not met.").unwrap();
+        assert_eq!(
+            fills,
+            vec![
+                Fill::Slot { name: "average".into(), text: "81.5".into() },
+                Fill::Slot { name: "lowest site".into(), text: "Site C".into() },
+                Fill::Choice { options: vec!["met".into(), "not met".into()], chosen: 1 },
+            ]
+        );
+        assert!(read_back(&parts, "The average is 81.5 and the rule is met").is_none());
+        let two = parse("The target is <met / not met>, so it <may / may not> be renewed.");
+        let fills = read_back(&two, "The target is met, so it may not be renewed.").unwrap();
+        assert_eq!(fills[1], Fill::Choice { options: vec!["may".into(), "may not".into()], chosen: 1 });
+    }
+}

@@ -1,0 +1,379 @@
+//! The vocabulary every reader of language shares (rule clauses, answer slots, column focus, verdicts),
+//! loaded once from `lexicon.json`, and the one matcher that finds its entries in a text.
+//!
+//! Latin entries match whole words, case-insensitively, after light folding (`averages` → `average`,
+//! `boxes` → `box`); entries with CJK characters match as substrings (Chinese has no spaces); symbol
+//! entries (`≤`, `>=`) match as substrings. Callers never compare words themselves: they ask here.
+
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+/// A comparison operator read from language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Op {
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = ">")]
+    Above,
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = "<")]
+    Below,
+}
+
+impl Op {
+    pub fn holds(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Op::AtLeast => value >= threshold,
+            Op::Above => value > threshold,
+            Op::AtMost => value <= threshold,
+            Op::Below => value < threshold,
+        }
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::AtLeast => ">=",
+            Op::Above => ">",
+            Op::AtMost => "<=",
+            Op::Below => "<",
+        }
+    }
+    /// "not at least" is "below".
+    pub fn negated(self) -> Op {
+        match self {
+            Op::AtLeast => Op::Below,
+            Op::Above => Op::AtMost,
+            Op::AtMost => Op::Above,
+            Op::Below => Op::AtLeast,
+        }
+    }
+    /// Whether the operator is a lower limit (the lowest row is the one that can break it).
+    pub fn is_lower_limit(self) -> bool {
+        matches!(self, Op::AtLeast | Op::Above)
+    }
+}
+
+/// One comparison phrase; `after` when it follows its number ("30 or more", "85%以上").
+#[derive(Debug, Clone, Deserialize)]
+pub struct ComparisonPhrase {
+    pub phrase: String,
+    pub op: Op,
+    #[serde(default)]
+    pub after: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Aggregates {
+    pub mean: Vec<String>,
+    pub sum: Vec<String>,
+    pub min: Vec<String>,
+    pub max: Vec<String>,
+    pub count: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Extremes {
+    pub lowest: Vec<String>,
+    pub highest: Vec<String>,
+    pub either: Vec<String>,
+}
+
+/// The whole vocabulary (see `lexicon.json` for what each list is for).
+#[derive(Debug, Deserialize)]
+pub struct Lexicon {
+    pub aggregates: Aggregates,
+    pub extremes: Extremes,
+    pub unsupported_quantities: Vec<String>,
+    pub own_value: Vec<String>,
+    pub comparisons: Vec<ComparisonPhrase>,
+    pub key_comparisons: Vec<ComparisonPhrase>,
+    pub negations: Vec<String>,
+    pub universal_negations: Vec<String>,
+    pub quantity_each: Vec<String>,
+    pub excluded_rows: Vec<String>,
+    pub answer_cues: Vec<String>,
+}
+
+static LEXICON: LazyLock<Lexicon> =
+    LazyLock::new(|| serde_json::from_str(include_str!("lexicon.json")).expect("lexicon.json is valid (tested)"));
+
+/// The vocabulary.
+pub fn lexicon() -> &'static Lexicon {
+    &LEXICON
+}
+
+/// An aggregate a text names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aggregate {
+    Mean,
+    Sum,
+    Min,
+    Max,
+    Count,
+}
+
+impl Aggregate {
+    pub const ALL: [Aggregate; 5] = [Aggregate::Mean, Aggregate::Sum, Aggregate::Min, Aggregate::Max, Aggregate::Count];
+
+    /// The calculator function computing it.
+    pub fn function(self) -> &'static str {
+        match self {
+            Aggregate::Mean => "mean",
+            Aggregate::Sum => "sum",
+            Aggregate::Min => "min",
+            Aggregate::Max => "max",
+            Aggregate::Count => "count",
+        }
+    }
+
+    fn words(self) -> &'static [String] {
+        let a = &lexicon().aggregates;
+        match self {
+            Aggregate::Mean => &a.mean,
+            Aggregate::Sum => &a.sum,
+            Aggregate::Min => &a.min,
+            Aggregate::Max => &a.max,
+            Aggregate::Count => &a.count,
+        }
+    }
+
+    /// Applies it to `values` (`None` for an empty list).
+    pub fn apply(self, values: &[f64]) -> Option<f64> {
+        if values.is_empty() {
+            return None;
+        }
+        Some(match self {
+            Aggregate::Mean => values.iter().sum::<f64>() / values.len() as f64,
+            Aggregate::Sum => values.iter().sum(),
+            Aggregate::Min => values.iter().copied().fold(f64::INFINITY, f64::min),
+            Aggregate::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Aggregate::Count => values.len() as f64,
+        })
+    }
+}
+
+/// Which end of a column a text names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Lowest,
+    Highest,
+    /// "worst"/"best": an end, but the text does not say which.
+    Either,
+}
+
+/// One match of a vocabulary entry in a text: byte range and the entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit<'a> {
+    pub start: usize,
+    pub end: usize,
+    pub entry: &'a str,
+}
+
+fn has_cjk(text: &str) -> bool {
+    text.chars().any(is_cjk)
+}
+
+/// CJK ideographs and full-width forms.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{3000}'..='\u{303f}' | '\u{ff00}'..='\u{ffef}')
+}
+
+/// A word token: byte range and its folded lowercase form.
+#[derive(Debug, Clone)]
+pub struct Word {
+    pub start: usize,
+    pub end: usize,
+    pub folded: String,
+}
+
+/// Folds an English word for matching: lowercase, `-ies` → `-y`, `-es` after s/x/ch/sh → stem, `-s` → stem.
+pub fn fold(word: &str) -> String {
+    let w = word.to_lowercase();
+    let n = w.chars().count();
+    if n > 4 && w.ends_with("ies") {
+        return format!("{}y", &w[..w.len() - 3]);
+    }
+    if n > 4 && (w.ends_with("ses") || w.ends_with("xes") || w.ends_with("ches") || w.ends_with("shes")) {
+        return w[..w.len() - 2].to_owned();
+    }
+    if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+        return w[..w.len() - 1].to_owned();
+    }
+    w
+}
+
+/// The Latin/digit words of `text` (runs of alphanumeric non-CJK characters, `'` inside a word kept).
+pub fn words(text: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        let part = (c.is_alphanumeric() && !is_cjk(c)) || (c == '\'' && start.is_some());
+        match (part, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                let raw = text[s..i].trim_end_matches('\'');
+                out.push(Word { start: s, end: s + raw.len(), folded: fold(raw) });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every place `entry` occurs in `text` (see the module doc for how entries match).
+pub fn find<'a>(text: &str, entry: &'a str) -> Vec<Hit<'a>> {
+    let mut out = Vec::new();
+    let is_word_entry = entry.chars().any(|c| c.is_alphanumeric() && !is_cjk(c)) && !has_cjk(entry);
+    if is_word_entry {
+        let wanted: Vec<String> = words(entry).iter().map(|w| w.folded.clone()).collect();
+        // A prefix entry (`exclud`) ends without a word boundary; everything else matches whole words.
+        let have = words(text);
+        if wanted.is_empty() {
+            return out;
+        }
+        for i in 0..have.len() {
+            if i + wanted.len() > have.len() {
+                break;
+            }
+            let all = wanted.iter().zip(&have[i..]).all(|(w, h)| &h.folded == w);
+            if all {
+                out.push(Hit { start: have[i].start, end: have[i + wanted.len() - 1].end, entry });
+            }
+        }
+        return out;
+    }
+    let lower = text.to_lowercase();
+    if lower.len() != text.len() {
+        // Lowercasing changed byte lengths (rare scripts): match on the original text only.
+        for (i, _) in text.match_indices(entry) {
+            out.push(Hit { start: i, end: i + entry.len(), entry });
+        }
+        return out;
+    }
+    for (i, _) in lower.match_indices(&entry.to_lowercase()) {
+        out.push(Hit { start: i, end: i + entry.len(), entry });
+    }
+    out
+}
+
+/// Every hit of any of `entries` in `text`, leftmost first, longest first at one place, overlaps dropped.
+pub fn scan<'a>(text: &str, entries: impl IntoIterator<Item = &'a str>) -> Vec<Hit<'a>> {
+    let mut hits: Vec<Hit<'a>> = entries.into_iter().flat_map(|e| find(text, e)).collect();
+    hits.sort_by_key(|h| (h.start, std::cmp::Reverse(h.end)));
+    let mut kept: Vec<Hit<'a>> = Vec::new();
+    for hit in hits {
+        if kept.last().is_none_or(|k| hit.start >= k.end) {
+            kept.push(hit);
+        }
+    }
+    kept
+}
+
+/// Whether any of `entries` occurs in `text`.
+pub fn contains_any<'a>(text: &str, entries: impl IntoIterator<Item = &'a String>) -> bool {
+    entries.into_iter().any(|e| !find(text, e).is_empty())
+}
+
+/// The aggregates `text` names ("the average wait" → [Mean]), in a fixed order.
+pub fn aggregates_in(text: &str) -> Vec<Aggregate> {
+    Aggregate::ALL.into_iter().filter(|a| contains_any(text, a.words())).collect()
+}
+
+/// The end of a column `text` names, if exactly one kind of end word occurs.
+pub fn end_in(text: &str) -> Option<End> {
+    let e = &lexicon().extremes;
+    match (contains_any(text, &e.lowest), contains_any(text, &e.highest), contains_any(text, &e.either)) {
+        (true, false, _) => Some(End::Lowest),
+        (false, true, _) => Some(End::Highest),
+        (false, false, true) | (true, true, _) => Some(End::Either),
+        _ => None,
+    }
+}
+
+/// A quantity the tools cannot compute that `text` names ("median"), if any.
+pub fn unsupported_in(text: &str) -> Option<&'static str> {
+    lexicon().unsupported_quantities.iter().find(|q| !find(text, q).is_empty()).map(String::as_str)
+}
+
+/// Words of `text` that carry meaning for column matching: folded, without aggregate, end and
+/// comparison words (so "average basket" and "Avg basket" meet on "basket").
+pub fn content_words(text: &str) -> Vec<String> {
+    let lex = lexicon();
+    let mut functional: Vec<String> = Vec::new();
+    for list in [&lex.aggregates.mean, &lex.aggregates.sum, &lex.extremes.lowest, &lex.extremes.highest, &lex.extremes.either] {
+        for entry in list.iter().filter(|e| !has_cjk(e) && !e.contains(' ')) {
+            functional.push(fold(entry));
+        }
+    }
+    const STOP: &[&str] = &["the", "a", "an", "of", "for", "in", "on", "at", "all", "each", "every", "per", "and", "or", "to", "by", "with", "is", "are", "was", "be", "this", "that", "its", "their", "it", "from"];
+    let mut out: Vec<String> = words(text)
+        .into_iter()
+        .map(|w| w.folded)
+        .filter(|w| !functional.contains(w) && !STOP.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    // CJK runs as overlapping bigrams, without the aggregate and end words.
+    let mut cjk = text.to_owned();
+    for list in [&lex.aggregates.mean, &lex.aggregates.sum, &lex.extremes.lowest, &lex.extremes.highest, &lex.extremes.either] {
+        for entry in list.iter().filter(|e| has_cjk(e)) {
+            cjk = cjk.replace(entry.as_str(), " ");
+        }
+    }
+    let mut run: Vec<char> = Vec::new();
+    for c in cjk.chars().chain(std::iter::once(' ')) {
+        if is_cjk(c) && !matches!(c, '，' | '。' | '：' | '；' | '（' | '）' | '、') {
+            run.push(c);
+        } else {
+            if run.len() == 1 {
+                out.push(run[0].to_string());
+            }
+            for pair in run.windows(2) {
+                out.push(pair.iter().collect());
+            }
+            run.clear();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexicon_loads_and_every_list_is_filled() {
+        let l = lexicon();
+        assert!(!l.comparisons.is_empty() && !l.negations.is_empty() && !l.unsupported_quantities.is_empty());
+    }
+
+    #[test]
+    fn words_match_whole_and_folded_cjk_as_substrings() {
+        assert_eq!(aggregates_in("compute the average wait"), [Aggregate::Mean]);
+        assert_eq!(aggregates_in("the averages of all sites"), [Aggregate::Mean]);
+        assert_eq!(aggregates_in("计算平均满意度"), [Aggregate::Mean]);
+        assert_eq!(aggregates_in("the total output"), [Aggregate::Sum]);
+        assert!(aggregates_in("meantime").is_empty());
+        assert_eq!(end_in("highest fridge"), Some(End::Highest));
+        assert_eq!(end_in("最低的分馆"), Some(End::Lowest));
+        assert_eq!(end_in("worst line"), Some(End::Either));
+        assert_eq!(end_in("line name"), None);
+        assert_eq!(unsupported_in("the median delay"), Some("median"));
+        assert_eq!(unsupported_in("中位数"), Some("中位数"));
+        assert_eq!(unsupported_in("the mean delay"), None);
+    }
+
+    #[test]
+    fn content_words_drop_aggregate_and_end_words() {
+        assert_eq!(content_words("Avg basket"), ["basket"]);
+        assert_eq!(content_words("the average basket of all stores"), ["basket", "store"]);
+        assert!(content_words("平均满意度").contains(&"满意".to_string()));
+    }
+
+    #[test]
+    fn scan_prefers_the_longest_entry_at_a_place() {
+        let hits = scan("no more than 30", ["no", "no more than", "more than"]);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].entry, "no more than");
+    }
+}
