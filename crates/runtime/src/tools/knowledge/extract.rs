@@ -1,8 +1,11 @@
 //! Structured data read from parsed markdown, the same way for every file: each table becomes a
-//! label column plus numeric series, and each `key: number` line becomes a fact.
+//! label column plus numeric series (missing cells as gaps, `Total`/`Average` rows kept apart as
+//! summary rows), a bullet list of `label: number` items that states no rule becomes a table too, and
+//! each other `key: number` line becomes a fact.
 //!
 //! Every number goes through [`crate::numbers::parse_quantity`]; numbers inside sentences stay prose.
-//! This module knows no task, heading or column name: nothing here looks for particular words.
+//! This module knows no task, heading or column name; the few words it reads (summary labels, missing
+//! markers) are data in [`crate::language::tables`].
 //!
 //! Caps (rows, columns, facts) make the whole file `knowledge_corrupt` instead of truncating it: an
 //! average over a silently cut table is a wrong answer that looks right, while the error names the
