@@ -1,4 +1,4 @@
-//! Numbers as people print them: whole-cell quantities (`99.2%`, `1,250`, `$4.50`, `30 min`), numbers
+//! Numbers as people print them: whole-cell quantities (`99.2%`, `1,250`, `12 400`, `$4.50`, `(3.10)`, `30 min`), numbers
 //! mentioned in running text, canonical printing and the "printed rounding" rule.
 //!
 //! One module for every place that reads or writes a number — the knowledge tool's tables and facts,
@@ -81,14 +81,45 @@ const CURRENCY: [char; 5] = ['$', '€', '£', '¥', '₹'];
 const MAX_UNIT_CHARS: usize = 8;
 
 /// Reads a whole cell (or a fact's value) as one number with an optional unit:
-/// `72`, `-3.5`, `81.5%`, `1,250`, `$4.50`, `30 min`, `12 kWh`, `80分`. Anything else is `None`
-/// (text such as `n/a`, `72 (est.)`, `3–5`, `Q3`).
+/// `72`, `-3.5`, `−3.5` (U+2212), `–3.5` (an en dash glued to the number at the start of the cell — a
+/// typeset minus; anywhere else an en dash is a range or a missing marker), `(3.5)` and `($3.50)`
+/// (accounting negatives), `-$3.50`, `$-3.50`, `-3.5%`, `81.5%`, `1,250`, `12 400` (space, no-break,
+/// narrow or thin space between thousands groups), `$4.50`, `30 min`, `12 kWh`, `80分`. Anything
+/// else is `None` (text such as `n/a`, `72 (est.)`, `3–5`, `Q3`, `12.400,5`, `(-3)`).
 pub fn parse_quantity(cell: &str) -> Option<Quantity> {
     let mut text = cell.trim();
+    let mut negative = false;
+    if let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        negative = true;
+        text = inner.trim();
+    }
+    // A sign before the currency (`-$3.50`) or the number; glued to what follows.
+    let strip_sign = |text: &str| -> Option<usize> {
+        let c = text.chars().next()?;
+        let next = text[c.len_utf8()..].chars().next()?;
+        (matches!(c, '-' | MINUS_SIGN | '\u{2013}') && (next.is_ascii_digit() || CURRENCY.contains(&next)))
+            .then_some(c.len_utf8())
+    };
+    let mut signs = 0;
+    if let Some(len) = strip_sign(text) {
+        signs += 1;
+        text = &text[len..];
+    }
     let mut unit: Option<String> = None;
     if let Some(c) = text.chars().next().filter(|c| CURRENCY.contains(c)) {
         unit = Some(c.to_string());
         text = text[c.len_utf8()..].trim_start();
+        if let Some(len) = strip_sign(text) {
+            signs += 1;
+            text = &text[len..];
+        }
+    }
+    if signs > 1 || (negative && signs > 0) {
+        return None; // `-$-3`, `(-3)`: not a way anyone prints one number
+    }
+    negative |= signs == 1;
+    if !text.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
     }
     let (number_len, mention) = leading_number(text)?;
     let rest = text[number_len..].trim();
@@ -105,7 +136,8 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
     } else if mention.percent {
         unit = Some("%".into());
     }
-    Some(Quantity { value: mention.value, unit })
+    let value = if negative && mention.value != 0.0 { -mention.value } else { mention.value };
+    Some(Quantity { value, unit })
 }
 
 /// The number at the start of `text` (sign, thousands groups, decimals, optional `%`), and its byte length.
@@ -115,10 +147,19 @@ fn leading_number(text: &str) -> Option<(usize, NumberMention)> {
     (first.start == 0).then_some((first.end, first))
 }
 
-/// Every number mentioned in `text`, in order. A `-` counts as a sign only at the start or after a
-/// space or opening bracket (so `2021-2024` is two years, not 2021 and −2024); `1,250` is one number
-/// (comma groups of exactly three digits), `72,78` is two; a trailing `%` is part of the mention.
-/// Digits glued to letters (`Q3`, `B2`) are still mentions: they are digits a writer chose.
+/// Characters that separate thousands groups: `,`, an ASCII space, a no-break space (U+00A0), a narrow
+/// no-break space (U+202F) and a thin space (U+2009).
+const THOUSANDS_SEPARATORS: [char; 5] = [',', ' ', '\u{00A0}', '\u{202F}', '\u{2009}'];
+/// The minus sign (U+2212), read like `-`.
+const MINUS_SIGN: char = '\u{2212}';
+
+/// Every number mentioned in `text`, in order. A `-` or `−` (U+2212) counts as a sign only at the
+/// start or after a space or opening bracket (so `2021-2024` is two years, not 2021 and −2024); `1,250`
+/// is one number and so are `12 400`, `12\u{00A0}400`, `12\u{202F}400` and `12\u{2009}400` (a first group of 1–3
+/// digits, then groups of exactly three digits, each after the same separator, the last not followed by
+/// a digit), `72,78` is two and so is `in 2024 150 units` (a first group of four digits is not a
+/// thousands group); a trailing `%` is part of the mention. Digits glued to letters (`Q3`, `B2`) are
+/// still mentions: they are digits a writer chose.
 pub fn scan(text: &str) -> Vec<NumberMention> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
@@ -129,11 +170,17 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
             continue;
         }
         let mut start = i;
-        let negative = i > 0
-            && bytes[i - 1] == b'-'
-            && (i == 1 || matches!(bytes[i - 2], b' ' | b'(' | b'[' | b'\t' | b'\n' | b':' | b'='));
+        let sign_len = if text[..i].ends_with('-') {
+            1
+        } else if text[..i].ends_with(MINUS_SIGN) {
+            MINUS_SIGN.len_utf8()
+        } else {
+            0
+        };
+        let negative = sign_len > 0
+            && (i == sign_len || matches!(bytes[i - sign_len - 1], b' ' | b'(' | b'[' | b'\t' | b'\n' | b':' | b'='));
         if negative {
-            start = i - 1;
+            start = i - sign_len;
         }
         // Integer part with optional thousands groups.
         let mut j = i;
@@ -143,16 +190,7 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         let mut digits: String = text[i..j].to_owned();
         let first_group_len = j - i;
         if first_group_len <= 3 {
-            let mut k = j;
-            let mut grouped = String::new();
-            while k + 3 < bytes.len()
-                && bytes[k] == b','
-                && bytes[k + 1..k + 4].iter().all(u8::is_ascii_digit)
-                && bytes.get(k + 4).is_none_or(|b| !b.is_ascii_digit())
-            {
-                grouped.push_str(&text[k + 1..k + 4]);
-                k += 4;
-            }
+            let (grouped, k) = thousands_groups(text, j);
             if !grouped.is_empty() {
                 digits.push_str(&grouped);
                 j = k;
@@ -179,6 +217,31 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         i = j.max(i + 1);
     }
     out
+}
+
+/// The thousands groups right after an integer's first group ending at byte `from`: their digits and
+/// the byte where they end. Every group is one separator of [`THOUSANDS_SEPARATORS`] (the same one
+/// each time) followed by exactly three digits that are not followed by another digit.
+fn thousands_groups(text: &str, from: usize) -> (String, usize) {
+    let mut grouped = String::new();
+    let mut k = from;
+    let mut separator: Option<char> = None;
+    while let Some(c) = text[k..].chars().next()
+        && THOUSANDS_SEPARATORS.contains(&c)
+        && separator.is_none_or(|s| s == c)
+    {
+        let group_start = k + c.len_utf8();
+        let group = text.as_bytes().get(group_start..group_start + 3);
+        let is_group = group.is_some_and(|g| g.iter().all(u8::is_ascii_digit))
+            && text.as_bytes().get(group_start + 3).is_none_or(|b| !b.is_ascii_digit());
+        if !is_group {
+            break;
+        }
+        grouped.push_str(&text[group_start..group_start + 3]);
+        separator = Some(c);
+        k = group_start + 3;
+    }
+    (grouped, k)
 }
 
 /// The canonical printing of a value: integers without a fraction (`79`), others in the shortest form
@@ -229,7 +292,7 @@ mod tests {
     fn scan_reads_people_numbers() {
         assert_eq!(values("Average 79, lowest 72."), [79.0, 72.0]);
         assert_eq!(values("revenue 1,250 and 72,78"), [1250.0, 72.0, 78.0]);
-        assert_eq!(values("2021-2024 change -3.5 (−2)"), [2021.0, 2024.0, -3.5, 2.0]);
+        assert_eq!(values("2021-2024 change -3.5 (−2)"), [2021.0, 2024.0, -3.5, -2.0]);
         assert_eq!(values("uptime 99.2% in Q3"), [99.2, 3.0]);
         assert_eq!(values("平均值为79，最低72"), [79.0, 72.0]);
         let m = &scan("is 83.30%")[0];
@@ -274,6 +337,63 @@ mod tests {
         for text in ["n/a", "72 (est.)", "3–5", "Q3", "", "4.5.6", "$4.50 USD", "North"] {
             assert_eq!(q(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn negative_cells_in_every_printed_form() {
+        let q = |s: &str| parse_quantity(s).map(|q| (q.value, q.unit));
+        let dollars = |v: f64| Some((v, Some("$".to_owned())));
+        assert_eq!(q("-3.1"), Some((-3.1, None)));
+        assert_eq!(q("\u{2212}3.1"), Some((-3.1, None)), "U+2212 minus sign");
+        assert_eq!(q("\u{2013}3.1"), Some((-3.1, None)), "an en dash glued to the number at the start of a cell is a minus");
+        assert_eq!(q("(3.1)"), Some((-3.1, None)), "accounting negative");
+        assert_eq!(q("($3.10)"), dollars(-3.1));
+        assert_eq!(q("(3.1%)"), Some((-3.1, Some("%".into()))));
+        assert_eq!(q("-3.1%"), Some((-3.1, Some("%".into()))));
+        assert_eq!(q("\u{2212}3.1%"), Some((-3.1, Some("%".into()))));
+        assert_eq!(q("-$3.10"), dollars(-3.1));
+        assert_eq!(q("$-3.10"), dollars(-3.1));
+        assert_eq!(q("\u{2212}$3.10"), dollars(-3.1));
+        assert_eq!(q("$\u{2212}3.10"), dollars(-3.1));
+        assert_eq!(q("(1,250)"), Some((-1250.0, None)));
+        assert_eq!(q("-12 400"), Some((-12400.0, None)));
+        assert_eq!(q("(0)"), Some((0.0, None)));
+        // Not one number: a detached sign, a double sign, a range, an en dash alone (a missing marker).
+        for text in ["- 3", "(-3)", "-$-3", "--3", "\u{2013}", "\u{2013} 3", "3\u{2013}5", "()", "(North)", "-", "\u{2212}"] {
+            assert_eq!(q(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn thousands_separators_in_cells_and_prose() {
+        let q = |s: &str| parse_quantity(s).map(|q| q.value);
+        for text in ["12,400", "12 400", "12\u{00A0}400", "12\u{202F}400", "12\u{2009}400"] {
+            assert_eq!(q(text), Some(12400.0), "{text:?}");
+            assert_eq!(values(&format!("output {text} units")), [12400.0], "{text:?}");
+        }
+        assert_eq!(q("1 234 567.5"), Some(1234567.5));
+        assert_eq!(q("$12 400"), Some(12400.0));
+        assert_eq!(q("12 400 min"), Some(12400.0));
+        // European `12.400,5` is out of scope: it is not silently read as one (wrong) number.
+        for text in ["12.400,5", "1.234.567", "12 40", "12 4000", "1234 567", "12 400 500,1"] {
+            assert_eq!(q(text), None, "{text}");
+        }
+        // In prose: a four-digit first group is a year or a count, not a thousands group.
+        assert_eq!(values("in 2024 150 units"), [2024.0, 150.0]);
+        assert_eq!(values("12 4000"), [12.0, 4000.0]);
+        assert_eq!(values("12, 400"), [12.0, 400.0]);
+        assert_eq!(values("1,234 567"), [1234.0, 567.0], "separators do not mix");
+        let m = &scan("about 12\u{202F}400 kWh")[0];
+        assert_eq!((m.printed.as_str(), m.start, m.end), ("12400", 6, 6 + 2 + 3 + 3));
+    }
+
+    #[test]
+    fn scan_reads_the_minus_sign_like_a_hyphen() {
+        assert_eq!(values("change \u{2212}3.5 and (\u{2212}2)"), [-3.5, -2.0]);
+        assert_eq!(values("\u{2212}4%"), [-4.0]);
+        assert_eq!(values("2021\u{2212}2024"), [2021.0, 2024.0], "glued to a number on the left: not a sign");
+        let m = &scan("x \u{2212}3")[0];
+        assert_eq!((m.printed.as_str(), m.start, m.end), ("-3", 2, 6));
     }
 
     #[test]

@@ -51,8 +51,9 @@ fn agent_eval_mini_table_and_rule_facts_are_found() {
                 "citation_id": table,
                 "heading": "AgentEval Mini > Task Success by batch",
                 "label_column": "Batch",
-                "columns": [{ "name": "Task Success", "unit": "%" }],
+                "columns": [{ "name": "Task Success", "unit": "%", "count": 4, "missing": [] }],
                 "rows": [row("Batch A", 72), row("Batch B", 78), row("Batch C", 81), row("Batch D", 85)],
+                "summary_rows": [],
                 "stats": { "Task Success": {
                     "count": 4,
                     "lowest": { "label": "Batch A", "value": 72 },
@@ -161,7 +162,7 @@ fn second_task_has_its_own_data_and_only_allowed_files_are_read() {
     )
     .unwrap();
     let table = &out.result["data"]["tables"][0];
-    assert_eq!(table["columns"], json!([{ "name": "Routing Accuracy", "unit": "%" }]));
+    assert_eq!(table["columns"], json!([{ "name": "Routing Accuracy", "unit": "%", "count": 5, "missing": [] }]));
     let values: Vec<i64> = table["rows"]
         .as_array()
         .unwrap()

@@ -86,10 +86,10 @@ fn a_table_with_any_header_gives_every_numeric_column() {
     assert_eq!(
         table["columns"],
         json!([
-            { "name": "Visits", "unit": null },
-            { "name": "Wait", "unit": "min" },
-            { "name": "Uptime", "unit": "%" },
-            { "name": "Cost", "unit": "$" },
+            { "name": "Visits", "unit": null, "count": 3, "missing": [] },
+            { "name": "Wait", "unit": "min", "count": 3, "missing": [] },
+            { "name": "Uptime", "unit": "%", "count": 3, "missing": [] },
+            { "name": "Cost", "unit": "$", "count": 3, "missing": [] },
         ])
     );
     assert_eq!(
@@ -162,11 +162,11 @@ fn two_tables_in_one_section_and_a_numeric_first_column() {
     assert_eq!(tables.len(), 2);
     // All-numeric table: the first column labels the rows.
     assert_eq!(tables[0]["label_column"], "Year");
-    assert_eq!(tables[0]["columns"], json!([{ "name": "Revenue", "unit": "$k" }, { "name": "Growth", "unit": "%" }]));
+    assert_eq!(tables[0]["columns"], json!([{ "name": "Revenue", "unit": "$k", "count": 2, "missing": [] }, { "name": "Growth", "unit": "%", "count": 2, "missing": [] }]));
     assert_eq!(tables[0]["rows"][0], json!({ "label": "2022", "values": { "Revenue": 1250, "Growth": 4.5 } }));
     // A text column further right labels the rows; the numeric first column is a series.
     assert_eq!(tables[1]["label_column"], "Region");
-    assert_eq!(tables[1]["columns"], json!([{ "name": "Quarter", "unit": null }, { "name": "Spend", "unit": "$" }]));
+    assert_eq!(tables[1]["columns"], json!([{ "name": "Quarter", "unit": null, "count": 2, "missing": [] }, { "name": "Spend", "unit": "$", "count": 2, "missing": [] }]));
     assert_eq!(out.summary, "1 passage(s): kb-note-figures; 2 table(s) (4 rows), 0 fact(s)");
     let v = view(&out);
     assert_eq!(v.matches("Table: ").count(), 2, "{v}");
@@ -210,14 +210,14 @@ fn malformed_tables_give_sensible_data() {
     let tables: Vec<&Value> = out.result["data"]["tables"].as_array().unwrap().iter().collect();
     let by_heading = |h: &str| *tables.iter().find(|t| t["heading"].as_str().unwrap().ends_with(h)).unwrap();
     let ragged = by_heading("Ragged");
-    assert_eq!(ragged["columns"], json!([{ "name": "Score", "unit": null }]));
-    // Short rows are padded, extra cells dropped, unlabelled rows skipped, empty cells absent.
+    assert_eq!(ragged["columns"], json!([{ "name": "Score", "unit": null, "count": 2, "missing": ["East"] }]));
+    // Short rows are padded, extra cells dropped, unlabelled rows skipped, empty cells absent and listed as missing.
     assert_eq!(
         ragged["rows"],
         json!([
             { "label": "North", "values": { "Score": 72 } },
             { "label": "South", "values": { "Score": 81 } },
-            { "label": "East", "values": {} },
+            { "label": "East", "values": {}, "missing": ["Score"] },
         ])
     );
     assert_eq!(ragged["stats"]["Score"]["count"], 2);
@@ -225,7 +225,11 @@ fn malformed_tables_give_sensible_data() {
     assert_eq!(by_heading("Mixed")["columns"], json!([]));
     assert_eq!(
         by_heading("Duplicate names")["columns"],
-        json!([{ "name": "Score", "unit": null }, { "name": "Score (2)", "unit": null }, { "name": "Score (3)", "unit": null }])
+        json!([
+            { "name": "Score", "unit": null, "count": 1, "missing": [] },
+            { "name": "Score (2)", "unit": null, "count": 1, "missing": [] },
+            { "name": "Score (3)", "unit": null, "count": 1, "missing": [] },
+        ])
     );
     // Without its separator row a table is a paragraph of text.
     assert_eq!(tables.len(), 3);
@@ -275,7 +279,7 @@ fn chinese_headings_labels_and_queries() {
     let table = &out.result["data"]["tables"][0];
     assert_eq!(table["label_column"], "医院");
     assert_eq!(table_values(table, "满意度"), [("东区医院".into(), json!(92.5)), ("西区医院".into(), json!(88.5))]);
-    assert_eq!(table["columns"][1], json!({ "name": "满意度", "unit": "%" }));
+    assert_eq!(table["columns"][1], json!({ "name": "满意度", "unit": "%", "count": 2, "missing": [] }));
 
     let rule = search_in(&[("hospital_zh.md", text)], "考核标准", 1).unwrap();
     assert_eq!(rule.citations[0].chunk_id, "满意度考核标准");

@@ -1,4 +1,6 @@
-//! The one place that reads language: the vocabulary per language as data, and the matcher every
-//! reader (rules, answer slots, column focus, verdicts) uses.
+//! The one place that reads language: the vocabulary per language as data (`lexicon.json` for rules,
+//! answer slots, column focus and verdicts; `tables.json` for summary rows and missing cells), and the
+//! matchers every reader uses.
 
 pub mod lexicon;
+pub mod tables;

@@ -1,13 +1,17 @@
 //! Structured data read from parsed markdown, the same way for every file: each table becomes a
-//! label column plus numeric series, and each `key: number` line becomes a fact.
+//! label column plus numeric series (missing cells as gaps, `Total`/`Average` rows kept apart as
+//! summary rows), a bullet list of `label: number` items that states no rule becomes a table too, and
+//! each other `key: number` line becomes a fact.
 //!
 //! Every number goes through [`crate::numbers::parse_quantity`]; numbers inside sentences stay prose.
-//! This module knows no task, heading or column name: nothing here looks for particular words.
+//! This module knows no task, heading or column name; the few words it reads (summary labels, missing
+//! markers) are data in [`crate::language::tables`].
 //!
 //! Caps (rows, columns, facts) make the whole file `knowledge_corrupt` instead of truncating it: an
 //! average over a silently cut table is a wrong answer that looks right, while the error names the
 //! table's line and the limit, and `Task::load` can report it before any run.
 
+use crate::language::tables;
 use crate::numbers::{self, Quantity};
 
 use super::markdown::{ProseLine, RawTable};
@@ -43,10 +47,31 @@ pub struct Column {
     pub unit: Option<String>,
 }
 
-/// One body row: its label and one value per numeric column (`None` for an empty cell).
+/// One body row: its label and one value per numeric column (`None` for a missing cell: empty or a
+/// missing marker such as `n/a`, `—`, `TBD`, `暂无`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub label: String,
+    pub values: Vec<Option<f64>>,
+}
+
+impl Row {
+    /// Whether the row has no value in numeric column `index` (its cell is empty or a missing marker).
+    pub fn is_missing(&self, index: usize) -> bool {
+        self.values.get(index).is_some_and(Option::is_none)
+    }
+}
+
+pub use crate::language::tables::SummaryKind;
+
+/// A row that states a figure about the other rows (`Total`, `Average`, `合计`, first or last in the
+/// table): kept apart from [`Table::rows`], so it is never a data row nor part of any statistic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// The label as written, markup stripped (`Total`, `Grand total:`).
+    pub label: String,
+    pub kind: SummaryKind,
+    /// One value per numeric column, like [`Row::values`].
     pub values: Vec<Option<f64>>,
 }
 
@@ -61,14 +86,16 @@ pub struct ColumnStats {
 /// A table read generically: which column labels the rows, which columns are numeric series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
-    /// 1-based line of the header row.
+    /// 1-based line of the header row (of the first item for a bullet list read as a table).
     pub line: usize,
-    /// Header name of the label column.
+    /// Header name of the label column (`""` for a bullet list).
     pub label_column: String,
     /// Numeric series in header order.
     pub columns: Vec<Column>,
-    /// Rows with a non-empty label, in file order.
+    /// Rows with a non-empty label, in file order; summary rows excluded.
     pub rows: Vec<Row>,
+    /// Leading and trailing rows labelled `Total`, `Average`, `合计`, … in file order.
+    pub summary_rows: Vec<SummaryRow>,
 }
 
 impl Table {
@@ -76,7 +103,12 @@ impl Table {
         !self.columns.is_empty()
     }
 
-    /// Count, lowest and highest of column `index`; `None` when it has no value.
+    /// Labels of the rows without a value in column `index`, in row order.
+    pub fn missing(&self, index: usize) -> Vec<&str> {
+        self.rows.iter().filter(|r| r.is_missing(index)).map(|r| r.label.as_str()).collect()
+    }
+
+    /// Count, lowest and highest of column `index` over the data rows; `None` when it has no value.
     pub fn stats(&self, index: usize) -> Option<ColumnStats> {
         let mut stats: Option<ColumnStats> = None;
         for row in &self.rows {
@@ -110,9 +142,12 @@ pub struct Fact {
     pub unit: Option<String>,
 }
 
-/// Reads one table. Columns: the label column is the first one holding a non-numeric cell (else
-/// the first column); every other column whose non-empty cells are all quantities with one unit
-/// is a series. Rows with an empty label are skipped.
+/// Reads one table. Rows: a leading or trailing run of rows whose first text cell is a whole summary
+/// word (`Total`, `**Average**`, `合计`; [`crate::language::tables`]) are summary rows, kept apart.
+/// Columns, over the other rows: the label column is the first one holding a text cell (neither a
+/// quantity nor a missing marker), wherever it stands (else the first column); every other column whose
+/// cells are all quantities with one unit or missing (empty, `n/a`, `—`, `TBD`, …), with at least one
+/// quantity, is a series. Rows with an empty label are skipped.
 pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
     if raw.header.len() > MAX_TABLE_COLUMNS {
         return Err(ExtractError::TooManyColumns { line: raw.line, columns: raw.header.len() });
@@ -126,15 +161,29 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
         .iter()
         .map(|row| (0..width).map(|c| numbers::parse_quantity(cell(row, c))).collect())
         .collect();
-    let is_text_cell = |r: usize, c: usize| !cell(&raw.rows[r], c).is_empty() && parsed[r][c].is_none();
+    let is_text_cell =
+        |r: usize, c: usize| parsed[r][c].is_none() && !tables::is_missing_marker(cell(&raw.rows[r], c));
 
-    let label_index = (0..width).find(|&c| (0..raw.rows.len()).any(|r| is_text_cell(r, c))).unwrap_or(0);
+    // Summary rows: the leading and trailing runs of rows whose first text cell is a summary word.
+    let summary_label = |r: usize| -> Option<(String, SummaryKind)> {
+        let first_text = (0..width).find(|&c| is_text_cell(r, c))?;
+        let label = cell(&raw.rows[r], first_text);
+        tables::summary_kind(label).map(|kind| (label.trim_matches(|c| matches!(c, '*' | '_')).trim().to_owned(), kind))
+    };
+    let summary: Vec<Option<(String, SummaryKind)>> = (0..raw.rows.len()).map(summary_label).collect();
+    let leading = summary.iter().take_while(|s| s.is_some()).count();
+    let trailing = summary[leading..].iter().rev().take_while(|s| s.is_some()).count();
+    let body: Vec<usize> = (leading..raw.rows.len() - trailing).collect();
+    // A table of nothing but summary rows has no other rows to summarize: its rows are its data.
+    let (body, summary) = if body.is_empty() { ((0..raw.rows.len()).collect(), vec![None; raw.rows.len()]) } else { (body, summary) };
+
+    let label_index = (0..width).find(|&c| body.iter().any(|&r| is_text_cell(r, c))).unwrap_or(0);
     let names = column_names(&raw.header);
 
     let mut series: Vec<(usize, Column)> = Vec::new();
     for c in (0..width).filter(|&c| c != label_index) {
-        let filled: Vec<&Quantity> = (0..raw.rows.len()).filter_map(|r| parsed[r][c].as_ref()).collect();
-        let all_numbers = (0..raw.rows.len()).all(|r| !is_text_cell(r, c));
+        let filled: Vec<&Quantity> = body.iter().filter_map(|&r| parsed[r][c].as_ref()).collect();
+        let all_numbers = body.iter().all(|&r| !is_text_cell(r, c));
         if filled.is_empty() || !all_numbers {
             continue;
         }
@@ -148,15 +197,18 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
         let unit = header_unit.clone().or_else(|| cell_units.first().map(|u| (*u).to_owned()));
         series.push((c, Column { name: name.clone(), unit }));
     }
+    let values = |r: usize| -> Vec<Option<f64>> { series.iter().map(|(c, _)| parsed[r][*c].as_ref().map(|q| q.value)).collect() };
 
-    let rows = raw
-        .rows
+    let rows = body
         .iter()
-        .enumerate()
-        .filter(|(_, row)| !cell(row, label_index).is_empty())
-        .map(|(r, row)| Row {
-            label: cell(row, label_index).to_owned(),
-            values: series.iter().map(|(c, _)| parsed[r][*c].as_ref().map(|q| q.value)).collect(),
+        .filter(|&&r| !cell(&raw.rows[r], label_index).is_empty())
+        .map(|&r| Row { label: cell(&raw.rows[r], label_index).to_owned(), values: values(r) })
+        .collect();
+    let summary_rows = (0..raw.rows.len())
+        .filter(|r| !body.contains(r))
+        .filter_map(|r| {
+            let (label, kind) = summary[r].clone()?;
+            Some(SummaryRow { label, kind, values: values(r) })
         })
         .collect();
     Ok(Table {
@@ -164,6 +216,7 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
         label_column: names.get(label_index).map(|(n, _)| n.clone()).unwrap_or_default(),
         columns: series.into_iter().map(|(_, column)| column).collect(),
         rows,
+        summary_rows,
     })
 }
 
@@ -241,6 +294,79 @@ pub(crate) fn fact(line: &ProseLine) -> Option<Fact> {
     Some(Fact { line: line.line, key: key.to_owned(), value: quantity.value, unit: quantity.unit })
 }
 
+/// The `key`, value text and quantity of a list item written `key: number`, `key — number` or
+/// `key = number` (key rules as for [`fact`]). Code lines are never items.
+fn list_item(line: &ProseLine) -> Option<(String, String, Quantity)> {
+    if line.code || line.item.is_none() {
+        return None;
+    }
+    let text = line.text.as_str();
+    let colon = text.char_indices().find_map(|(i, c)| match c {
+        ':' if text[i + 1..].chars().next().is_none_or(char::is_whitespace) => Some((i, 1)),
+        '：' => Some((i, c.len_utf8())),
+        _ => None,
+    });
+    let (at, width) = colon.or_else(|| text.char_indices().find(|(_, c)| matches!(c, '—' | '=')).map(|(i, c)| (i, c.len_utf8())))?;
+    let key = text[..at].trim().trim_matches(|c| matches!(c, '*' | '_' | '`')).trim();
+    if key.is_empty() || key.chars().count() > MAX_FACT_KEY_CHARS || !key.chars().any(char::is_alphabetic) {
+        return None;
+    }
+    let value = text[at + width..]
+        .trim()
+        .trim_end_matches(['.', '。', ';', '；', ','])
+        .trim_matches(|c| matches!(c, '*' | '_' | '`'))
+        .trim();
+    let quantity = numbers::parse_quantity(value)?;
+    Some((key.to_owned(), value.to_owned(), quantity))
+}
+
+/// Bullet lists that are data: a run of two or more consecutive items of one list, each `label: number`
+/// (or `label — number`, `label = number`), all with one unit (or none), in a list where no item's key
+/// reads as a rule ([`crate::rules::understand`]: such a list states rules, and stays facts). Each
+/// run becomes a raw table (`""` | the section title, `Output per line (units)` → column
+/// `Output per line`, unit `units`; `Value` for the preamble) to be read by [`table`]; returned with
+/// the indexes of the prose lines it takes, which are then neither facts nor prose.
+pub(crate) fn bullet_tables(title: &str, lines: &[ProseLine]) -> Vec<(std::ops::Range<usize>, RawTable)> {
+    let items: Vec<Option<(String, String, Quantity)>> = lines.iter().map(list_item).collect();
+    let states_a_rule = |list: usize| {
+        lines.iter().zip(&items).any(|(line, item)| {
+            line.item == Some(list)
+                && item.as_ref().is_some_and(|(key, _, q)| crate::rules::understand(key, q.value).is_some())
+        })
+    };
+    let header = if title == super::markdown::PREAMBLE || title == super::markdown::UNTITLED || title.trim().is_empty() {
+        "Value".to_owned()
+    } else {
+        title.to_owned()
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < lines.len() {
+        let Some(list) = lines[start].item.filter(|_| items[start].is_some()) else {
+            start += 1;
+            continue;
+        };
+        let unit = items[start].as_ref().and_then(|(_, _, q)| q.unit.clone());
+        let mut end = start + 1;
+        while end < lines.len()
+            && lines[end].item == Some(list)
+            && items[end].as_ref().is_some_and(|(_, _, q)| q.unit == unit)
+        {
+            end += 1;
+        }
+        if end - start >= 2 && !states_a_rule(list) {
+            let rows = items[start..end]
+                .iter()
+                .flatten()
+                .map(|(key, value, _)| vec![key.clone(), value.clone()])
+                .collect();
+            out.push((start..end, RawTable { line: lines[start].line, header: vec![String::new(), header.clone()], rows }));
+        }
+        start = end;
+    }
+    out
+}
+
 /// Checks the per-file fact cap over all sections' facts, in file order.
 pub(crate) fn check_fact_count<'a>(facts: impl Iterator<Item = &'a Fact>) -> Result<(), ExtractError> {
     let facts: Vec<&Fact> = facts.collect();
@@ -263,7 +389,7 @@ mod tests {
     }
 
     fn line(text: &str) -> ProseLine {
-        ProseLine { text: text.to_owned(), line: 1, code: false, continues: false }
+        ProseLine { text: text.to_owned(), line: 1, code: false, continues: false, item: None }
     }
 
     #[test]
@@ -327,7 +453,7 @@ mod tests {
         ] {
             assert_eq!(f(prose), None, "{prose}");
         }
-        assert_eq!(fact(&ProseLine { text: "x: 1".into(), line: 1, code: true, continues: false }), None);
+        assert_eq!(fact(&ProseLine { text: "x: 1".into(), line: 1, code: true, continues: false, item: None }), None);
     }
 
     #[test]
@@ -341,5 +467,165 @@ mod tests {
             (0..=MAX_FACTS_PER_FILE).map(|i| Fact { line: i + 1, key: "k".into(), value: 1.0, unit: None }).collect();
         assert_eq!(check_fact_count(facts.iter()), Err(ExtractError::TooManyFacts { facts: 101, line: 101 }));
         assert_eq!(check_fact_count(facts[..100].iter()), Ok(()));
+    }
+
+    fn values(t: &Table, column: usize) -> Vec<Option<f64>> {
+        t.rows.iter().map(|r| r.values[column]).collect()
+    }
+
+    #[test]
+    fn summary_rows_are_kept_apart_first_or_last() {
+        let t = table(&raw(
+            &["Store", "Sales ($)", "Staff"],
+            &[&["Total", "3,000", "9"], &["North", "1,000", "3"], &["South", "2,000", "6"], &["**Average**", "1,500", ""], &["Overall:", "", "4.5"]],
+        ))
+        .unwrap();
+        let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["North", "South"]);
+        let summary: Vec<(&str, SummaryKind, Vec<Option<f64>>)> =
+            t.summary_rows.iter().map(|s| (s.label.as_str(), s.kind, s.values.clone())).collect();
+        assert_eq!(
+            summary,
+            [
+                ("Total", SummaryKind::Sum, vec![Some(3000.0), Some(9.0)]),
+                ("Average", SummaryKind::Mean, vec![Some(1500.0), None]),
+                ("Overall:", SummaryKind::Other, vec![None, Some(4.5)]),
+            ]
+        );
+        let stats = t.stats(0).unwrap();
+        assert_eq!((stats.count, stats.highest), (2, ("South".into(), 2000.0)), "summary rows are never in stats");
+    }
+
+    #[test]
+    fn only_whole_summary_words_at_the_ends_are_summary_rows() {
+        let t = table(&raw(
+            &["Clinic", "Wait (min)"],
+            &[&["Total Care Clinic", "30"], &["Mean Street", "20"], &["Total", "12"], &["East", "40"], &["合计", "102"]],
+        ))
+        .unwrap();
+        let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["Total Care Clinic", "Mean Street", "Total", "East"], "a Total in the middle is a row as written");
+        assert_eq!(t.summary_rows.len(), 1);
+        assert_eq!((t.summary_rows[0].label.as_str(), t.summary_rows[0].kind), ("合计", SummaryKind::Sum));
+        // The first text cell names the summary even in front of the label column.
+        let t = table(&raw(&["Week", "Depot", "Late"], &[&["1", "North", "4"], &["2", "South", "6"], &["Total", "", "10"]])).unwrap();
+        assert_eq!(t.label_column, "Depot");
+        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Week", "Late"]);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.summary_rows[0].values, [None, Some(10.0)]);
+        // A table of nothing but a summary row keeps it as data.
+        let only = table(&raw(&["Item", "Cost"], &[&["Total", "12"]])).unwrap();
+        assert_eq!((only.rows.len(), only.summary_rows.len()), (1, 0));
+    }
+
+    #[test]
+    fn missing_cells_keep_a_column_numeric() {
+        let markers = ["n/a", "N/A", "NA", "—", "–", "-", "", "TBD", "tbc", "?", "无", "缺", "暂无"];
+        let rows: Vec<Vec<String>> = markers
+            .iter()
+            .enumerate()
+            .map(|(i, m)| vec![format!("Site {i}"), (*m).to_owned(), format!("{i}")])
+            .chain([vec!["Last".to_owned(), "7.5".to_owned(), "1".to_owned()]])
+            .collect();
+        let t = table(&RawTable { line: 1, header: vec!["Site".into(), "Uptime (%)".into(), "Staff".into()], rows }).unwrap();
+        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Uptime", "Staff"]);
+        assert_eq!(t.missing(0).len(), markers.len());
+        assert!(t.rows[..markers.len()].iter().all(|r| r.is_missing(0) && !r.is_missing(1)));
+        assert_eq!(t.stats(0).unwrap().count, 1);
+        assert!(t.missing(1).is_empty());
+        // Any other text means the column is not a series.
+        let t = table(&raw(&["Site", "Uptime"], &[&["A", "99"], &["B", "down"], &["C", "n/a"]])).unwrap();
+        assert!(t.columns.is_empty());
+        // A column of nothing but markers is not a series either.
+        let t = table(&raw(&["Site", "Uptime", "Staff"], &[&["A", "n/a", "3"], &["B", "—", "4"]])).unwrap();
+        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Staff"]);
+    }
+
+    #[test]
+    fn negative_cells_in_every_form() {
+        let t = table(&raw(
+            &["Account", "Change"],
+            &[&["a", "-3.1"], &["b", "\u{2212}3.1"], &["c", "\u{2013}3.1"], &["d", "(3.1)"], &["e", "-3.1"], &["f", "2"]],
+        ))
+        .unwrap();
+        assert_eq!(values(&t, 0), [Some(-3.1), Some(-3.1), Some(-3.1), Some(-3.1), Some(-3.1), Some(2.0)]);
+        let money = table(&raw(&["Account", "Net"], &[&["a", "($3.10)"], &["b", "-$3.10"], &["c", "$-3.10"], &["d", "$4.50"]])).unwrap();
+        assert_eq!(values(&money, 0), [Some(-3.1), Some(-3.1), Some(-3.1), Some(4.5)]);
+        assert_eq!(money.columns[0].unit.as_deref(), Some("$"));
+        let pct = table(&raw(&["Site", "Growth"], &[&["a", "-3.1%"], &["b", "(2%)"], &["c", "4%"]])).unwrap();
+        assert_eq!(values(&pct, 0), [Some(-3.1), Some(-2.0), Some(4.0)]);
+        assert_eq!(pct.stats(0).unwrap().lowest, ("a".into(), -3.1));
+    }
+
+    #[test]
+    fn thousands_separators_and_units_stay_with_their_cells() {
+        let t = table(&raw(
+            &["Plant", "Output", "Distance", "Price", "Share", "Wait"],
+            &[
+                &["A", "12,400", "1.2 km", "$4.50", "12%", "42 min"],
+                &["B", "12 400", "3 km", "$5", "8%", "30 min"],
+                &["C", "12\u{00A0}400", "0.5 km", "$0.75", "1.5%", "5 min"],
+                &["D", "12\u{202F}400", "2 km", "$1", "0%", "1 min"],
+                &["E", "12\u{2009}400", "1 km", "$2", "3%", "2 min"],
+            ],
+        ))
+        .unwrap();
+        let columns: Vec<(&str, Option<&str>)> = t.columns.iter().map(|c| (c.name.as_str(), c.unit.as_deref())).collect();
+        assert_eq!(columns, [("Output", None), ("Distance", Some("km")), ("Price", Some("$")), ("Share", Some("%")), ("Wait", Some("min"))]);
+        assert_eq!(values(&t, 0), [Some(12400.0); 5]);
+        assert_eq!(t.rows[0].values, [Some(12400.0), Some(1.2), Some(4.5), Some(12.0), Some(42.0)]);
+        // European `12.400,5` is not read as a number: the column is not a series, nothing is silently wrong.
+        let eu = table(&raw(&["Plant", "Output"], &[&["A", "12.400,5"], &["B", "9.100,0"]])).unwrap();
+        assert!(eu.columns.is_empty());
+    }
+
+    #[test]
+    fn tables_of_26_and_200_rows_parse() {
+        for n in [26, MAX_TABLE_ROWS] {
+            let rows: Vec<Vec<String>> = (0..n).map(|i| vec![format!("Row {i}"), format!("{}", i * 10)]).collect();
+            let t = table(&RawTable { line: 3, header: vec!["Name".into(), "Score".into()], rows }).unwrap();
+            assert_eq!(t.rows.len(), n);
+            assert_eq!(t.stats(0).unwrap().highest, (format!("Row {}", n - 1), ((n - 1) * 10) as f64));
+        }
+    }
+
+    fn item(text: &str, line_no: usize, list: usize) -> ProseLine {
+        ProseLine { text: text.to_owned(), line: line_no, code: false, continues: false, item: Some(list) }
+    }
+
+    #[test]
+    fn bullet_lists_of_numbers_are_tables_unless_they_state_rules() {
+        let lines = [
+            line("Each line's output:"),
+            item("Line A: 120", 3, 1),
+            item("Line B — 95", 4, 1),
+            item("Line C = 130", 5, 1),
+            item("Total: 345", 6, 1),
+        ];
+        let found = bullet_tables("Output per line (units)", &lines);
+        assert_eq!(found.len(), 1);
+        let (range, raw) = &found[0];
+        assert_eq!(range.clone(), 1..5);
+        assert_eq!(raw.line, 3);
+        let t = table(raw).unwrap();
+        assert_eq!(t.columns, [Column { name: "Output per line".into(), unit: Some("units".into()) }]);
+        assert_eq!(t.rows.iter().map(|r| (r.label.as_str(), r.values[0])).collect::<Vec<_>>(), [("Line A", Some(120.0)), ("Line B", Some(95.0)), ("Line C", Some(130.0))]);
+        assert_eq!(t.summary_rows[0].values, [Some(345.0)]);
+
+        // A list holding a rule stays facts.
+        let rules = [item("Maximum average wait: 30 min", 1, 1), item("North: 24 min", 2, 1), item("South: 31 min", 3, 1)];
+        assert!(bullet_tables("Clinic waits", &rules).is_empty());
+        // One item, mixed units, two lists, a paragraph between, or a line that is not an item: no table.
+        assert!(bullet_tables("T", &[item("A: 1", 1, 1)]).is_empty());
+        assert!(bullet_tables("T", &[item("A: 1 min", 1, 1), item("B: 2 h", 2, 1)]).is_empty());
+        assert!(bullet_tables("T", &[item("A: 1", 1, 1), item("B: 2", 2, 2)]).is_empty());
+        assert!(bullet_tables("T", &[item("A: 1", 1, 1), line("B: 2")]).is_empty());
+        let with_prose = [item("A: 1", 1, 1), item("see the note", 2, 1), item("B: 2", 3, 1), item("C: 3", 4, 1)];
+        let found = bullet_tables("T", &with_prose);
+        assert_eq!(found.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(), [2..4]);
+        // The preamble has no heading: the column is `Value`.
+        let (_, raw) = &bullet_tables(super::super::markdown::PREAMBLE, &[item("A: $1", 1, 1), item("B: $2", 2, 1)])[0];
+        let t = table(raw).unwrap();
+        assert_eq!(t.columns, [Column { name: "Value".into(), unit: Some("$".into()) }]);
     }
 }

@@ -9,7 +9,7 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 /// Heading shown for text that comes before the first heading.
 pub(crate) const PREAMBLE: &str = "(preamble)";
 /// Title of a heading with no text (`#` alone).
-const UNTITLED: &str = "(untitled)";
+pub(crate) const UNTITLED: &str = "(untitled)";
 
 /// One line of prose as the reader sees it (markup stripped), with where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +21,9 @@ pub(crate) struct ProseLine {
     pub code: bool,
     /// Continues the previous line's paragraph (a wrapped line), rather than starting a block.
     pub continues: bool,
+    /// The first line of a list item: the list's number within the file (items of one list share it;
+    /// a nested list has its own). `None` for every other line, the item's own later lines included.
+    pub item: Option<usize>,
 }
 
 /// A table as written: header and body cells as plain text. Rows are as long as the header
@@ -120,10 +123,15 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
     // Whether the next prose line continues a paragraph (set by line breaks, cleared by blocks).
     let mut continues = false;
 
-    let flush = |buffer: &mut String, line: usize, code: bool, continues: bool, prose: &mut Vec<ProseLine>| {
+    // Open lists (their numbers), how many lists have started, and the list whose item starts next.
+    let mut lists: Vec<usize> = Vec::new();
+    let mut list_count = 0;
+    let mut item: Option<usize> = None;
+
+    let flush = |buffer: &mut String, line: usize, code: bool, continues: bool, prose: &mut Vec<ProseLine>, item: &mut Option<usize>| {
         let collapsed = collapse_whitespace(buffer);
         if !collapsed.is_empty() {
-            prose.push(ProseLine { text: collapsed, line, code, continues });
+            prose.push(ProseLine { text: collapsed, line, code, continues, item: item.take() });
         }
         buffer.clear();
     };
@@ -131,7 +139,7 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
     for (event, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                 continues = false;
                 pending_heading = Some((heading_level(level), range.start));
                 heading_text.clear();
@@ -159,7 +167,7 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 close(previous, text, start, Some(level), &mut sections);
             }
             Event::Start(Tag::Table(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                 continues = false;
                 table = Some(RawTable { line: lines.line(range.start), header: Vec::new(), rows: Vec::new() });
             }
@@ -186,12 +194,12 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 sink = Sink::Prose;
             }
             Event::Start(Tag::CodeBlock(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                 continues = false;
                 in_code = true;
             }
             Event::End(TagEnd::CodeBlock) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                 continues = false;
                 in_code = false;
             }
@@ -204,7 +212,7 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                     }
                     buffer.push_str(piece.trim_end_matches('\n'));
                     if piece.ends_with('\n') {
-                        flush(&mut buffer, buffer_line, true, continues, &mut open.prose);
+                        flush(&mut buffer, buffer_line, true, continues, &mut open.prose, &mut item);
                         continues = true;
                     }
                     offset += piece.len();
@@ -224,15 +232,30 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 Sink::Heading => heading_text.push(' '),
                 Sink::Cell => cell.push(' '),
                 Sink::Prose => {
-                    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                     continues = true;
                 }
             },
+            Event::Start(Tag::List(_)) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                continues = false;
+                list_count += 1;
+                lists.push(list_count);
+            }
+            Event::End(TagEnd::List(_)) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                continues = false;
+                lists.pop();
+                item = None;
+            }
+            Event::Start(Tag::Item) => {
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                continues = false;
+                item = lists.last().copied();
+            }
             // Block boundaries end a line; inline markup (emphasis, links) does not.
             Event::Start(
                 Tag::Paragraph
-                | Tag::Item
-                | Tag::List(_)
                 | Tag::BlockQuote(_)
                 | Tag::HtmlBlock
                 | Tag::FootnoteDefinition(_)
@@ -243,7 +266,6 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
             | Event::End(
                 TagEnd::Paragraph
                 | TagEnd::Item
-                | TagEnd::List(_)
                 | TagEnd::BlockQuote(_)
                 | TagEnd::HtmlBlock
                 | TagEnd::FootnoteDefinition
@@ -252,14 +274,14 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 | TagEnd::DefinitionListDefinition,
             )
             | Event::Rule => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
                 continues = false;
             }
             // Raw HTML, footnote references, task-list boxes and the remaining inline tags carry no text of their own.
             _ => {}
         }
     }
-    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose);
+    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
     close(open, text, text.len(), None, &mut sections);
     sections
 }

@@ -28,7 +28,7 @@ use super::{ToolError, ToolOutput, number_value};
 
 pub use extract::{
     Column, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS,
-    Row, Table,
+    Row, SummaryKind, SummaryRow, Table,
 };
 pub use view::MAX_PROSE_CHARS;
 
@@ -209,15 +209,28 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
     let mut passages = Vec::with_capacity(sections.len());
     for section in sections {
         let chunk_id = unique_slug(&section, &mut used_ids);
-        let tables = section
+        let mut tables: Vec<(Table, markdown::RawTable)> = section
             .tables
             .iter()
-            .map(extract::table)
+            .map(|raw| extract::table(raw).map(|t| (t, raw.clone())))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| corrupt(e.to_string()))?;
+        // Bullet lists of `label: number` items are tables; their lines are then neither facts nor prose.
+        let mut taken = vec![false; section.prose.len()];
+        for (lines, raw) in extract::bullet_tables(&section.title, &section.prose) {
+            let mut table = extract::table(&raw).map_err(|e| corrupt(e.to_string()))?;
+            if !table.has_numeric_column() {
+                continue; // not data after all: the items stay facts
+            }
+            table.label_column = String::new();
+            taken[lines].fill(true);
+            tables.push((table, raw));
+        }
+        tables.sort_by_key(|(t, _)| t.line);
+        let (tables, raw_tables): (Vec<Table>, Vec<markdown::RawTable>) = tables.into_iter().unzip();
         let mut facts = Vec::new();
         let mut prose_lines = Vec::new();
-        for line in &section.prose {
+        for (line, _) in section.prose.iter().zip(&taken).filter(|(_, taken)| !**taken) {
             match extract::fact(line) {
                 Some(fact) => facts.push(fact),
                 None => prose_lines.push(line),
@@ -232,7 +245,7 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
             markdown: section.markdown,
             prose,
             tables,
-            raw_tables: section.tables,
+            raw_tables,
             facts,
             terms,
         });
@@ -432,24 +445,49 @@ fn data_json(passages: &[&Passage]) -> Value {
     json!({ "tables": tables, "facts": facts })
 }
 
+/// One table: `columns` (`name`, `unit`, `count` of rows with a value, `missing` row labels), `rows`
+/// (`label`, `values`, and `missing` column names when the row lacks some), `summary_rows` (`label`,
+/// `kind` `sum`|`mean`|`other`, `values`) kept out of `rows` and `stats`, and `stats`.
 fn table_json(passage: &Passage, table: &Table) -> Value {
     let columns: Vec<Value> = table
         .columns
         .iter()
-        .map(|c| json!({ "name": c.name, "unit": c.unit }))
+        .enumerate()
+        .map(|(index, c)| {
+            let count = table.rows.iter().filter(|r| !r.is_missing(index)).count();
+            json!({ "name": c.name, "unit": c.unit, "count": count, "missing": table.missing(index) })
+        })
         .collect();
+    let values_json = |values: &[Option<f64>]| -> Map<String, Value> {
+        table
+            .columns
+            .iter()
+            .zip(values)
+            .filter_map(|(column, value)| Some((column.name.clone(), number_value((*value)?))))
+            .collect()
+    };
     let rows: Vec<Value> = table
         .rows
         .iter()
         .map(|row| {
-            let values: Map<String, Value> = table
+            let mut out = json!({ "label": row.label, "values": values_json(&row.values) });
+            let missing: Vec<&str> = table
                 .columns
                 .iter()
-                .zip(&row.values)
-                .filter_map(|(column, value)| Some((column.name.clone(), number_value((*value)?))))
+                .enumerate()
+                .filter(|(index, _)| row.is_missing(*index))
+                .map(|(_, c)| c.name.as_str())
                 .collect();
-            json!({ "label": row.label, "values": values })
+            if !missing.is_empty() {
+                out["missing"] = json!(missing);
+            }
+            out
         })
+        .collect();
+    let summary_rows: Vec<Value> = table
+        .summary_rows
+        .iter()
+        .map(|s| json!({ "label": s.label, "kind": s.kind.as_str(), "values": values_json(&s.values) }))
         .collect();
     let mut stats = Map::new();
     for (index, column) in table.columns.iter().enumerate() {
@@ -470,6 +508,7 @@ fn table_json(passage: &Passage, table: &Table) -> Value {
         "label_column": table.label_column,
         "columns": columns,
         "rows": rows,
+        "summary_rows": summary_rows,
         "stats": stats,
     })
 }

@@ -1,7 +1,8 @@
 //! The `view`: the text the model reads from a knowledge_search result, printed verbatim by the
 //! prompt code. Per passage, in rank order: `[<citation id>] <heading path>`, the prose (tables and
 //! fact lines removed, clipped), one `Table:` line and one line per numeric column with every row
-//! as `label = value` plus count/lowest/highest, and a `Facts:` line.
+//! as `label = value` plus count/rows without a value/lowest/highest, a `Stated <label> (<kind>):` line
+//! per summary row (`Total`, `Average`; kept out of the column lines), and a `Facts:` line.
 //!
 //! It must stay compact (every character is prompt tokens on a small CPU) and print numbers with
 //! [`crate::numbers::canonical`], the form grounding and the claims gate compare against.
@@ -42,7 +43,8 @@ pub(crate) fn render(passages: &[&Passage]) -> String {
 }
 
 fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
-    let mut header = vec![table.label_column.clone()];
+    // A bullet list read as a table has no label column header.
+    let mut header: Vec<String> = Some(table.label_column.clone()).filter(|h| !h.is_empty()).into_iter().collect();
     header.extend(table.columns.iter().map(|c| with_unit(&c.name, c.unit.as_deref())));
     let _ = writeln!(out, "Table: {}", header.join(" | "));
     if !table.has_numeric_column() {
@@ -62,9 +64,11 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
         if listed.len() > MAX_LISTED_ROWS {
             let _ = write!(line, ", … ({} more)", listed.len() - MAX_LISTED_ROWS);
         }
+        let missing = table.missing(index);
+        let missing = if missing.is_empty() { String::new() } else { format!("; no value: {}", missing.join(", ")) };
         let _ = writeln!(
             out,
-            "{}: {line} ({} rows; lowest {} = {}; highest {} = {})",
+            "{}: {line} ({} rows{missing}; lowest {} = {}; highest {} = {})",
             with_unit(&column.name, column.unit.as_deref()),
             stats.count,
             stats.lowest.0,
@@ -72,6 +76,18 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             stats.highest.0,
             canonical(stats.highest.1),
         );
+    }
+    // Stated totals and averages: shown apart, never part of the column lines above.
+    for summary in &table.summary_rows {
+        let values: Vec<String> = table
+            .columns
+            .iter()
+            .zip(&summary.values)
+            .filter_map(|(c, v)| Some(format!("{} = {}", c.name, canonical((*v)?))))
+            .collect();
+        if !values.is_empty() {
+            let _ = writeln!(out, "Stated {} ({}): {}", summary.label, summary.kind.as_str(), values.join(", "));
+        }
     }
 }
 
