@@ -12,7 +12,6 @@ pub mod decision;
 pub mod fixture;
 pub mod grounding;
 pub mod guards;
-pub mod language;
 pub mod metrics;
 pub mod numbers;
 pub mod observe;

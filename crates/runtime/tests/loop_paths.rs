@@ -311,10 +311,14 @@ fn wrong_value_lowers_accuracy() {
     let o = run_fixture("wrong_value");
     assert_outcome(&o, RunStatus::Completed, StopReason::Completed);
     assert_eq!(o.result.observations[1]["result"]["value"], 78.5);
+    // 78.5 was computed over a number no observation holds: the answer stating it is refused.
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    assert_eq!(rejected.data["code"], "ungrounded_number", "{}", rejected.data);
     let m = o.metrics();
+    // The plot still charts the wrong average, so the task fails; two of four actions were accurate.
     assert_eq!(m.task_success, Some(false));
-    assert_eq!(m.accurate_actions, Some(1));
-    assert_eq!(m.tool_argument_accuracy, Some(1.0 / 3.0));
+    assert_eq!(m.accurate_actions, Some(2));
+    assert_eq!(m.tool_argument_accuracy, Some(0.5));
     assert_eq!(m.valid_action_rate, Some(1.0));
 }
 
