@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use super::columns::ColumnRef;
 use super::{CalcError, MAX_ARGUMENTS};
 use crate::tools::number_value;
 
@@ -109,6 +110,16 @@ pub enum Expr {
         arguments: Vec<Expr>,
         position: usize,
     },
+    /// An aggregate over the values of one observed column, `mean([Wait])`,
+    /// resolved through the [`super::ColumnSource`] at evaluation.
+    ColumnCall {
+        function: Function,
+        column: ColumnRef,
+        /// Of the function name.
+        position: usize,
+        /// Of the reference's `[`.
+        column_position: usize,
+    },
 }
 
 impl Expr {
@@ -116,7 +127,7 @@ impl Expr {
     /// checked when the node is built by the parser, and again by [`eval`]).
     pub fn value_type(&self) -> ValueType {
         match self {
-            Expr::Number(_) | Expr::Call { .. } => ValueType::Number,
+            Expr::Number(_) | Expr::Call { .. } | Expr::ColumnCall { .. } => ValueType::Number,
             Expr::Boolean(_) => ValueType::Boolean,
             Expr::Unary { op, .. } => op.result_type(),
             Expr::Binary { op, .. } => op.result_type(),
@@ -212,7 +223,12 @@ impl BinOp {
     }
 }
 
-pub(super) fn binary_type_error(op: BinOp, left: ValueType, right: ValueType, position: usize) -> CalcError {
+pub(super) fn binary_type_error(
+    op: BinOp,
+    left: ValueType,
+    right: ValueType,
+    position: usize,
+) -> CalcError {
     CalcError::Type {
         operator: op.symbol(),
         expected: op.expected(),
@@ -247,7 +263,11 @@ pub(super) fn argument_type_error(
     }
 }
 
-pub(super) fn check_arity(function: Function, given: usize, position: usize) -> Result<(), CalcError> {
+pub(super) fn check_arity(
+    function: Function,
+    given: usize,
+    position: usize,
+) -> Result<(), CalcError> {
     if (1..=MAX_ARGUMENTS).contains(&given) {
         Ok(())
     } else {
@@ -297,6 +317,9 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(")")
             }
+            Expr::ColumnCall {
+                function, column, ..
+            } => write!(f, "{function}({column})"),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The calculator's tokenizer: a whitelist of tokens with character positions;
 //! anything else is a `forbidden_token` (or a `syntax_error` for a near miss).
 
+use super::columns::ColumnRef;
 use super::expr::{BinOp, Function};
 use super::{CalcError, MAX_MAGNITUDE};
 
@@ -22,12 +23,15 @@ pub(super) enum Token {
     And,
     Or,
     Not,
+    /// `[Name]` / `[Rows | Name]`: an index into the tokenizer's column references.
+    Column(usize),
 }
 
 /// Splits the input into whitelisted tokens with their character positions.
-pub(super) fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
+pub(super) fn tokenize(input: &str) -> Result<(Vec<(Token, usize)>, Vec<ColumnRef>), CalcError> {
     let chars: Vec<char> = input.chars().collect();
     let mut tokens = Vec::new();
+    let mut columns = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -88,6 +92,19 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
                 tokens.push((token, start));
                 continue;
             }
+            '[' => {
+                let (reference, end) = column_reference(&chars, start)?;
+                tokens.push((Token::Column(columns.len()), start));
+                columns.push(reference);
+                i = end;
+                continue;
+            }
+            ']' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "']' without a '[' opening a column reference".to_owned(),
+                });
+            }
             '+' => tokens.push((Token::Plus, start)),
             '-' => tokens.push((Token::Minus, start)),
             '*' if next == Some('*') => {
@@ -134,7 +151,51 @@ pub(super) fn tokenize(input: &str) -> Result<Vec<(Token, usize)>, CalcError> {
         }
         i += 1;
     }
-    Ok(tokens)
+    Ok((tokens, columns))
+}
+
+/// `[Name]` or `[Rows | Name]` starting at the `[` at `start`: the reference,
+/// whitespace collapsed, and the position after its `]`.
+fn column_reference(chars: &[char], start: usize) -> Result<(ColumnRef, usize), CalcError> {
+    let syntax = |position: usize, message: String| CalcError::Syntax { position, message };
+    let Some(length) = chars[start + 1..]
+        .iter()
+        .position(|&c| c == ']' || c == '[')
+    else {
+        return Err(syntax(
+            chars.len(),
+            format!("expected ']' to close the column reference '[' at position {start}"),
+        ));
+    };
+    let close = start + 1 + length;
+    if chars[close] == '[' {
+        return Err(syntax(
+            close,
+            format!("expected ']' to close the column reference '[' at position {start}"),
+        ));
+    }
+    let inner: String = chars[start + 1..close].iter().collect();
+    let collapse = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let parts: Vec<String> = inner.split('|').map(collapse).collect();
+    if parts.len() > 2 {
+        return Err(syntax(
+            start,
+            "a column reference is [Name] or [Rows | Name], with one '|' at most".to_owned(),
+        ));
+    }
+    if parts.iter().any(String::is_empty) {
+        return Err(syntax(
+            start,
+            "empty column name: write a column reference as [Name] or [Rows | Name]".to_owned(),
+        ));
+    }
+    let mut parts = parts.into_iter();
+    let first = parts.next().unwrap_or_default();
+    let reference = match parts.next() {
+        Some(name) => ColumnRef::qualified(first, name),
+        None => ColumnRef::new(first),
+    };
+    Ok((reference, close + 1))
 }
 
 /// The whole identifier-like word starting at `start` (e.g. `__import__`, `1e5`, `.real`, `os.system`).
@@ -175,5 +236,6 @@ pub(super) fn describe(token: Token) -> String {
         Token::And => "'and'".into(),
         Token::Or => "'or'".into(),
         Token::Not => "'not'".into(),
+        Token::Column(_) => "a column reference".into(),
     }
 }

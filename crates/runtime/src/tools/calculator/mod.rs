@@ -34,16 +34,21 @@
 //! Anything else is a typed [`CalcError`] with a stable code and the character
 //! position.
 
+mod columns;
 mod eval;
 mod expr;
 mod lex;
 mod parse;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{ToolError, ToolOutput};
+use super::{ToolError, ToolOutput, number_value};
 
-pub use eval::eval;
+pub use columns::{
+    ColumnError, ColumnRef, ColumnSource, ColumnTable, NoColumns, ResolvedColumn, TableColumns,
+    normalize_name,
+};
+pub use eval::{ColumnUse, Evaluation, eval, eval_with};
 pub use expr::{BinOp, CalcValue, Expr, Function, UnaryOp, ValueType};
 pub use parse::parse;
 
@@ -73,8 +78,8 @@ pub enum CalcError {
     TooLong { chars: usize, limit: usize },
     #[error(
         "forbidden token {token:?} at position {position}: only numbers, true, false, + - * / **, \
-         comparisons (>= > <= < == !=), and, or, not, parentheses, commas and the functions \
-         sum, mean, min, max, count are allowed"
+         comparisons (>= > <= < == !=), and, or, not, parentheses, commas, the functions \
+         sum, mean, min, max, count and column references [Name] are allowed"
     )]
     ForbiddenToken { token: String, position: usize },
     #[error("syntax error at position {position}: {message}")]
@@ -101,6 +106,13 @@ pub enum CalcError {
     Overflow { position: usize, message: String },
     #[error("result is not a finite number (operator at position {position})")]
     NonFinite { position: usize },
+    #[error(
+        "column reference {reference} at position {position} stands for a list of values: \
+         use it as the only argument of sum, mean, min, max or count, e.g. mean({reference})"
+    )]
+    ColumnNotAList { reference: String, position: usize },
+    #[error("column reference at position {position}: {error}")]
+    Column { error: ColumnError, position: usize },
 }
 
 impl CalcError {
@@ -116,6 +128,8 @@ impl CalcError {
             CalcError::DivisionByZero { .. } => "division_by_zero",
             CalcError::Overflow { .. } => "overflow",
             CalcError::NonFinite { .. } => "non_finite",
+            CalcError::ColumnNotAList { .. } => "column_not_a_list",
+            CalcError::Column { error, .. } => error.code(),
         }
     }
 
@@ -129,7 +143,9 @@ impl CalcError {
             | CalcError::Type { position, .. }
             | CalcError::DivisionByZero { position }
             | CalcError::Overflow { position, .. }
-            | CalcError::NonFinite { position } => Some(*position),
+            | CalcError::NonFinite { position }
+            | CalcError::ColumnNotAList { position, .. }
+            | CalcError::Column { position, .. } => Some(*position),
         }
     }
 }
@@ -140,21 +156,119 @@ impl From<CalcError> for ToolError {
     }
 }
 
-/// Parses and evaluates `input`.
+/// Parses and evaluates `input`; column references resolve to nothing (see [`evaluate_with`]).
 pub fn evaluate(input: &str) -> Result<CalcValue, CalcError> {
     eval(&parse(input)?)
 }
 
-/// The tool entry point: `{expression, value}`, the value a number (integer-valued
-/// results as integers) or a boolean.
+/// Parses and evaluates `input`, resolving column references through `columns`.
+pub fn evaluate_with(input: &str, columns: &dyn ColumnSource) -> Result<Evaluation, CalcError> {
+    eval_with(&parse(input)?, columns)
+}
+
+/// [`run_with`] where no table has been observed.
 pub fn run(expression: &str) -> Result<ToolOutput, ToolError> {
+    run_with(expression, &NoColumns)
+}
+
+/// The tool entry point: `{expression, value}`, the value a number (integer-valued
+/// results as integers) or a boolean, plus `columns` (one entry per distinct
+/// reference, only when the expression has any): `{reference, name, rows, used,
+/// missing, values}`. The digest renders each reference as the column it resolved
+/// to (`[Clinic | Wait]`), so `mean([wait])` and `mean([Wait])` digest alike.
+pub fn run_with(expression: &str, columns: &dyn ColumnSource) -> Result<ToolOutput, ToolError> {
     let ast = parse(expression)?;
-    let value = eval(&ast)?.to_json();
+    let evaluation = eval_with(&ast, columns)?;
+    let value = evaluation.value.to_json();
+    let mut result = json!({ "expression": expression, "value": value });
+    let mut summary = format!("{} = {}", expression.trim(), value);
+    if !evaluation.columns.is_empty() {
+        let used: Vec<Value> = evaluation
+            .columns
+            .iter()
+            .map(|u| {
+                json!({
+                    "reference": u.reference.to_string(),
+                    "name": u.column.name,
+                    "rows": u.column.rows_label,
+                    "used": u.column.values.len(),
+                    "missing": u.column.missing,
+                    "values": u.column.values.iter().map(|&x| number_value(x)).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        result["columns"] = Value::Array(used);
+        for u in &evaluation.columns {
+            summary.push_str(&format!(
+                "; {} = {} of {} ({} values, {} missing)",
+                u.reference,
+                u.column.name,
+                u.column.rows_label,
+                u.column.values.len(),
+                u.column.missing.len()
+            ));
+        }
+    }
+    let resolved = resolve_references(&ast, &evaluation.columns);
     Ok(ToolOutput {
-        result: json!({ "expression": expression, "value": value }),
-        summary: format!("{} = {}", expression.trim(), value),
+        result,
+        summary,
         citations: Vec::new(),
         artifacts: Vec::new(),
-        digest_basis: json!({ "expression": ast.to_string(), "value": value }),
+        digest_basis: json!({ "expression": resolved.to_string(), "value": value }),
     })
+}
+
+/// `ast` with every column reference replaced by the qualified reference of the column it resolved to.
+fn resolve_references(ast: &Expr, used: &[ColumnUse]) -> Expr {
+    let again = |e: &Expr| Box::new(resolve_references(e, used));
+    match ast {
+        Expr::Number(_) | Expr::Boolean(_) => ast.clone(),
+        Expr::Unary {
+            op,
+            operand,
+            position,
+        } => Expr::Unary {
+            op: *op,
+            operand: again(operand),
+            position: *position,
+        },
+        Expr::Binary {
+            op,
+            left,
+            right,
+            position,
+        } => Expr::Binary {
+            op: *op,
+            left: again(left),
+            right: again(right),
+            position: *position,
+        },
+        Expr::Call {
+            function,
+            arguments,
+            position,
+        } => Expr::Call {
+            function: *function,
+            arguments: arguments
+                .iter()
+                .map(|a| resolve_references(a, used))
+                .collect(),
+            position: *position,
+        },
+        Expr::ColumnCall {
+            function,
+            column,
+            position,
+            column_position,
+        } => Expr::ColumnCall {
+            function: *function,
+            column: used.iter().find(|u| u.reference == *column).map_or_else(
+                || column.clone(),
+                |u| ColumnRef::qualified(&u.column.rows_label, &u.column.name),
+            ),
+            position: *position,
+            column_position: *column_position,
+        },
+    }
 }

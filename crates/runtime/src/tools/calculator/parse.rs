@@ -1,9 +1,10 @@
 //! The calculator's recursive-descent parser: precedence levels as in the
 //! module table, types checked while each node is built.
 
+use super::columns::ColumnRef;
 use super::expr::{
-    BinOp, Expr, Function, UnaryOp, ValueType, argument_type_error, binary_type_error,
-    check_arity, unary_type_error,
+    BinOp, Expr, Function, UnaryOp, ValueType, argument_type_error, binary_type_error, check_arity,
+    unary_type_error,
 };
 use super::lex::{Token, describe, tokenize};
 use super::{CalcError, MAX_DEPTH, MAX_EXPRESSION_CHARS};
@@ -13,6 +14,7 @@ struct Parser {
     next: usize,
     end_position: usize,
     depth: usize,
+    columns: Vec<ColumnRef>,
 }
 
 impl Parser {
@@ -220,6 +222,10 @@ impl Parser {
                 self.next += 1;
                 Ok(inner)
             }
+            Some(Token::Column(index)) => Err(CalcError::ColumnNotAList {
+                reference: self.columns[index].to_string(),
+                position,
+            }),
             Some(other) => self.syntax(format!(
                 "expected a number, true, false, a function or '(', found {}",
                 describe(other)
@@ -236,6 +242,20 @@ impl Parser {
         let open = self.position();
         self.next += 1;
         self.descend()?;
+        // `mean([Wait])`: a column reference as the only argument.
+        if let (Some(Token::Column(index)), Some((Token::RParen, _))) =
+            (self.peek(), self.tokens.get(self.next + 1))
+        {
+            let column_position = self.position();
+            self.next += 2;
+            self.depth -= 1;
+            return Ok(Expr::ColumnCall {
+                function,
+                column: self.columns[index].clone(),
+                position,
+                column_position,
+            });
+        }
         let mut arguments = Vec::new();
         if self.peek() != Some(Token::RParen) {
             loop {
@@ -289,9 +309,10 @@ pub fn parse(input: &str) -> Result<Expr, CalcError> {
     if input.trim().is_empty() {
         return Err(CalcError::Empty);
     }
-    let tokens = tokenize(input)?;
+    let (tokens, columns) = tokenize(input)?;
     let mut parser = Parser {
         tokens,
+        columns,
         next: 0,
         end_position: chars,
         depth: 0,
