@@ -67,7 +67,7 @@ fn config() -> ProptestConfig {
 }
 
 /// The calculator's own tokens, so random inputs get deep into the parser.
-const TOKENS: [&str; 40] = [
+const TOKENS: [&str; 41] = [
     "+",
     "-",
     "*",
@@ -104,10 +104,11 @@ const TOKENS: [&str; 40] = [
     " ",
     "[Wait]",
     " [ wait ]",
-    "[Occupancy]",
-    "[Hotel | Occupancy]",
-    "[Blank]",
-    "[Delay]",
+    " mean([Wait])",
+    " max([Delay])",
+    " sum([Occupancy])",
+    " count([Blank])",
+    " min([Hotel | Occupancy])",
 ];
 
 /// Near misses: names and symbols the calculator must refuse.

@@ -18,6 +18,13 @@
 //! | power      | `a ** b` (right-associative, \|b\| ≤ [`MAX_EXPONENT`]) | numbers → number |
 //! | value      | decimal number, `true`, `false`, `( … )`, `sum` `mean` `min` `max` `count` `(a, …)` | |
 //!
+//! An aggregate's only argument may instead be a column reference, `[Name]` or
+//! `[Rows | Name]` (`mean([Wait])`, `count([Hotel | Occupancy])`): the values of
+//! one observed table column, resolved through the [`ColumnSource`] passed to
+//! [`eval_with`] / [`run_with`] (see [`columns`]); a reference anywhere else is a
+//! `column_not_a_list` error, and a column has no [`MAX_ARGUMENTS`] limit.
+//! `count([Name])` counts the rows that have a value.
+//!
 //! The aggregates take 1 to [`MAX_ARGUMENTS`] number arguments (`count()` is an
 //! arity error like the others: a count of nothing is never what a task asks
 //! for). `mean` sums left to right and divides by the count, so it equals the
@@ -34,7 +41,7 @@
 //! Anything else is a typed [`CalcError`] with a stable code and the character
 //! position.
 
-mod columns;
+pub mod columns;
 mod eval;
 mod expr;
 mod lex;
