@@ -28,7 +28,10 @@ pub(super) enum Token {
 }
 
 /// Splits the input into whitelisted tokens with their character positions.
-pub(super) fn tokenize(input: &str) -> Result<(Vec<(Token, usize)>, Vec<ColumnRef>), CalcError> {
+/// Tokens with their character positions, and the column references `Token::Column` indexes.
+pub(super) type Tokens = (Vec<(Token, usize)>, Vec<ColumnRef>);
+
+pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
     let chars: Vec<char> = input.chars().collect();
     let mut tokens = Vec::new();
     let mut columns = Vec::new();
