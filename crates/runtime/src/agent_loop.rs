@@ -734,6 +734,7 @@ impl Run<'_, '_> {
                 allowed_sources: &allowed_sources,
                 artifact_dir: &artifact_dir,
                 artifacts: &mut store,
+                columns: &crate::tools::NoColumns,
             };
             let _ = sender.send(call_tool(&tool_name, &arguments, &mut ctx));
         });

@@ -39,7 +39,7 @@ fn real_observation(tool: &str, arguments: Value, knowledge_file: &str) -> Obser
     let knowledge = common::knowledge_dir();
     let mut store = ArtifactStore::new();
     let mut ctx =
-        ToolContext { knowledge_dir: &knowledge, allowed_sources: &allowed, artifact_dir: artifacts.path(), artifacts: &mut store };
+        ToolContext { knowledge_dir: &knowledge, allowed_sources: &allowed, artifact_dir: artifacts.path(), artifacts: &mut store, columns: &runtime::tools::NoColumns };
     let output = call_tool(tool, arguments.as_object().unwrap(), &mut ctx).expect("the real tool answers");
     let mut ledger = Ledger::new();
     ledger.record_success(tool, 1, &output, "digest".into(), 1).unwrap().clone()

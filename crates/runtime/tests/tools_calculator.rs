@@ -508,7 +508,6 @@ fn names_other_than_the_five_aggregates_are_forbidden() {
         ("1 && 2", "&", 2),
         ("true || false", "|", 5),
         ("'a'", "'", 0),
-        ("mean[1]", "[", 4),
         ("2 × 3", "×", 2),
         ("平均(1)", "平均", 0),
     ] {

@@ -1,16 +1,18 @@
 //! Calculator fuzz (proptest, 100,000 cases each): random strings over the
 //! calculator's own alphabet plus arbitrary Unicode never panic and fail only
 //! with a known code and an in-range position; random well-typed trees rendered
-//! canonically parse back to the same value. Not a unit test of any one rule
+//! canonically parse back to the same value. Strings are evaluated against a
+//! small ledger of observed columns, so column references are fuzzed too. Not a unit test of any one rule
 //! (those are in `tools_calculator.rs`).
 
 use proptest::prelude::*;
 use runtime::tools::calculator::{
-    self, BinOp, CalcError, CalcValue, Expr, Function, MAX_DEPTH, MAX_EXPRESSION_CHARS, UnaryOp,
+    self, BinOp, CalcError, CalcValue, ColumnSource, ColumnTable, Expr, Function, MAX_DEPTH,
+    MAX_EXPRESSION_CHARS, NoColumns, TableColumns, UnaryOp,
 };
 
 /// Every code a calculator error may carry; a new code must be added here on purpose.
-const KNOWN_CODES: [&str; 9] = [
+const KNOWN_CODES: [&str; 13] = [
     "expression_empty",
     "expression_too_long",
     "forbidden_token",
@@ -20,7 +22,38 @@ const KNOWN_CODES: [&str; 9] = [
     "division_by_zero",
     "overflow",
     "non_finite",
+    "column_not_a_list",
+    "unknown_column",
+    "ambiguous_column",
+    "empty_column",
 ];
+
+/// What the random strings' column references resolve against: `Wait` (one row
+/// missing), `Occupancy` in two tables, an empty `Blank`.
+fn ledger() -> TableColumns {
+    let table = |rows: &str, labels: &[&str], columns: Vec<(&str, Vec<Option<f64>>)>| ColumnTable {
+        rows_label: rows.to_owned(),
+        labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        columns: columns
+            .into_iter()
+            .map(|(n, c)| (n.to_owned(), c))
+            .collect(),
+    };
+    TableColumns {
+        tables: vec![
+            table(
+                "Clinic",
+                &["a", "b", "c"],
+                vec![
+                    ("Wait", vec![Some(12.0), Some(15.5), None]),
+                    ("Blank", vec![None, None, None]),
+                ],
+            ),
+            table("Hotel", &["d"], vec![("Occupancy", vec![Some(80.0)])]),
+            table("Hostel", &["e"], vec![("Occupancy", vec![Some(60.0)])]),
+        ],
+    }
+}
 
 const CASES: u32 = 100_000;
 
@@ -34,10 +67,48 @@ fn config() -> ProptestConfig {
 }
 
 /// The calculator's own tokens, so random inputs get deep into the parser.
-const TOKENS: [&str; 34] = [
-    "+", "-", "*", "/", "**", "(", ")", "(", ")", ")", ",", ",", "<", ">", "<=", ">=", "==", "!=",
-    " sum(", " mean(", " min(", " max(", " count(", " sum", " and ", " or ", " not ", " true ",
-    " false ", "-", "*", "/", " ", " ",
+const TOKENS: [&str; 41] = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "**",
+    "(",
+    ")",
+    "(",
+    ")",
+    ")",
+    ",",
+    ",",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "==",
+    "!=",
+    " sum(",
+    " mean(",
+    " min(",
+    " max(",
+    " count(",
+    " sum",
+    " and ",
+    " or ",
+    " not ",
+    " true ",
+    " false ",
+    "-",
+    "*",
+    "/",
+    " ",
+    " ",
+    "[Wait]",
+    " [ wait ]",
+    " mean([Wait])",
+    " max([Delay])",
+    " sum([Occupancy])",
+    " count([Blank])",
+    " min([Hotel | Occupancy])",
 ];
 
 /// Near misses: names and symbols the calculator must refuse.
@@ -116,6 +187,7 @@ fn is_limit(error: &CalcError) -> bool {
 fn check_round_trip(
     ast: &Expr,
     expected: &Result<CalcValue, CalcError>,
+    columns: &dyn ColumnSource,
 ) -> Result<(), TestCaseError> {
     let text = ast.to_string();
     match calculator::parse(&text) {
@@ -125,7 +197,7 @@ fn check_round_trip(
                 text.clone(),
                 "the rendering is a fixed point"
             );
-            let value = calculator::eval(&again);
+            let value = calculator::eval_with(&again, columns).map(|e| e.value);
             match (&value, expected) {
                 (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{}", text),
                 (Err(a), Err(b)) => prop_assert_eq!(a.code(), b.code(), "{}", text),
@@ -274,7 +346,8 @@ proptest! {
     #[test]
     fn random_strings_never_panic_and_fail_with_known_codes(text in input()) {
         let chars = text.chars().count();
-        let evaluated = calculator::evaluate(&text);
+        let columns = ledger();
+        let evaluated = calculator::evaluate_with(&text, &columns).map(|e| e.value);
         match &evaluated {
             Err(error) => {
                 prop_assert!(KNOWN_CODES.contains(&error.code()), "{text:?}: {error:?}");
@@ -285,11 +358,11 @@ proptest! {
             }
             Ok(_) => {
                 prop_assert!(chars <= MAX_EXPRESSION_CHARS);
-                check_round_trip(&calculator::parse(&text).unwrap(), &evaluated)?;
+                check_round_trip(&calculator::parse(&text).unwrap(), &evaluated, &columns)?;
             }
         }
         // The tool entry point agrees with `evaluate`.
-        match (calculator::run(&text), &evaluated) {
+        match (calculator::run_with(&text, &columns), &evaluated) {
             (Ok(out), Ok(value)) => {
                 prop_assert_eq!(&out.result["value"], &value.to_json());
                 prop_assert_eq!(&out.result["expression"], &serde_json::json!(text));
@@ -310,7 +383,7 @@ proptest! {
         if let Err(error) = &direct {
             prop_assert!(KNOWN_CODES.contains(&error.code()), "{error:?}");
         }
-        check_round_trip(&ast, &direct)?;
+        check_round_trip(&ast, &direct, &NoColumns)?;
     }
 }
 
@@ -326,9 +399,10 @@ fn generators_cover_every_outcome() {
     let mut runner = TestRunner::deterministic();
     let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
     let strategy = input();
+    let columns = ledger();
     for _ in 0..SAMPLES {
         let text = strategy.new_tree(&mut runner).unwrap().current();
-        let outcome = match calculator::evaluate(&text) {
+        let outcome = match calculator::evaluate_with(&text, &columns).map(|e| e.value) {
             Ok(CalcValue::Number(_)) => "ok_number",
             Ok(CalcValue::Boolean(_)) => "ok_boolean",
             Err(error) => error.code(),

@@ -352,6 +352,7 @@ fn call_tool_dispatches_with_registry_defaults() {
         allowed_sources: &allowed,
         artifact_dir: artifact_dir.path(),
         artifacts: &mut store,
+        columns: &runtime::tools::NoColumns,
     };
     let raw: Map<String, Value> = json!({ "query": "release rule" })
         .as_object()

@@ -183,6 +183,7 @@ fn equivalent_json_arguments_share_one_artifact() {
         allowed_sources: &[],
         artifact_dir: dir.path(),
         artifacts: &mut store,
+        columns: &runtime::tools::NoColumns,
     };
     let registry = ToolRegistry::builtin();
     let a = json!({ "labels": ["A", "B"], "values": [72, 78], "title": "T", "average": 75 });
@@ -363,6 +364,7 @@ fn call_tool_never_panics_on_unvalidated_shapes() {
         allowed_sources: &[],
         artifact_dir: dir.path(),
         artifacts: &mut store,
+        columns: &runtime::tools::NoColumns,
     };
     let raw: Map<String, Value> = json!({ "labels": "A", "values": [1], "title": "T" })
         .as_object()

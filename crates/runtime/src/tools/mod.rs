@@ -17,6 +17,7 @@ pub mod knowledge;
 pub mod plot;
 
 pub use artifacts::{ArtifactRecord, ArtifactStore};
+pub use calculator::{ColumnSource, NoColumns};
 pub use knowledge::Citation;
 
 /// What a tool may touch during one call. The model never supplies any of it:
@@ -30,6 +31,9 @@ pub struct ToolContext<'a> {
     pub artifact_dir: &'a Path,
     /// Deduplicates artifact writes by argument fingerprint (stage 05).
     pub artifacts: &'a mut ArtifactStore,
+    /// Resolves the calculator's column references (`mean([Wait])`) against the
+    /// tables observed so far; [`calculator::NoColumns`] where there is no ledger.
+    pub columns: &'a dyn calculator::ColumnSource,
 }
 
 /// A successful tool call.
@@ -94,7 +98,7 @@ pub fn call_tool(
         }
         calculator::TOOL_NAME => {
             let expression = string_argument(arguments, "expression")?;
-            calculator::run(expression)
+            calculator::run_with(expression, ctx.columns)
         }
         plot::TOOL_NAME => {
             let request = plot::PlotRequest::from_arguments(arguments)?;

@@ -1,0 +1,244 @@
+//! The calculator's tokenizer: a whitelist of tokens with character positions;
+//! anything else is a `forbidden_token` (or a `syntax_error` for a near miss).
+
+use super::columns::ColumnRef;
+use super::expr::{BinOp, Function};
+use super::{CalcError, MAX_MAGNITUDE};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Token {
+    Number(f64),
+    True,
+    False,
+    Function(Function),
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    StarStar,
+    LParen,
+    RParen,
+    Comma,
+    Compare(BinOp),
+    And,
+    Or,
+    Not,
+    /// `[Name]` / `[Rows | Name]`: an index into the tokenizer's column references.
+    Column(usize),
+}
+
+/// Splits the input into whitelisted tokens with their character positions.
+/// Tokens with their character positions, and the column references `Token::Column` indexes.
+pub(super) type Tokens = (Vec<(Token, usize)>, Vec<ColumnRef>);
+
+pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut tokens = Vec::new();
+    let mut columns = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let start = i;
+        let next = chars.get(i + 1).copied();
+        match c {
+            c if c.is_whitespace() => {
+                i += 1;
+                continue;
+            }
+            '0'..='9' | '.' => {
+                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                    i += 1;
+                }
+                let text: String = chars[start..i].iter().collect();
+                // Digits glued to a name (`2e5`, `3x`) are a forbidden name, not a number.
+                if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    return Err(forbidden_word(&chars, start));
+                }
+                let value = parse_number(&text).ok_or_else(|| CalcError::Syntax {
+                    position: start,
+                    message: format!("malformed number {text:?}"),
+                })?;
+                if value.abs() > MAX_MAGNITUDE {
+                    return Err(CalcError::Overflow {
+                        position: start,
+                        message: format!("literal {text} exceeds {MAX_MAGNITUDE:e}"),
+                    });
+                }
+                tokens.push((Token::Number(value), start));
+                continue;
+            }
+            c if c.is_alphanumeric() || c == '_' => {
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                // A dotted name (`os.system`, `mean.x`) is refused whole.
+                if chars.get(i) == Some(&'.') {
+                    return Err(forbidden_word(&chars, start));
+                }
+                let word: String = chars[start..i].iter().collect();
+                let token = match word.as_str() {
+                    "true" => Token::True,
+                    "false" => Token::False,
+                    "and" => Token::And,
+                    "or" => Token::Or,
+                    "not" => Token::Not,
+                    other => match Function::from_name(other) {
+                        Some(function) => Token::Function(function),
+                        None => {
+                            return Err(CalcError::ForbiddenToken {
+                                token: word,
+                                position: start,
+                            });
+                        }
+                    },
+                };
+                tokens.push((token, start));
+                continue;
+            }
+            '[' => {
+                let (reference, end) = column_reference(&chars, start)?;
+                tokens.push((Token::Column(columns.len()), start));
+                columns.push(reference);
+                i = end;
+                continue;
+            }
+            ']' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "']' without a '[' opening a column reference".to_owned(),
+                });
+            }
+            '+' => tokens.push((Token::Plus, start)),
+            '-' => tokens.push((Token::Minus, start)),
+            '*' if next == Some('*') => {
+                tokens.push((Token::StarStar, start));
+                i += 1;
+            }
+            '*' => tokens.push((Token::Star, start)),
+            '/' => tokens.push((Token::Slash, start)),
+            '(' => tokens.push((Token::LParen, start)),
+            ')' => tokens.push((Token::RParen, start)),
+            ',' => tokens.push((Token::Comma, start)),
+            '<' | '>' | '=' | '!' if next == Some('=') => {
+                let op = match c {
+                    '<' => BinOp::LessEqual,
+                    '>' => BinOp::GreaterEqual,
+                    '=' => BinOp::Equal,
+                    _ => BinOp::NotEqual,
+                };
+                tokens.push((Token::Compare(op), start));
+                i += 1;
+            }
+            '<' => tokens.push((Token::Compare(BinOp::Less), start)),
+            '>' => tokens.push((Token::Compare(BinOp::Greater), start)),
+            // Halves of `==` / `!=`: say what was probably meant.
+            '=' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "'=' is not an operator: compare with '=='".to_owned(),
+                });
+            }
+            '!' => {
+                return Err(CalcError::Syntax {
+                    position: start,
+                    message: "'!' is not an operator: negate with 'not', compare with '!='"
+                        .to_owned(),
+                });
+            }
+            other => {
+                return Err(CalcError::ForbiddenToken {
+                    token: other.to_string(),
+                    position: start,
+                });
+            }
+        }
+        i += 1;
+    }
+    Ok((tokens, columns))
+}
+
+/// `[Name]` or `[Rows | Name]` starting at the `[` at `start`: the reference,
+/// whitespace collapsed, and the position after its `]`.
+fn column_reference(chars: &[char], start: usize) -> Result<(ColumnRef, usize), CalcError> {
+    let syntax = |position: usize, message: String| CalcError::Syntax { position, message };
+    let Some(length) = chars[start + 1..]
+        .iter()
+        .position(|&c| c == ']' || c == '[')
+    else {
+        return Err(syntax(
+            chars.len(),
+            format!("expected ']' to close the column reference '[' at position {start}"),
+        ));
+    };
+    let close = start + 1 + length;
+    if chars[close] == '[' {
+        return Err(syntax(
+            close,
+            format!("expected ']' to close the column reference '[' at position {start}"),
+        ));
+    }
+    let inner: String = chars[start + 1..close].iter().collect();
+    let collapse = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let parts: Vec<String> = inner.split('|').map(collapse).collect();
+    if parts.len() > 2 {
+        return Err(syntax(
+            start,
+            "a column reference is [Name] or [Rows | Name], with one '|' at most".to_owned(),
+        ));
+    }
+    if parts.iter().any(String::is_empty) {
+        return Err(syntax(
+            start,
+            "empty column name: write a column reference as [Name] or [Rows | Name]".to_owned(),
+        ));
+    }
+    let mut parts = parts.into_iter();
+    let first = parts.next().unwrap_or_default();
+    let reference = match parts.next() {
+        Some(name) => ColumnRef::qualified(first, name),
+        None => ColumnRef::new(first),
+    };
+    Ok((reference, close + 1))
+}
+
+/// The whole identifier-like word starting at `start` (e.g. `__import__`, `1e5`, `.real`, `os.system`).
+fn forbidden_word(chars: &[char], start: usize) -> CalcError {
+    let end = chars[start..]
+        .iter()
+        .position(|c| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
+        .map_or(chars.len(), |n| start + n);
+    CalcError::ForbiddenToken {
+        token: chars[start..end].iter().collect(),
+        position: start,
+    }
+}
+
+/// `12`, `12.5`, `.5`, `12.` — one dot at most, at least one digit.
+fn parse_number(text: &str) -> Option<f64> {
+    if text.matches('.').count() > 1 || !text.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+pub(super) fn describe(token: Token) -> String {
+    match token {
+        Token::Number(x) => format!("number {x}"),
+        Token::True => "'true'".into(),
+        Token::False => "'false'".into(),
+        Token::Function(function) => format!("'{function}'"),
+        Token::Plus => "'+'".into(),
+        Token::Minus => "'-'".into(),
+        Token::Star => "'*'".into(),
+        Token::Slash => "'/'".into(),
+        Token::StarStar => "'**'".into(),
+        Token::LParen => "'('".into(),
+        Token::RParen => "')'".into(),
+        Token::Comma => "','".into(),
+        Token::Compare(op) => format!("'{}'", op.symbol()),
+        Token::And => "'and'".into(),
+        Token::Or => "'or'".into(),
+        Token::Not => "'not'".into(),
+        Token::Column(_) => "a column reference".into(),
+    }
+}

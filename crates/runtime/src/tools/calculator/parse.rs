@@ -1,0 +1,328 @@
+//! The calculator's recursive-descent parser: precedence levels as in the
+//! module table, types checked while each node is built.
+
+use super::columns::ColumnRef;
+use super::expr::{
+    BinOp, Expr, Function, UnaryOp, ValueType, argument_type_error, binary_type_error, check_arity,
+    unary_type_error,
+};
+use super::lex::{Token, describe, tokenize};
+use super::{CalcError, MAX_DEPTH, MAX_EXPRESSION_CHARS};
+
+struct Parser {
+    tokens: Vec<(Token, usize)>,
+    next: usize,
+    end_position: usize,
+    depth: usize,
+    columns: Vec<ColumnRef>,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<Token> {
+        self.tokens.get(self.next).map(|(t, _)| *t)
+    }
+
+    fn position(&self) -> usize {
+        self.tokens
+            .get(self.next)
+            .map_or(self.end_position, |(_, p)| *p)
+    }
+
+    fn descend(&mut self) -> Result<(), CalcError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(CalcError::Syntax {
+                position: self.position(),
+                message: format!("nesting deeper than {MAX_DEPTH}"),
+            });
+        }
+        Ok(())
+    }
+
+    fn syntax<T>(&self, message: String) -> Result<T, CalcError> {
+        Err(CalcError::Syntax {
+            position: self.position(),
+            message,
+        })
+    }
+
+    /// Builds a binary node after checking its operand types.
+    fn binary(op: BinOp, left: Expr, right: Expr, position: usize) -> Result<Expr, CalcError> {
+        let (l, r) = (left.value_type(), right.value_type());
+        if !op.accepts(l, r) {
+            return Err(binary_type_error(op, l, r, position));
+        }
+        Ok(Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            position,
+        })
+    }
+
+    /// Builds a unary node after checking its operand type.
+    fn unary_node(op: UnaryOp, operand: Expr, position: usize) -> Result<Expr, CalcError> {
+        if operand.value_type() != op.operand_type() {
+            return Err(unary_type_error(op, operand.value_type(), position));
+        }
+        Ok(Expr::Unary {
+            op,
+            operand: Box::new(operand),
+            position,
+        })
+    }
+
+    // expr := conjunction ('or' conjunction)*
+    fn expr(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.conjunction()?;
+        while self.peek() == Some(Token::Or) {
+            let position = self.position();
+            self.next += 1;
+            let right = self.conjunction()?;
+            left = Self::binary(BinOp::Or, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // conjunction := negation ('and' negation)*
+    fn conjunction(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.negation()?;
+        while self.peek() == Some(Token::And) {
+            let position = self.position();
+            self.next += 1;
+            let right = self.negation()?;
+            left = Self::binary(BinOp::And, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // negation := 'not' negation | comparison
+    fn negation(&mut self) -> Result<Expr, CalcError> {
+        if self.peek() == Some(Token::Not) {
+            let position = self.position();
+            self.next += 1;
+            self.descend()?;
+            let operand = self.negation()?;
+            self.depth -= 1;
+            return Self::unary_node(UnaryOp::Not, operand, position);
+        }
+        self.comparison()
+    }
+
+    // comparison := sum (compare_op sum)?      (non-associative)
+    fn comparison(&mut self) -> Result<Expr, CalcError> {
+        let left = self.sum()?;
+        let Some(Token::Compare(op)) = self.peek() else {
+            return Ok(left);
+        };
+        let position = self.position();
+        self.next += 1;
+        let right = self.sum()?;
+        if let Some(Token::Compare(second)) = self.peek() {
+            return self.syntax(format!(
+                "comparisons do not chain: '{}' follows '{}' at position {position}; \
+                 join two comparisons with 'and' (a < b and b < c)",
+                second.symbol(),
+                op.symbol()
+            ));
+        }
+        Self::binary(op, left, right, position)
+    }
+
+    // sum := term (('+' | '-') term)*
+    fn sum(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.term()?;
+        while let Some(op @ (Token::Plus | Token::Minus)) = self.peek() {
+            let position = self.position();
+            self.next += 1;
+            let right = self.term()?;
+            let op = if op == Token::Plus {
+                BinOp::Add
+            } else {
+                BinOp::Sub
+            };
+            left = Self::binary(op, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // term := unary (('*' | '/') unary)*
+    fn term(&mut self) -> Result<Expr, CalcError> {
+        let mut left = self.unary()?;
+        while let Some(op @ (Token::Star | Token::Slash)) = self.peek() {
+            let position = self.position();
+            self.next += 1;
+            let right = self.unary()?;
+            let op = if op == Token::Star {
+                BinOp::Mul
+            } else {
+                BinOp::Div
+            };
+            left = Self::binary(op, left, right, position)?;
+        }
+        Ok(left)
+    }
+
+    // unary := '-' unary | power      (so -2**2 is -(2**2), as in Python)
+    fn unary(&mut self) -> Result<Expr, CalcError> {
+        if self.peek() == Some(Token::Minus) {
+            let position = self.position();
+            self.next += 1;
+            self.descend()?;
+            let operand = self.unary()?;
+            self.depth -= 1;
+            return Self::unary_node(UnaryOp::Neg, operand, position);
+        }
+        self.power()
+    }
+
+    // power := primary ('**' unary)?   (right-associative through unary)
+    fn power(&mut self) -> Result<Expr, CalcError> {
+        let base = self.primary()?;
+        if self.peek() == Some(Token::StarStar) {
+            let position = self.position();
+            self.next += 1;
+            self.descend()?;
+            let exponent = self.unary()?;
+            self.depth -= 1;
+            return Self::binary(BinOp::Pow, base, exponent, position);
+        }
+        Ok(base)
+    }
+
+    // primary := number | 'true' | 'false' | function '(' arguments ')' | '(' expr ')'
+    fn primary(&mut self) -> Result<Expr, CalcError> {
+        let position = self.position();
+        match self.peek() {
+            Some(Token::Number(x)) => {
+                self.next += 1;
+                Ok(Expr::Number(x))
+            }
+            Some(Token::True) => {
+                self.next += 1;
+                Ok(Expr::Boolean(true))
+            }
+            Some(Token::False) => {
+                self.next += 1;
+                Ok(Expr::Boolean(false))
+            }
+            Some(Token::Function(function)) => {
+                self.next += 1;
+                self.call(function, position)
+            }
+            Some(Token::LParen) => {
+                self.next += 1;
+                self.descend()?;
+                let inner = self.expr()?;
+                self.depth -= 1;
+                if self.peek() != Some(Token::RParen) {
+                    return self
+                        .syntax(format!("expected ')' to close '(' at position {position}"));
+                }
+                self.next += 1;
+                Ok(inner)
+            }
+            Some(Token::Column(index)) => Err(CalcError::ColumnNotAList {
+                reference: self.columns[index].to_string(),
+                position,
+            }),
+            Some(other) => self.syntax(format!(
+                "expected a number, true, false, a function or '(', found {}",
+                describe(other)
+            )),
+            None => self.syntax("unexpected end of expression".to_owned()),
+        }
+    }
+
+    // arguments := expr (',' expr)*     (after the function name; checked: numbers, 1..=MAX_ARGUMENTS)
+    fn call(&mut self, function: Function, position: usize) -> Result<Expr, CalcError> {
+        if self.peek() != Some(Token::LParen) {
+            return self.syntax(format!("expected '(' after '{function}'"));
+        }
+        let open = self.position();
+        self.next += 1;
+        self.descend()?;
+        // `mean([Wait])`: a column reference as the only argument.
+        if let (Some(Token::Column(index)), Some((Token::RParen, _))) =
+            (self.peek(), self.tokens.get(self.next + 1))
+        {
+            let column_position = self.position();
+            self.next += 2;
+            self.depth -= 1;
+            return Ok(Expr::ColumnCall {
+                function,
+                column: self.columns[index].clone(),
+                position,
+                column_position,
+            });
+        }
+        let mut arguments = Vec::new();
+        if self.peek() != Some(Token::RParen) {
+            loop {
+                let argument = self.expr()?;
+                if argument.value_type() != ValueType::Number {
+                    return Err(argument_type_error(
+                        function,
+                        arguments.len(),
+                        argument.value_type(),
+                        position,
+                    ));
+                }
+                arguments.push(argument);
+                match self.peek() {
+                    Some(Token::Comma) => self.next += 1,
+                    Some(Token::RParen) => break,
+                    Some(other) => {
+                        return self.syntax(format!(
+                            "expected ',' or ')' to close '{function}(' at position {open}, found {}",
+                            describe(other)
+                        ));
+                    }
+                    None => {
+                        return self.syntax(format!(
+                            "expected ')' to close '{function}(' at position {open}"
+                        ));
+                    }
+                }
+            }
+        }
+        self.next += 1; // the ')'
+        self.depth -= 1;
+        check_arity(function, arguments.len(), position)?;
+        Ok(Expr::Call {
+            function,
+            arguments,
+            position,
+        })
+    }
+}
+
+/// Tokenizes, parses and type-checks `input` into an AST without evaluating it.
+pub fn parse(input: &str) -> Result<Expr, CalcError> {
+    let chars = input.chars().count();
+    if chars > MAX_EXPRESSION_CHARS {
+        return Err(CalcError::TooLong {
+            chars,
+            limit: MAX_EXPRESSION_CHARS,
+        });
+    }
+    if input.trim().is_empty() {
+        return Err(CalcError::Empty);
+    }
+    let (tokens, columns) = tokenize(input)?;
+    let mut parser = Parser {
+        tokens,
+        columns,
+        next: 0,
+        end_position: chars,
+        depth: 0,
+    };
+    let expr = parser.expr()?;
+    if let Some(token) = parser.peek() {
+        return parser.syntax(format!(
+            "unexpected {} after a complete expression",
+            describe(token)
+        ));
+    }
+    Ok(expr)
+}
