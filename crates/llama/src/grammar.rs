@@ -480,12 +480,31 @@ fn value_node(
             }
             // The aggregate a number step asks for, when its words name exactly one ("the average …"):
             // a small model sampling at t=0.7 otherwise sometimes sums what it was asked to average.
+            // Over an observed table, an aggregate names its column by reference (`mean([Wait])`): the
+            // calculator resolves it from the ledger, so 5 rows or 500 cost the same few tokens and no value
+            // can be mistyped, dropped or invented. Which column: the one the step's words name, or any.
+            let referable: Vec<&Series> = match inputs.grounding.focus(inputs.focus) {
+                Some(series) => vec![series],
+                None => inputs.grounding.series.iter().collect(),
+            };
+            let over_table = over_table || !referable.is_empty();
             if over_table {
                 let functions = asked_aggregates(inputs.focus);
-                grammar.define(
-                    "calc-asked",
-                    Node::seq([Node::one_of_texts(functions), Node::lit("("), Node::rule("calc-args"), Node::lit(")")]),
-                );
+                let mut calls: Vec<String> = Vec::new();
+                for series in &referable {
+                    let reference = if inputs.grounding.series.iter().filter(|s| s.name == series.name).count() > 1 && !series.rows.is_empty() {
+                        format!("[{} | {}]", series.rows, series.name)
+                    } else {
+                        format!("[{}]", series.name)
+                    };
+                    for function in &functions {
+                        let call = escape_json_text(&format!("{function}({reference})"));
+                        if !calls.contains(&call) {
+                            calls.push(call);
+                        }
+                    }
+                }
+                grammar.define("calc-asked", Node::one_of_texts(calls));
             }
             let root = match result {
                 Some(ResultKind::Boolean) => "calc-bool",

@@ -352,7 +352,7 @@ fn aggregates_run_over_whole_observed_columns() {
         format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
     };
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
-    for ok in ["mean(2.8, 3.4, 5.4)", "sum(4820, 3150)"] {
+    for ok in ["mean([Arrears rate])", "sum([Loans])"] {
         assert!(calc.accepts(&expr(ok)), "{ok}");
     }
     // One aggregate over one whole column: no partial, reordered or mixed columns, no chains.
@@ -362,7 +362,7 @@ fn aggregates_run_over_whole_observed_columns() {
         "mean(3.4, 2.8, 5.4)",
         "max(4820)",
         "(2.8 + 3.4) * 3.5",
-        "mean(4820, 3150) + mean(2.8, 3.4, 5.4)",
+        "mean([Loans]) + mean([Arrears rate])",
     ] {
         assert!(!calc.accepts(&expr(bad)), "{bad}");
     }
@@ -372,9 +372,9 @@ fn aggregates_run_over_whole_observed_columns() {
     )));
     // A step that declares no result kind (older task files): a comparison or one aggregate, no chains.
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
-    assert!(open.accepts(&expr("mean(2.8, 3.4, 5.4)")) && open.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5")));
-    assert!(!open.accepts(&expr("mean(2.8, 3.4, 5.4) * 3.5")) && !open.accepts(&expr("2.8 + 3.4")));
-    assert!(!open.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and 2.8 <= 3.4")), "no chains of comparisons either");
+    assert!(open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("mean([Arrears rate]) <= 3.5")));
+    assert!(!open.accepts(&expr("mean([Arrears rate]) * 3.5")) && !open.accepts(&expr("2.8 + 3.4")));
+    assert!(!open.accepts(&expr("mean([Arrears rate]) <= 3.5 and 2.8 <= 3.4")), "no chains of comparisons either");
 }
 
 #[test]
@@ -387,15 +387,15 @@ fn a_number_step_that_names_its_aggregate_gets_that_one() {
         grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap()
     };
     let average = step("compute the average arrears rate of all branches");
-    assert!(average.accepts(&expr("mean(2.8, 3.4, 5.4)")));
-    assert!(!average.accepts(&expr("sum(2.8, 3.4, 5.4)")) && !average.accepts(&expr("max(2.8, 3.4, 5.4)")));
+    assert!(average.accepts(&expr("mean([Arrears rate])")));
+    assert!(!average.accepts(&expr("sum([Arrears rate])")) && !average.accepts(&expr("max([Arrears rate])")));
     let total = step("work out the total loans");
-    assert!(total.accepts(&expr("sum(4820, 3150)")) && !total.accepts(&expr("mean(4820, 3150)")));
+    assert!(total.accepts(&expr("sum([Loans])")) && !total.accepts(&expr("mean([Loans])")));
     // Two aggregates named, or none: every function stays open.
-    let both = step("the highest arrears rate against the average");
-    assert!(both.accepts(&expr("max(2.8, 3.4, 5.4)")) && both.accepts(&expr("mean(2.8, 3.4, 5.4)")));
+    let both = step("the total arrears rate against the average");
+    assert!(both.accepts(&expr("sum([Arrears rate])")) && both.accepts(&expr("mean([Arrears rate])")));
     let none = step("compute the figure");
-    assert!(none.accepts(&expr("count(2.8, 3.4, 5.4)")) && none.accepts(&expr("sum(4820, 3150)")));
+    assert!(none.accepts(&expr("count([Arrears rate])")) && none.accepts(&expr("sum([Loans])")));
     // The rule check is not narrowed: a rule compares an average and a row.
     let i = grammar::Inputs { focus: "check that the average is at most 3.5 and the highest at most 5.4", ..inputs(&cards, &g) };
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
@@ -415,7 +415,7 @@ fn a_rule_check_over_understood_rules_is_those_rules_in_any_order() {
         runtime_accepts(&expr(ok));
     }
     for bad in [
-        "mean(2.8, 3.4, 5.4) <= 3.5",
+        "mean([Arrears rate]) <= 3.5",
         "mean(2.8, 3.4, 5.4) >= 3.5 and max(2.8, 3.4, 5.4) <= 5",
         "mean(2.8, 3.4, 5.4) <= 5 and max(2.8, 3.4, 5.4) <= 3.5",
         "mean(4820, 3150) <= 3.5 and max(2.8, 3.4, 5.4) <= 5",
@@ -436,6 +436,8 @@ fn once_the_rule_check_decides_the_verdict_the_answer_can_only_report_it() {
     }
     g.verdict = vec!["not met".into()];
     g.verdict_refused = vec!["met".into()];
+    // The runtime's answer plan offers only the phrase of the verdict its rule reading established.
+    g.answer_offers = vec![vec![], vec![], vec!["not met".into()]];
     let decided = grammar::guided_final(&inputs(&cards, &g), &ids).unwrap();
     assert!(decided.accepts(&answer("Average is 79; the lowest is North. The rule is not met.")));
     assert!(!decided.accepts(&answer("Average is 79; the lowest is North. The rule is met.")), "the rule check says not met");
@@ -451,9 +453,9 @@ fn a_step_that_names_a_column_draws_on_that_column_only() {
         format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
     };
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
-    assert!(calc.accepts(&expr("mean(2.8, 3.4, 5.4)")));
+    assert!(calc.accepts(&expr("mean([Arrears rate])")));
     assert!(
-        !calc.accepts(&expr("mean(4820, 3150)")),
+        !calc.accepts(&expr("mean([Loans])")),
         "the step names the arrears rate column"
     );
     // The chart copies that column whole, labels and values in table order; its line is a computed value.
@@ -494,6 +496,10 @@ fn a_step_that_names_a_column_draws_on_that_column_only() {
     // The answer's slots: the average is a computed value, the highest row is that column's highest row.
     i.focus = "Look up the arrears rate of every branch and decide whether the limits hold.";
     i.answer_template = "Average <average>%; highest <highest branch>; limits <met / not met>.";
+    // The runtime's answer plan: the mean of the column the task names, and its highest row.
+    let mut g2 = g.clone();
+    g2.answer_offers = vec![vec!["3.87".into(), "3.9".into()], vec!["Eastgate".into()], vec![]];
+    i.grounding = &g2;
     let ids = vec!["obs-a-1".to_string(), "obs-b-2".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
     let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&ids));
@@ -714,6 +720,8 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
     g.series = vec![series("Routing Accuracy", &[("Batch A", "82"), ("Batch B", "74"), ("Batch C", "67"), ("Batch D", "88")])];
     g.computed = vec!["77.75".into(), "77.8".into(), "78".into()];
     let template = "Average is <average>; the lowest batch is <lowest batch> with Routing Accuracy <its value>.";
+    // The runtime's answer plan (claims::answer_offers) for that template over this column.
+    g.answer_offers = vec![vec!["78".into()], vec!["Batch C".into()], vec!["67".into()]];
     let i = grammar::Inputs { answer_template: template, ..inputs(&cards, &g) };
     let ids = vec!["obs-a-1".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
@@ -729,6 +737,7 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
         assert!(!fin.accepts(&answer(wrong)), "accepted {wrong}");
     }
     // "Highest" names the other end, and its value follows it.
+    g.answer_offers = vec![vec!["Batch D".into()], vec!["88".into()]];
     let i = grammar::Inputs { answer_template: "The top is <highest batch> at <its value>.", ..inputs(&cards, &g) };
     let fin = grammar::guided_final(&i, &ids).unwrap();
     let text = |label: &str, value: &str| format!("{}The top is {label} at {value}.\"}}", grammar::guided_final_prefix(&ids));

@@ -718,6 +718,10 @@ impl Run<'_, '_> {
         let allowed_sources = self.task.file.knowledge_files.clone();
         let artifact_dir = self.config.artifact_dir.clone();
         let mut store = self.artifacts.clone();
+        // Column references (`mean([Wait])`) resolve against the tables observed so far, never a file.
+        let columns = crate::tools::calculator::TableColumns::from_results(
+            self.ledger.records().filter(|r| r.ok).filter_map(|r| r.result.as_ref()),
+        );
         let spawned = std::thread::Builder::new().name(format!("forge-tool-{tool}")).spawn(move || {
             if let Some(fault) = &fault {
                 if fault.sleep_ms > 0 {
@@ -734,7 +738,7 @@ impl Run<'_, '_> {
                 allowed_sources: &allowed_sources,
                 artifact_dir: &artifact_dir,
                 artifacts: &mut store,
-                columns: &crate::tools::NoColumns,
+                columns: &columns,
             };
             let _ = sender.send(call_tool(&tool_name, &arguments, &mut ctx));
         });
@@ -818,3 +822,4 @@ impl Run<'_, '_> {
         }
     }
 }
+

@@ -384,9 +384,10 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
 /// when the rules are understood. Empty when they are not (no rules, or no one clear column).
 pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
-    let Some((_, rows)) = column_values(result, &rules, context) else { return Vec::new() };
-    let values: Vec<String> = rows.iter().map(|(_, v)| crate::numbers::canonical(*v)).collect();
-    let values = values.join(", ");
+    let Some((column, _)) = column_values(result, &rules, context) else { return Vec::new() };
+    // The column by reference (`mean([Wait]) <= 30`): the same few tokens for 5 rows or 500, and the
+    // calculator resolves it from the observed table, so no value can be mistyped or left out.
+    let reference = column_reference(result, &column);
     rules
         .iter()
         .map(|rule| {
@@ -396,9 +397,27 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
                 (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => "min",
                 (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => "max",
             };
-            format!("{function}({values}) {} {}", rule.comparison.symbol(), crate::numbers::canonical(rule.threshold))
+            format!("{function}({reference}) {} {}", rule.comparison.symbol(), crate::numbers::canonical(rule.threshold))
         })
         .collect()
+}
+
+/// `[Wait]`, or `[Hotel | Occupancy]` when another table of the result has a column of the same name.
+pub fn column_reference(result: &Value, column: &str) -> String {
+    let tables: Vec<&Value> = result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["columns"].as_array().into_iter().flatten().any(|c| c["name"] == column))
+        .collect();
+    match tables.as_slice() {
+        [_, _, ..] => {
+            // The first table holding it is the one `column_values` chose when the rows tell them apart.
+            let rows = tables[0]["label_column"].as_str().unwrap_or_default();
+            if rows.is_empty() { format!("[{column}]") } else { format!("[{rows} | {column}]") }
+        }
+        _ => format!("[{column}]"),
+    }
 }
 
 #[cfg(test)]
@@ -446,9 +465,16 @@ mod tests {
     fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
         let r = result(&[("A", 28.0), ("B", 35.0), ("C", 31.5)], &[("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
         let terms = calculator_terms(&r, "");
-        assert_eq!(terms, ["mean(28, 35, 31.5) <= 30", "max(28, 35, 31.5) <= 40"]);
+        assert_eq!(terms, ["mean([Score]) <= 30", "max([Score]) <= 40"]);
         let joined = terms.join(" and ");
-        let computed = crate::tools::calculator::evaluate(&joined).unwrap();
+        let columns = crate::tools::calculator::TableColumns {
+            tables: vec![crate::tools::calculator::ColumnTable {
+                rows_label: String::new(),
+                labels: vec!["A".into(), "B".into(), "C".into()],
+                columns: vec![("Score".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
+            }],
+        };
+        let computed = crate::tools::calculator::evaluate_with(&joined, &columns).unwrap().value;
         assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r, "").unwrap().holds));
         assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty());
     }
@@ -494,11 +520,11 @@ mod tests {
                      {"label": "B", "values": {"Stops": 35, "Pit stop (s)": 3.0, "Fastest (s)": 2.4}}]});
         let rule = "The team needs the average pit stop time to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds.";
         let result = json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&result, ""), ["mean(2.4, 3) <= 2.6", "max(2.4, 3) <= 3.2"]);
+        assert_eq!(calculator_terms(&result, ""), ["mean([Pit stop (s)]) <= 2.6", "max([Pit stop (s)]) <= 3.2"]);
         assert!(!verdict(&result, "").unwrap().holds, "mean 2.7 > 2.6");
         let with_facts = json!({"data": {"tables": [table], "facts": [{"key": "Maximum average pit stop", "value": 2.8}]},
             "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&with_facts, ""), ["mean(2.4, 3) <= 2.8"]);
+        assert_eq!(calculator_terms(&with_facts, ""), ["mean([Pit stop (s)]) <= 2.8"]);
         // Two columns named by different rules: not one clear column, so nothing is said.
         let two = json!({"data": {"tables": [table], "facts": []},
             "citations": [{"text": "The average pit stop must be at most 3, and every crew needs at least 30 stops."}]});
@@ -513,7 +539,7 @@ mod tests {
         let result = json!({"data": {"tables": [table], "facts": [{"key": "average_lte", "value": 45}, {"key": "every_team_lte", "value": 60}]}});
         assert!(calculator_terms(&result, "").is_empty(), "two columns, no context: unclear");
         let task = "Does the centre keep its service rule? Compute the average answer time of the teams.";
-        assert_eq!(calculator_terms(&result, task), ["mean(42, 50) <= 45", "max(42, 50) <= 60"]);
+        assert_eq!(calculator_terms(&result, task), ["mean([Answer time (s)]) <= 45", "max([Answer time (s)]) <= 60"]);
         assert!(!verdict(&result, task).unwrap().holds, "mean 46 > 45");
         // A task naming both columns equally says nothing.
         assert!(calculator_terms(&result, "calls answered and answer time").is_empty());
@@ -541,7 +567,7 @@ mod tests {
             "rows": [{"label": "July", "values": {"Occupancy": 84.5}}, {"label": "August", "values": {"Occupancy": 88}}]});
         let rule = "The bonus is paid when the average occupancy across the group's hotels is at least 75% and no hotel is below 65%.";
         let result = json!({"data": {"tables": [by_hotel, by_month], "facts": []}, "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&result, ""), ["mean(82, 63.5) >= 75", "min(82, 63.5) >= 65"]);
+        assert_eq!(calculator_terms(&result, ""), ["mean([Hotel | Occupancy]) >= 75", "min([Hotel | Occupancy]) >= 65"]);
         assert!(!verdict(&result, "").unwrap().holds, "Parkside 63.5 < 65");
         // Rows named nowhere: still two candidates, nothing is said.
         let vague = json!({"data": {"tables": [by_hotel, by_month], "facts": []},

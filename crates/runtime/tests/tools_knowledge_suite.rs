@@ -125,7 +125,8 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
             Some(verdict) => {
                 assert_eq!(verdict.holds, truth, "{name}: the rules read {:?} against ground truth {truth}", verdict.explanation);
                 let terms = runtime::rules::calculator_terms(&out.result, &context).join(" and ");
-                let computed = runtime::tools::calculator::evaluate(&terms).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
+                let columns = runtime::tools::calculator::TableColumns::from_results([&out.result]);
+                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns).map(|e| e.value).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
                 assert_eq!(computed, runtime::tools::calculator::CalcValue::Boolean(truth), "{name}: {terms}");
                 understood.push(name.clone());
             }
@@ -141,7 +142,8 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
             if let Some(verdict) = runtime::rules::verdict(&out.result, &context) {
                 assert_eq!(verdict.holds, truth, "{name}, query {word:?}: the rules read {:?}", verdict.explanation);
                 let terms = runtime::rules::calculator_terms(&out.result, &context).join(" and ");
-                let computed = runtime::tools::calculator::evaluate(&terms).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
+                let columns = runtime::tools::calculator::TableColumns::from_results([&out.result]);
+                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns).map(|e| e.value).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
                 assert_eq!(computed, runtime::tools::calculator::CalcValue::Boolean(truth), "{name}, query {word:?}: {terms}");
             }
         }
