@@ -1,9 +1,12 @@
 //! `cargo xtask check`: judge the learner's copy, record the attempt, and reveal what was earned.
 //!
-//! A check builds `learn/NN-name/` (warnings shown), runs every test target, then proves the
-//! learner's transfer test catches the bug: a scratch copy of their crate with the original faulty
-//! file back in place must make it fail. Only a stage that passes all of this is `passed`, and only
-//! then are the reference repair, the repair principle and the design question printed.
+//! A check builds one judge crate (`target/xtask-scratch/learner-judge/NN-name/`): the learner's
+//! `src/` and `tests/transfer.rs` with the course's own tests and manifest — the copy's stage tests
+//! are compared, never compiled. Every test runs, `#[ignore]`d ones included. Then the learner's
+//! transfer test must pass on the same crate with the reference `src/` and fail with the one faulty
+//! file swapped in: same package, manifest and path, so only behaviour tells the builds apart.
+//! Only a stage that passes all of this is `passed`, and only then are the reference repair, the
+//! repair principle and the design question printed.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -49,6 +52,20 @@ pub enum LearnerOutcome {
 }
 
 impl LearnerOutcome {
+    /// The outcome in Chinese, for learner-facing lines (`as_str` stays the recorded name).
+    pub fn zh_cn(self) -> &'static str {
+        match self {
+            Self::Passed => "通过",
+            Self::Failed => "未通过",
+            Self::Unviable => "无法编译",
+            Self::Timeout => "超时",
+            Self::TransferMissing => "缺少迁移测试",
+            Self::TransferNotCaught | Self::TransferRefused | Self::TransferFailsOnReference => {
+                "迁移测试没有抓住故障"
+            }
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Passed => "passed",
@@ -106,10 +123,16 @@ pub fn check(
     let dir = copy_dir(course, stage);
     let n = stage.number();
     if !learn::has_copy(course, stage) {
-        bail!(
-            "{} does not exist yet; run `cargo xtask learn {n}` first",
-            course.relative(&dir)
-        );
+        match lang {
+            Lang::En => bail!(
+                "{} does not exist yet; run `cargo xtask learn {n}` first",
+                judge::from_cwd(&dir)
+            ),
+            Lang::ZhCn => bail!(
+                "{} 还不存在；先运行 `cargo xtask learn {n}`",
+                judge::from_cwd(&dir)
+            ),
+        }
     }
     let state_path = progress_path(course);
     let mut progress = Progress::open(course)?;
@@ -118,18 +141,27 @@ pub fn check(
         .and_then(|s| s.prediction.as_ref())
         .is_none()
     {
-        bail!(
-            "commit a prediction before the first check: read the question in {}/README.md and run \
-             `cargo xtask predict {n} <A-D>`",
-            course.relative(&dir)
-        );
+        let shown = judge::from_cwd(&dir);
+        match lang {
+            Lang::En => bail!(
+                "commit a prediction before the first check: read the question in {shown}/README.md and run \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+            Lang::ZhCn => bail!(
+                "第一次检查之前先提交预测：读 {shown}/README.zh-CN.md 里的问题，然后运行 \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+        }
     }
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let started_at = SystemTime::now();
     let clock = Instant::now();
     let shown_copy = judge::from_cwd(&dir);
-    writeln!(out, "checking {shown_copy} …")?;
+    match lang {
+        Lang::En => writeln!(out, "checking {shown_copy} …")?,
+        Lang::ZhCn => writeln!(out, "正在检查 {shown_copy} …")?,
+    }
 
     // The judge is the course's: the copy's stage and error tests are compared, never compiled.
     let course_tests = test_files(&stage.dir)?;
@@ -183,14 +215,20 @@ pub fn check(
     )?;
     if let Some(warnings) = build.warnings.get(&package) {
         let shown = warnings.len().min(8);
-        writeln!(out, "\n{} compiler warning(s):", warnings.len())?;
+        match lang {
+            Lang::En => writeln!(out, "\n{} compiler warning(s):", warnings.len())?,
+            Lang::ZhCn => writeln!(out, "\n{} 条编译警告：", warnings.len())?,
+        }
         for warning in &warnings[..shown] {
             for line in judge::relocate(warning, &shown_copy).trim_end().lines() {
                 writeln!(out, "  {line}")?;
             }
         }
         if warnings.len() > shown {
-            writeln!(out, "  … and {} more", warnings.len() - shown)?;
+            match lang {
+                Lang::En => writeln!(out, "  … and {} more", warnings.len() - shown)?,
+                Lang::ZhCn => writeln!(out, "  …… 还有 {} 条", warnings.len() - shown)?,
+            }
         }
     }
     let runs = verify::run_binaries_with(
@@ -272,17 +310,20 @@ pub fn check(
 
     // Per-test report, then what to do next.
     if !run.build_ok {
-        writeln!(
-            out,
-            "\nYour crate does not compile:\n{}",
-            run.build_errors.join("\n")
-        )?;
+        let errors = judge::relocate(&run.build_errors.join("\n"), &shown_copy);
+        match lang {
+            Lang::En => writeln!(out, "\nYour crate does not compile:\n{errors}")?,
+            Lang::ZhCn => writeln!(out, "\n你的 crate 编译不通过：\n{errors}")?,
+        }
     }
     for test in &run.tests {
-        let mark = match test.outcome {
-            TestOutcome::Passed => "ok  ",
-            TestOutcome::Failed => "FAIL",
-            TestOutcome::Ignored => "skip",
+        let mark = match (test.outcome, lang) {
+            (TestOutcome::Passed, Lang::En) => "ok  ",
+            (TestOutcome::Failed, Lang::En) => "FAIL",
+            (TestOutcome::Ignored, Lang::En) => "skip",
+            (TestOutcome::Passed, Lang::ZhCn) => "通过",
+            (TestOutcome::Failed, Lang::ZhCn) => "失败",
+            (TestOutcome::Ignored, Lang::ZhCn) => "跳过",
         };
         writeln!(out, "  {mark} {}::{}", test.target, test.name)?;
     }
@@ -295,7 +336,10 @@ pub fn check(
     if outcome == LearnerOutcome::Failed
         && let Some(first) = first_failure
     {
-        writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?;
+        match lang {
+            Lang::En => writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?,
+            Lang::ZhCn => writeln!(out, "\n第一个失败，{}::{}：", first.target, first.name)?,
+        }
         let output = judge::relocate(first.output.as_deref().unwrap_or_default(), &shown_copy);
         for line in output.lines().take(30) {
             writeln!(out, "  | {line}")?;
@@ -386,7 +430,7 @@ pub fn check(
             ),
             Lang::ZhCn => format!(
                 "\n阶段 {n}：{}（第 {checks} 次检查）。卡住了？`cargo xtask hint {n}`。",
-                outcome.as_str()
+                outcome.zh_cn()
             ),
         };
         writeln!(out, "{mark}")?;
@@ -800,7 +844,14 @@ pub fn reveal(
                     "你的版本与参考实现不同，可以对比：diff {mine_path} {reference}"
                 )?;
             }
-            writeln!(out, "\n修复原则（failure.json）：{}", contract.repair)?;
+            let principle = subsection(
+                &guide
+                    .section(Section::AfterItPasses, lang)
+                    .unwrap_or_default(),
+                "修复原则",
+            )
+            .unwrap_or_else(|| contract.repair.clone());
+            writeln!(out, "\n修复原则：{principle}")?;
             writeln!(
                 out,
                 "\n你的迁移测试能抓住原来的故障。可以和参考版本对比：stages/{}/tests/transfer.rs",
@@ -853,4 +904,14 @@ fn next_verb(course: &Course, stage: &Stage) -> &'static str {
     } else {
         "learn"
     }
+}
+
+/// The body of `### heading` inside a guide section, trimmed (the Chinese guide's own words for
+/// what failure.json holds in English).
+fn subsection(section: &str, heading: &str) -> Option<String> {
+    let mut lines = section.lines();
+    lines.find(|l| l.trim() == format!("### {heading}"))?;
+    let body: Vec<&str> = lines.take_while(|l| !l.starts_with("### ")).collect();
+    let text = body.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
 }
