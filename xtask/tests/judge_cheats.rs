@@ -328,6 +328,66 @@ fn progress_speaks_chinese() {
 }
 
 #[test]
+fn the_walkthrough_in_chinese_has_no_english_left() {
+    let sandbox = Sandbox::new("zh-walkthrough", Some(&["01-holds"]));
+    let zh = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--lang", "zh-CN"]);
+        let output = sandbox.xtask(&all);
+        (output.status.success(), text(&output))
+    };
+    let mut transcript = String::new();
+    let (ok, out) = zh(&["check", "01"]);
+    assert!(!ok);
+    transcript.push_str(&out);
+    let (ok, out) = zh(&["learn", "01"]);
+    assert!(ok, "{out}");
+    transcript.push_str(&out);
+    let (ok, out) = zh(&["check", "01"]);
+    assert!(!ok);
+    transcript.push_str(&out);
+    let (ok, out) = zh(&["predict", "01", "B"]);
+    assert!(ok, "{out}");
+    transcript.push_str(&out);
+    let (ok, out) = zh(&["check", "01"]);
+    assert!(!ok);
+    assert!(out.contains("第一个失败"), "{out}");
+    transcript.push_str(&out);
+    repair(&sandbox);
+    fs::write(copy(&sandbox).join("tests/transfer.rs"), CATCHING_TRANSFER).unwrap();
+    let (ok, out) = zh(&["check", "01"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("阶段 01 通过。"), "{out}");
+    transcript.push_str(&out);
+    let (_, out) = zh(&["progress"]);
+    transcript.push_str(&out);
+    for english in [
+        "checking",
+        "first failure",
+        "Stage 0",
+        "passes",
+        "Next",
+        "Every ",
+        "Repair principle",
+        "Design question",
+        "Your ",
+        "Created",
+        "Predict first",
+        "not this time",
+        "compiler warning",
+        "does not exist",
+        "commit a prediction",
+        "FAIL",
+        "Restore the arithmetic",
+    ] {
+        assert!(
+            !transcript.contains(english),
+            "{english:?} in:\n{transcript}"
+        );
+    }
+}
+
+#[test]
 fn the_cargo_alias_shows_the_first_build() {
     let config = fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.cargo/config.toml"),
