@@ -221,7 +221,8 @@ impl Exercise {
 }
 
 /// The README of a learner's copy: the problem, the prediction without its answer, the boundary,
-/// the steps, the fault lab and the transfer challenge, plus what to run. Nothing from the hints,
+/// the fault lab (repair) or the implementation steps (scratch: they state the rule, so a repair
+/// copy never gets them) and the transfer challenge, plus what to run. Nothing from the hints,
 /// the answer, the diagnosis or the repair (those live in sections this never copies).
 pub fn learner_readme(
     stage: &Stage,
@@ -314,10 +315,12 @@ pub fn learner_readme(
         Section::Problem,
         Section::PredictFirst,
         Section::BoundaryDecision,
-        Section::ImplementationSteps,
     ];
-    if exercise == Exercise::Repair {
-        shown.push(Section::FaultLab);
+    // The steps build the module, so they state the rule the fault breaks: a repair copy would
+    // read its fix there. Only a scratch copy, which has no fault to find, gets them.
+    match exercise {
+        Exercise::Repair => shown.push(Section::FaultLab),
+        Exercise::Scratch => shown.push(Section::ImplementationSteps),
     }
     shown.push(Section::TransferChallenge);
     for section in shown {
@@ -364,6 +367,12 @@ mod tests {
                     assert!(!readme.contains("xtask fault"), "{at}:\n{readme}");
                     assert!(!readme.contains("After it passes"), "{at}");
                     assert!(!readme.contains("通过之后\n"), "{at}");
+                    let steps = Section::ImplementationSteps.heading(lang);
+                    assert_eq!(
+                        readme.contains(&format!("## {steps}")),
+                        exercise == Exercise::Scratch,
+                        "{at}: the implementation steps state the fix, so a repair copy has none"
+                    );
                     if exercise == Exercise::Scratch {
                         assert!(!readme.contains("original faulty code"), "{at}:\n{readme}");
                         assert!(!readme.contains("原来的故障代码"), "{at}:\n{readme}");

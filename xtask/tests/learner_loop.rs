@@ -131,7 +131,6 @@ fn a_fresh_copy_gives_nothing_away() {
         "## Predict first",
         "- **B.** `5`",
         "## Boundary decision",
-        "## Implementation steps",
         "## Fault lab",
         "## Transfer challenge",
         "[中文](README.zh-CN.md)",
@@ -145,6 +144,10 @@ fn a_fresh_copy_gives_nothing_away() {
         fs::read_to_string(dir.join("README.zh-CN.md"))
             .unwrap()
             .contains("## 先做判断")
+    );
+    assert!(
+        !readme.contains("## Implementation steps"),
+        "the steps state the fix; a repair copy has none:\n{readme}"
     );
     let transfer = fs::read_to_string(dir.join("tests/transfer.rs")).unwrap();
     assert!(
