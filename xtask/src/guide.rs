@@ -382,6 +382,27 @@ mod tests {
         }
     }
 
+    /// The full guides hold the answers under *After it passes*; that section opens with a
+    /// spoiler guard, so a learner reading the guide before the pass is warned first.
+    #[test]
+    fn every_answer_section_opens_with_a_spoiler_guard() {
+        let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
+        for stage in &course.stages {
+            for (lang, guard) in [
+                (Lang::En, "> **Spoilers below:**"),
+                (Lang::ZhCn, "> **以下是剧透：**"),
+            ] {
+                let guide = Guide::load(stage, lang).unwrap();
+                let after = guide.section(Section::AfterItPasses, lang).unwrap();
+                assert!(
+                    after.trim_start().starts_with(guard),
+                    "{} {lang:?}: *After it passes* must open with {guard:?}",
+                    stage.id
+                );
+            }
+        }
+    }
+
     /// The seven real guides: the one set of sections, a link to the other language, options
     /// labelled A-D, and an answer (under "After it passes") that matches stage.toml.
     #[test]
