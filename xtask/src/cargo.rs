@@ -208,6 +208,16 @@ pub fn run_test_binary(
     timeout: Duration,
     filter: Option<&str>,
 ) -> anyhow::Result<BinaryRun> {
+    run_test_binary_with(binary, timeout, filter, false)
+}
+
+/// [`run_test_binary`], optionally with `--include-ignored`: a judge runs `#[ignore]`d tests too.
+pub fn run_test_binary_with(
+    binary: &TestBinary,
+    timeout: Duration,
+    filter: Option<&str>,
+    include_ignored: bool,
+) -> anyhow::Result<BinaryRun> {
     let started = Instant::now();
     let mut cmd = Command::new(&binary.executable);
     cmd.current_dir(&binary.manifest_dir)
@@ -218,6 +228,9 @@ pub fn run_test_binary(
         .arg("never");
     if let Some(filter) = filter {
         cmd.arg("--exact").arg(filter);
+    }
+    if include_ignored {
+        cmd.arg("--include-ignored");
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

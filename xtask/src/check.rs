@@ -1,9 +1,12 @@
 //! `cargo xtask check`: judge the learner's copy, record the attempt, and reveal what was earned.
 //!
-//! A check builds `learn/NN-name/` (warnings shown), runs every test target, then proves the
-//! learner's transfer test catches the bug: a scratch copy of their crate with the original faulty
-//! file back in place must make it fail. Only a stage that passes all of this is `passed`, and only
-//! then are the reference repair, the repair principle and the design question printed.
+//! A check builds one judge crate (`target/xtask-scratch/learner-judge/NN-name/`): the learner's
+//! `src/` and `tests/transfer.rs` with the course's own tests and manifest — the copy's stage tests
+//! are compared, never compiled. Every test runs, `#[ignore]`d ones included. Then the learner's
+//! transfer test must pass on the same crate with the reference `src/` and fail with the one faulty
+//! file swapped in: same package, manifest and path, so only behaviour tells the builds apart.
+//! Only a stage that passes all of this is `passed`, and only then are the reference repair, the
+//! repair principle and the design question printed.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,6 +21,7 @@ use crate::args::{Args, Flag};
 use crate::cargo::{self, BuildRequest, TestOutcome};
 use crate::course::{self, Contract, Course, Lang, Stage};
 use crate::guide::{Guide, Section};
+use crate::judge;
 use crate::learn::{self, copy_dir, learn_package};
 use crate::progress::{self, Progress, learn_dir, progress_path};
 use crate::report::{
@@ -39,9 +43,29 @@ pub enum LearnerOutcome {
     TransferMissing,
     /// Every test passes, and the transfer test passes on the original fault too.
     TransferNotCaught,
+    /// The transfer test reads its build instead of calling the code, or is the reference's copied
+    /// (reported as `transfer_not_caught`: it proves nothing about the fault).
+    TransferRefused,
+    /// The transfer test fails on the reference solution: it asserts something the correct code
+    /// does not do (reported as `transfer_not_caught`).
+    TransferFailsOnReference,
 }
 
 impl LearnerOutcome {
+    /// The outcome in Chinese, for learner-facing lines (`as_str` stays the recorded name).
+    pub fn zh_cn(self) -> &'static str {
+        match self {
+            Self::Passed => "通过",
+            Self::Failed => "未通过",
+            Self::Unviable => "无法编译",
+            Self::Timeout => "超时",
+            Self::TransferMissing => "缺少迁移测试",
+            Self::TransferNotCaught | Self::TransferRefused | Self::TransferFailsOnReference => {
+                "迁移测试没有抓住故障"
+            }
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Passed => "passed",
@@ -49,7 +73,9 @@ impl LearnerOutcome {
             Self::Unviable => "unviable",
             Self::Timeout => "timeout",
             Self::TransferMissing => "transfer_missing",
-            Self::TransferNotCaught => "transfer_not_caught",
+            Self::TransferNotCaught | Self::TransferRefused | Self::TransferFailsOnReference => {
+                "transfer_not_caught"
+            }
         }
     }
 }
@@ -57,7 +83,7 @@ impl LearnerOutcome {
 pub fn cmd_check(args: Args) -> anyhow::Result<ExitCode> {
     args.at_most_positionals(1, "cargo xtask check [STAGE]")?;
     let course = Course::open(&args)?;
-    let progress = Progress::load(&progress_path(&course))?;
+    let progress = Progress::open(&course)?;
     let stage = match args.positional.first() {
         Some(selector) => course.stage(selector)?.clone(),
         None => current_stage(&course, &progress)?,
@@ -97,39 +123,89 @@ pub fn check(
     let dir = copy_dir(course, stage);
     let n = stage.number();
     if !learn::has_copy(course, stage) {
-        bail!(
-            "{} does not exist yet; run `cargo xtask learn {n}` first",
-            course.relative(&dir)
-        );
+        match lang {
+            Lang::En => bail!(
+                "{} does not exist yet; run `cargo xtask learn {n}` first",
+                judge::from_cwd(&dir)
+            ),
+            Lang::ZhCn => bail!(
+                "{} 还不存在；先运行 `cargo xtask learn {n}`",
+                judge::from_cwd(&dir)
+            ),
+        }
     }
     let state_path = progress_path(course);
-    let mut progress = Progress::load(&state_path)?;
+    let mut progress = Progress::open(course)?;
     if progress
         .stage(stage)
         .and_then(|s| s.prediction.as_ref())
         .is_none()
     {
-        bail!(
-            "commit a prediction before the first check: read the question in {}/README.md and run \
-             `cargo xtask predict {n} <A-D>`",
-            course.relative(&dir)
-        );
+        let shown = judge::from_cwd(&dir);
+        match lang {
+            Lang::En => bail!(
+                "commit a prediction before the first check: read the question in {shown}/README.md and run \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+            Lang::ZhCn => bail!(
+                "第一次检查之前先提交预测：读 {shown}/README.zh-CN.md 里的问题，然后运行 \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+        }
     }
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let started_at = SystemTime::now();
     let clock = Instant::now();
+    let shown_copy = judge::from_cwd(&dir);
+    match lang {
+        Lang::En => writeln!(out, "checking {shown_copy} …")?,
+        Lang::ZhCn => writeln!(out, "正在检查 {shown_copy} …")?,
+    }
 
-    let tree = course::hash_tree(&dir)?;
-    let targets = test_targets(&tree);
-    writeln!(out, "checking {} …", course.relative(&dir))?;
+    // The judge is the course's: the copy's stage and error tests are compared, never compiled.
+    let course_tests = test_files(&stage.dir)?;
+    let copy_tests = test_files(&dir)?;
+    let edited = judge::edited_tests(&course_tests, &copy_tests);
+    if !edited.is_empty() {
+        let list = edited.join(", ");
+        match lang {
+            Lang::En => writeln!(
+                out,
+                "\nnote: {list} in your copy differ from the course's; the course's tests judge your code \
+                 (edits there are ignored — only tests/transfer.rs is yours)."
+            )?,
+            Lang::ZhCn => writeln!(
+                out,
+                "\n注意：你副本里的 {list} 与课程的不同；评判你代码的是课程自己的测试（那里的修改会被忽略——只有 tests/transfer.rs 归你）。"
+            )?,
+        }
+    }
+    let transfer_source = fs::read_to_string(dir.join("tests/transfer.rs")).unwrap_or_default();
+    let transfer_written = transfer_source != learn::transfer_skeleton(stage, &stage.lib_name()?)
+        && !course::test_fns_in_source(&transfer_source).is_empty();
+    let reference_transfer = fs::read_to_string(stage.dir.join("tests/transfer.rs")).ok();
+    let refusal = if transfer_written {
+        judge::screen_transfer(&transfer_source, reference_transfer.as_deref()).err()
+    } else {
+        None
+    };
+
     let package = learn_package(stage);
-    let learn_manifest = learn_dir(course).join("Cargo.toml");
-    if !learn_manifest.is_file() {
+    let (tree, targets) = prepare_judge(
+        course,
+        stage,
+        &contract,
+        Variant::Learner,
+        &course_tests,
+        &transfer_source,
+    )?;
+    let judge_manifest = judge_dir(course, stage).join("Cargo.toml");
+    if !learn_dir(course).join("Cargo.toml").is_file() {
         learn::write_workspace(course)?;
     }
     let build = cargo::build_tests(
-        &learn_manifest,
+        &judge_manifest,
         &scratch::learn_target_dir(course),
         &[BuildRequest {
             package: package.clone(),
@@ -139,23 +215,30 @@ pub fn check(
     )?;
     if let Some(warnings) = build.warnings.get(&package) {
         let shown = warnings.len().min(8);
-        writeln!(out, "\n{} compiler warning(s):", warnings.len())?;
+        match lang {
+            Lang::En => writeln!(out, "\n{} compiler warning(s):", warnings.len())?,
+            Lang::ZhCn => writeln!(out, "\n{} 条编译警告：", warnings.len())?,
+        }
         for warning in &warnings[..shown] {
-            for line in warning.trim_end().lines() {
+            for line in judge::relocate(warning, &shown_copy).trim_end().lines() {
                 writeln!(out, "  {line}")?;
             }
         }
         if warnings.len() > shown {
-            writeln!(out, "  … and {} more", warnings.len() - shown)?;
+            match lang {
+                Lang::En => writeln!(out, "  … and {} more", warnings.len() - shown)?,
+                Lang::ZhCn => writeln!(out, "  …… 还有 {} 条", warnings.len() - shown)?,
+            }
         }
     }
-    let runs = verify::run_binaries(
+    let runs = verify::run_binaries_with(
         verify::binaries_for(&build, &package)
             .into_iter()
             .map(|b| (0usize, (), b))
             .collect(),
         parallelism(),
         timeout,
+        true,
     )?;
     let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
     let run = verify::run_report(
@@ -167,10 +250,6 @@ pub fn check(
         &run_refs,
     );
 
-    let transfer_path = dir.join("tests/transfer.rs");
-    let transfer_source = fs::read_to_string(&transfer_path).unwrap_or_default();
-    let transfer_written = transfer_source != learn::transfer_skeleton(stage, &stage.lib_name()?)
-        && !course::test_fns_in_source(&transfer_source).is_empty();
     let stage_tests_pass = run.build_ok
         && !run.timed_out
         && run
@@ -180,6 +259,7 @@ pub fn check(
             .all(|t| t.outcome != TestOutcome::Failed);
 
     let mut fault_run = None;
+    let mut reference_run = None;
     let outcome = if !run.build_ok {
         LearnerOutcome::Unviable
     } else if run.timed_out {
@@ -188,30 +268,62 @@ pub fn check(
         LearnerOutcome::TransferMissing
     } else if run.failed > 0 || run.passed == 0 {
         LearnerOutcome::Failed
+    } else if refusal.is_some() {
+        LearnerOutcome::TransferRefused
     } else {
-        let proof = transfer_on_fault(course, stage, &contract, timeout)?;
-        let caught = proof.build_ok && (proof.failed > 0 || proof.timed_out);
-        fault_run = Some(proof);
-        if caught {
-            LearnerOutcome::Passed
+        // The same crate, package, manifest and path; only the one source file differs.
+        let on_reference = transfer_on(
+            course,
+            stage,
+            &contract,
+            Variant::Reference,
+            &course_tests,
+            &transfer_source,
+            timeout,
+        )?;
+        let holds = on_reference.build_ok
+            && !on_reference.timed_out
+            && on_reference.failed == 0
+            && on_reference.passed > 0;
+        reference_run = Some(on_reference);
+        if !holds {
+            LearnerOutcome::TransferFailsOnReference
         } else {
-            LearnerOutcome::TransferNotCaught
+            let proof = transfer_on(
+                course,
+                stage,
+                &contract,
+                Variant::Fault,
+                &course_tests,
+                &transfer_source,
+                timeout,
+            )?;
+            let caught = proof.build_ok && (proof.failed > 0 || proof.timed_out);
+            fault_run = Some(proof);
+            if caught {
+                LearnerOutcome::Passed
+            } else {
+                LearnerOutcome::TransferNotCaught
+            }
         }
     };
 
     // Per-test report, then what to do next.
     if !run.build_ok {
-        writeln!(
-            out,
-            "\nYour crate does not compile:\n{}",
-            run.build_errors.join("\n")
-        )?;
+        let errors = judge::relocate(&run.build_errors.join("\n"), &shown_copy);
+        match lang {
+            Lang::En => writeln!(out, "\nYour crate does not compile:\n{errors}")?,
+            Lang::ZhCn => writeln!(out, "\n你的 crate 编译不通过：\n{errors}")?,
+        }
     }
     for test in &run.tests {
-        let mark = match test.outcome {
-            TestOutcome::Passed => "ok  ",
-            TestOutcome::Failed => "FAIL",
-            TestOutcome::Ignored => "skip",
+        let mark = match (test.outcome, lang) {
+            (TestOutcome::Passed, Lang::En) => "ok  ",
+            (TestOutcome::Failed, Lang::En) => "FAIL",
+            (TestOutcome::Ignored, Lang::En) => "skip",
+            (TestOutcome::Passed, Lang::ZhCn) => "通过",
+            (TestOutcome::Failed, Lang::ZhCn) => "失败",
+            (TestOutcome::Ignored, Lang::ZhCn) => "跳过",
         };
         writeln!(out, "  {mark} {}::{}", test.target, test.name)?;
     }
@@ -224,8 +336,12 @@ pub fn check(
     if outcome == LearnerOutcome::Failed
         && let Some(first) = first_failure
     {
-        writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?;
-        for line in first.output.as_deref().unwrap_or_default().lines().take(30) {
+        match lang {
+            Lang::En => writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?,
+            Lang::ZhCn => writeln!(out, "\n第一个失败，{}::{}：", first.target, first.name)?,
+        }
+        let output = judge::relocate(first.output.as_deref().unwrap_or_default(), &shown_copy);
+        for line in output.lines().take(30) {
             writeln!(out, "  | {line}")?;
         }
     }
@@ -251,6 +367,32 @@ pub fn check(
             "\n测试全部通过，但你的迁移测试在原来的故障代码上也能通过，说明它抓不住这个缺陷。\
              让它在新数据上覆盖被故障破坏的那条行为。"
         )?,
+        (LearnerOutcome::TransferRefused, Lang::En) => writeln!(
+            out,
+            "\nEvery test passes, but your transfer test is refused: {}",
+            refusal
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )?,
+        (LearnerOutcome::TransferRefused, Lang::ZhCn) => writeln!(
+            out,
+            "\n测试全部通过，但你的迁移测试被拒绝：{}",
+            refusal
+                .as_ref()
+                .map(judge::TransferRefusal::zh_cn)
+                .unwrap_or_default()
+        )?,
+        (LearnerOutcome::TransferFailsOnReference, Lang::En) => writeln!(
+            out,
+            "\nEvery test passes on your code, but your transfer test fails on the reference solution, \
+             so what it asserts is not the stage's rule. Make it pass on correct code and fail only on the bug."
+        )?,
+        (LearnerOutcome::TransferFailsOnReference, Lang::ZhCn) => writeln!(
+            out,
+            "\n你的代码通过了全部测试，但你的迁移测试在参考实现上失败了，说明它断言的不是本阶段的规则。\
+             让它在正确代码上通过、只在缺陷上失败。"
+        )?,
         _ => {}
     }
 
@@ -266,7 +408,16 @@ pub fn check(
     let checks = entry.checks;
     progress.save(&state_path)?;
 
-    let report = stage_report(course, stage, &tree, &targets, outcome, run, fault_run)?;
+    let report = stage_report(
+        course,
+        stage,
+        &tree,
+        &targets,
+        outcome,
+        run,
+        reference_run,
+        fault_run,
+    )?;
     write_learner_verification(course, report, started_at, clock, timeout)?;
 
     if outcome == LearnerOutcome::Passed {
@@ -279,7 +430,7 @@ pub fn check(
             ),
             Lang::ZhCn => format!(
                 "\n阶段 {n}：{}（第 {checks} 次检查）。卡住了？`cargo xtask hint {n}`。",
-                outcome.as_str()
+                outcome.zh_cn()
             ),
         };
         writeln!(out, "{mark}")?;
@@ -301,53 +452,118 @@ fn test_targets(tree: &BTreeMap<String, String>) -> Vec<String> {
         .collect()
 }
 
-/// The learner's crate with the original faulty file back in place, in the scratch area; runs only
-/// their transfer tests. Built into learn/target, so dependencies are shared with their own builds.
-fn transfer_on_fault(
+/// Which source the judge crate is built from. Its package, manifest, tests and path are the same
+/// for all three, so a transfer test can tell them apart only by the behaviour of the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// The learner's `src/`.
+    Learner,
+    /// The stage's reference `src/`.
+    Reference,
+    /// The reference `src/` with the one faulty file swapped in.
+    Fault,
+}
+
+/// The one scratch crate every variant is judged in (built into learn/target, so dependencies are
+/// shared with the learner's own builds).
+pub fn judge_dir(course: &Course, stage: &Stage) -> PathBuf {
+    course.scratch.join("learner-judge").join(&stage.id)
+}
+
+/// `tests/*.rs` of a stage or copy (transfer.rs aside), by relative path.
+fn test_files(dir: &std::path::Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut files = BTreeMap::new();
+    let Ok(entries) = fs::read_dir(dir.join("tests")) else {
+        return Ok(files);
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if path.is_file() && name.ends_with(".rs") && name != "transfer.rs" {
+            files.insert(format!("tests/{name}"), fs::read_to_string(&path)?);
+        }
+    }
+    Ok(files)
+}
+
+/// Every file below `dir/sub`, keyed `sub/…`.
+fn files_below(dir: &std::path::Path, sub: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for (rel, _) in course::hash_tree(&dir.join(sub))? {
+        out.push((format!("{sub}/{rel}"), fs::read(dir.join(sub).join(&rel))?));
+    }
+    Ok(out)
+}
+
+/// Writes the judge crate for `variant`: the course's manifest and tests, the learner's transfer
+/// test, and the variant's `src/`. Returns the judged tree (relative path → hash) and its targets.
+fn prepare_judge(
     course: &Course,
     stage: &Stage,
     contract: &Contract,
+    variant: Variant,
+    course_tests: &BTreeMap<String, String>,
+    transfer: &str,
+) -> anyhow::Result<(BTreeMap<String, String>, Vec<String>)> {
+    let judge = judge_dir(course, stage);
+    let manifest = scratch::standalone_manifest(course, stage, Some(&learn_package(stage)), true)?;
+    let mut overlay: Vec<(String, Vec<u8>)> = vec![
+        ("Cargo.toml".to_owned(), manifest.into_bytes()),
+        ("tests/transfer.rs".to_owned(), transfer.as_bytes().to_vec()),
+    ];
+    for (rel, text) in course_tests {
+        overlay.push((rel.clone(), text.clone().into_bytes()));
+    }
+    let source_from = match variant {
+        Variant::Learner => copy_dir(course, stage),
+        Variant::Reference | Variant::Fault => stage.dir.clone(),
+    };
+    let mut sources = files_below(&source_from, "src")?;
+    if variant == Variant::Fault {
+        let fault = fs::read(stage.dir.join(&contract.fault_file))?;
+        sources.retain(|(rel, _)| *rel != contract.faulty_source_path);
+        sources.push((contract.faulty_source_path.clone(), fault));
+    }
+    overlay.extend(sources);
+    let mut skip: Vec<&str> = learn::WITHHELD.to_vec();
+    skip.extend(["src", "tests"]);
+    scratch::sync_dir(&stage.dir, &judge, &skip, &overlay, &["Cargo.lock"])?;
+    let lock = judge.join("Cargo.lock");
+    let learn_lock = learn_dir(course).join("Cargo.lock");
+    let root_lock = course.root.join("Cargo.lock");
+    if !lock.exists() {
+        if learn_lock.is_file() {
+            fs::copy(&learn_lock, &lock)?;
+        } else if root_lock.is_file() {
+            fs::copy(&root_lock, &lock)?;
+        }
+    }
+    let mut tree = course::hash_tree(&judge)?;
+    tree.retain(|k, _| k.starts_with("src/") || k.starts_with("tests/") || k == "Cargo.toml");
+    let targets = test_targets(&tree);
+    Ok((tree, targets))
+}
+
+/// Runs only the learner's transfer tests (ignored ones too) on the reference or the fault.
+fn transfer_on(
+    course: &Course,
+    stage: &Stage,
+    contract: &Contract,
+    variant: Variant,
+    course_tests: &BTreeMap<String, String>,
+    transfer: &str,
     timeout: Duration,
 ) -> anyhow::Result<RunReport> {
-    let copy = fault_check_dir(course, stage);
-    let package = format!("{}-fault-check", stage.package);
-    let mut manifest: toml::Table = toml::from_str(&fs::read_to_string(
-        copy_dir(course, stage).join("Cargo.toml"),
-    )?)?;
-    if let Some(p) = manifest.get_mut("package").and_then(|p| p.as_table_mut()) {
-        p.insert("name".into(), package.clone().into());
-    }
-    manifest.insert("workspace".into(), toml::Value::Table(Default::default()));
-    if let Some(profiles) = scratch::profiles_for_stages(course) {
-        manifest.insert("profile".into(), profiles);
-    }
-    let fault = fs::read(stage.dir.join(&contract.fault_file))?;
-    let overlay = [
-        (contract.faulty_source_path.clone(), fault),
-        (
-            "Cargo.toml".to_owned(),
-            format!(
-                "# Generated by `cargo xtask check`: your crate with the original fault.\n{}",
-                toml::to_string(&manifest)?
-            )
-            .into_bytes(),
-        ),
-    ];
-    scratch::sync_dir(
-        &copy_dir(course, stage),
-        &copy,
-        &[],
-        &overlay,
-        &["Cargo.lock"],
-    )?;
-    let lock = copy.join("Cargo.lock");
-    let learn_lock = learn_dir(course).join("Cargo.lock");
-    if !lock.exists() && learn_lock.is_file() {
-        fs::copy(&learn_lock, &lock)?;
-    }
+    prepare_judge(course, stage, contract, variant, course_tests, transfer)?;
+    let judge = judge_dir(course, stage);
+    let package = learn_package(stage);
     let targets = vec!["transfer".to_owned()];
     let build = cargo::build_tests(
-        &copy.join("Cargo.toml"),
+        &judge.join("Cargo.toml"),
         &scratch::learn_target_dir(course),
         &[BuildRequest {
             package: package.clone(),
@@ -355,27 +571,29 @@ fn transfer_on_fault(
         }],
         None,
     )?;
-    let runs = verify::run_binaries(
+    let runs = verify::run_binaries_with(
         verify::binaries_for(&build, &package)
             .into_iter()
             .map(|b| (0usize, (), b))
             .collect(),
         1,
         timeout,
+        true,
     )?;
     let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
+    let name = match variant {
+        Variant::Learner => "learner",
+        Variant::Reference => "solution",
+        Variant::Fault => "fault",
+    };
     Ok(verify::run_report(
-        "fault",
-        course.relative(&copy).into_owned(),
+        name,
+        course.relative(&judge).into_owned(),
         &targets,
         &build,
         &package,
         &run_refs,
     ))
-}
-
-pub fn fault_check_dir(course: &Course, stage: &Stage) -> PathBuf {
-    course.scratch.join("learner-fault").join(&stage.id)
 }
 
 fn stage_report(
@@ -385,9 +603,10 @@ fn stage_report(
     targets: &[String],
     outcome: LearnerOutcome,
     run: RunReport,
+    reference_run: Option<RunReport>,
     fault_run: Option<RunReport>,
 ) -> anyhow::Result<StageReport> {
-    let dir = copy_dir(course, stage);
+    let dir = judge_dir(course, stage);
     let mut expected_pass: Vec<String> = Vec::new();
     for target in targets {
         let source = fs::read_to_string(dir.join("tests").join(format!("{target}.rs")))?;
@@ -431,6 +650,12 @@ fn stage_report(
         LearnerOutcome::TransferNotCaught => {
             "every test passes, but the transfer test also passes on the original fault".to_owned()
         }
+        LearnerOutcome::TransferRefused => {
+            "every test passes, but the transfer test was refused before it ran".to_owned()
+        }
+        LearnerOutcome::TransferFailsOnReference => {
+            "every test passes, but the transfer test fails on the reference solution".to_owned()
+        }
         LearnerOutcome::Failed => {
             format!("{} of {} tests fail", run.failed, run.failed + run.passed)
         }
@@ -457,7 +682,7 @@ fn stage_report(
         duration_ms: run.run_ms + fault_run.as_ref().map_or(0, |f| f.run_ms),
         files,
         runs: Runs {
-            solution: None,
+            solution: reference_run,
             fault: fault_run,
             learner: Some(run),
         },
@@ -555,7 +780,7 @@ pub fn reveal(
         .section(Section::DesignQuestion, lang)
         .unwrap_or_default();
     let after = Section::AfterItPasses.heading(lang);
-    let next = course.stages.iter().skip_while(|s| s.id != stage.id).nth(1);
+    let next = next_stage(course, stage)?;
     match lang {
         Lang::En => {
             writeln!(out, "\nStage {n} passes.")?;
@@ -569,16 +794,19 @@ pub fn reveal(
     for line in diff.lines() {
         writeln!(out, "  {line}")?;
     }
-    let same = mine == solution;
+    let same = judge::same_code(&mine, &solution);
+    let mine_path = judge::from_cwd(&copy_dir(course, stage).join(&contract.faulty_source_path));
     match lang {
         Lang::En => {
             if same {
-                writeln!(out, "Your file is now identical to the reference.")?;
+                writeln!(
+                    out,
+                    "Your file is now the reference's code (formatting and comments aside)."
+                )?;
             } else {
                 writeln!(
                     out,
-                    "Your version differs from the reference; compare them: diff {} {reference}",
-                    course.relative(&copy_dir(course, stage).join(&contract.faulty_source_path))
+                    "Your version differs from the reference; compare them: diff {mine_path} {reference}"
                 )?;
             }
             writeln!(out, "\nRepair principle: {}", contract.repair)?;
@@ -595,24 +823,35 @@ pub fn reveal(
                 stage.id
             )?;
             match next {
-                Some(next) => writeln!(out, "\nNext: cargo xtask learn {}", next.number())?,
+                Some(next) => writeln!(
+                    out,
+                    "\nNext: cargo xtask {} {}",
+                    next_verb(course, &next),
+                    next.number()
+                )?,
                 None => writeln!(
                     out,
-                    "\nThat was the last stage. `cargo xtask progress` shows the course."
+                    "\nEvery stage is passed now. `cargo xtask progress` shows the course."
                 )?,
             }
         }
         Lang::ZhCn => {
             if same {
-                writeln!(out, "你的文件现在与参考实现完全一致。")?;
+                writeln!(out, "你的文件现在与参考实现的代码一致（格式和注释不计）。")?;
             } else {
                 writeln!(
                     out,
-                    "你的版本与参考实现不同，可以对比：diff {} {reference}",
-                    course.relative(&copy_dir(course, stage).join(&contract.faulty_source_path))
+                    "你的版本与参考实现不同，可以对比：diff {mine_path} {reference}"
                 )?;
             }
-            writeln!(out, "\n修复原则（failure.json）：{}", contract.repair)?;
+            let principle = subsection(
+                &guide
+                    .section(Section::AfterItPasses, lang)
+                    .unwrap_or_default(),
+                "修复原则",
+            )
+            .unwrap_or_else(|| contract.repair.clone());
+            writeln!(out, "\n修复原则：{principle}")?;
             writeln!(
                 out,
                 "\n你的迁移测试能抓住原来的故障。可以和参考版本对比：stages/{}/tests/transfer.rs",
@@ -625,13 +864,54 @@ pub fn reveal(
                 stage.id
             )?;
             match next {
-                Some(next) => writeln!(out, "\n下一步：cargo xtask learn {}", next.number())?,
+                Some(next) => writeln!(
+                    out,
+                    "\n下一步：cargo xtask {} {}",
+                    next_verb(course, &next),
+                    next.number()
+                )?,
                 None => writeln!(
                     out,
-                    "\n这是最后一个阶段。`cargo xtask progress` 查看全部进度。"
+                    "\n所有阶段都已通过。`cargo xtask progress` 查看全部进度。"
                 )?,
             }
         }
     }
     Ok(())
+}
+
+/// The next stage to work on after `stage`: the first one after it not yet passed, else the first
+/// one before it not yet passed; `None` when every stage is passed.
+pub fn next_stage(course: &Course, stage: &Stage) -> anyhow::Result<Option<Stage>> {
+    let progress = Progress::open(course)?;
+    let at = course
+        .stages
+        .iter()
+        .position(|s| s.id == stage.id)
+        .unwrap_or(0);
+    let after = course.stages.iter().skip(at + 1);
+    let before = course.stages.iter().take(at);
+    Ok(after
+        .chain(before)
+        .find(|s| s.id != stage.id && !progress.passed(s))
+        .cloned())
+}
+
+/// `learn` for a stage without a copy yet, `check` for one already started.
+fn next_verb(course: &Course, stage: &Stage) -> &'static str {
+    if learn::has_copy(course, stage) {
+        "check"
+    } else {
+        "learn"
+    }
+}
+
+/// The body of `### heading` inside a guide section, trimmed (the Chinese guide's own words for
+/// what failure.json holds in English).
+fn subsection(section: &str, heading: &str) -> Option<String> {
+    let mut lines = section.lines();
+    lines.find(|l| l.trim() == format!("### {heading}"))?;
+    let body: Vec<&str> = lines.take_while(|l| !l.starts_with("### ")).collect();
+    let text = body.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
 }

@@ -221,7 +221,8 @@ impl Exercise {
 }
 
 /// The README of a learner's copy: the problem, the prediction without its answer, the boundary,
-/// the steps, the fault lab and the transfer challenge, plus what to run. Nothing from the hints,
+/// the fault lab (repair) or the implementation steps (scratch: they state the rule, so a repair
+/// copy never gets them) and the transfer challenge, plus what to run. Nothing from the hints,
 /// the answer, the diagnosis or the repair (those live in sections this never copies).
 pub fn learner_readme(
     stage: &Stage,
@@ -267,21 +268,45 @@ pub fn learner_readme(
     };
     out.push_str(&task);
     out.push_str("\n\n");
+    let proof = match (exercise, lang) {
+        (Exercise::Repair, Lang::En) => {
+            "and on the original faulty code, where it must fail: it has to catch the bug"
+        }
+        (Exercise::Scratch, Lang::En) => {
+            "on the reference solution, where it must pass too, and on a faulty version of this \
+             file the course keeps (you never see it), where it must fail: it has to catch a real bug"
+        }
+        (Exercise::Repair, Lang::ZhCn) => {
+            "也会在原来的故障代码上运行它（必须失败）：它得能抓住这个缺陷"
+        }
+        (Exercise::Scratch, Lang::ZhCn) => {
+            "也会在参考实现上运行它（同样必须通过），以及在课程保留的这个文件的一个故障版本上运行它\
+             （你看不到它，必须失败）：它得能抓住真实的缺陷"
+        }
+    };
+    let work = match (exercise, lang) {
+        (Exercise::Repair, Lang::En) => format!("Work on `{source_file}`"),
+        (Exercise::Scratch, Lang::En) => format!("Fill in the bodies in `{source_file}`"),
+        (Exercise::Repair, Lang::ZhCn) => format!("修改 `{source_file}`"),
+        (Exercise::Scratch, Lang::ZhCn) => format!("写出 `{source_file}` 里的函数体"),
+    };
     let steps = match lang {
         Lang::En => format!(
             "1. Commit a prediction first: `cargo xtask predict {n} <A-D>` (it is final; you learn why right away).\n\
-             2. Work on `{source_file}` until `cargo xtask check {n}` passes, or let `cargo xtask watch` re-check on every save.\n\
+             2. {work} until `cargo xtask check {n}` passes, or let `cargo xtask watch` re-check on every save.\n\
              3. Write your transfer test in `tests/transfer.rs` (see *Transfer challenge*). `check` runs it on your code, where it must pass, \
-             and on the original faulty code, where it must fail: it has to catch the bug.\n\
+             {proof}. It must call the code: a test that reads its own build (`include_str!`, `env!`, files, the environment) is refused.\n\
              4. Stuck? `cargo xtask hint {n}` gives one hint at a time.\n\n\
+             The course's tests judge your code: edits to `tests/stage.rs` or `tests/errors.rs` here are reported and ignored, and `#[ignore]`d tests run anyway.\n\
              The reference solution, the diagnosis and the repair principle are shown once the stage passes.\n"
         ),
         Lang::ZhCn => format!(
             "1. 先提交预测：`cargo xtask predict {n} <A-D>`（提交后不能更改，随即告诉你原因）。\n\
-             2. 修改 `{source_file}`，直到 `cargo xtask check {n}` 通过；也可以用 `cargo xtask watch`，每次保存自动重新检查。\n\
+             2. {work}，直到 `cargo xtask check {n}` 通过；也可以用 `cargo xtask watch`，每次保存自动重新检查。\n\
              3. 在 `tests/transfer.rs` 里写你的迁移测试（见“迁移挑战”）。`check` 会在你的代码上运行它（必须通过），\
-             也会在原来的故障代码上运行它（必须失败）：它得能抓住这个缺陷。\n\
+             {proof}。它必须调用代码：读取自身构建（`include_str!`、`env!`、文件、环境变量）的测试会被拒绝。\n\
              4. 卡住了？`cargo xtask hint {n}` 每次给一条提示。\n\n\
+             评判你代码的是课程自己的测试：这里对 `tests/stage.rs` 或 `tests/errors.rs` 的修改会被报告并忽略，标了 `#[ignore]` 的测试照样运行。\n\
              参考答案、诊断过程和修复原则会在本阶段通过之后显示。\n"
         ),
     };
@@ -290,10 +315,12 @@ pub fn learner_readme(
         Section::Problem,
         Section::PredictFirst,
         Section::BoundaryDecision,
-        Section::ImplementationSteps,
     ];
-    if exercise == Exercise::Repair {
-        shown.push(Section::FaultLab);
+    // The steps build the module, so they state the rule the fault breaks: a repair copy would
+    // read its fix there. Only a scratch copy, which has no fault to find, gets them.
+    match exercise {
+        Exercise::Repair => shown.push(Section::FaultLab),
+        Exercise::Scratch => shown.push(Section::ImplementationSteps),
     }
     shown.push(Section::TransferChallenge);
     for section in shown {
@@ -325,6 +352,55 @@ mod tests {
                 .to_string()
                 .contains("has no `## Hints` section")
         );
+    }
+
+    /// A learner copy's README never sends the learner to an answer: not to `cargo xtask fault`
+    /// (the diagnosis), not to the full guide; a scratch copy never asks about code it never saw.
+    #[test]
+    fn learner_readmes_point_to_no_answer() {
+        let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
+        for stage in &course.stages {
+            for lang in [Lang::En, Lang::ZhCn] {
+                for exercise in [Exercise::Repair, Exercise::Scratch] {
+                    let readme = learner_readme(stage, "src/x.rs", exercise, lang).unwrap();
+                    let at = format!("{} {lang:?} {exercise:?}", stage.id);
+                    assert!(!readme.contains("xtask fault"), "{at}:\n{readme}");
+                    assert!(!readme.contains("After it passes"), "{at}");
+                    assert!(!readme.contains("通过之后\n"), "{at}");
+                    let steps = Section::ImplementationSteps.heading(lang);
+                    assert_eq!(
+                        readme.contains(&format!("## {steps}")),
+                        exercise == Exercise::Scratch,
+                        "{at}: the implementation steps state the fix, so a repair copy has none"
+                    );
+                    if exercise == Exercise::Scratch {
+                        assert!(!readme.contains("original faulty code"), "{at}:\n{readme}");
+                        assert!(!readme.contains("原来的故障代码"), "{at}:\n{readme}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The full guides hold the answers under *After it passes*; that section opens with a
+    /// spoiler guard, so a learner reading the guide before the pass is warned first.
+    #[test]
+    fn every_answer_section_opens_with_a_spoiler_guard() {
+        let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
+        for stage in &course.stages {
+            for (lang, guard) in [
+                (Lang::En, "> **Spoilers below:**"),
+                (Lang::ZhCn, "> **以下是剧透：**"),
+            ] {
+                let guide = Guide::load(stage, lang).unwrap();
+                let after = guide.section(Section::AfterItPasses, lang).unwrap();
+                assert!(
+                    after.trim_start().starts_with(guard),
+                    "{} {lang:?}: *After it passes* must open with {guard:?}",
+                    stage.id
+                );
+            }
+        }
     }
 
     /// The seven real guides: the one set of sections, a link to the other language, options

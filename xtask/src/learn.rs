@@ -22,6 +22,18 @@ use crate::skeleton;
 
 pub const LEARN_FLAGS: &[Flag] = &[("force", false), ("scratch", false)];
 
+/// What a copy never receives: hints (stage.toml), diagnosis and repair (failure.json), the faulty
+/// and reference files, the full guides.
+pub const WITHHELD: &[&str] = &[
+    "faults",
+    "stage.toml",
+    "fixtures/failure.json",
+    "README.md",
+    "README.zh-CN.md",
+    "ANSWERS.md",
+    "ANSWERS.zh-CN.md",
+];
+
 /// Suffix of a learner copy's package name: the `learn/` workspace may also depend on the real
 /// stage crates (stage 07 builds on 02 and 06), and two packages cannot share a name.
 pub const LEARN_SUFFIX: &str = "-learn";
@@ -88,7 +100,7 @@ pub fn cmd_learn(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Writes (or rewrites) `learn/NN-name/` and the workspace files, and records the start.
 pub fn create_copy(course: &Course, stage: &Stage, exercise: Exercise) -> anyhow::Result<PathBuf> {
-    let mut progress = Progress::load(&progress_path(course))?;
+    let mut progress = Progress::open(course)?;
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let dir = copy_dir(course, stage);
@@ -115,16 +127,7 @@ pub fn create_copy(course: &Course, stage: &Stage, exercise: Exercise) -> anyhow
         let readme = guide::learner_readme(stage, &contract.faulty_source_path, exercise, lang)?;
         overlay.push((lang.guide_file().to_owned(), readme.into_bytes()));
     }
-    // Everything that would give the answer away stays behind: hints (stage.toml), diagnosis
-    // and repair (failure.json), the faulty and reference files, the full guides.
-    let withheld = [
-        "faults",
-        "stage.toml",
-        "fixtures/failure.json",
-        "README.md",
-        "README.zh-CN.md",
-    ];
-    scratch::sync_dir(&stage.dir, &dir, &withheld, &overlay, &[])?;
+    scratch::sync_dir(&stage.dir, &dir, WITHHELD, &overlay, &[])?;
     write_workspace(course)?;
 
     let entry = progress.stages.entry(stage.id.clone()).or_default();
@@ -185,7 +188,7 @@ pub fn print_intro(
     let dir = course.relative(&copy_dir(course, stage)).into_owned();
     let n = stage.number();
     let file = format!("{dir}/{}", contract.faulty_source_path);
-    let predicted = Progress::load(&progress_path(course))?
+    let predicted = Progress::open(course)?
         .stage(stage)
         .and_then(|s| s.prediction.clone());
     match lang {

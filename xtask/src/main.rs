@@ -10,6 +10,7 @@ mod cargo;
 mod check;
 mod course;
 mod guide;
+mod judge;
 mod learn;
 mod llama_tools;
 mod model;

@@ -52,6 +52,30 @@ pub struct StageProgress {
     pub hints_shown: u32,
 }
 
+/// What `last_result` may hold (the learner outcomes of `check`).
+const LEARNER_RESULTS: &[&str] = &[
+    "passed",
+    "failed",
+    "unviable",
+    "timeout",
+    "transfer_missing",
+    "transfer_not_caught",
+];
+
+/// A progress record that does not describe this course, or describes a pass that cannot have
+/// happened.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgressProblem {
+    #[error("stages.{0} is not a stage of this course")]
+    UnknownStage(String),
+    #[error("stages.{0} is passed without a single check")]
+    PassWithoutCheck(String),
+    #[error("stages.{0} is passed without a prediction")]
+    PassWithoutPrediction(String),
+    #[error("stages.{0}.last_result `{1}` is not a check outcome")]
+    UnknownResult(String, String),
+}
+
 /// The learner's committed guess.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +136,43 @@ impl Progress {
         Ok(progress)
     }
 
+    /// The course's state, loaded and checked against the course: every stage it names exists,
+    /// and a pass has the prediction and the check that must come before it.
+    pub fn open(course: &Course) -> anyhow::Result<Progress> {
+        let path = progress_path(course);
+        let progress = Progress::load(&path)?;
+        if let Err(problem) = progress.validate(course) {
+            bail!(
+                "{} is not valid progress state ({problem}).\nRun `cargo xtask progress --reset` to start the record over \
+                 (a backup is kept; your learn/NN-name crates are kept).",
+                path.display()
+            );
+        }
+        Ok(progress)
+    }
+
+    fn validate(&self, course: &Course) -> Result<(), ProgressProblem> {
+        for (id, stage) in &self.stages {
+            if !course.stages.iter().any(|s| &s.id == id) {
+                return Err(ProgressProblem::UnknownStage(id.clone()));
+            }
+            if stage.passed_at.is_some() {
+                if stage.checks == 0 {
+                    return Err(ProgressProblem::PassWithoutCheck(id.clone()));
+                }
+                if stage.prediction.is_none() {
+                    return Err(ProgressProblem::PassWithoutPrediction(id.clone()));
+                }
+            }
+            if let Some(result) = &stage.last_result
+                && !LEARNER_RESULTS.contains(&result.as_str())
+            {
+                return Err(ProgressProblem::UnknownResult(id.clone(), result.clone()));
+            }
+        }
+        Ok(())
+    }
+
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(self)? + "\n";
         // Write then rename, so an interrupted save never leaves a half-written state file.
@@ -166,7 +227,19 @@ pub fn predict(
         );
     };
     let path = progress_path(course);
-    let mut progress = Progress::load(&path)?;
+    let mut progress = Progress::open(course)?;
+    if !crate::learn::has_copy(course, stage) {
+        bail!(
+            "stage {n} has no copy yet: run `cargo xtask learn {n}` first and read its question, then predict",
+            n = stage.number()
+        );
+    }
+    if let Some((choice, at)) = earlier_prediction(course, stage) {
+        bail!(
+            "you already committed {choice} for stage {} ({at}, kept across `progress --reset`); a prediction is made once",
+            stage.number()
+        );
+    }
     let entry = progress.stages.entry(stage.id.clone()).or_default();
     if let Some(done) = &entry.prediction {
         bail!(
@@ -249,7 +322,7 @@ pub fn hint(
 ) -> anyhow::Result<()> {
     let meta = course::load_meta(stage)?;
     let path = progress_path(course);
-    let mut progress = Progress::load(&path)?;
+    let mut progress = Progress::open(course)?;
     let entry = progress.stages.entry(stage.id.clone()).or_default();
     let total = meta.hints.len() as u32;
     let next = (entry.hints_shown + 1).min(total);
@@ -299,17 +372,14 @@ pub fn hint(
 pub fn cmd_progress(args: Args) -> anyhow::Result<ExitCode> {
     args.at_most_positionals(0, "cargo xtask progress [--reset]")?;
     let course = Course::open(&args)?;
-    let state_path = progress_path(&course);
     if args.flag("reset") {
-        match fs::remove_file(&state_path) {
-            Ok(()) => println!(
-                "removed {}; your learn/NN-name crates are kept",
-                course.relative(&state_path)
+        match reset(&course)? {
+            Some(backup) => println!(
+                "progress reset; the old record is kept as {} (predictions stay committed); \
+                 your learn/NN-name crates are kept",
+                course.relative(&backup)
             ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                println!("no progress recorded yet")
-            }
-            Err(e) => bail!("cannot remove {}: {e}", state_path.display()),
+            None => println!("no progress recorded yet"),
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -318,9 +388,74 @@ pub fn cmd_progress(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Moves the record to `learn/progress.reset-<time>.json` and starts a new one that keeps only the
+/// committed predictions (a prediction is made once, resets or not). `None` when there was none.
+pub fn reset(course: &Course) -> anyhow::Result<Option<PathBuf>> {
+    let path = progress_path(course);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let stamp: String = now()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mut backup = learn_dir(course).join(format!("progress.reset-{stamp}.json"));
+    let mut n = 1;
+    while backup.exists() {
+        n += 1;
+        backup = learn_dir(course).join(format!("progress.reset-{stamp}-{n}.json"));
+    }
+    fs::rename(&path, &backup)
+        .with_context(|| format!("keeping {} as {}", path.display(), backup.display()))?;
+    let mut fresh = Progress {
+        format_version: PROGRESS_FORMAT,
+        stages: BTreeMap::new(),
+    };
+    if let Ok(old) = Progress::load(&backup) {
+        for (id, stage) in old.stages {
+            if stage.prediction.is_some() {
+                fresh.stages.insert(
+                    id,
+                    StageProgress {
+                        prediction: stage.prediction,
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+    }
+    fresh.save(&path)?;
+    Ok(Some(backup))
+}
+
+/// A prediction for `stage` in a record an earlier `progress --reset` kept aside (read leniently:
+/// even a damaged backup still holds the learner's committed choice).
+fn earlier_prediction(course: &Course, stage: &Stage) -> Option<(String, String)> {
+    let entries = fs::read_dir(learn_dir(course)).ok()?;
+    let mut backups: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("progress.reset-") && n.ends_with(".json"))
+        })
+        .collect();
+    backups.sort();
+    backups.into_iter().find_map(|path| {
+        let text = fs::read_to_string(path).ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let p = &value["stages"][&stage.id]["prediction"];
+        Some((
+            p["choice"].as_str()?.to_owned(),
+            p["at"].as_str().unwrap_or_default().to_owned(),
+        ))
+    })
+}
+
 /// The stage list with each stage's status (also the watch mode's `l` key).
 pub fn print_progress(course: &Course, lang: Lang, out: &mut dyn Write) -> anyhow::Result<()> {
-    let progress = Progress::load(&progress_path(course))?;
+    let progress = Progress::open(course)?;
     let mut done = 0;
     for stage in &course.stages {
         let title = course::load_meta(stage)
@@ -331,36 +466,56 @@ pub fn print_progress(course: &Course, lang: Lang, out: &mut dyn Write) -> anyho
             .join(&stage.id)
             .join("Cargo.toml")
             .is_file();
+        let zh = lang == Lang::ZhCn;
         let status = match (state, has_crate) {
             (Some(s), _) if s.passed_at.is_some() => {
                 done += 1;
-                format!(
-                    "done     (passed {})",
-                    s.passed_at.as_deref().unwrap_or_default()
-                )
+                let at = s.passed_at.as_deref().unwrap_or_default();
+                if zh {
+                    format!("已完成   （{at} 通过）")
+                } else {
+                    format!("done     (passed {at})")
+                }
             }
-            (Some(s), true) if s.checks > 0 => format!(
-                "started  ({} check{}, last: {})",
-                s.checks,
-                if s.checks == 1 { "" } else { "s" },
-                s.last_result.as_deref().unwrap_or("?")
-            ),
+            (Some(s), true) if s.checks > 0 => {
+                let last = s.last_result.as_deref().unwrap_or("?");
+                if zh {
+                    format!("进行中   （检查 {} 次，最近：{last}）", s.checks)
+                } else {
+                    format!(
+                        "started  ({} check{}, last: {last})",
+                        s.checks,
+                        if s.checks == 1 { "" } else { "s" }
+                    )
+                }
+            }
+            (_, true) if zh => "进行中   （尚未检查）".to_owned(),
             (_, true) => "started  (not checked yet)".to_owned(),
+            _ if zh => "未开始".to_owned(),
             _ => "not started".to_owned(),
         };
         let hints = state.map(|s| s.hints_shown).unwrap_or(0);
+        let total = course::load_meta(stage).map_or(3, |m| m.hints.len());
+        let (hint_word, predicted_word) = if zh {
+            ("提示", "预测")
+        } else {
+            ("hints", "predicted")
+        };
         let predicted = match state.and_then(|s| s.prediction.as_ref()) {
-            Some(p) if p.correct => format!("  predicted {} ✓", p.choice),
-            Some(p) => format!("  predicted {} ✗", p.choice),
+            Some(p) if p.correct => format!("  {predicted_word} {} ✓", p.choice),
+            Some(p) => format!("  {predicted_word} {} ✗", p.choice),
             None => String::new(),
         };
         writeln!(
             out,
-            "{}  {:<34} {status}  hints {hints}/3{predicted}",
+            "{}  {:<34} {status}  {hint_word} {hints}/{total}{predicted}",
             stage.number(),
             title
         )?;
     }
-    writeln!(out, "\n{done}/{} stages done", course.stages.len())?;
+    match lang {
+        Lang::En => writeln!(out, "\n{done}/{} stages done", course.stages.len())?,
+        Lang::ZhCn => writeln!(out, "\n已完成 {done}/{} 个阶段", course.stages.len())?,
+    }
     Ok(())
 }

@@ -32,7 +32,11 @@ pub const VERIFY_FLAGS: &[Flag] = &[
     ("jobs", true),
     ("timeout", true),
 ];
-pub const FAULT_FLAGS: &[Flag] = &[("timeout", true), ("show-repair", false)];
+pub const FAULT_FLAGS: &[Flag] = &[
+    ("timeout", true),
+    ("show-repair", false),
+    ("instructor", false),
+];
 
 /// Bump when the meaning of a cached result changes (classification rules, report shape).
 const CACHE_SCHEMA: &str = "forge-xtask-verify-cache-v1";
@@ -494,6 +498,16 @@ pub fn run_binaries<T: Send + Clone>(
     jobs: usize,
     timeout: Duration,
 ) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
+    run_binaries_with(work, jobs, timeout, false)
+}
+
+/// [`run_binaries`], optionally with `--include-ignored` (the learner's judge).
+pub fn run_binaries_with<T: Send + Clone>(
+    work: Vec<(usize, T, TestBinary)>,
+    jobs: usize,
+    timeout: Duration,
+    include_ignored: bool,
+) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
     let queue = Mutex::new(work.into_iter().collect::<std::collections::VecDeque<_>>());
     let results = Mutex::new(Vec::new());
     let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -505,7 +519,7 @@ pub fn run_binaries<T: Send + Clone>(
                     else {
                         break;
                     };
-                    match cargo::run_test_binary(&binary, timeout, None) {
+                    match cargo::run_test_binary_with(&binary, timeout, None, include_ignored) {
                         Ok(run) => results.lock().expect("results").push((index, tag, run)),
                         Err(e) => {
                             first_error.lock().expect("error").get_or_insert(e);
@@ -942,13 +956,18 @@ fn print_summary(course: &Course, verification: &Verification) {
 
 /// `cargo xtask fault STAGE`: the instructor's demo of one fault.
 pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
-    args.at_most_positionals(1, "cargo xtask fault STAGE")?;
+    args.at_most_positionals(1, "cargo xtask fault STAGE [--instructor]")?;
     let course = Course::open(&args)?;
     let selector = args
         .positional
         .first()
-        .context("usage: cargo xtask fault STAGE")?;
+        .context("usage: cargo xtask fault STAGE [--instructor]")?;
     let stage = course.stage(selector)?;
+    // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
+    let passed = crate::progress::Progress::load(&crate::progress::progress_path(&course))
+        .map(|p| p.passed(stage))
+        .unwrap_or(false);
+    let reveal = args.flag("instructor") || passed;
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
@@ -1021,12 +1040,20 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
             result.name
         ),
     }
-    println!("\ndiagnosis:");
-    for (i, step) in contract.diagnosis.iter().enumerate() {
-        println!("  {}. {step}", i + 1);
-    }
-    if args.flag("show-repair") {
-        println!("\nrepair: {}", contract.repair);
+    if reveal {
+        println!("\ndiagnosis:");
+        for (i, step) in contract.diagnosis.iter().enumerate() {
+            println!("  {}. {step}", i + 1);
+        }
+        if args.flag("show-repair") {
+            println!("\nrepair: {}", contract.repair);
+        }
+    } else {
+        println!(
+            "\n(the diagnosis is shown once stage {n} passes, or with --instructor; \
+             `cargo xtask hint {n}` gives one step at a time)",
+            n = stage.number()
+        );
     }
     if ok {
         println!(

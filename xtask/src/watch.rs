@@ -22,7 +22,7 @@ use crate::check::{self, LearnerOutcome};
 use crate::course::{self, Course, Lang, Prediction, Stage};
 use crate::guide::Exercise;
 use crate::learn;
-use crate::progress::{self, Progress, progress_path};
+use crate::progress::{self, Progress};
 
 pub const WATCH_FLAGS: &[Flag] = &[("timeout", true)];
 
@@ -40,13 +40,20 @@ pub fn cmd_watch(args: Args) -> anyhow::Result<ExitCode> {
     let course = Course::open(&args)?;
     let lang = Lang::choose(&args)?;
     let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
-    let progress = Progress::load(&progress_path(&course))?;
+    let progress = Progress::open(&course)?;
     let stage = match args.positional.first() {
         Some(selector) => course.stage(selector)?.clone(),
         None => match course.stages.iter().find(|s| !progress.passed(s)) {
             Some(stage) => stage.clone(),
             None => {
-                println!("Every stage passes already. `cargo xtask progress` shows the course.");
+                match lang {
+                    Lang::En => println!(
+                        "Every stage passes already. `cargo xtask progress` shows the course."
+                    ),
+                    Lang::ZhCn => {
+                        println!("所有阶段都已通过。`cargo xtask progress` 查看全部进度。")
+                    }
+                }
                 return Ok(ExitCode::SUCCESS);
             }
         },
@@ -85,7 +92,7 @@ fn watch_loop(
     };
     let mut run_check = true;
     loop {
-        let predicted = Progress::load(&progress_path(course))?
+        let predicted = Progress::open(course)?
             .stage(&stage)
             .and_then(|s| s.prediction.clone())
             .is_some();
@@ -95,14 +102,7 @@ fn watch_loop(
             out.clear_screen();
             let outcome = check::check(course, &stage, lang, timeout, out)?;
             if outcome == LearnerOutcome::Passed {
-                let progress = Progress::load(&progress_path(course))?;
-                let next = course
-                    .stages
-                    .iter()
-                    .skip_while(|s| s.id != stage.id)
-                    .skip(1)
-                    .find(|s| !progress.passed(s));
-                match next {
+                match check::next_stage(course, &stage)? {
                     Some(next) => {
                         stage = next.clone();
                         writeln!(out)?;
@@ -196,15 +196,21 @@ fn prompt_prediction(stage: &Stage, lang: Lang, out: &mut Output) -> anyhow::Res
 }
 
 fn print_keys(stage: &Stage, lang: Lang, out: &mut Output) -> anyhow::Result<()> {
+    // Without a terminal (an IDE console, a pipe) stdin arrives a line at a time.
+    let enter = match (out.raw, lang) {
+        (true, _) => "",
+        (false, Lang::En) => " (no terminal: type the key, then Enter)",
+        (false, Lang::ZhCn) => "（不是终端：输入按键后按回车）",
+    };
     match lang {
         Lang::En => writeln!(
             out,
-            "\nwatching learn/{}/ · save to re-check · h hint · l list · r re-run · q quit",
+            "\nwatching learn/{}/ · save to re-check · h hint · l list · r re-run · q quit{enter}",
             stage.id
         )?,
         Lang::ZhCn => writeln!(
             out,
-            "\n正在监视 learn/{}/ · 保存即重新检查 · h 提示 · l 列表 · r 重新运行 · q 退出",
+            "\n正在监视 learn/{}/ · 保存即重新检查 · h 提示 · l 列表 · r 重新运行 · q 退出{enter}",
             stage.id
         )?,
     }

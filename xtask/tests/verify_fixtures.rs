@@ -187,7 +187,19 @@ fn unchanged_inputs_come_from_the_cache_and_tampering_is_caught() {
 #[test]
 fn fault_demo_shows_the_failure_and_the_diagnosis() {
     let sandbox = Sandbox::new("fault", Some(&["01-holds", "05-malformed-contract"]));
+    // A learner before the pass: the failing test, never the diagnosis.
     let output = sandbox.xtask(&["fault", "01"]);
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains("test adds_two_numbers ... FAILED"), "{out}");
+    assert!(!out.contains("diagnosis:"), "{out}");
+    assert!(!out.contains("Run `cargo xtask fault 01`"), "{out}");
+    assert!(
+        out.contains("shown once stage 01 passes, or with --instructor"),
+        "{out}"
+    );
+
+    let output = sandbox.xtask(&["fault", "01", "--instructor"]);
     let out = text(&output);
     assert!(output.status.success(), "{out}");
     assert!(out.contains("test adds_two_numbers ... FAILED"), "{out}");

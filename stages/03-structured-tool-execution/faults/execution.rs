@@ -31,7 +31,7 @@ impl ToolContract {
             .filter(|name| !given.contains(name.as_str()))
             .cloned()
             .collect();
-        let unexpected: Vec<String> = given
+        let _unexpected: Vec<String> = given
             .iter()
             .filter(|name| !self.required.contains(**name) && !self.optional.contains(**name))
             .map(|name| (*name).to_owned())

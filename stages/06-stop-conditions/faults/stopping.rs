@@ -98,8 +98,8 @@ impl StopController {
         self.repeat_limit
     }
 
-    /// Decides from facts the harness supplies. `verified` must come from an
-    /// external check: an action named "answer" proves nothing by itself.
+    /// Decides from facts the harness supplies; `verified` is the harness's
+    /// own check of the result.
     pub fn decide(&self, facts: StopFacts<'_>) -> StopDecision {
         if facts.verified || facts.action_history.last() == Some(&"answer") {
             return StopDecision::Stop(StopReason::VerifiedSuccess);

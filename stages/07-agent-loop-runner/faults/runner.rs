@@ -79,8 +79,7 @@ pub fn run_agent_with<P>(
             fatal_error: status == ObservationStatus::FatalError,
             action_history: &actions,
         });
-        // Every stop is obeyed, whatever its reason: a verified result must not
-        // be followed by another step, and neither may a repeat or a fatal error.
+        // What the controller decided after this step.
         if let StopDecision::Stop(reason) = decision
             && reason != StopReason::VerifiedSuccess
         {
