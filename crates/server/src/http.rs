@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::{AppState, MAX_BODY_BYTES, is_loopback_host, request, web};
+use crate::{AppState, MAX_BODY_BYTES, request, web};
 
 type Shared = State<Arc<AppState>>;
 
@@ -87,7 +87,7 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
     )
 }
 
-/// Loopback `Host` (defeats DNS rebinding), origin policy (CORS only for `--allow-origin`), body size.
+/// Allowed `Host` (loopback, bound address, `--allow-host`; defeats DNS rebinding, also with `--allow-remote`), origin policy (CORS only for `--allow-origin`), body size.
 async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers
@@ -95,16 +95,15 @@ async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
         .and_then(|h| h.to_str().ok())
         .unwrap_or("")
         .to_string();
-    if !state.config.allow_remote {
-        let name = host_name(&host);
-        if !is_loopback_host(name) {
-            return ApiError::new(
-                403,
-                "host_not_allowed",
-                format!("Host {host:?} is not a loopback name; use http://127.0.0.1:<port>/ (DNS-rebinding protection)"),
-            )
-            .into_response();
-        }
+    // Always, `--allow-remote` or not: a page on a rebound name (evil.example → 127.0.0.1) sends its own
+    // name as Host, which is none of the names this service answers to.
+    if !state.host_allowed(host_name(&host)) {
+        return ApiError::new(
+            403,
+            "host_not_allowed",
+            format!("Host {host:?} is not a name this runner answers to; use http://127.0.0.1:<port>/ or start it with --allow-host NAME (DNS-rebinding protection)"),
+        )
+        .into_response();
     }
     let origin = headers
         .get(header::ORIGIN)

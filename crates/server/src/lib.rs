@@ -48,8 +48,12 @@ pub struct ServerConfig {
     pub example_root: PathBuf,
     /// Accept `policy: "scripted:fixtures/…"` in run requests (tests only).
     pub enable_test_policies: bool,
-    /// Skip the loopback `Host` check (only when serving on a non-loopback address on purpose).
+    /// Serving on a non-loopback address on purpose. The `Host` check still applies: a request must name
+    /// a loopback name, the bound address, or one of `allowed_hosts` (DNS-rebinding protection).
     pub allow_remote: bool,
+    /// Extra host names a request's `Host` may carry (`runner serve --allow-host`), compared without
+    /// port and case.
+    pub allowed_hosts: Vec<String>,
     /// Origins allowed to call the API cross-origin (exact `scheme://host[:port]` strings).
     pub allowed_origins: Vec<String>,
     /// What `POST /models/inspect` may read (default: `<root>/models`, no extra files).
@@ -74,6 +78,7 @@ impl ServerConfig {
             root,
             enable_test_policies: false,
             allow_remote: false,
+            allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             drain_limit: DRAIN_LIMIT,
             jobs: JobsConfig::default(),
@@ -88,6 +93,96 @@ pub struct AppState {
     pub backend: Arc<dyn ModelBackend>,
     pub example: example::ExamplePackage,
     pub started: Instant,
+    /// The listener's address once `Service::serve` runs (its IP is an allowed `Host`).
+    pub bound: std::sync::OnceLock<SocketAddr>,
+}
+
+impl AppState {
+    /// May a request carrying `Host: name[:port]` be served? Loopback names, the bound IP, the names of
+    /// `allowed_hosts`, and — only when bound to an unspecified address with `allow_remote` — any IP
+    /// literal (a page can only be *named* by an IP it is served from, so an IP literal is never a
+    /// rebinding). Everything else is refused, with or without `--allow-remote`.
+    pub fn host_allowed(&self, name: &str) -> bool {
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        if bare.is_empty() {
+            return false;
+        }
+        if is_loopback_host(bare) {
+            return true;
+        }
+        let bare_lower = bare.trim_end_matches('.').to_ascii_lowercase();
+        if self
+            .config
+            .allowed_hosts
+            .iter()
+            .any(|h| h.trim_end_matches('.').eq_ignore_ascii_case(&bare_lower))
+        {
+            return true;
+        }
+        match (bare.parse::<IpAddr>(), self.bound.get()) {
+            (Ok(ip), Some(bound)) if bound.ip() == ip => true,
+            (Ok(_), Some(bound)) => bound.ip().is_unspecified() && self.config.allow_remote,
+            _ => false,
+        }
+    }
+}
+
+/// Check one `--allow-origin` value: exactly `http(s)://host[:port]` (what a browser sends as `Origin`).
+/// `null` (sandboxed frames, `file:` pages, redirects — any page can produce it) and wildcards are refused.
+pub fn check_allowed_origin(origin: &str) -> Result<String, String> {
+    let refuse = |why: &str| Err(format!("--allow-origin {origin:?} refused: {why}"));
+    if origin.eq_ignore_ascii_case("null") {
+        return refuse("`null` is the origin of sandboxed frames and local files; any page can send it");
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return refuse("give scheme://host[:port], e.g. https://course.example");
+    };
+    if scheme != "http" && scheme != "https" {
+        return refuse("only http and https origins exist for the page");
+    }
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((ip, port)) if port.is_empty() || port[1..].parse::<u16>().is_ok() && port.starts_with(':') => {
+                ip.parse::<std::net::Ipv6Addr>().map(|_| ip.to_owned()).map_err(|e| e.to_string())
+            }
+            _ => Err("malformed IPv6 origin".to_owned()),
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, port)) if port.parse::<u16>().is_ok() => Ok(h.to_owned()),
+            Some(_) => Err("the port is not a number".to_owned()),
+            None => Ok(rest.to_owned()),
+        }
+    };
+    match host {
+        Ok(h) if check_allowed_host(&h).is_ok() && !rest.contains('/') => Ok(origin.to_owned()),
+        Ok(_) => refuse("no path, wildcard or user part; exactly scheme://host[:port]"),
+        Err(why) => refuse(&why),
+    }
+}
+
+/// Check one `--allow-host` value: a DNS name or IP literal, no scheme, port, path or wildcard.
+pub fn check_allowed_host(name: &str) -> Result<String, String> {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<IpAddr>().is_ok() {
+        return Ok(bare.to_owned());
+    }
+    let ok = !bare.is_empty()
+        && bare.len() <= 253
+        && bare.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if ok {
+        Ok(bare.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "--allow-host {name:?} is not a host name (give a bare name such as forge.lan, no scheme, port or wildcard)"
+        ))
+    }
 }
 
 /// A configured service: the router plus the job system behind it.
@@ -148,6 +243,7 @@ impl Service {
             backend,
             example,
             started: Instant::now(),
+            bound: std::sync::OnceLock::new(),
         });
         Ok(Service { state, recovery })
     }
@@ -166,6 +262,9 @@ impl Service {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        if let Ok(addr) = listener.local_addr() {
+            let _ = self.state.bound.set(addr);
+        }
         let app = self.router();
         let jobs = self.state.jobs.clone();
         let drain_limit = self.state.config.drain_limit;
@@ -273,6 +372,20 @@ mod tests {
             bind_address("example.org", 4890, true).is_err(),
             "names other than localhost are not resolved"
         );
+    }
+
+    #[test]
+    fn allowed_origins_and_hosts_are_checked_and_null_is_refused() {
+        for ok in ["https://course.example", "http://127.0.0.1:8080", "http://[::1]:3000", "http://a-b.lan"] {
+            assert_eq!(check_allowed_origin(ok).as_deref(), Ok(ok), "{ok}");
+        }
+        for bad in ["null", "NULL", "*", "course.example", "ftp://x.example", "https://x.example/path", "https://*.example", "https://u@x.example", "http://x.example:port", ""] {
+            assert!(check_allowed_origin(bad).is_err(), "{bad}");
+        }
+        assert_eq!(check_allowed_host("Forge.LAN").as_deref(), Ok("forge.lan"));
+        for bad in ["", "forge.lan:80", "http://forge.lan", "*.lan", "a/b", "-x.lan"] {
+            assert!(check_allowed_host(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1258,3 +1258,100 @@ async fn evaluation_reports_are_listed_and_only_their_charts_are_served() {
         assert_eq!(r.code(), "evaluation_unknown", "{bad}");
     }
 }
+
+// ---------- hostile neighbours (issue 23) ----------
+
+fn with_host(uri: &str, host: &str, origin: Option<&str>) -> Request<Body> {
+    let mut b = Request::post(uri)
+        .header(header::HOST, host)
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(o) = origin {
+        b = b.header(header::ORIGIN, o);
+    }
+    b.body(Body::from(serde_json::to_vec(&happy()).unwrap()))
+        .unwrap()
+}
+
+/// 1. `--allow-remote` no longer skips the Host check: a page on a rebound name (evil.example resolving
+/// to 127.0.0.1), which sends its own name as Host and as Origin, can neither start runs nor read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_remote_still_refuses_a_rebinding_host() {
+    let h = harness(Options {
+        allow_remote: true,
+        allowed_hosts: vec!["forge.lan".into()],
+        ..Default::default()
+    });
+    for (host, origin) in [
+        ("evil.example:4890", Some("http://evil.example:4890")),
+        ("evil.example", None),
+        ("forge.lan.evil.example:4890", Some("http://forge.lan.evil.example:4890")),
+        ("192.168.1.9:4890", None),
+    ] {
+        let r = send(&h.router, with_host("/agent/runs", host, origin)).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "host_not_allowed".into()),
+            "{host}"
+        );
+        let trace = Request::get("/agent/runs")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&h.router, trace).await.status, StatusCode::FORBIDDEN, "{host}");
+    }
+    // The names it does answer to: loopback, and those given with --allow-host (any case, any port).
+    for host in ["127.0.0.1:4890", "localhost:4890", "forge.lan:4890", "FORGE.LAN"] {
+        let r = send(&h.router, get_with_host("/status", host)).await;
+        assert_eq!(r.status, StatusCode::OK, "{host}");
+    }
+    let r = send(&h.router, with_host("/agent/runs", "forge.lan:4890", Some("http://forge.lan:4890"))).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+}
+
+fn get_with_host(uri: &str, host: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::HOST, host)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// 1, on the wire: `Service::serve` with `--allow-remote` answers to the address it is bound to and
+/// refuses a rebinding name over the same socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = runs.path().join(".runs");
+    config.allow_remote = true;
+    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
+        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+    let service = forge_server::Service::start(config, backend).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(service.serve(listener, async {
+        let _ = stop_rx.await;
+    }));
+    let client = reqwest::Client::new();
+    let ok = client.get(format!("http://{addr}/status")).send().await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    for host in ["evil.example:4890", &format!("evil.example:{}", addr.port())] {
+        let r = client
+            .get(format!("http://{addr}/agent/runs"))
+            .header("host", host)
+            .header("origin", format!("http://{host}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "{host}");
+    }
+    let _ = stop_tx.send(());
+    served.await.unwrap().unwrap();
+}
+
+/// 7. `--allow-origin null` is refused (any sandboxed frame or local file sends `Origin: null`).
+#[test]
+fn allow_origin_null_is_refused() {
+    assert!(forge_server::check_allowed_origin("null").is_err());
+    assert!(forge_server::check_allowed_origin("https://course.example").is_ok());
+}
