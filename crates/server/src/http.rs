@@ -512,12 +512,20 @@ async fn artifact(
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let (path, _run) = s.jobs.artifact(&id)?;
-    let data = tokio::fs::read(&path).await.map_err(|_| {
-        ApiError::not_found(
-            "artifact_missing",
-            format!("artifact {id} is recorded but its file is gone"),
-        )
-    })?;
+    let runs_dir = s.config.runs_dir.clone();
+    let shown = id.clone();
+    let data = blocking(move || {
+        // Below the runs directory, no link followed (a link planted in artifacts/ is never served).
+        let rel = path.strip_prefix(&runs_dir).map(std::path::Path::to_path_buf).map_err(|_| ApiError::internal("artifact outside the runs directory"))?;
+        crate::safe_fs::read_under(&runs_dir, &rel, crate::safe_fs::MAX_SERVED_BYTES).map_err(|e| {
+            if e.is_not_found() {
+                ApiError::not_found("artifact_missing", format!("artifact {shown} is recorded but its file is gone"))
+            } else {
+                ApiError::new(403, "file_refused", format!("artifact {shown}: {e}"))
+            }
+        })
+    })
+    .await?;
     if !data.starts_with(b"\x89PNG\r\n\x1a\n") {
         return Err(ApiError::internal(format!(
             "artifact {id} is not a PNG file"
@@ -688,7 +696,8 @@ async fn evaluation_chart(State(s): Shared, model: Result<Path<String>, PathReje
     let png = blocking(move || {
         crate::evaluation::chart(&root, &model).map_err(|e| match e {
             crate::evaluation::EvaluationError::UnknownModel(_) => ApiError::not_found("evaluation_unknown", e.to_string()),
-            crate::evaluation::EvaluationError::Read { .. } => ApiError::not_found("evaluation_chart_missing", e.to_string()),
+            crate::evaluation::EvaluationError::Read(ref r) if r.is_not_found() => ApiError::not_found("evaluation_chart_missing", e.to_string()),
+            crate::evaluation::EvaluationError::Read(_) => ApiError::new(403, "file_refused", e.to_string()),
         })
     })
     .await?;

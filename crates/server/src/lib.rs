@@ -14,6 +14,7 @@ pub mod model;
 pub mod models;
 pub mod redact;
 pub mod request;
+pub mod safe_fs;
 pub mod sources;
 pub mod store;
 pub mod tasks;
