@@ -954,19 +954,35 @@ fn example_tree() -> tempfile::TempDir {
     let r = t.path();
     std::fs::create_dir_all(r.join("src")).unwrap();
     std::fs::create_dir_all(r.join("target/debug")).unwrap();
-    std::fs::create_dir_all(r.join(".git")).unwrap();
     std::fs::create_dir_all(r.join("models")).unwrap();
     std::fs::create_dir_all(r.join(".runs/run-1-a")).unwrap();
     std::fs::write(r.join("Cargo.toml"), "[package]\nname = \"demo\"\n").unwrap();
     std::fs::write(r.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(r.join("README.md"), "# demo\n").unwrap();
     std::fs::write(r.join("target/debug/bin"), "x").unwrap();
-    std::fs::write(r.join(".git/config"), "x").unwrap();
     std::fs::write(r.join("models/m.gguf"), "x").unwrap();
     std::fs::write(r.join(".runs/run-1-a/meta.json"), "{}").unwrap();
     std::os::unix::fs::symlink("/etc/passwd", r.join("src/passwd")).unwrap();
     std::os::unix::fs::symlink(r.join("src"), r.join("linked_dir")).unwrap();
+    git(r, &["init", "-q"]);
+    git(r, &["add", "-A"]);
+    // After `git add`: untracked, so never part of the package.
+    std::fs::write(r.join(".env"), "SECRET=1\n").unwrap();
     t
+}
+
+/// Run git in `dir` (the example package is the tracked files).
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let st = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .status()
+        .expect("git runs");
+    assert!(st.success(), "git {args:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1044,6 +1060,7 @@ async fn example_manifest_file_and_zip_come_from_one_enumeration() {
     assert_eq!(z2.bytes, z.bytes);
     // A change shows up live.
     std::fs::write(tree.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    git(tree.path(), &["add", "src/lib.rs"]);
     let m2 = send(&h.router, get("/example/manifest")).await.json();
     assert_eq!(m2["file_count"], 4);
     assert_ne!(m2["tree_blake3"], m["tree_blake3"]);
@@ -1082,6 +1099,7 @@ async fn example_file_refuses_traversal_absolute_encoded_and_symlinks() {
         "linked_dir/main.rs",
         "target/debug/bin",
         ".git/config",
+        ".env",
         "models/m.gguf",
         ".runs/run-1-a/meta.json",
         "nope.rs",
@@ -1354,4 +1372,92 @@ async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding
 fn allow_origin_null_is_refused() {
     assert!(forge_server::check_allowed_origin("null").is_err());
     assert!(forge_server::check_allowed_origin("https://course.example").is_ok());
+}
+
+/// 2. The example package is the git-tracked files: untracked secrets and a runs or model folder under
+/// another name are neither listed, served one by one, nor zipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_package_holds_only_tracked_files_never_an_untracked_env() {
+    let tree = example_tree();
+    let r = tree.path();
+    std::fs::write(r.join("server.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::write(r.join(".npmrc"), "//registry/:_authToken=x\n").unwrap();
+    std::fs::create_dir_all(r.join("old-runs/run-1")).unwrap();
+    std::fs::write(r.join("old-runs/run-1/events.jsonl"), "{}\n").unwrap();
+    std::fs::create_dir_all(r.join("weights")).unwrap();
+    std::fs::write(r.join("weights/m.bin"), "w").unwrap();
+    let h = harness(Options {
+        example_root: Some(r.to_path_buf()),
+        ..Default::default()
+    });
+    let m = send(&h.router, get("/example/manifest")).await.json();
+    let paths: Vec<&str> = m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, vec!["Cargo.toml", "README.md", "src/main.rs"]);
+    for q in [".env", "server.pem", ".npmrc", "old-runs/run-1/events.jsonl", "weights/m.bin"] {
+        let f = send(&h.router, get(&format!("/example/file?path={q}&raw=1"))).await;
+        assert_eq!((f.status, f.code()), (StatusCode::NOT_FOUND, "file_not_in_package".into()), "{q}");
+    }
+    let z = send(&h.router, get("/example.zip")).await;
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(z.bytes)).unwrap();
+    let names: Vec<&str> = archive.file_names().collect();
+    assert!(!names.iter().any(|n| n.contains(".env") || n.contains("pem") || n.contains("npmrc") || n.contains("old-runs") || n.contains("weights")), "{names:?}");
+    // A tree git cannot list is refused, not walked.
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::write(bare.path().join(".env"), "SECRET=1\n").unwrap();
+    let h = harness(Options { example_root: Some(bare.path().to_path_buf()), ..Default::default() });
+    let r = send(&h.router, get("/example/manifest")).await;
+    assert_eq!((r.status, r.code()), (StatusCode::SERVICE_UNAVAILABLE, "example_unavailable".into()));
+    let r = send(&h.router, get("/example/file?path=.env")).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+/// 5. The evaluation chart, the course guide and the artifact routes never follow a symbolic link:
+/// a committed `evidence/eval/x/success.png -> /proc/self/environ` serves nothing of the environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_routes_never_follow_symlinks() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let eval = r.join("evidence/eval");
+    std::fs::create_dir_all(eval.join("x")).unwrap();
+    std::fs::write(eval.join("x/summary.json"), r#"{"configs": []}"#).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", eval.join("x/success.png")).unwrap();
+    // A report folder that is itself a link, to a folder with a real chart.
+    std::fs::create_dir_all(r.join("elsewhere")).unwrap();
+    std::fs::write(r.join("elsewhere/summary.json"), r#"{"configs": []}"#).unwrap();
+    std::fs::write(r.join("elsewhere/success.png"), b"\x89PNG\r\n\x1a\nsecret").unwrap();
+    std::os::unix::fs::symlink(r.join("elsewhere"), eval.join("y")).unwrap();
+    // A stage whose guide is a link to the environment.
+    let stage = r.join("stages/01-demo");
+    std::fs::create_dir_all(stage.join("fixtures")).unwrap();
+    std::fs::write(stage.join("Cargo.toml"), "[package]\n").unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", stage.join("README.md")).unwrap();
+    let h = harness(Options { root: Some(r.to_path_buf()), ..Default::default() });
+    let environ = std::fs::read("/proc/self/environ").unwrap_or_default();
+    let x = send(&h.router, get("/agent/evaluation/x/success.png")).await;
+    assert_eq!(x.status, StatusCode::FORBIDDEN, "{}", x.text());
+    assert_eq!(x.code(), "file_refused");
+    let listed = send(&h.router, get("/agent/evaluation")).await.json();
+    assert_eq!(listed["reports"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["reports"][0]["chart"], Value::Null, "{listed}");
+    let y = send(&h.router, get("/agent/evaluation/y/success.png")).await;
+    assert_eq!(y.status, StatusCode::NOT_FOUND);
+    let g = send(&h.router, get("/course/stages/01-demo/guide")).await;
+    assert_eq!(g.status, StatusCode::NOT_FOUND, "{}", g.text());
+    assert!(g.text().contains("symbolic link"), "{}", g.text());
+    for reply in [&x, &y, &g] {
+        assert!(environ.is_empty() || !reply.bytes.windows(environ.len().min(32)).any(|w| w == &environ[..environ.len().min(32)]));
+    }
+
+    // An artifact file replaced by a link after the run recorded it.
+    let h = harness(Options::default());
+    let id = start_run(&h.router, happy()).await;
+    let done = wait_terminal(&h.router, &id).await;
+    let artifact = done["result"]["artifacts"][0]["id"].as_str().or_else(|| done["artifacts"][0]["id"].as_str()).map(str::to_owned);
+    let artifact = artifact.unwrap_or_else(|| panic!("the happy run records an artifact: {done}"));
+    let dir = h.runs.path().join(".runs").join(&id).join("artifacts");
+    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", &file).unwrap();
+    let a = send(&h.router, get(&format!("/artifacts/{artifact}"))).await;
+    assert_eq!((a.status, a.code()), (StatusCode::FORBIDDEN, "file_refused".into()));
 }
