@@ -178,6 +178,22 @@ fn host_name(host: &str) -> &str {
     host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
 }
 
+/// The body did not arrive within `ServerConfig::body_timeout` (tower-http's `TimeoutBody`).
+fn is_body_timeout(e: &axum::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn body_timeout() -> ApiError {
+    ApiError::new(408, "body_timeout", "the request body did not arrive in time")
+}
+
 fn too_large() -> ApiError {
     ApiError::new(
         413,
@@ -191,7 +207,7 @@ fn too_large() -> ApiError {
 async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, ApiError> {
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| too_large())?;
+        .map_err(|e| if is_body_timeout(&e) { body_timeout() } else { too_large() })?;
     let ctype = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

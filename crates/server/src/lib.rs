@@ -61,6 +61,15 @@ pub struct ServerConfig {
     pub inspect_scope: InspectScope,
     /// On shutdown, how long open HTTP requests may take to finish before they are closed.
     pub drain_limit: std::time::Duration,
+    /// A connection that has not sent a whole request head within this is closed (hyper's
+    /// `header_read_timeout`; also bounds an idle keep-alive connection).
+    pub header_read_timeout: std::time::Duration,
+    /// A request body not received within this ends in 408 (tower-http `RequestBodyTimeoutLayer`).
+    pub body_timeout: std::time::Duration,
+    /// Most connections served at once; further ones wait in the listen backlog. Capped further by
+    /// the open-file limit less [`FD_RESERVE`], so connections can never take the descriptors the run
+    /// store needs.
+    pub max_connections: usize,
     pub jobs: JobsConfig,
 }
 
@@ -82,6 +91,9 @@ impl ServerConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             drain_limit: DRAIN_LIMIT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_timeout: BODY_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
             jobs: JobsConfig::default(),
         }
     }
@@ -266,35 +278,63 @@ impl Service {
         if let Ok(addr) = listener.local_addr() {
             let _ = self.state.bound.set(addr);
         }
-        let app = self.router();
+        let app = self
+            .router()
+            .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+                self.state.config.body_timeout,
+            ));
         let jobs = self.state.jobs.clone();
         let drain_limit = self.state.config.drain_limit;
-        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stopping_tx.send(());
-            })
-            .into_future();
-        tokio::pin!(server);
-        let result = tokio::select! {
-            // The server ended without a shutdown signal (an accept error): still stop the jobs below.
-            r = &mut server => r,
-            Ok(()) = stopping_rx => {
-                // Jobs first, so no request still being served can queue a run that would then be lost.
-                let stopper = jobs.clone();
-                let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
-                let drained = tokio::time::timeout(drain_limit, &mut server).await;
-                let _ = stopped.await;
-                drained.unwrap_or_else(|_| {
-                    eprintln!(
-                        "forge-server: HTTP requests still open after {} s; closing them",
-                        drain_limit.as_secs_f32()
-                    );
-                    Ok(())
-                })
-            }
-        };
+        let header_timeout = self.state.config.header_read_timeout;
+        let limit = connection_limit(self.state.config.max_connections);
+        let slots = Arc::new(tokio::sync::Semaphore::new(limit));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .keep_alive(true);
+        tokio::pin!(shutdown);
+        loop {
+            // A slot first, then accept: past the limit, connections wait in the kernel's backlog and
+            // cost this process no descriptor.
+            let slot = tokio::select! {
+                _ = &mut shutdown => break,
+                slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            };
+            let (stream, _peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // EMFILE/ENFILE or an aborted handshake: not fatal; back off a little.
+                        eprintln!("forge-server: accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            let conn = graceful.watch(
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+            tokio::spawn(async move {
+                let _ = conn.await;
+                drop(slot);
+            });
+        }
+        drop(listener);
+        // Jobs first, so no request still being served can queue a run that would then be lost.
+        let stopper = jobs.clone();
+        let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
+        if tokio::time::timeout(drain_limit, graceful.shutdown()).await.is_err() {
+            eprintln!(
+                "forge-server: HTTP requests still open after {} s; closing them",
+                drain_limit.as_secs_f32()
+            );
+        }
+        let _ = stopped.await;
+        let result = Ok(());
         let stopper = jobs.clone();
         let _ = tokio::task::spawn_blocking(move || stopper.shutdown()).await;
         let deadline = tokio::time::Instant::now() + WORKER_JOIN_LIMIT;
@@ -317,6 +357,34 @@ impl Service {
 /// How long a shutdown waits for open HTTP requests to finish before closing them (default of
 /// `ServerConfig::drain_limit`, `runner serve --drain-limit-s`).
 pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Default of `ServerConfig::header_read_timeout`.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Default of `ServerConfig::body_timeout`.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Default of `ServerConfig::max_connections`.
+pub const MAX_CONNECTIONS: usize = 4096;
+/// Descriptors kept free of connections: the run store, artifacts, task and model files, the runtime.
+pub const FD_RESERVE: u64 = 256;
+
+/// The connection limit in effect: `wanted`, and never more than the open-file limit allows after
+/// [`FD_RESERVE`]. The soft limit is raised to the hard one first (a process may always do that).
+pub fn connection_limit(wanted: usize) -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return wanted.min(512);
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    let open_now = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(0);
+    let room = lim.rlim_cur.saturating_sub(FD_RESERVE + open_now).max(1);
+    wanted.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1)
+}
+
 /// How long a shutdown waits for the cancelled run to seal itself and the worker to end.
 pub const WORKER_JOIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
