@@ -282,7 +282,8 @@ async fn status(State(s): Shared) -> Result<Response, ApiError> {
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": ["agent", "agent.cancel", "agent.trace", "agent.tasks", "agent.models", "models.inspect", "models.unload", "artifacts", "example"],
         "test_policies_enabled": s.config.enable_test_policies,
-        "model": model,
+        // The backend URL may carry credentials (`http://user:token@host`); never shown.
+        "model": crate::redact::redacted(model, &s.config.jobs.redact_roots),
         "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
         "uptime_s": s.started.elapsed().as_secs(),
         "default_task": default_task,
@@ -312,7 +313,7 @@ async fn list_models(State(s): Shared) -> Result<Response, ApiError> {
     let models = blocking(move || Ok(backend.models())).await?;
     let default = models.iter().find(|m| m.default).map(|m| m.name.clone());
     Ok(ok_json(
-        json!({ "models": models, "default_model": default, "cache": s.backend.cache_state() }),
+        json!({ "models": models, "default_model": default, "cache": crate::redact::redacted(s.backend.cache_state(), &s.config.jobs.redact_roots) }),
     ))
 }
 

@@ -269,7 +269,7 @@ impl Service {
     /// connections and runs (503 `shutting_down`), cancel the running run (`cancelled/shutdown`) and seal
     /// the queued ones (`cancelled/shutdown`), drain open HTTP requests for at most `config.drain_limit`, and
     /// join the worker once its run has sealed itself (at most [`WORKER_JOIN_LIMIT`]; a run still going
-    /// after that is sealed `interrupted` by the next start-up). Returns once all of that is done.
+    /// after that — a model load has no cancellation point — is sealed `cancelled/shutdown` here). Returns once all of that is done.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -345,9 +345,17 @@ impl Service {
             // Joins at once (the thread has ended) and releases `.runs/.lock`.
             let _ = tokio::task::spawn_blocking(move || jobs.close()).await;
         } else {
+            // A model load cannot be interrupted: seal the run `cancelled/shutdown` ourselves, so it is
+            // never left `running` for the next start-up to call `interrupted`.
+            let sealer = jobs.clone();
+            let sealed = tokio::task::spawn_blocking(move || sealer.seal_running_for_exit())
+                .await
+                .ok()
+                .flatten();
             eprintln!(
-                "forge-server: the running run did not stop within {} s; the next start-up seals it as interrupted",
-                WORKER_JOIN_LIMIT.as_secs()
+                "forge-server: the running run did not stop within {} s; sealed {} cancelled/shutdown",
+                WORKER_JOIN_LIMIT.as_secs(),
+                sealed.as_deref().unwrap_or("it")
             );
         }
         result

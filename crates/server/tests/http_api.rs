@@ -1461,3 +1461,88 @@ async fn file_routes_never_follow_symlinks() {
     let a = send(&h.router, get(&format!("/artifacts/{artifact}"))).await;
     assert_eq!((a.status, a.code()), (StatusCode::FORBIDDEN, "file_refused".into()));
 }
+
+/// A run stuck where nothing can cancel it (a model load): it emits `run.started`, then ignores the
+/// cancel for 30 s and finally tries to append one more event.
+struct UncancellableLoad;
+
+impl forge_server::Executor for UncancellableLoad {
+    fn execute(
+        &self,
+        run_id: &str,
+        _spec: &forge_server::RunSpec,
+        _artifact_dir: &std::path::Path,
+        _cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        _shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        sink: &mut dyn FnMut(Value),
+    ) -> Result<Value, forge_server::engine::ExecError> {
+        sink(json!({ "seq": 1, "run_id": run_id, "t_ms": 0, "phase": "run.started", "data": {} }));
+        std::thread::sleep(Duration::from_secs(30));
+        sink(json!({ "seq": 2, "run_id": run_id, "t_ms": 1, "phase": "model.loaded", "data": {} }));
+        Err(forge_server::engine::ExecError { code: "runtime_error", message: "late".into() })
+    }
+}
+
+/// 4. Shutdown while the running run sits in a model load that cannot be cancelled: `serve` returns
+/// within 5 s and the run is sealed `cancelled/shutdown` on disk (before: left `running`, and the next
+/// start-up sealed it `failed/interrupted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_an_uncancellable_load_seals_the_run_cancelled_shutdown() {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = runs.path().join(".runs");
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = dir.clone();
+    config.enable_test_policies = true;
+    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
+        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+    let service = forge_server::Service::start_with_executor(config, backend, std::sync::Arc::new(UncancellableLoad)).unwrap();
+    let router = service.router();
+    let id = start_run(&router, happy()).await;
+    wait_status(&router, &id, "running").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let started = Instant::now();
+    service.serve(listener, async {}).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "serve took {:?}", started.elapsed());
+    let meta: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "cancelled", "{meta}");
+    let result: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["stop_reason"], "shutdown", "{result}");
+    let events = std::fs::read_to_string(dir.join(&id).join("events.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
+    assert_eq!(last["phase"], "run.finished", "{events}");
+    assert_eq!(events.lines().filter(|l| l.contains("run.finished")).count(), 1);
+}
+
+struct CredentialedBackend;
+
+impl forge_server::ModelBackend for CredentialedBackend {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, forge_server::BackendError> {
+        Err(forge_server::BackendError::unavailable("test backend"))
+    }
+    fn unload(&self) -> Result<Value, forge_server::BackendError> {
+        Ok(json!({"unloaded": 0}))
+    }
+    fn cache_state(&self) -> Value {
+        json!({ "loaded": [], "generation": { "kind": "llama-server", "url": "http://alice:s3cret@gpu.lan:8080" } })
+    }
+    fn policy(&self, _mode: forge_server::Mode, _t: f32) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
+        Err(runtime::policy::PolicyError::ModelUnavailable("none".into()))
+    }
+}
+
+/// 7. `/status` and `/agent/models` never show a backend URL's credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_never_shows_backend_url_credentials() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = runs.path().join(".runs");
+    let service = forge_server::Service::start(config, std::sync::Arc::new(CredentialedBackend)).unwrap();
+    let router = service.router();
+    for route in ["/status", "/agent/models"] {
+        let r = send(&router, get(route)).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(!r.text().contains("s3cret") && !r.text().contains("alice"), "{route}: {}", r.text());
+        assert!(r.text().contains("gpu.lan:8080"), "{route}: {}", r.text());
+    }
+    service.state.jobs.close();
+}
