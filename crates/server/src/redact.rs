@@ -53,7 +53,7 @@ pub fn strip_url_credentials(s: &str) -> String {
         let (head, tail) = rest.split_at(at + 3);
         out.push_str(head);
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#' | ' ' | '"' | '\'' | '\t' | '\n' | '`' | ')' | '>'))
+            .find(['/', '?', '#', ' ', '"', '\'', '\t', '\n', '`', ')', '>'])
             .unwrap_or(tail.len());
         let authority = &tail[..end];
         match authority.rfind('@') {
