@@ -62,6 +62,31 @@ pub enum HttpError {
     Io { url: String, reason: String },
 }
 
+/// The longest server-sent-event line, and event, accepted (a token event is a few hundred bytes).
+pub const MAX_SSE_LINE_BYTES: usize = 1 << 20;
+
+/// One line (without `\n` / `\r\n`) of at most `max` bytes, `None` at the end of the stream. A longer
+/// line is an `InvalidData` error after reading at most `max + 1` bytes of it: a server that never sends a
+/// newline cannot grow this process's memory.
+pub fn read_capped_line(reader: &mut impl BufRead, max: usize) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let read = reader.by_ref().take(max as u64 + 1).read_until(b'\n', &mut line)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+    } else if line.len() > max {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a line longer than {max} bytes")));
+    }
+    String::from_utf8(line)
+        .map(Some)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "a line that is not UTF-8"))
+}
+
 /// One item of a server-sent-event stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SseItem {
@@ -257,16 +282,29 @@ impl HttpClient {
             let _ = tx.send(Err(status_error(url, resp)));
             return;
         }
-        let reader = BufReader::new(resp.into_body().into_reader());
+        let mut reader = BufReader::new(resp.into_body().into_reader());
         let mut data = String::new();
-        for line in reader.lines() {
-            let line = match line {
-                Ok(l) => l,
+        loop {
+            let line = match read_capped_line(&mut reader, MAX_SSE_LINE_BYTES) {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    let _ = tx.send(Err(HttpError::Malformed { url: url.to_string(), what: "event stream", detail: e.to_string() }));
+                    return;
+                }
                 Err(e) => {
                     let _ = tx.send(Err(io_error(url, e, self.stall)));
                     return;
                 }
             };
+            if data.len() + line.len() > MAX_SSE_LINE_BYTES {
+                let _ = tx.send(Err(HttpError::Malformed {
+                    url: url.to_string(),
+                    what: "event stream",
+                    detail: format!("an event longer than {MAX_SSE_LINE_BYTES} bytes"),
+                }));
+                return;
+            }
             let item = if line.is_empty() {
                 // End of one event: its data lines joined.
                 if data.is_empty() {
@@ -389,5 +427,26 @@ fn io_error(url: &str, e: std::io::Error, stall: Duration) -> HttpError {
             HttpError::Closed { url }
         }
         _ => HttpError::Io { url, reason: e.to_string() },
+    }
+}
+
+#[cfg(test)]
+mod capped_line_tests {
+    use super::*;
+
+    /// Issue 23, item 7: SSE lines from a model server are bounded.
+    #[test]
+    fn sse_lines_are_capped_and_line_endings_stripped() {
+        let mut r = std::io::Cursor::new(b"data: 1\r\n\n: ping\nlast".to_vec());
+        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some("data: 1"));
+        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some(""));
+        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some(": ping"));
+        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some("last"));
+        assert_eq!(read_capped_line(&mut r, 16).unwrap(), None);
+        // An endless line: refused after max + 1 bytes, not read to the end.
+        let mut endless = std::io::Read::take(std::io::repeat(b'x'), 1 << 30);
+        let mut endless = std::io::BufReader::new(&mut endless);
+        let e = read_capped_line(&mut endless, 1024).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
     }
 }

@@ -36,7 +36,9 @@ pub struct ModelInfo {
     pub file_name: String,
     pub bytes: u64,
     pub sha256: String,
-    /// "computed", "cache" (same size and mtime as an earlier hash) or "manifest" (fetch manifest, newer than the file).
+    /// "computed" (this file's bytes, hashed now) or "cache" (the same file — path, size, mtime, inode and
+    /// ctime all unchanged — was hashed earlier in this process). Never the manifest's claim: the identity
+    /// is the hash of the file.
     pub sha256_source: String,
     pub gguf_version: u32,
     pub architecture: String,
@@ -68,13 +70,16 @@ pub struct RuntimeInfo {
     pub system_info: String,
 }
 
-type HashKey = (PathBuf, u64, u128);
+/// (path, size, mtime ns, device, inode, ctime ns): a file replaced by another of the same size — even
+/// with its mtime put back, even renamed over it — changes at least one of them.
+type HashKey = (PathBuf, u64, u128, u64, u64, i128);
 fn hash_cache() -> &'static Mutex<HashMap<HashKey, String>> {
     static CACHE: OnceLock<Mutex<HashMap<HashKey, String>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
-/// Inspect a GGUF file. Cheap after the first call for the same file (the sha256 is cached by size+mtime).
+/// Inspect a GGUF file. Cheap after the first call for the same file (the sha256 is cached by size, mtime,
+/// inode and ctime; any change recomputes it).
 pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
     let meta = fs::metadata(path).map_err(|e| ModelUnavailable::new(path, describe_io(&e)))?;
     if !meta.is_file() {
@@ -98,15 +103,14 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
     let manifest = read_manifest(path);
     let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
     let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let key = (canonical, bytes, mtime);
+    let key = {
+        use std::os::unix::fs::MetadataExt;
+        let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
+        (canonical, bytes, mtime, meta.dev(), meta.ino(), ctime)
+    };
     let cached = hash_cache().lock().expect("hash cache lock").get(&key).cloned();
     let (sha256, sha256_source) = if let Some(h) = cached {
         (h, "cache")
-    } else if let Some((m, manifest_mtime)) = &manifest
-        && m.bytes == bytes
-        && *manifest_mtime >= mtime
-    {
-        (m.sha256.clone(), "manifest")
     } else {
         (fetch::sha256_file(path).map_err(|e| ModelUnavailable::new(path, format!("cannot hash: {}", io_reason(&e))))?, "computed")
     };

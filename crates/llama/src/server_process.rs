@@ -60,19 +60,38 @@ pub fn default_binary(root: &Path) -> PathBuf {
 
 impl LlamaServerProcess {
     /// Start and wait until the model is loaded and `/health` is ok (at most `ready_within`).
+    ///
+    /// The port is picked free and handed to the child, which binds it later: another process may take it
+    /// in between. A child that exits because its port is taken is started again on a new port (three
+    /// attempts), so that race costs a retry, never a failed start.
     pub fn start(opts: &ServerOptions, ready_within: Duration) -> Result<Self, ServerProcessError> {
         if !opts.binary.is_file() {
             return Err(ServerProcessError::BinaryMissing(opts.binary.clone()));
         }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::start_once(opts, ready_within) {
+                Err(ServerProcessError::ExitedEarly { log, .. })
+                    if attempt < 3 && port_taken(&log) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn start_once(opts: &ServerOptions, ready_within: Duration) -> Result<Self, ServerProcessError> {
         let port = free_port().map_err(|e| ServerProcessError::Spawn(format!("no free port: {e}")))?;
-        let (log, tmp) = match &opts.log {
-            Some(p) => (p.clone(), None),
+        let (log, tmp, log_file) = match &opts.log {
+            Some(p) => {
+                let f = std::fs::File::create(p).map_err(|e| ServerProcessError::Spawn(format!("log file {}: {e}", p.display())))?;
+                (p.clone(), None, f)
+            }
             None => {
-                let t = tempfile_path::TempLog::new(port);
-                (t.path.clone(), Some(t))
+                let (t, f) = tempfile_path::TempLog::create()
+                    .map_err(|e| ServerProcessError::Spawn(format!("log file in {}: {e}", std::env::temp_dir().display())))?;
+                (t.path.clone(), Some(t), f)
             }
         };
-        let log_file = std::fs::File::create(&log).map_err(|e| ServerProcessError::Spawn(format!("log file {}: {e}", log.display())))?;
         let mut command = Command::new(&opts.binary);
         die_with_parent(&mut command);
         let child = command
@@ -172,6 +191,12 @@ impl Drop for LlamaServerProcess {
     }
 }
 
+/// llama-server's log when its `--port` was taken between our check and its bind.
+fn port_taken(log: &str) -> bool {
+    let l = log.to_ascii_lowercase();
+    l.contains("address already in use") || l.contains("couldn't bind") || l.contains("failed to bind")
+}
+
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -185,14 +210,66 @@ mod tempfile_path {
     }
 
     impl TempLog {
-        pub fn new(port: u16) -> Self {
-            Self { path: std::env::temp_dir().join(format!("forge-llama-server-{}-{port}.log", std::process::id())) }
+        /// A new file `forge-llama-server-<pid>-<random>.log`, created exclusively (`O_EXCL`, so never
+        /// through a planted file or link) with mode 0600.
+        pub fn create() -> std::io::Result<(Self, std::fs::File)> {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let mut last = None;
+            for _ in 0..16 {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64);
+                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::hash::Hash::hash(&(nanos, n, std::process::id()), &mut h);
+                let tag = std::hash::Hasher::finish(&h);
+                let path = std::env::temp_dir().join(format!("forge-llama-server-{}-{tag:016x}.log", std::process::id()));
+                match create_exclusive(&path) {
+                    Ok(f) => return Ok((Self { path }, f)),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(last.unwrap_or_else(|| std::io::Error::other("no unique log name")))
         }
+    }
+
+    /// Create `path` only if nothing (no file, no link) is there, readable by this user only.
+    pub fn create_exclusive(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)
     }
 
     impl Drop for TempLog {
         fn drop(&mut self) {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod log_file_tests {
+    use super::tempfile_path::{TempLog, create_exclusive};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Issue 23, item 7: the log file's name is not predictable and it is opened with O_EXCL.
+    #[test]
+    fn the_log_file_is_unique_private_and_never_opened_through_a_planted_link() {
+        let (a, _fa) = TempLog::create().unwrap();
+        let (b, _fb) = TempLog::create().unwrap();
+        assert_ne!(a.path, b.path);
+        assert_eq!(std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777, 0o600);
+        let dir = std::env::temp_dir().join(format!("forge-log-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let planted = dir.join("planted.log");
+        let _ = std::fs::remove_file(&planted);
+        std::os::unix::fs::symlink(dir.join("victim"), &planted).unwrap();
+        assert!(create_exclusive(&planted).is_err());
+        assert!(!dir.join("victim").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+        let path = a.path.clone();
+        drop(a);
+        assert!(!path.exists());
     }
 }

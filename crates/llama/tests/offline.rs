@@ -744,3 +744,39 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
     assert!(fin.accepts(&text("Batch D", "88")));
     assert!(!fin.accepts(&text("Batch D", "67")));
 }
+
+/// Issue 23, item 6: the model identity is the hash of the file. A manifest newer than the file is not
+/// taken at its word (a same-size replaced file used to be "verified" with the manifest's hash), and a
+/// file replaced under the same path, size and mtime (renamed over it: a new inode) is hashed again.
+#[test]
+fn the_model_identity_is_the_files_hash_never_the_manifests_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = synthetic_gguf(8, 32);
+    let p = write(dir.path(), "tiny.gguf", &original);
+    let first = forge_llama::inspect(&p).unwrap();
+    // The same size, other bytes, written in place with the old mtime put back.
+    let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+    let mut replaced = original.clone();
+    *replaced.last_mut().unwrap() = 1;
+    std::fs::write(&p, &replaced).unwrap();
+    std::fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+    // A fetch manifest, newer than the file, that vouches for the original bytes.
+    let manifest = json!({
+        "model": "tiny", "file": "tiny.gguf", "bytes": original.len(), "sha256": first.sha256,
+        "hash_pinned": true, "source": "test", "parts": [], "fetched_at": "2026-12-01T00:00:00Z",
+    });
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.path().join("tiny.manifest.json"), manifest.to_string()).unwrap();
+    let after = forge_llama::inspect(&p).unwrap();
+    assert_eq!(after.sha256_source, "computed");
+    assert_ne!(after.sha256, first.sha256, "the replaced file's own hash");
+    assert!(!after.manifest.as_ref().unwrap().sha256_matches, "the manifest no longer matches the file");
+    // Renamed over it: same path, size and mtime, a new inode.
+    let other = write(dir.path(), "other.tmp", &original);
+    std::fs::File::options().write(true).open(&other).unwrap().set_modified(mtime).unwrap();
+    std::fs::rename(&other, &p).unwrap();
+    let again = forge_llama::inspect(&p).unwrap();
+    assert_eq!(again.sha256_source, "computed");
+    assert_eq!(again.sha256, first.sha256);
+    assert!(again.manifest.unwrap().sha256_matches);
+}

@@ -87,8 +87,13 @@ struct ServeArgs {
     #[arg(long, default_value_t = forge_server::DEFAULT_PORT)]
     port: u16,
     /// Bind a non-loopback --host. The API has no authentication and runs tools on this machine.
+    /// Requests must still name an allowed Host (loopback, the bound IP, or --allow-host).
     #[arg(long)]
     allow_remote: bool,
+    /// A host name requests may carry in their Host header besides loopback names and the bound
+    /// address (repeatable), e.g. forge.lan. Everything else is refused (DNS-rebinding protection).
+    #[arg(long = "allow-host")]
+    allow_host: Vec<String>,
     /// Allow cross-origin requests from this exact origin (repeatable), e.g. https://example.org
     #[arg(long = "allow-origin")]
     allow_origin: Vec<String>,
@@ -250,7 +255,18 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
     }
     config.enable_test_policies = args.enable_test_policies;
     config.allow_remote = args.allow_remote;
-    config.allowed_origins = args.allow_origin;
+    config.allowed_hosts = args
+        .allow_host
+        .iter()
+        .map(|h| forge_server::check_allowed_host(h))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)?;
+    config.allowed_origins = args
+        .allow_origin
+        .iter()
+        .map(|o| forge_server::check_allowed_origin(o))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)?;
     config.jobs.queue_capacity = args.queue_capacity;
     config.drain_limit = std::time::Duration::from_secs(args.drain_limit_s);
     config.inspect_scope = forge_server::InspectScope {

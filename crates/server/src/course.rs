@@ -41,7 +41,9 @@ fn stage_dirs(root: &Path) -> Result<Vec<(String, PathBuf)>, CourseError> {
             let bytes = id.as_bytes();
             let is_stage =
                 bytes.len() > 3 && bytes[..2].iter().all(u8::is_ascii_digit) && bytes[2] == b'-';
-            (is_stage && entry.path().join("Cargo.toml").is_file()).then(|| (id, entry.path()))
+            // A linked stage folder is not a stage folder (file_type does not follow links).
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            (is_stage && is_dir && entry.path().join("Cargo.toml").is_file()).then(|| (id, entry.path()))
         })
         .collect();
     stages.sort();
@@ -64,12 +66,21 @@ pub fn stages(root: &Path) -> Result<Value, CourseError> {
     Ok(json!({ "stages": out, "guide_sections": sections["sections"] }))
 }
 
+/// `stages/<id>/<file>`, with no link followed below the stages folder and a size cap.
 fn read(dir: &Path, id: &str, file: &str) -> Result<String, CourseError> {
-    fs::read_to_string(dir.join(file)).map_err(|e| CourseError::Unreadable {
+    let unreadable = |reason: String| CourseError::Unreadable {
         stage: id.to_owned(),
         file: file.to_owned(),
-        reason: e.to_string(),
-    })
+        reason,
+    };
+    let stages = dir.parent().unwrap_or(dir);
+    let bytes = crate::safe_fs::read_under(
+        stages,
+        &Path::new(id).join(file),
+        crate::safe_fs::MAX_SERVED_BYTES,
+    )
+    .map_err(|e| unreadable(e.to_string()))?;
+    String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".into()))
 }
 
 fn stage_entry(id: &str, dir: &Path) -> Result<Value, CourseError> {
@@ -134,9 +145,10 @@ pub fn guide(root: &Path, id: &str, lang: &str) -> Result<Value, CourseError> {
 
 /// `GET /course/progress`: `learn/progress.json` as written by `cargo xtask`, when present.
 pub fn progress(root: &Path) -> Value {
-    let path = root.join("learn/progress.json");
-    match fs::read_to_string(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let read = crate::safe_fs::read_under(root, Path::new("learn/progress.json"), crate::safe_fs::MAX_SERVED_BYTES)
+        .and_then(|b| String::from_utf8(b).map_err(|_| crate::safe_fs::SafeReadError::NotAFile { path: "learn/progress.json (not UTF-8)".into() }));
+    match read {
+        Err(e) if e.is_not_found() => {
             json!({ "present": false, "progress": null, "error": null })
         }
         Err(e) => {

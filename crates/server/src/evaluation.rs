@@ -13,11 +13,18 @@ pub const EVAL_DIR: &str = "evidence/eval";
 pub enum EvaluationError {
     #[error("no evaluation report for model {0:?} (known: the folders of {EVAL_DIR}/)")]
     UnknownModel(String),
-    #[error("{path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("{EVAL_DIR}/{0}")]
+    Read(#[source] crate::safe_fs::SafeReadError),
+}
+
+/// `evidence/eval/<model>/<file>`, read with no link followed (a committed link to `/proc/self/environ`
+/// is refused) and size-capped.
+fn read_report_file(root: &Path, model: &str, file: &str) -> Result<Vec<u8>, crate::safe_fs::SafeReadError> {
+    crate::safe_fs::read_under(
+        &root.join(EVAL_DIR),
+        &Path::new(model).join(file),
+        crate::safe_fs::MAX_SERVED_BYTES,
+    )
 }
 
 /// Every model's report: `{"reports": [{"model", "configs", "note", "chart"} | {"model", "error"}]}`,
@@ -25,10 +32,9 @@ pub enum EvaluationError {
 pub fn reports(root: &Path) -> Value {
     let mut out = Vec::new();
     for model in model_dirs(root) {
-        let path = root.join(EVAL_DIR).join(&model).join("summary.json");
-        let parsed = std::fs::read_to_string(&path)
+        let parsed = read_report_file(root, &model, "summary.json")
             .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()))
             .and_then(|v| {
                 if v["configs"].is_array() {
                     Ok(v)
@@ -36,11 +42,8 @@ pub fn reports(root: &Path) -> Value {
                     Err("no `configs` list".to_owned())
                 }
             });
-        let chart = root
-            .join(EVAL_DIR)
-            .join(&model)
-            .join("success.png")
-            .is_file();
+        let chart = std::fs::symlink_metadata(root.join(EVAL_DIR).join(&model).join("success.png"))
+            .is_ok_and(|m| m.is_file());
         out.push(match parsed {
             Ok(summary) => json!({
                 "model": model,
@@ -59,11 +62,7 @@ pub fn chart(root: &Path, model: &str) -> Result<Vec<u8>, EvaluationError> {
     if !model_dirs(root).iter().any(|m| m == model) {
         return Err(EvaluationError::UnknownModel(model.to_owned()));
     }
-    let path = root.join(EVAL_DIR).join(model).join("success.png");
-    std::fs::read(&path).map_err(|source| EvaluationError::Read {
-        path: format!("{EVAL_DIR}/{model}/success.png"),
-        source,
-    })
+    read_report_file(root, model, "success.png").map_err(EvaluationError::Read)
 }
 
 /// Report folders: plain directory names under `evidence/eval/` holding a `summary.json`.
@@ -73,7 +72,11 @@ fn model_dirs(root: &Path) -> Vec<String> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| entry.path().join("summary.json").is_file())
+        // `file_type` does not follow links: a linked report folder is not a report folder.
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|entry| {
+            std::fs::symlink_metadata(entry.path().join("summary.json")).is_ok_and(|m| m.is_file())
+        })
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|name| !name.starts_with('.'))
         .collect();
@@ -123,7 +126,7 @@ mod tests {
         }
         assert!(matches!(
             chart(root.path(), "broken"),
-            Err(EvaluationError::Read { .. })
+            Err(EvaluationError::Read(_))
         ));
     }
 }

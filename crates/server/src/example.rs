@@ -1,8 +1,12 @@
-//! The runnable example package: this project's own source tree, enumerated live, hashed per file, zipped.
+//! The runnable example package: this project's git-tracked files, enumerated live, hashed per file, zipped.
 //!
 //! The manifest, the single-file endpoint and the zip all come from one `Enumeration`, so what the page
 //! shows, what a learner downloads file by file and what the zip holds cannot drift apart. This module is
 //! the only user of the `zip` crate. It does not serve HTTP.
+//!
+//! Only files git tracks are candidates (`git ls-files`): an untracked `.env`, `*.pem`, `.npmrc`, or a
+//! runs/model folder under another name never enters the package. Tracked symlinks are skipped, and
+//! every file is read with no link followed (`safe_fs`).
 
 use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
@@ -64,12 +68,40 @@ pub enum ExampleError {
     Zip(String),
     #[error(transparent)]
     Chain(#[from] crate::sources::ChainError),
+    #[error("the example package is the git-tracked files of {root}, and git cannot list them: {reason}")]
+    NotTracked { root: String, reason: String },
 }
 
 impl From<ExampleError> for ApiError {
     fn from(e: ExampleError) -> Self {
-        ApiError::internal(e.to_string())
+        match e {
+            ExampleError::NotTracked { .. } => ApiError::new(503, "example_unavailable", e.to_string()),
+            other => ApiError::internal(other.to_string()),
+        }
     }
+}
+
+/// The paths git tracks below `root` (index entries, relative to `root`), as raw bytes.
+fn tracked_files(root: &Path) -> Result<Vec<Vec<u8>>, ExampleError> {
+    let not_tracked = |reason: String| ExampleError::NotTracked { root: root.display().to_string(), reason };
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z", "--cached", "--"])
+        // The tree's own repository, never one an environment variable points at.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| not_tracked(e.to_string()))?;
+    if !out.status.success() {
+        return Err(not_tracked(String::from_utf8_lossy(&out.stderr).trim().to_owned()));
+    }
+    let mut paths: Vec<Vec<u8>> = out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).map(<[u8]>::to_vec).collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
 }
 
 /// The example package rooted at one directory, with a cache of the last zip (keyed by tree hash).
@@ -83,11 +115,11 @@ impl ExamplePackage {
         Self { root: root.into(), zip_cache: Mutex::new(None) }
     }
 
-    /// Walk the tree now. Symlinks are skipped (never followed), as are excluded folders.
+    /// List the tracked files now. Symlinks are skipped (never followed), as are excluded folders.
     pub fn enumerate(&self) -> Result<Enumeration, ExampleError> {
         let mut found: Vec<(String, PathBuf, u64)> = Vec::new();
         let mut skipped = Vec::new();
-        walk(&self.root, "", &mut found, &mut skipped)?;
+        select(&self.root, tracked_files(&self.root)?, &mut found, &mut skipped)?;
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let mut files = Vec::new();
         let mut total = 0u64;
@@ -101,7 +133,15 @@ impl ExamplePackage {
                 skipped.push(Skipped { path: rel, reason: format!("package limit of {MAX_TOTAL_BYTES} bytes reached") });
                 continue;
             }
-            let data = std::fs::read(&abs).map_err(|source| ExampleError::Io { path: rel.clone(), source })?;
+            let data = match crate::safe_fs::read_under(&self.root, Path::new(&rel), MAX_FILE_BYTES) {
+                Ok(data) => data,
+                Err(e) => {
+                    // Replaced by a link, grown past the limit or gone since the listing: not served.
+                    skipped.push(Skipped { path: rel, reason: e.to_string() });
+                    continue;
+                }
+            };
+            let _ = abs;
             total += data.len() as u64;
             let (role, role_source) = role_of(&rel, &data);
             files.push(FileEntry {
@@ -138,8 +178,8 @@ impl ExamplePackage {
             .into_iter()
             .find(|f| f.path == requested)
             .ok_or_else(|| ApiError::not_found("file_not_in_package", format!("{requested:?} is not a file of the example package")))?;
-        let abs = self.root.join(&entry.path);
-        let data = std::fs::read(&abs).map_err(|e| ApiError::internal(format!("cannot read {}: {e}", entry.path)))?;
+        let data = crate::safe_fs::read_under(&self.root, Path::new(&entry.path), MAX_FILE_BYTES)
+            .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", entry.path)))?;
         let entry = FileEntry { bytes: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string(), ..entry };
         Ok((entry, data))
     }
@@ -157,7 +197,8 @@ impl ExamplePackage {
             .last_modified_time(zip::DateTime::default())
             .unix_permissions(0o644);
         for f in &listing.files {
-            let data = std::fs::read(self.root.join(&f.path)).map_err(|source| ExampleError::Io { path: f.path.clone(), source })?;
+            let data = crate::safe_fs::read_under(&self.root, Path::new(&f.path), MAX_FILE_BYTES)
+                .map_err(|e| ExampleError::Zip(e.to_string()))?;
             if blake3::hash(&data).to_hex().as_str() != f.blake3 {
                 return Err(ExampleError::Zip(format!("{} changed while the package was being built; retry", f.path)));
             }
@@ -188,35 +229,54 @@ pub fn check_relative_path(p: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn walk(dir: &Path, rel: &str, found: &mut Vec<(String, PathBuf, u64)>, skipped: &mut Vec<Skipped>) -> Result<(), ExampleError> {
-    let io = |source| ExampleError::Io { path: if rel.is_empty() { ".".into() } else { rel.to_string() }, source };
-    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(io)?.collect::<Result<_, _>>().map_err(io)?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            skipped.push(Skipped { path: format!("{rel}/?"), reason: "file name is not UTF-8".into() });
+/// From the tracked paths, the files of the package: excluded folders and kinds dropped, symlinks (at
+/// any depth), non-UTF-8 names, submodules and files missing from the working tree listed as skipped.
+fn select(root: &Path, tracked: Vec<Vec<u8>>, found: &mut Vec<(String, PathBuf, u64)>, skipped: &mut Vec<Skipped>) -> Result<(), ExampleError> {
+    'paths: for raw in tracked {
+        let Ok(rel) = String::from_utf8(raw) else {
+            skipped.push(Skipped { path: "?".into(), reason: "file name is not UTF-8".into() });
             continue;
         };
-        let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-        // symlink_metadata: a link is reported as a link, never followed.
-        let meta = std::fs::symlink_metadata(entry.path()).map_err(|source| ExampleError::Io { path: child_rel.clone(), source })?;
-        if meta.file_type().is_symlink() {
-            skipped.push(Skipped { path: child_rel, reason: "symbolic link".into() });
-        } else if meta.is_dir() {
-            if EXCLUDED_DIRS.contains(&name.as_str()) || (rel.is_empty() && EXCLUDED_DIR_PREFIXES.iter().any(|p| name.starts_with(p))) {
-                continue;
+        if check_relative_path(&rel).is_err() {
+            skipped.push(Skipped { path: rel, reason: "not a plain relative path".into() });
+            continue;
+        }
+        let segments: Vec<&str> = rel.split('/').collect();
+        let (name, dirs) = segments.split_last().expect("split yields one segment");
+        if dirs.iter().any(|d| EXCLUDED_DIRS.contains(d))
+            || dirs.first().is_some_and(|top| EXCLUDED_DIR_PREFIXES.iter().any(|p| top.starts_with(p)))
+        {
+            continue;
+        }
+        if name.ends_with(".pyc") || name.ends_with(".gguf") || *name == ".DS_Store" || *name == ".git" {
+            continue;
+        }
+        // symlink_metadata on every component: a link is reported as a link, never followed.
+        let mut at = root.to_path_buf();
+        for (i, seg) in segments.iter().enumerate() {
+            at.push(seg);
+            let meta = match std::fs::symlink_metadata(&at) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    skipped.push(Skipped { path: rel, reason: "tracked but missing from the working tree".into() });
+                    continue 'paths;
+                }
+                Err(source) => return Err(ExampleError::Io { path: rel, source }),
+            };
+            if meta.file_type().is_symlink() {
+                let link = segments[..=i].join("/");
+                if !skipped.iter().any(|s| s.path == link) {
+                    skipped.push(Skipped { path: link, reason: "symbolic link".into() });
+                }
+                continue 'paths;
             }
-            walk(&entry.path(), &child_rel, found, skipped)?;
-        } else if meta.is_file() {
-            // `.git` is a file in a git worktree (it points at the repository): still not part of the package.
-            if name.ends_with(".pyc")
-                || name.ends_with(".gguf")
-                || name == ".DS_Store"
-                || name == ".git"
-            {
-                continue;
+            if i + 1 == segments.len() {
+                if meta.is_file() {
+                    found.push((rel.clone(), at.clone(), meta.len()));
+                } else {
+                    skipped.push(Skipped { path: rel.clone(), reason: "not a regular file (a submodule?)".into() });
+                }
             }
-            found.push((child_rel, entry.path(), meta.len()));
         }
     }
     Ok(())

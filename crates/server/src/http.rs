@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::{AppState, MAX_BODY_BYTES, is_loopback_host, request, web};
+use crate::{AppState, MAX_BODY_BYTES, request, web};
 
 type Shared = State<Arc<AppState>>;
 
@@ -87,7 +87,7 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
     )
 }
 
-/// Loopback `Host` (defeats DNS rebinding), origin policy (CORS only for `--allow-origin`), body size.
+/// Allowed `Host` (loopback, bound address, `--allow-host`; defeats DNS rebinding, also with `--allow-remote`), origin policy (CORS only for `--allow-origin`), body size.
 async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers
@@ -95,16 +95,15 @@ async fn guard(State(state): Shared, req: Request, next: Next) -> Response {
         .and_then(|h| h.to_str().ok())
         .unwrap_or("")
         .to_string();
-    if !state.config.allow_remote {
-        let name = host_name(&host);
-        if !is_loopback_host(name) {
-            return ApiError::new(
-                403,
-                "host_not_allowed",
-                format!("Host {host:?} is not a loopback name; use http://127.0.0.1:<port>/ (DNS-rebinding protection)"),
-            )
-            .into_response();
-        }
+    // Always, `--allow-remote` or not: a page on a rebound name (evil.example → 127.0.0.1) sends its own
+    // name as Host, which is none of the names this service answers to.
+    if !state.host_allowed(host_name(&host)) {
+        return ApiError::new(
+            403,
+            "host_not_allowed",
+            format!("Host {host:?} is not a name this runner answers to; use http://127.0.0.1:<port>/ or start it with --allow-host NAME (DNS-rebinding protection)"),
+        )
+        .into_response();
     }
     let origin = headers
         .get(header::ORIGIN)
@@ -179,6 +178,22 @@ fn host_name(host: &str) -> &str {
     host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
 }
 
+/// The body did not arrive within `ServerConfig::body_timeout` (tower-http's `TimeoutBody`).
+fn is_body_timeout(e: &axum::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn body_timeout() -> ApiError {
+    ApiError::new(408, "body_timeout", "the request body did not arrive in time")
+}
+
 fn too_large() -> ApiError {
     ApiError::new(
         413,
@@ -192,7 +207,7 @@ fn too_large() -> ApiError {
 async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, ApiError> {
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| too_large())?;
+        .map_err(|e| if is_body_timeout(&e) { body_timeout() } else { too_large() })?;
     let ctype = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -267,7 +282,8 @@ async fn status(State(s): Shared) -> Result<Response, ApiError> {
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": ["agent", "agent.cancel", "agent.trace", "agent.tasks", "agent.models", "models.inspect", "models.unload", "artifacts", "example"],
         "test_policies_enabled": s.config.enable_test_policies,
-        "model": model,
+        // The backend URL may carry credentials (`http://user:token@host`); never shown.
+        "model": crate::redact::redacted(model, &s.config.jobs.redact_roots),
         "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
         "uptime_s": s.started.elapsed().as_secs(),
         "default_task": default_task,
@@ -297,7 +313,7 @@ async fn list_models(State(s): Shared) -> Result<Response, ApiError> {
     let models = blocking(move || Ok(backend.models())).await?;
     let default = models.iter().find(|m| m.default).map(|m| m.name.clone());
     Ok(ok_json(
-        json!({ "models": models, "default_model": default, "cache": s.backend.cache_state() }),
+        json!({ "models": models, "default_model": default, "cache": crate::redact::redacted(s.backend.cache_state(), &s.config.jobs.redact_roots) }),
     ))
 }
 
@@ -513,12 +529,20 @@ async fn artifact(
 ) -> Result<Response, ApiError> {
     let id = path_param(id)?;
     let (path, _run) = s.jobs.artifact(&id)?;
-    let data = tokio::fs::read(&path).await.map_err(|_| {
-        ApiError::not_found(
-            "artifact_missing",
-            format!("artifact {id} is recorded but its file is gone"),
-        )
-    })?;
+    let runs_dir = s.config.runs_dir.clone();
+    let shown = id.clone();
+    let data = blocking(move || {
+        // Below the runs directory, no link followed (a link planted in artifacts/ is never served).
+        let rel = path.strip_prefix(&runs_dir).map(std::path::Path::to_path_buf).map_err(|_| ApiError::internal("artifact outside the runs directory"))?;
+        crate::safe_fs::read_under(&runs_dir, &rel, crate::safe_fs::MAX_SERVED_BYTES).map_err(|e| {
+            if e.is_not_found() {
+                ApiError::not_found("artifact_missing", format!("artifact {shown} is recorded but its file is gone"))
+            } else {
+                ApiError::new(403, "file_refused", format!("artifact {shown}: {e}"))
+            }
+        })
+    })
+    .await?;
     if !data.starts_with(b"\x89PNG\r\n\x1a\n") {
         return Err(ApiError::internal(format!(
             "artifact {id} is not a PNG file"
@@ -689,7 +713,8 @@ async fn evaluation_chart(State(s): Shared, model: Result<Path<String>, PathReje
     let png = blocking(move || {
         crate::evaluation::chart(&root, &model).map_err(|e| match e {
             crate::evaluation::EvaluationError::UnknownModel(_) => ApiError::not_found("evaluation_unknown", e.to_string()),
-            crate::evaluation::EvaluationError::Read { .. } => ApiError::not_found("evaluation_chart_missing", e.to_string()),
+            crate::evaluation::EvaluationError::Read(ref r) if r.is_not_found() => ApiError::not_found("evaluation_chart_missing", e.to_string()),
+            crate::evaluation::EvaluationError::Read(_) => ApiError::new(403, "file_refused", e.to_string()),
         })
     })
     .await?;

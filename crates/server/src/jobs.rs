@@ -67,6 +67,10 @@ struct Run {
     cancel: Arc<AtomicBool>,
     /// Taken off the queue and being sealed by a cancel or a shutdown (the writes run outside the lock).
     sealing: bool,
+    /// Held while one of the run's events is appended; `true` once the exit seal closed the run, after
+    /// which the runtime's late events (a model load that ignored the shutdown) are dropped, never
+    /// appended after `run.finished`.
+    gate: Arc<Mutex<bool>>,
 }
 
 #[derive(Default)]
@@ -261,6 +265,7 @@ impl Jobs {
                 result: None,
                 cancel: Arc::new(AtomicBool::new(false)),
                 sealing: false,
+                gate: Arc::default(),
             },
         );
         st.queue.push_back(id.clone());
@@ -482,6 +487,25 @@ impl Jobs {
         }
     }
 
+    /// The exit path for a run that did not stop in time (a model load has no cancellation point): seal
+    /// it `cancelled/shutdown` now, closing its gate first so nothing the worker writes later lands after
+    /// `run.finished`, and the worker's own finishing writes find the run finished and do nothing. Returns
+    /// the run sealed. Blocking (store writes).
+    pub fn seal_running_for_exit(&self) -> Option<String> {
+        let (id, gate) = {
+            let st = self.lock();
+            let id = st.running.clone()?;
+            let gate = st.runs.get(&id)?.gate.clone();
+            (id, gate)
+        };
+        let mut closed = gate.lock().unwrap_or_else(|p| p.into_inner());
+        *closed = true;
+        if let Err(e) = self.seal(&id, StopReason::Shutdown, None) {
+            eprintln!("forge-server: sealing run {id} at exit: {}", e.message);
+        }
+        Some(id)
+    }
+
     /// Whether the worker thread has ended (after `shutdown`, once its current run has sealed itself).
     pub fn worker_finished(&self) -> bool {
         self.shared
@@ -587,7 +611,7 @@ impl Jobs {
             if run.result.is_some() {
                 return;
             }
-            result_from_finished(id, &run.events).map(|result| (result, run.meta.clone()))
+            result_from_finished(id, &run.events, &run.meta.request).map(|result| (result, run.meta.clone()))
         };
         let store = &self.shared.store;
         if let Some((result, mut meta)) = recovered {
@@ -638,8 +662,13 @@ impl Jobs {
                 // written or shown, and the run is asked to stop at its next check.
                 let mut store_failure: Option<String> = None;
                 let stop = cancel.clone();
+                let gate = self.lock().runs.get(id).map(|r| r.gate.clone()).unwrap_or_default();
                 let mut sink = |event: Value| {
                     if store_failure.is_some() {
+                        return;
+                    }
+                    let closed = gate.lock().unwrap_or_else(|p| p.into_inner());
+                    if *closed {
                         return;
                     }
                     let event = redacted(event, roots);
@@ -798,14 +827,20 @@ fn store_error(e: &StoreError, roots: &[String]) -> ApiError {
 
 /// The result of a run whose `run.finished` event is saved but whose result.json is not: the event's data
 /// is the runtime's own result (minus the observations), so the run keeps its real outcome.
-fn result_from_finished(id: &str, events: &[Value]) -> Option<Value> {
+fn result_from_finished(id: &str, events: &[Value], request: &Value) -> Option<Value> {
+    // Any `run.finished`, not only a last one: a run that has one is finished and never gets another.
     let finished = events
-        .last()
-        .filter(|e| e.get("phase").and_then(Value::as_str) == Some("run.finished"))?;
+        .iter()
+        .rev()
+        .find(|e| e.get("phase").and_then(Value::as_str) == Some("run.finished"))?;
     let mut result = finished.get("data").cloned().filter(Value::is_object)?;
     result["run_id"] = json!(id);
     result["events"] = json!(events.len());
     result["recovered_from"] = json!("run.finished");
+    // The event does not carry the model identity; the accepted request does (as the result would).
+    if result.get("model").is_none_or(Value::is_null) {
+        result["model"] = request.get("model").cloned().unwrap_or(Value::Null);
+    }
     Some(result)
 }
 
@@ -861,7 +896,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
             report.completed_from_disk.push(id.clone());
         }
         result
-    } else if let Some(result) = result_from_finished(&id, &events) {
+    } else if let Some(result) = result_from_finished(&id, &events, &meta.request) {
         if let Err(e) = store.write_result(&id, &result) {
             repair_failed("result.json", e, &mut damage);
         }
@@ -910,6 +945,7 @@ fn recover(store: &RunStore, found: LoadedRun, report: &mut RecoveryReport) -> R
         result: Some(result),
         cancel: Arc::new(AtomicBool::new(false)),
         sealing: false,
+        gate: Arc::default(),
     }
 }
 
@@ -1028,4 +1064,25 @@ fn seal_values(
 /// Serialising the sealed values cannot fail (plain data, string keys); `Null` would show if it did.
 fn to_value(v: &impl serde::Serialize) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 23, item 7: a result recovered from `run.finished` keeps the model identity of the request,
+    /// and a `run.finished` that is not the last event still counts (no second one is appended).
+    #[test]
+    fn a_result_recovered_from_run_finished_keeps_the_model_and_finds_any_run_finished() {
+        let request = json!({ "task": "t", "model": { "name": "m", "sha256": "ab" } });
+        let events = vec![
+            json!({ "seq": 1, "phase": "run.started", "data": {} }),
+            json!({ "seq": 2, "phase": "run.finished", "data": { "status": "completed", "stop_reason": "completed" } }),
+            json!({ "seq": 3, "phase": "note", "data": {} }),
+        ];
+        let r = result_from_finished("run-1", &events, &request).expect("finished");
+        assert_eq!(r["model"], request["model"]);
+        assert_eq!(r["status"], "completed");
+        assert!(result_from_finished("run-1", &events[..1], &request).is_none());
+    }
 }

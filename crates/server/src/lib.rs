@@ -14,6 +14,7 @@ pub mod model;
 pub mod models;
 pub mod redact;
 pub mod request;
+pub mod safe_fs;
 pub mod sources;
 pub mod store;
 pub mod tasks;
@@ -48,14 +49,27 @@ pub struct ServerConfig {
     pub example_root: PathBuf,
     /// Accept `policy: "scripted:fixtures/…"` in run requests (tests only).
     pub enable_test_policies: bool,
-    /// Skip the loopback `Host` check (only when serving on a non-loopback address on purpose).
+    /// Serving on a non-loopback address on purpose. The `Host` check still applies: a request must name
+    /// a loopback name, the bound address, or one of `allowed_hosts` (DNS-rebinding protection).
     pub allow_remote: bool,
+    /// Extra host names a request's `Host` may carry (`runner serve --allow-host`), compared without
+    /// port and case.
+    pub allowed_hosts: Vec<String>,
     /// Origins allowed to call the API cross-origin (exact `scheme://host[:port]` strings).
     pub allowed_origins: Vec<String>,
     /// What `POST /models/inspect` may read (default: `<root>/models`, no extra files).
     pub inspect_scope: InspectScope,
     /// On shutdown, how long open HTTP requests may take to finish before they are closed.
     pub drain_limit: std::time::Duration,
+    /// A connection that has not sent a whole request head within this is closed (hyper's
+    /// `header_read_timeout`; also bounds an idle keep-alive connection).
+    pub header_read_timeout: std::time::Duration,
+    /// A request body not received within this ends in 408 (tower-http `RequestBodyTimeoutLayer`).
+    pub body_timeout: std::time::Duration,
+    /// Most connections served at once; further ones wait in the listen backlog. Capped further by
+    /// the open-file limit less [`FD_RESERVE`], so connections can never take the descriptors the run
+    /// store needs.
+    pub max_connections: usize,
     pub jobs: JobsConfig,
 }
 
@@ -74,8 +88,12 @@ impl ServerConfig {
             root,
             enable_test_policies: false,
             allow_remote: false,
+            allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             drain_limit: DRAIN_LIMIT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_timeout: BODY_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
             jobs: JobsConfig::default(),
         }
     }
@@ -88,6 +106,96 @@ pub struct AppState {
     pub backend: Arc<dyn ModelBackend>,
     pub example: example::ExamplePackage,
     pub started: Instant,
+    /// The listener's address once `Service::serve` runs (its IP is an allowed `Host`).
+    pub bound: std::sync::OnceLock<SocketAddr>,
+}
+
+impl AppState {
+    /// May a request carrying `Host: name[:port]` be served? Loopback names, the bound IP, the names of
+    /// `allowed_hosts`, and — only when bound to an unspecified address with `allow_remote` — any IP
+    /// literal (a page can only be *named* by an IP it is served from, so an IP literal is never a
+    /// rebinding). Everything else is refused, with or without `--allow-remote`.
+    pub fn host_allowed(&self, name: &str) -> bool {
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        if bare.is_empty() {
+            return false;
+        }
+        if is_loopback_host(bare) {
+            return true;
+        }
+        let bare_lower = bare.trim_end_matches('.').to_ascii_lowercase();
+        if self
+            .config
+            .allowed_hosts
+            .iter()
+            .any(|h| h.trim_end_matches('.').eq_ignore_ascii_case(&bare_lower))
+        {
+            return true;
+        }
+        match (bare.parse::<IpAddr>(), self.bound.get()) {
+            (Ok(ip), Some(bound)) if bound.ip() == ip => true,
+            (Ok(_), Some(bound)) => bound.ip().is_unspecified() && self.config.allow_remote,
+            _ => false,
+        }
+    }
+}
+
+/// Check one `--allow-origin` value: exactly `http(s)://host[:port]` (what a browser sends as `Origin`).
+/// `null` (sandboxed frames, `file:` pages, redirects — any page can produce it) and wildcards are refused.
+pub fn check_allowed_origin(origin: &str) -> Result<String, String> {
+    let refuse = |why: &str| Err(format!("--allow-origin {origin:?} refused: {why}"));
+    if origin.eq_ignore_ascii_case("null") {
+        return refuse("`null` is the origin of sandboxed frames and local files; any page can send it");
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return refuse("give scheme://host[:port], e.g. https://course.example");
+    };
+    if scheme != "http" && scheme != "https" {
+        return refuse("only http and https origins exist for the page");
+    }
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((ip, port)) if port.is_empty() || port[1..].parse::<u16>().is_ok() && port.starts_with(':') => {
+                ip.parse::<std::net::Ipv6Addr>().map(|_| ip.to_owned()).map_err(|e| e.to_string())
+            }
+            _ => Err("malformed IPv6 origin".to_owned()),
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, port)) if port.parse::<u16>().is_ok() => Ok(h.to_owned()),
+            Some(_) => Err("the port is not a number".to_owned()),
+            None => Ok(rest.to_owned()),
+        }
+    };
+    match host {
+        Ok(h) if check_allowed_host(&h).is_ok() && !rest.contains('/') => Ok(origin.to_owned()),
+        Ok(_) => refuse("no path, wildcard or user part; exactly scheme://host[:port]"),
+        Err(why) => refuse(&why),
+    }
+}
+
+/// Check one `--allow-host` value: a DNS name or IP literal, no scheme, port, path or wildcard.
+pub fn check_allowed_host(name: &str) -> Result<String, String> {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<IpAddr>().is_ok() {
+        return Ok(bare.to_owned());
+    }
+    let ok = !bare.is_empty()
+        && bare.len() <= 253
+        && bare.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if ok {
+        Ok(bare.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "--allow-host {name:?} is not a host name (give a bare name such as forge.lan, no scheme, port or wildcard)"
+        ))
+    }
 }
 
 /// A configured service: the router plus the job system behind it.
@@ -148,6 +256,7 @@ impl Service {
             backend,
             example,
             started: Instant::now(),
+            bound: std::sync::OnceLock::new(),
         });
         Ok(Service { state, recovery })
     }
@@ -160,41 +269,72 @@ impl Service {
     /// connections and runs (503 `shutting_down`), cancel the running run (`cancelled/shutdown`) and seal
     /// the queued ones (`cancelled/shutdown`), drain open HTTP requests for at most `config.drain_limit`, and
     /// join the worker once its run has sealed itself (at most [`WORKER_JOIN_LIMIT`]; a run still going
-    /// after that is sealed `interrupted` by the next start-up). Returns once all of that is done.
+    /// after that — a model load has no cancellation point — is sealed `cancelled/shutdown` here). Returns once all of that is done.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let app = self.router();
+        if let Ok(addr) = listener.local_addr() {
+            let _ = self.state.bound.set(addr);
+        }
+        let app = self
+            .router()
+            .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+                self.state.config.body_timeout,
+            ));
         let jobs = self.state.jobs.clone();
         let drain_limit = self.state.config.drain_limit;
-        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-        let server = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stopping_tx.send(());
-            })
-            .into_future();
-        tokio::pin!(server);
-        let result = tokio::select! {
-            // The server ended without a shutdown signal (an accept error): still stop the jobs below.
-            r = &mut server => r,
-            Ok(()) = stopping_rx => {
-                // Jobs first, so no request still being served can queue a run that would then be lost.
-                let stopper = jobs.clone();
-                let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
-                let drained = tokio::time::timeout(drain_limit, &mut server).await;
-                let _ = stopped.await;
-                drained.unwrap_or_else(|_| {
-                    eprintln!(
-                        "forge-server: HTTP requests still open after {} s; closing them",
-                        drain_limit.as_secs_f32()
-                    );
-                    Ok(())
-                })
-            }
-        };
+        let header_timeout = self.state.config.header_read_timeout;
+        let limit = connection_limit(self.state.config.max_connections);
+        let slots = Arc::new(tokio::sync::Semaphore::new(limit));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .keep_alive(true);
+        tokio::pin!(shutdown);
+        loop {
+            // A slot first, then accept: past the limit, connections wait in the kernel's backlog and
+            // cost this process no descriptor.
+            let slot = tokio::select! {
+                _ = &mut shutdown => break,
+                slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            };
+            let (stream, _peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // EMFILE/ENFILE or an aborted handshake: not fatal; back off a little.
+                        eprintln!("forge-server: accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            let conn = graceful.watch(
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+            tokio::spawn(async move {
+                let _ = conn.await;
+                drop(slot);
+            });
+        }
+        drop(listener);
+        // Jobs first, so no request still being served can queue a run that would then be lost.
+        let stopper = jobs.clone();
+        let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
+        if tokio::time::timeout(drain_limit, graceful.shutdown()).await.is_err() {
+            eprintln!(
+                "forge-server: HTTP requests still open after {} s; closing them",
+                drain_limit.as_secs_f32()
+            );
+        }
+        let _ = stopped.await;
+        let result = Ok(());
         let stopper = jobs.clone();
         let _ = tokio::task::spawn_blocking(move || stopper.shutdown()).await;
         let deadline = tokio::time::Instant::now() + WORKER_JOIN_LIMIT;
@@ -205,9 +345,17 @@ impl Service {
             // Joins at once (the thread has ended) and releases `.runs/.lock`.
             let _ = tokio::task::spawn_blocking(move || jobs.close()).await;
         } else {
+            // A model load cannot be interrupted: seal the run `cancelled/shutdown` ourselves, so it is
+            // never left `running` for the next start-up to call `interrupted`.
+            let sealer = jobs.clone();
+            let sealed = tokio::task::spawn_blocking(move || sealer.seal_running_for_exit())
+                .await
+                .ok()
+                .flatten();
             eprintln!(
-                "forge-server: the running run did not stop within {} s; the next start-up seals it as interrupted",
-                WORKER_JOIN_LIMIT.as_secs()
+                "forge-server: the running run did not stop within {} s; sealed {} cancelled/shutdown",
+                WORKER_JOIN_LIMIT.as_secs(),
+                sealed.as_deref().unwrap_or("it")
             );
         }
         result
@@ -217,6 +365,34 @@ impl Service {
 /// How long a shutdown waits for open HTTP requests to finish before closing them (default of
 /// `ServerConfig::drain_limit`, `runner serve --drain-limit-s`).
 pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Default of `ServerConfig::header_read_timeout`.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Default of `ServerConfig::body_timeout`.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Default of `ServerConfig::max_connections`.
+pub const MAX_CONNECTIONS: usize = 4096;
+/// Descriptors kept free of connections: the run store, artifacts, task and model files, the runtime.
+pub const FD_RESERVE: u64 = 256;
+
+/// The connection limit in effect: `wanted`, and never more than the open-file limit allows after
+/// [`FD_RESERVE`]. The soft limit is raised to the hard one first (a process may always do that).
+pub fn connection_limit(wanted: usize) -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return wanted.min(512);
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    let open_now = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(0);
+    let room = lim.rlim_cur.saturating_sub(FD_RESERVE + open_now).max(1);
+    wanted.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1)
+}
+
 /// How long a shutdown waits for the cancelled run to seal itself and the worker to end.
 pub const WORKER_JOIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -273,6 +449,20 @@ mod tests {
             bind_address("example.org", 4890, true).is_err(),
             "names other than localhost are not resolved"
         );
+    }
+
+    #[test]
+    fn allowed_origins_and_hosts_are_checked_and_null_is_refused() {
+        for ok in ["https://course.example", "http://127.0.0.1:8080", "http://[::1]:3000", "http://a-b.lan"] {
+            assert_eq!(check_allowed_origin(ok).as_deref(), Ok(ok), "{ok}");
+        }
+        for bad in ["null", "NULL", "*", "course.example", "ftp://x.example", "https://x.example/path", "https://*.example", "https://u@x.example", "http://x.example:port", ""] {
+            assert!(check_allowed_origin(bad).is_err(), "{bad}");
+        }
+        assert_eq!(check_allowed_host("Forge.LAN").as_deref(), Ok("forge.lan"));
+        for bad in ["", "forge.lan:80", "http://forge.lan", "*.lan", "a/b", "-x.lan"] {
+            assert!(check_allowed_host(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

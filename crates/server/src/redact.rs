@@ -45,9 +45,33 @@ pub fn redacted(mut value: Value, roots: &[String]) -> Value {
     value
 }
 
+/// `scheme://user:secret@host` → `scheme://<credentials>@host`, for every URL in `s`.
+pub fn strip_url_credentials(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let end = tail
+            .find(['/', '?', '#', ' ', '"', '\'', '\t', '\n', '`', ')', '>'])
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(userinfo_end) => {
+                out.push_str("<credentials>");
+                out.push_str(&authority[userinfo_end..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Returns the rewritten string only when something changed.
 fn redact_paths(s: &str, roots: &[String]) -> Option<String> {
-    let mut out = s.to_string();
+    let mut out = strip_url_credentials(s);
     for root in roots.iter().filter(|r| r.len() > 1) {
         let with_slash = format!("{}/", root.trim_end_matches('/'));
         out = out.replace(&with_slash, "");
@@ -59,12 +83,12 @@ fn redact_paths(s: &str, roots: &[String]) -> Option<String> {
     let chars: Vec<char> = out.chars().collect();
     let mut i = 0;
     while i < chars.len() {
-        let boundary = i == 0 || matches!(chars[i - 1], ' ' | '"' | '\'' | '(' | '=' | ':' | ',' | '[' | '\t' | '\n');
+        let boundary = i == 0 || matches!(chars[i - 1], ' ' | '"' | '\'' | '(' | '=' | ':' | ',' | '[' | '\t' | '\n' | '`' | ';' | '{' | '<');
         let unix = chars[i] == '/' && chars.get(i + 1).is_some_and(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '_');
         let win = chars[i].is_ascii_alphabetic() && chars.get(i + 1) == Some(&':') && chars.get(i + 2) == Some(&'\\');
         if boundary && (unix || win) {
             let start = i;
-            while i < chars.len() && !matches!(chars[i], ' ' | '"' | '\'' | ')' | ',' | ']' | '\t' | '\n') {
+            while i < chars.len() && !matches!(chars[i], ' ' | '"' | '\'' | ')' | ',' | ']' | '\t' | '\n' | '`' | ';' | '}' | '>') {
                 i += 1;
             }
             let token: String = chars[start..i].iter().collect();
@@ -103,5 +127,18 @@ mod tests {
             json!({"phase": "decision.accepted", "data": {"ok": 1,
                 "msg": "cannot open <path>/q.gguf (see fixtures/x.json)", "route": "/"}})
         );
+    }
+
+    /// Issue 23, item 7: paths after `` ` ``, `;`, `{`, `<` and credentials in URLs.
+    #[test]
+    fn paths_after_backticks_semicolons_braces_and_angles_and_url_credentials_are_redacted() {
+        let r = redacted(
+            json!("see `/home/me/a.txt`; x;/etc/shadow {/root/.ssh/id_rsa} </var/lib/secret>"),
+            &[],
+        );
+        assert_eq!(r, json!("see `<path>/a.txt`; x;<path>/shadow {<path>/id_rsa} <<path>/secret>"));
+        let r = redacted(json!("http://alice:s3cret@gpu.lan:8080/v1 and https://tok@h/x"), &[]);
+        assert_eq!(r, json!("http://<credentials>@gpu.lan:8080/v1 and https://<credentials>@h/x"));
+        assert_eq!(strip_url_credentials("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
     }
 }

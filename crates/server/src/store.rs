@@ -82,9 +82,21 @@ impl StoreIo for DiskIo {
 
     fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let existed = path.exists();
-        let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut f = OpenOptions::new().read(true).create(true).append(true).open(path)?;
         let before = f.seek(io::SeekFrom::End(0))?;
-        if let Err(e) = f.write_all(bytes).and_then(|()| f.sync_data()) {
+        // A torn last line (a crash mid-append) would swallow this one at the next load: end it first.
+        let mut last = [0u8; 1];
+        let torn = before > 0
+            && std::os::unix::fs::FileExt::read_at(&f, &mut last, before - 1)? == 1
+            && last[0] != b'\n';
+        let mut bytes = std::borrow::Cow::Borrowed(bytes);
+        if torn {
+            let mut fixed = Vec::with_capacity(bytes.len() + 1);
+            fixed.push(b'\n');
+            fixed.extend_from_slice(&bytes);
+            bytes = std::borrow::Cow::Owned(fixed);
+        }
+        if let Err(e) = f.write_all(&bytes).and_then(|()| f.sync_data()) {
             // A torn line would hide every later event at the next load: take it back.
             let _ = f.set_len(before).and_then(|()| f.sync_data());
             return Err(e);
@@ -498,6 +510,21 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, StoreError>
 
 #[cfg(test)]
 mod tests {
+    /// Issue 23, item 7: an append after a torn last line starts on a line of its own, so the next load
+    /// drops only the torn line, never the event (a seal) appended after it.
+    #[test]
+    fn an_append_after_a_torn_line_survives_the_next_load() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("events.jsonl");
+        std::fs::write(&path, b"{\"seq\":1}\n{\"seq\":2,\"pha").unwrap();
+        DiskIo.append(&path, b"{\"seq\":3}\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, vec!["{\"seq\":1}", "{\"seq\":2,\"pha", "{\"seq\":3}"]);
+        DiskIo.append(&path, b"{\"seq\":4}\n").unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with("{\"seq\":3}\n{\"seq\":4}\n"));
+    }
+
     use super::*;
 
     #[test]

@@ -954,19 +954,35 @@ fn example_tree() -> tempfile::TempDir {
     let r = t.path();
     std::fs::create_dir_all(r.join("src")).unwrap();
     std::fs::create_dir_all(r.join("target/debug")).unwrap();
-    std::fs::create_dir_all(r.join(".git")).unwrap();
     std::fs::create_dir_all(r.join("models")).unwrap();
     std::fs::create_dir_all(r.join(".runs/run-1-a")).unwrap();
     std::fs::write(r.join("Cargo.toml"), "[package]\nname = \"demo\"\n").unwrap();
     std::fs::write(r.join("src/main.rs"), "fn main() {}\n").unwrap();
     std::fs::write(r.join("README.md"), "# demo\n").unwrap();
     std::fs::write(r.join("target/debug/bin"), "x").unwrap();
-    std::fs::write(r.join(".git/config"), "x").unwrap();
     std::fs::write(r.join("models/m.gguf"), "x").unwrap();
     std::fs::write(r.join(".runs/run-1-a/meta.json"), "{}").unwrap();
     std::os::unix::fs::symlink("/etc/passwd", r.join("src/passwd")).unwrap();
     std::os::unix::fs::symlink(r.join("src"), r.join("linked_dir")).unwrap();
+    git(r, &["init", "-q"]);
+    git(r, &["add", "-A"]);
+    // After `git add`: untracked, so never part of the package.
+    std::fs::write(r.join(".env"), "SECRET=1\n").unwrap();
     t
+}
+
+/// Run git in `dir` (the example package is the tracked files).
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let st = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .status()
+        .expect("git runs");
+    assert!(st.success(), "git {args:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1044,6 +1060,7 @@ async fn example_manifest_file_and_zip_come_from_one_enumeration() {
     assert_eq!(z2.bytes, z.bytes);
     // A change shows up live.
     std::fs::write(tree.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    git(tree.path(), &["add", "src/lib.rs"]);
     let m2 = send(&h.router, get("/example/manifest")).await.json();
     assert_eq!(m2["file_count"], 4);
     assert_ne!(m2["tree_blake3"], m["tree_blake3"]);
@@ -1082,6 +1099,7 @@ async fn example_file_refuses_traversal_absolute_encoded_and_symlinks() {
         "linked_dir/main.rs",
         "target/debug/bin",
         ".git/config",
+        ".env",
         "models/m.gguf",
         ".runs/run-1-a/meta.json",
         "nope.rs",
@@ -1257,4 +1275,274 @@ async fn evaluation_reports_are_listed_and_only_their_charts_are_served() {
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{bad}");
         assert_eq!(r.code(), "evaluation_unknown", "{bad}");
     }
+}
+
+// ---------- hostile neighbours (issue 23) ----------
+
+fn with_host(uri: &str, host: &str, origin: Option<&str>) -> Request<Body> {
+    let mut b = Request::post(uri)
+        .header(header::HOST, host)
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(o) = origin {
+        b = b.header(header::ORIGIN, o);
+    }
+    b.body(Body::from(serde_json::to_vec(&happy()).unwrap()))
+        .unwrap()
+}
+
+/// 1. `--allow-remote` no longer skips the Host check: a page on a rebound name (evil.example resolving
+/// to 127.0.0.1), which sends its own name as Host and as Origin, can neither start runs nor read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_remote_still_refuses_a_rebinding_host() {
+    let h = harness(Options {
+        allow_remote: true,
+        allowed_hosts: vec!["forge.lan".into()],
+        ..Default::default()
+    });
+    for (host, origin) in [
+        ("evil.example:4890", Some("http://evil.example:4890")),
+        ("evil.example", None),
+        ("forge.lan.evil.example:4890", Some("http://forge.lan.evil.example:4890")),
+        ("192.168.1.9:4890", None),
+    ] {
+        let r = send(&h.router, with_host("/agent/runs", host, origin)).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::FORBIDDEN, "host_not_allowed".into()),
+            "{host}"
+        );
+        let trace = Request::get("/agent/runs")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&h.router, trace).await.status, StatusCode::FORBIDDEN, "{host}");
+    }
+    // The names it does answer to: loopback, and those given with --allow-host (any case, any port).
+    for host in ["127.0.0.1:4890", "localhost:4890", "forge.lan:4890", "FORGE.LAN"] {
+        let r = send(&h.router, get_with_host("/status", host)).await;
+        assert_eq!(r.status, StatusCode::OK, "{host}");
+    }
+    let r = send(&h.router, with_host("/agent/runs", "forge.lan:4890", Some("http://forge.lan:4890"))).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+}
+
+fn get_with_host(uri: &str, host: &str) -> Request<Body> {
+    Request::get(uri)
+        .header(header::HOST, host)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// 1, on the wire: `Service::serve` with `--allow-remote` answers to the address it is bound to and
+/// refuses a rebinding name over the same socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = runs.path().join(".runs");
+    config.allow_remote = true;
+    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
+        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+    let service = forge_server::Service::start(config, backend).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(service.serve(listener, async {
+        let _ = stop_rx.await;
+    }));
+    let client = reqwest::Client::new();
+    let ok = client.get(format!("http://{addr}/status")).send().await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    for host in ["evil.example:4890", &format!("evil.example:{}", addr.port())] {
+        let r = client
+            .get(format!("http://{addr}/agent/runs"))
+            .header("host", host)
+            .header("origin", format!("http://{host}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 403, "{host}");
+    }
+    let _ = stop_tx.send(());
+    served.await.unwrap().unwrap();
+}
+
+/// 7. `--allow-origin null` is refused (any sandboxed frame or local file sends `Origin: null`).
+#[test]
+fn allow_origin_null_is_refused() {
+    assert!(forge_server::check_allowed_origin("null").is_err());
+    assert!(forge_server::check_allowed_origin("https://course.example").is_ok());
+}
+
+/// 2. The example package is the git-tracked files: untracked secrets and a runs or model folder under
+/// another name are neither listed, served one by one, nor zipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_package_holds_only_tracked_files_never_an_untracked_env() {
+    let tree = example_tree();
+    let r = tree.path();
+    std::fs::write(r.join("server.pem"), "-----BEGIN PRIVATE KEY-----\n").unwrap();
+    std::fs::write(r.join(".npmrc"), "//registry/:_authToken=x\n").unwrap();
+    std::fs::create_dir_all(r.join("old-runs/run-1")).unwrap();
+    std::fs::write(r.join("old-runs/run-1/events.jsonl"), "{}\n").unwrap();
+    std::fs::create_dir_all(r.join("weights")).unwrap();
+    std::fs::write(r.join("weights/m.bin"), "w").unwrap();
+    let h = harness(Options {
+        example_root: Some(r.to_path_buf()),
+        ..Default::default()
+    });
+    let m = send(&h.router, get("/example/manifest")).await.json();
+    let paths: Vec<&str> = m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, vec!["Cargo.toml", "README.md", "src/main.rs"]);
+    for q in [".env", "server.pem", ".npmrc", "old-runs/run-1/events.jsonl", "weights/m.bin"] {
+        let f = send(&h.router, get(&format!("/example/file?path={q}&raw=1"))).await;
+        assert_eq!((f.status, f.code()), (StatusCode::NOT_FOUND, "file_not_in_package".into()), "{q}");
+    }
+    let z = send(&h.router, get("/example.zip")).await;
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(z.bytes)).unwrap();
+    let names: Vec<&str> = archive.file_names().collect();
+    assert!(!names.iter().any(|n| n.contains(".env") || n.contains("pem") || n.contains("npmrc") || n.contains("old-runs") || n.contains("weights")), "{names:?}");
+    // A tree git cannot list is refused, not walked.
+    let bare = tempfile::tempdir().unwrap();
+    std::fs::write(bare.path().join(".env"), "SECRET=1\n").unwrap();
+    let h = harness(Options { example_root: Some(bare.path().to_path_buf()), ..Default::default() });
+    let r = send(&h.router, get("/example/manifest")).await;
+    assert_eq!((r.status, r.code()), (StatusCode::SERVICE_UNAVAILABLE, "example_unavailable".into()));
+    let r = send(&h.router, get("/example/file?path=.env")).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+/// 5. The evaluation chart, the course guide and the artifact routes never follow a symbolic link:
+/// a committed `evidence/eval/x/success.png -> /proc/self/environ` serves nothing of the environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_routes_never_follow_symlinks() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let eval = r.join("evidence/eval");
+    std::fs::create_dir_all(eval.join("x")).unwrap();
+    std::fs::write(eval.join("x/summary.json"), r#"{"configs": []}"#).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", eval.join("x/success.png")).unwrap();
+    // A report folder that is itself a link, to a folder with a real chart.
+    std::fs::create_dir_all(r.join("elsewhere")).unwrap();
+    std::fs::write(r.join("elsewhere/summary.json"), r#"{"configs": []}"#).unwrap();
+    std::fs::write(r.join("elsewhere/success.png"), b"\x89PNG\r\n\x1a\nsecret").unwrap();
+    std::os::unix::fs::symlink(r.join("elsewhere"), eval.join("y")).unwrap();
+    // A stage whose guide is a link to the environment.
+    let stage = r.join("stages/01-demo");
+    std::fs::create_dir_all(stage.join("fixtures")).unwrap();
+    std::fs::write(stage.join("Cargo.toml"), "[package]\n").unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", stage.join("README.md")).unwrap();
+    let h = harness(Options { root: Some(r.to_path_buf()), ..Default::default() });
+    let environ = std::fs::read("/proc/self/environ").unwrap_or_default();
+    let x = send(&h.router, get("/agent/evaluation/x/success.png")).await;
+    assert_eq!(x.status, StatusCode::FORBIDDEN, "{}", x.text());
+    assert_eq!(x.code(), "file_refused");
+    let listed = send(&h.router, get("/agent/evaluation")).await.json();
+    assert_eq!(listed["reports"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["reports"][0]["chart"], Value::Null, "{listed}");
+    let y = send(&h.router, get("/agent/evaluation/y/success.png")).await;
+    assert_eq!(y.status, StatusCode::NOT_FOUND);
+    let g = send(&h.router, get("/course/stages/01-demo/guide")).await;
+    assert_eq!(g.status, StatusCode::NOT_FOUND, "{}", g.text());
+    assert!(g.text().contains("symbolic link"), "{}", g.text());
+    for reply in [&x, &y, &g] {
+        assert!(environ.is_empty() || !reply.bytes.windows(environ.len().min(32)).any(|w| w == &environ[..environ.len().min(32)]));
+    }
+
+    // An artifact file replaced by a link after the run recorded it.
+    let h = harness(Options::default());
+    let id = start_run(&h.router, happy()).await;
+    let done = wait_terminal(&h.router, &id).await;
+    let artifact = done["result"]["artifacts"][0]["id"].as_str().or_else(|| done["artifacts"][0]["id"].as_str()).map(str::to_owned);
+    let artifact = artifact.unwrap_or_else(|| panic!("the happy run records an artifact: {done}"));
+    let dir = h.runs.path().join(".runs").join(&id).join("artifacts");
+    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", &file).unwrap();
+    let a = send(&h.router, get(&format!("/artifacts/{artifact}"))).await;
+    assert_eq!((a.status, a.code()), (StatusCode::FORBIDDEN, "file_refused".into()));
+}
+
+/// A run stuck where nothing can cancel it (a model load): it emits `run.started`, then ignores the
+/// cancel for 30 s and finally tries to append one more event.
+struct UncancellableLoad;
+
+impl forge_server::Executor for UncancellableLoad {
+    fn execute(
+        &self,
+        run_id: &str,
+        _spec: &forge_server::RunSpec,
+        _artifact_dir: &std::path::Path,
+        _cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        _shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        sink: &mut dyn FnMut(Value),
+    ) -> Result<Value, forge_server::engine::ExecError> {
+        sink(json!({ "seq": 1, "run_id": run_id, "t_ms": 0, "phase": "run.started", "data": {} }));
+        std::thread::sleep(Duration::from_secs(30));
+        sink(json!({ "seq": 2, "run_id": run_id, "t_ms": 1, "phase": "model.loaded", "data": {} }));
+        Err(forge_server::engine::ExecError { code: "runtime_error", message: "late".into() })
+    }
+}
+
+/// 4. Shutdown while the running run sits in a model load that cannot be cancelled: `serve` returns
+/// within 5 s and the run is sealed `cancelled/shutdown` on disk (before: left `running`, and the next
+/// start-up sealed it `failed/interrupted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_an_uncancellable_load_seals_the_run_cancelled_shutdown() {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = runs.path().join(".runs");
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = dir.clone();
+    config.enable_test_policies = true;
+    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
+        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+    let service = forge_server::Service::start_with_executor(config, backend, std::sync::Arc::new(UncancellableLoad)).unwrap();
+    let router = service.router();
+    let id = start_run(&router, happy()).await;
+    wait_status(&router, &id, "running").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let started = Instant::now();
+    service.serve(listener, async {}).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "serve took {:?}", started.elapsed());
+    let meta: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "cancelled", "{meta}");
+    let result: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["stop_reason"], "shutdown", "{result}");
+    let events = std::fs::read_to_string(dir.join(&id).join("events.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
+    assert_eq!(last["phase"], "run.finished", "{events}");
+    assert_eq!(events.lines().filter(|l| l.contains("run.finished")).count(), 1);
+}
+
+struct CredentialedBackend;
+
+impl forge_server::ModelBackend for CredentialedBackend {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, forge_server::BackendError> {
+        Err(forge_server::BackendError::unavailable("test backend"))
+    }
+    fn unload(&self) -> Result<Value, forge_server::BackendError> {
+        Ok(json!({"unloaded": 0}))
+    }
+    fn cache_state(&self) -> Value {
+        json!({ "loaded": [], "generation": { "kind": "llama-server", "url": "http://alice:s3cret@gpu.lan:8080" } })
+    }
+    fn policy(&self, _mode: forge_server::Mode, _t: f32) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
+        Err(runtime::policy::PolicyError::ModelUnavailable("none".into()))
+    }
+}
+
+/// 7. `/status` and `/agent/models` never show a backend URL's credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_never_shows_backend_url_credentials() {
+    let runs = tempfile::tempdir().unwrap();
+    let mut config = forge_server::ServerConfig::new(project_root());
+    config.runs_dir = runs.path().join(".runs");
+    let service = forge_server::Service::start(config, std::sync::Arc::new(CredentialedBackend)).unwrap();
+    let router = service.router();
+    for route in ["/status", "/agent/models"] {
+        let r = send(&router, get(route)).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert!(!r.text().contains("s3cret") && !r.text().contains("alice"), "{route}: {}", r.text());
+        assert!(r.text().contains("gpu.lan:8080"), "{route}: {}", r.text());
+    }
+    service.state.jobs.close();
 }

@@ -41,6 +41,11 @@ pub struct Options {
     pub queue_capacity: usize,
     pub retention: usize,
     pub allowed_origins: Vec<String>,
+    /// `--allow-remote` and `--allow-host` names.
+    pub allow_remote: bool,
+    pub allowed_hosts: Vec<String>,
+    /// The project root the service reads (course, evaluation); default: this project.
+    pub root: Option<PathBuf>,
     pub example_root: Option<PathBuf>,
     pub runs_dir: Option<PathBuf>,
     /// Task folders to serve instead of the project's fixtures/tasks.
@@ -61,6 +66,9 @@ impl Default for Options {
             queue_capacity: 8,
             retention: 200,
             allowed_origins: vec![],
+            allow_remote: false,
+            allowed_hosts: vec![],
+            root: None,
             example_root: None,
             runs_dir: None,
             tasks_dir: None,
@@ -73,7 +81,14 @@ impl Default for Options {
 
 pub fn harness(opts: Options) -> Harness {
     let runs = tempfile::tempdir().expect("tempdir");
-    let mut config = ServerConfig::new(project_root());
+    let mut config = ServerConfig::new(opts.root.clone().unwrap_or_else(project_root));
+    if opts.root.is_some() {
+        // Tasks and knowledge stay the project's; only what the routes under test read moves.
+        config.tasks_dir = project_root().join("fixtures/tasks");
+        config.knowledge_dir = project_root().join("knowledge");
+    }
+    config.allow_remote = opts.allow_remote;
+    config.allowed_hosts = opts.allowed_hosts;
     config.runs_dir = opts
         .runs_dir
         .clone()
