@@ -291,7 +291,10 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
     let mut chosen: Option<usize> = None;
     let mut named_any = false;
     for rule in rules {
-        let scores: Vec<usize> = columns.iter().map(|(name, _)| names(name, &rule.key)).collect();
+        // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
+        // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
+        let scores: Vec<usize> =
+            columns.iter().enumerate().map(|(i, (name, _))| names(name, &without_row_words(&rule.key, &row_kinds[i]))).collect();
         let top = scores.iter().copied().max().unwrap_or(0);
         if top == 0 {
             continue;
@@ -330,6 +333,21 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
         }
     }
     chosen.map(|i| columns.swap_remove(i))
+}
+
+/// `text` without the words of a row-label header (`Sample point` → drops "sample", "point").
+fn without_row_words(text: &str, rows: &str) -> String {
+    let row_words: Vec<String> = words(rows).into_iter().map(|w| singular(&w)).collect();
+    if row_words.is_empty() {
+        return text.to_owned();
+    }
+    text.split_whitespace()
+        .filter(|w| {
+            let bare: Vec<String> = words(w).into_iter().map(|x| singular(&x)).collect();
+            bare.is_empty() || !bare.iter().all(|b| row_words.contains(b))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// "stores" → "store": enough plural folding for header words against rule words.

@@ -214,3 +214,60 @@ fn a_whole_number_for_a_value_with_decimals_is_rejected_then_repaired() {
     assert_eq!(o.metrics().task_success, Some(true));
     assert_eq!(o.metrics().recovered, 1);
 }
+
+/// The accepted final's verification, from its `final.validated` event.
+fn verification(o: &common::Outcome) -> serde_json::Value {
+    o.events.iter().rev().find(|e| e.phase == "final.validated" && e.data["accepted"] == true).expect("an accepted final").data["claims"].clone()
+}
+
+#[test]
+fn two_verdict_choices_that_disagree_are_rejected_then_repaired() {
+    let o = run_fixture("claims_verdicts_disagree");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["verdicts_disagree"]);
+    assert_eq!(verification(&o)["status"], "verified", "{}", verification(&o));
+    assert_eq!(o.metrics().outcome, Some(runtime::metrics::Outcome::Correct));
+}
+
+#[test]
+fn a_label_slot_naming_the_wrong_row_is_rejected_then_repaired() {
+    let o = run_fixture("claims_wrong_row");
+    assert_eq!(rejections(&o), ["wrong_row"]);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    assert!(rejected.data["message"].as_str().unwrap().contains("Shuttle kiln"), "{}", rejected.data);
+    assert_eq!(verification(&o)["status"], "verified");
+}
+
+#[test]
+fn a_value_slot_filled_with_a_label_is_rejected_then_repaired() {
+    let o = run_fixture("claims_slot_type");
+    assert_eq!(rejections(&o), ["slot_type_mismatch"]);
+    assert_eq!(verification(&o)["status"], "verified");
+}
+
+#[test]
+fn the_right_aggregate_over_the_wrong_column_is_rejected_then_recomputed() {
+    let o = run_fixture("claims_wrong_quantity");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(rejections(&o), ["wrong_quantity"]);
+    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    assert!(rejected.data["message"].as_str().unwrap().contains("[Turbidity]"), "{}", rejected.data);
+    let v = verification(&o);
+    assert_eq!(v["status"], "verified", "{v}");
+    assert!(o.result.final_answer.as_deref().unwrap().contains("0.9 NTU"));
+}
+
+#[test]
+fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
+    let o = run_fixture("claims_no_rule_abstains");
+    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert!(rejections(&o).is_empty());
+    let v = o.result.verification.clone().expect("verification");
+    assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
+    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
+    assert_eq!(verdict.status, "unverified");
+    assert!(verdict.detail.contains("the model's own comparison"), "{}", verdict.detail);
+    assert!(v.claims.iter().filter(|c| c.kind != "verdict").all(|c| c.status == "verified"), "{v:?}");
+    // The task's expected outcome is an abstention: this run is right, and counted as such.
+    assert_eq!(o.metrics().outcome, Some(runtime::metrics::Outcome::Correct));
+}
