@@ -54,6 +54,15 @@ pub struct RunRecord {
     /// The metrics' own account of which Task Success checks failed (when scored).
     pub checks: Value,
     pub error: Option<String>,
+    /// `correct`, `abstained`, `wrong_accepted` or `no_answer` (the scorer's outcome; absent in old records).
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// The claims gate's status for the accepted answer (`verified`, `partial`, `unverified`).
+    #[serde(default)]
+    pub verification: Option<String>,
+    /// The claims it could not verify, as `part: reason`.
+    #[serde(default)]
+    pub unverified: Vec<String>,
 }
 
 impl RunRecord {
@@ -354,6 +363,9 @@ fn run_one(
         final_answer: None,
         checks: Value::Null,
         error: None,
+        outcome: None,
+        verification: None,
+        unverified: Vec::new(),
     };
     match harness::run_with_model(
         &spec,
@@ -382,6 +394,9 @@ fn run_one(
                     .unwrap_or(Value::Null);
             }
             record.final_answer = r.final_answer.clone();
+            record.outcome = r.metrics.as_ref().and_then(|m| m.outcome).map(|o| o.as_str().to_owned());
+            record.verification = r.verification.as_ref().map(|v| v.status.as_str().to_owned());
+            record.unverified = r.verification.as_ref().map(|v| v.unverified()).unwrap_or_default();
             record.error = r
                 .error
                 .as_ref()
@@ -880,6 +895,9 @@ mod tests {
             final_answer: None,
             checks: serde_json::json!({"numbers": false, "verdict": true}),
             error: None,
+            outcome: None,
+            verification: None,
+            unverified: Vec::new(),
         }
     }
 

@@ -416,6 +416,14 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         println!("{}", serde_json::json!({ "result": result }));
     } else {
         println!("{}", serde_json::to_string_pretty(&result)?);
+        // The claims gate's verdict on the answer, one line per claim: an abstention reads as one.
+        if let Some(verification) = result.get("verification").filter(|v| !v.is_null()) {
+            println!("verification: {}", verification["status"].as_str().unwrap_or("?"));
+            for claim in verification["claims"].as_array().into_iter().flatten() {
+                let field = |k: &str| claim[k].as_str().unwrap_or_default().to_owned();
+                println!("  {} = {} — {}: {}", field("part"), field("stated"), field("status"), field("detail"));
+            }
+        }
         println!("artifacts: {}", artifact_dir.display());
     }
     let completed = result.get("status").and_then(Value::as_str) == Some("completed");

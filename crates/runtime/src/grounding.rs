@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::numbers;
 use crate::observe::ObservationRecord;
-use crate::tools::knowledge::tokenize;
+use crate::language::lexicon;
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -305,15 +305,19 @@ impl Grounding {
         if let [only] = self.series.as_slice() {
             return Some(only);
         }
-        let words = tokenize(text);
-        let occurrences = |name: &str| -> usize {
-            let mut header = tokenize(name);
+        // The lexicon's content words (aggregate and end words dropped, CJK as bigrams), and words that
+        // name a table's rows ("sample points" for `Sample point`) never count for that table's columns.
+        let words = lexicon::content_words(text);
+        let score = |s: &Series| -> (usize, usize) {
+            let row_words = lexicon::content_words(&s.rows);
+            let mut header = lexicon::content_words(&s.name);
             header.sort();
             header.dedup();
-            header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum()
+            header.retain(|h| !row_words.contains(h));
+            let named = header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum();
+            (named, row_words.iter().filter(|r| words.contains(r)).count())
         };
-        let mut scored: Vec<((usize, usize), &Series)> =
-            self.series.iter().map(|s| ((occurrences(&s.name), occurrences(&s.rows)), s)).collect();
+        let mut scored: Vec<((usize, usize), &Series)> = self.series.iter().map(|s| (score(s), s)).collect();
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         match scored.as_slice() {
             [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),

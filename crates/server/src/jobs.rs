@@ -1010,6 +1010,8 @@ struct Sealed<'a> {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<runtime::RunError>,
+    /// No answer was accepted, so nothing was verified.
+    verification: Option<runtime::claims::Verification>,
 }
 
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
@@ -1044,6 +1046,7 @@ fn seal_values(
         sealed_by,
         reason: error.as_ref().map(|e| e.code.clone()),
         error: error.clone(),
+        verification: None,
     };
     let event = runtime::TraceEvent {
         seq,

@@ -352,6 +352,8 @@ pub struct Plan<'t> {
     texts: Vec<&'t str>,
     /// Rules the cited knowledge states (an "either end" slot takes the end a per-row rule limits).
     each_row_lower_limit: Option<bool>,
+    /// The numeric results of computations among the records (results with an `expression`).
+    computed: Vec<f64>,
 }
 
 impl<'t> Plan<'t> {
@@ -365,7 +367,14 @@ impl<'t> Plan<'t> {
             .flat_map(rules::rules_in)
             .find(|r| r.aggregate == rules::Aggregate::EachRow)
             .map(|r| r.comparison.is_lower_limit());
-        Plan { columns, texts, each_row_lower_limit }
+        let computed = records
+            .iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| r.result.as_ref())
+            .filter(|result| result["expression"].is_string())
+            .filter_map(|result| result["value"].as_f64())
+            .collect();
+        Plan { columns, texts, each_row_lower_limit, computed }
     }
 
     fn focus(&self, name: &str) -> Focus<'_> {
@@ -424,6 +433,11 @@ impl<'t> Plan<'t> {
                     push(slots::forms(v));
                 }
             }
+            SlotClaim::ExcludedRow => {
+                if let [c] = focus.candidates().as_slice() {
+                    push(c.missing.to_vec());
+                }
+            }
             SlotClaim::Unsupported(_) | SlotClaim::Open => {}
         }
         out
@@ -440,6 +454,7 @@ impl<'t> Plan<'t> {
             SlotClaim::ExtremeLabel(_) => "extreme_label",
             SlotClaim::ExtremeValue(_) => "extreme_value",
             SlotClaim::OwnValue => "own_value",
+            SlotClaim::ExcludedRow => "excluded_row",
             SlotClaim::Unsupported(_) => "unsupported",
             SlotClaim::Open => "open",
         };
@@ -463,6 +478,21 @@ impl<'t> Plan<'t> {
                 let describe = |c: &ColumnData| format!("{}([{}]) over {} rows", aggregate.function(), c.name, c.values.len());
                 match (candidates.len(), matching.as_slice()) {
                     (1, [(c, v)]) => {
+                        // The value must also be what a cited calculator call computed: a cell that happens to
+                        // equal the mean is not the mean computed.
+                        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+                            return Err(reject(
+                                "wrong_quantity",
+                                format!(
+                                    "{part} states {}, which is {} = {}, but no cited calculator result computed it; compute {}([{}]) with the calculator and cite it",
+                                    mention.printed,
+                                    describe(c),
+                                    crate::numbers::canonical(*v),
+                                    aggregate.function(),
+                                    c.name
+                                ),
+                            ));
+                        }
                         if !c.missing.is_empty() && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows) {
                             return Ok(unverified(
                                 &part,
@@ -544,6 +574,19 @@ impl<'t> Plan<'t> {
                     return Err(reject("wrong_quantity", format!("{part} states {}, but {label}'s [{}] is {}", mention.printed, c.name, crate::numbers::canonical(value))));
                 }
                 Ok(verified(&part, kind, fill, format!("{label}'s [{}] = {}", c.name, crate::numbers::canonical(value))))
+            }
+            SlotClaim::ExcludedRow => {
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(&part, kind, fill, "the task's words fit no single observed column, so the left-out row cannot be checked"));
+                };
+                if c.missing.iter().any(|m| m.eq_ignore_ascii_case(fill.trim())) {
+                    return Ok(verified(&part, kind, fill, format!("{} has no value in [{}] and was left out", fill.trim(), c.name)));
+                }
+                if c.missing.is_empty() {
+                    return Ok(unverified(&part, kind, fill, &format!("[{}] has a value in every row; no row was left out", c.name)));
+                }
+                Err(reject("wrong_row", format!("{part} names \"{fill}\", but the row without a value in [{}] is {}", c.name, c.missing.join(", "))))
             }
             SlotClaim::Unsupported(quantity) => Ok(unverified(&part, kind, fill, &format!("the tools cannot compute a {quantity}, so this value cannot be verified"))),
             SlotClaim::Open => Ok(unverified(&part, kind, fill, "the slot's name does not say what it claims, so only its grounding was checked")),

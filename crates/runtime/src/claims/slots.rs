@@ -24,6 +24,8 @@ pub enum SlotClaim {
     ExtremeValue(End),
     /// The value of the row an earlier extreme slot named ("<its value>").
     OwnValue,
+    /// The label of a row the column has no value for ("<class left out>"): a missing cell.
+    ExcludedRow,
     /// A quantity the tools cannot compute ("<median delay>"): never verifiable.
     Unsupported(String),
     /// A slot whose name says nothing checkable.
@@ -180,11 +182,25 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     }
     if let Some(end) = end {
         let words = lexicon::content_words(name);
-        let names_rows = columns.iter().any(|c| lexicon::content_words(&c.rows).iter().any(|r| words.contains(r)));
+        // The rows are named by the label column's header, or (a list without one) by the words the
+        // row labels share ("Line A", "Line B" → "line").
+        let names_rows = columns.iter().any(|c| {
+            lexicon::content_words(&c.rows).iter().any(|r| words.contains(r))
+                || c.labels.iter().flat_map(|l| lexicon::content_words(l)).any(|r| words.contains(&r))
+        });
         let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
         return if names_quantity && !names_rows { SlotClaim::ExtremeValue(end) } else { SlotClaim::ExtremeLabel(end) };
     }
+    if lexicon::contains_any(name, &lexicon::lexicon().excluded_rows) {
+        return SlotClaim::ExcludedRow;
+    }
     if lexicon::contains_any(name, &lexicon::lexicon().own_value) {
+        return SlotClaim::OwnValue;
+    }
+    // A slot naming a column's quantity and neither an aggregate nor an end ("<frost hours of that
+    // block>") is that quantity for the row named before it.
+    let words = lexicon::content_words(name);
+    if columns.iter().any(|c| score(c, &words).0 > 0) {
         return SlotClaim::OwnValue;
     }
     SlotClaim::Open

@@ -15,7 +15,6 @@ mod view;
 
 /// The retrieval tokenizer, shared with the grounding so that "which column is this text about" and
 /// "which passage answers this query" read words the same way.
-pub(crate) use retrieval::tokenize;
 
 use std::fs;
 use std::io::{ErrorKind, Read};
