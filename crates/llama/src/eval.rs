@@ -490,8 +490,13 @@ pub struct ConfigSummary {
     pub wilson_95: (f64, f64),
     /// pass^k for k = 1..=seeds, averaged over tasks with that many scored trials.
     pub pass_hat_k: Vec<(u32, f64)>,
-    /// Completed runs whose accepted final answer was still scored wrong.
+    /// Completed runs whose accepted final answer was still scored wrong (the scorer's `wrong_accepted`:
+    /// a verified answer that fails the checks, or a verified answer on a task that cannot be verified).
     pub accepted_but_wrong: u32,
+    /// Runs that ended with an answer whose claims were not all verified (each named), on a task that
+    /// could be answered: neither a success nor a wrong answer.
+    #[serde(default)]
+    pub abstained: u32,
     pub ground_truth_unavailable: u32,
     pub stop_reasons: BTreeMap<String, u32>,
     pub rejected_finals: BTreeMap<String, u32>,
@@ -593,8 +598,12 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 pass_hat_k,
                 accepted_but_wrong: rs
                     .iter()
-                    .filter(|r| r.status == "completed" && r.task_success == Some(false))
+                    .filter(|r| match r.outcome.as_deref() {
+                        Some(outcome) => outcome == "wrong_accepted",
+                        None => r.status == "completed" && r.task_success == Some(false),
+                    })
                     .count() as u32,
+                abstained: rs.iter().filter(|r| r.outcome.as_deref() == Some("abstained")).count() as u32,
                 ground_truth_unavailable: rs
                     .iter()
                     .filter(|r| r.ground_truth.starts_with("unavailable"))
@@ -661,8 +670,8 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
         s.push_str(note);
         s.push_str("\n\n");
     }
-    s.push_str("| model | mode | temperature | Task Success | 95 % Wilson | pass^k | accepted but wrong | GT unavailable | decision p50 / p95 | wall per run (p50) | tokens in / out (mean) |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| model | mode | temperature | Task Success | 95 % Wilson | pass^k | accepted but wrong | abstained | GT unavailable | decision p50 / p95 | wall per run (p50) | tokens in / out (mean) |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for c in summaries {
         let pass = c
             .pass_hat_k
@@ -671,7 +680,7 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         s.push_str(&format!(
-            "| {} | {} | {} | {}/{} ({}) | {:.0}–{:.0} % | {} | {} | {} | {} / {} ms | {} s | {:.0} / {:.0} |\n",
+            "| {} | {} | {} | {}/{} ({}) | {:.0}–{:.0} % | {} | {} | {} | {} | {} / {} ms | {} s | {:.0} / {:.0} |\n",
             c.model,
             c.mode,
             c.temperature,
@@ -682,6 +691,7 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
             c.wilson_95.1 * 100.0,
             if pass.is_empty() { "n/a".into() } else { pass },
             c.accepted_but_wrong,
+            c.abstained,
             c.ground_truth_unavailable,
             c.decision_latency_p50_ms.map_or("n/a".into(), |v| format!("{v:.0}")),
             c.decision_latency_p95_ms.map_or("n/a".into(), |v| format!("{v:.0}")),

@@ -32,7 +32,7 @@ impl Default for Caps {
     fn default() -> Self {
         Self {
             string_chars: 80,
-            array_items: 20,
+            array_items: 60,
             evidence_ids: 8,
             function_args: 24,
         }

@@ -258,7 +258,7 @@ fn a_replayed_record_must_still_match_the_file() {
 }
 
 #[test]
-fn rust_api_rejects_mismatch_nan_infinity_and_21_points() {
+fn rust_api_rejects_mismatch_nan_infinity_and_61_points() {
     let dir = tempfile::tempdir().unwrap();
     let store = ArtifactStore::new();
     let mut mismatched = batches();
@@ -271,7 +271,7 @@ fn rust_api_rejects_mismatch_nan_infinity_and_21_points() {
         "plot_non_finite"
     );
     assert_eq!(code(&request(&[72.0], Some(f64::NAN))), "plot_non_finite");
-    assert_eq!(code(&request(&[1.0; 21], None)), "plot_too_many_points");
+    assert_eq!(code(&request(&[1.0; 61], None)), "plot_too_many_points");
     assert_eq!(code(&request(&[], None)), "plot_empty");
     assert_eq!(
         run(&request(&[72.0, f64::NAN], None), dir.path(), &store)
@@ -283,7 +283,7 @@ fn rust_api_rejects_mismatch_nan_infinity_and_21_points() {
     assert!(files_in(dir.path()).is_empty());
     assert!(store.is_empty());
     // Twenty is fine.
-    assert!(run(&request(&[1.0; 20], None), dir.path(), &store).is_ok());
+    assert!(run(&request(&[1.0; 60], None), dir.path(), &store).is_ok());
 }
 
 fn registry_error(raw: Value) -> ArgumentError {
@@ -322,14 +322,14 @@ fn registry_rejects_bad_plot_arguments_with_the_field_named() {
             "{error}"
         );
     }
-    let labels: Vec<String> = (0..21).map(|i| format!("L{i}")).collect();
-    let values: Vec<i32> = (0..21).collect();
+    let labels: Vec<String> = (0..61).map(|i| format!("L{i}")).collect();
+    let values: Vec<i32> = (0..61).collect();
     let error = registry_error(json!({ "labels": labels, "values": values, "title": "T" }));
     assert_eq!(error.kind(), "out_of_range");
     assert_eq!(error.field(), Some("labels"));
     assert_eq!(
         error.to_string().split(", got").next().unwrap(),
-        "plot.labels: must have 1..=20 items"
+        "plot.labels: must have 1..=60 items"
     );
 
     assert_eq!(

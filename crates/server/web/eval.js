@@ -6,10 +6,10 @@
   const text = {
     en: { h: 'Evaluation', none: 'No evaluation report yet: run `cargo xtask eval`.', mode: 'mode', temp: 't', runs: 'runs',
       success: 'Task Success', ci: '95 % interval', pass: 'pass^k', wall: 'wall p50 (s)', task: 'task', failed: 'error',
-      accepted_wrong: 'accepted but wrong', unavailable: 'no ground truth', tasks: 'Per task (successes / runs)' },
+      accepted_wrong: 'accepted but wrong', abstained: 'abstained (claims named unverified)', unavailable: 'no ground truth', tasks: 'Per task (successes / runs)' },
     zh: { h: '评测', none: '还没有评测报告：运行 `cargo xtask eval`。', mode: '模式', temp: '温度', runs: '运行数',
       success: '任务成功率', ci: '95% 区间', pass: 'pass^k', wall: '单次耗时中位数 (秒)', task: '任务', failed: '错误',
-      accepted_wrong: '被接受但错误', unavailable: '无标准答案', tasks: '按任务（成功 / 运行）' },
+      accepted_wrong: '被接受但错误', abstained: '弃答（未核验之处已列出）', unavailable: '无标准答案', tasks: '按任务（成功 / 运行）' },
   };
   let lang = localStorage.getItem('forge.lang') === 'zh' ? 'zh' : 'en';
   let data = null;
@@ -38,11 +38,11 @@
     if (report.error) { box.append(el('p', { class: 'errors', text: report.error })); return box; }
     if (report.note) box.append(el('p', { class: 'muted', text: report.note }));
     const configs = report.configs || [];
-    box.append(table([t('mode'), t('temp'), t('runs'), t('success'), t('ci'), t('pass'), t('accepted_wrong'), t('unavailable'), t('wall')],
+    box.append(table([t('mode'), t('temp'), t('runs'), t('success'), t('ci'), t('pass'), t('accepted_wrong'), t('abstained'), t('unavailable'), t('wall')],
       configs.map((c) => [c.mode, c.temperature, c.runs, `${c.successes}/${c.scored} (${pct(c.success_rate)})`,
         `${pct(c.wilson_95[0])} – ${pct(c.wilson_95[1])}`,
         (c.pass_hat_k || []).map(([k, v]) => `k=${k}: ${pct(v)}`).join(' · ') || '—',
-        c.accepted_but_wrong, c.ground_truth_unavailable,
+        c.accepted_but_wrong, c.abstained ?? 0, c.ground_truth_unavailable,
         c.wall_per_run_p50_s === null ? '—' : c.wall_per_run_p50_s.toFixed(1)])));
     const tasks = [...new Set(configs.flatMap((c) => Object.keys(c.per_task || {})))].sort();
     if (tasks.length) {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::{ArtifactStore, ToolError, ToolOutput, number_value};
 
 pub const TOOL_NAME: &str = "plot";
-pub const MAX_POINTS: usize = 20;
+pub const MAX_POINTS: usize = 60;
 /// The registry's default for `y_label`; applied here too so the Rust API and
 /// the JSON path produce the same spec.
 pub const DEFAULT_Y_LABEL: &str = "value";
