@@ -1010,7 +1010,8 @@ struct Sealed<'a> {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<runtime::RunError>,
-    /// No answer was accepted, so nothing was verified.
+    /// No answer was accepted, so nothing was verified (absent, as in every run without an answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
     verification: Option<runtime::claims::Verification>,
 }
 
