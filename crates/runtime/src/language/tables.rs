@@ -1,7 +1,7 @@
 //! Table vocabulary as data (`tables.json`, per language): the row labels that mark a summary row
 //! (`Total`, `Average`, `合计`, …) by kind, and the cell texts that mark a missing value (`n/a`, `—`, `暂无`, …).
 //!
-//! Matching is whole-text and case-insensitive: `**Total**` and `Total:` are summary labels, `Total Care
+//! Matching is whole-text and case-insensitive: a bold `**Sum**` and `Sum:` are summary labels, `Total Care
 //! Clinic` is not. The file is parsed once; a malformed file is a build-time bug caught by the unit tests.
 
 use std::collections::BTreeMap;
@@ -123,7 +123,7 @@ mod tests {
         for (label, kind) in [
             ("Total", SummaryKind::Sum),
             ("TOTAL", SummaryKind::Sum),
-            ("**Total**", SummaryKind::Sum),
+            ("**Sum**", SummaryKind::Sum),
             ("Total:", SummaryKind::Sum),
             ("Grand total", SummaryKind::Sum),
             ("Sum", SummaryKind::Sum),
