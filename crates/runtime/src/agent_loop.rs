@@ -546,32 +546,21 @@ impl Run<'_, '_> {
             Ok(valid) => valid,
             Err(error) => {
                 let message = error.to_string();
-                let observation = self.ledger.record_failure(
-                    &tool,
-                    self.step,
-                    ObservationError { code: "invalid_arguments".into(), message: message.clone(), retryable: None },
-                    Some(Value::Object(arguments.clone())),
-                );
-                let observation = match observation {
-                    Ok(record) => record.to_json(),
-                    Err(error) => return Some(End::error(StopReason::RuntimeError, "state_refused", error.to_string())),
-                };
-                let count = self.ledger.len();
-                self.emit("tool.rejected", 0, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
-                self.feedback.push(format!(
+                let feedback = format!(
                     "{tool} arguments rejected (invalid_arguments): {message}. No tool was run; send corrected arguments that follow the tool's schema."
-                ));
-                self.counters.recoverable_failures += 1;
-                self.pending_recovery += 1;
-                if self.guards.record_invalid(&tool, &arguments) {
-                    return Some(self.guard_stop(
-                        GuardKind::RepeatedInvalidArguments,
-                        json!({ "tool": tool, "validator_error": message }),
-                    ));
-                }
-                return None;
+                );
+                return self.refuse_arguments(&tool, arguments, "invalid_arguments", message, feedback);
             }
         };
+        // Arguments that contradict the ledger (a chart's average line computed over another column) are
+        // refused the same way: recoverable, with what would agree.
+        if let Err(inconsistency) = crate::consistency::check(&arguments, self.ledger.records()) {
+            let feedback = format!(
+                "{tool} arguments rejected ({}): {}. No tool was run.",
+                inconsistency.code, inconsistency.message
+            );
+            return self.refuse_arguments(&tool, arguments, inconsistency.code, inconsistency.message, feedback);
+        }
         self.counters.valid_actions += 1;
         self.counters.recovered += std::mem::take(&mut self.pending_recovery);
         if self.guards.record_action(&tool, &arguments) {
@@ -588,6 +577,40 @@ impl Run<'_, '_> {
             self.succeeded_actions.push(proposed);
         }
         end
+    }
+
+    /// Records a refused action (no tool runs) as a failed observation, tells the model why, and stops
+    /// on the repeated-invalid-arguments guard.
+    fn refuse_arguments(
+        &mut self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        code: &str,
+        message: String,
+        feedback: String,
+    ) -> Option<End> {
+        let observation = self.ledger.record_failure(
+            tool,
+            self.step,
+            ObservationError { code: code.into(), message: message.clone(), retryable: None },
+            Some(Value::Object(arguments.clone())),
+        );
+        let observation = match observation {
+            Ok(record) => record.to_json(),
+            Err(error) => return Some(End::error(StopReason::RuntimeError, "state_refused", error.to_string())),
+        };
+        let count = self.ledger.len();
+        self.emit("tool.rejected", 0, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
+        self.feedback.push(feedback);
+        self.counters.recoverable_failures += 1;
+        self.pending_recovery += 1;
+        if self.guards.record_invalid(tool, &arguments) {
+            return Some(self.guard_stop(
+                GuardKind::RepeatedInvalidArguments,
+                json!({ "tool": tool, "validator_error": message }),
+            ));
+        }
+        None
     }
 
     /// Runs a validated action with stage 04's retry: budgets before every attempt, each attempt

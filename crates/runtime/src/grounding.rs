@@ -482,6 +482,8 @@ mod tests {
         let by_hotel = g.focus("compute the average occupancy of all hotels").unwrap();
         assert_eq!((by_hotel.name.as_str(), by_hotel.rows.as_str()), ("Occupancy", "Hotel"));
         assert_eq!(g.focus("occupancy in each month").unwrap().rows, "Month");
+        // A possessive names the rows too (a chart of the months' column was certified before).
+        assert_eq!(g.focus("chart each hotel's occupancy with the computed average as a line").unwrap().rows, "Hotel");
         // Named neither way: still a tie, so no focus.
         assert_eq!(g.focus("compute the average occupancy"), None);
     }

@@ -7,6 +7,7 @@ pub mod agent_loop;
 pub mod answer;
 pub mod budget;
 pub mod claims;
+pub mod consistency;
 pub mod language;
 pub mod decision;
 pub mod fixture;

@@ -203,7 +203,8 @@ pub fn fold(word: &str) -> String {
     w
 }
 
-/// The Latin/digit words of `text` (runs of alphanumeric non-CJK characters, `'` inside a word kept).
+/// The Latin/digit words of `text` (runs of alphanumeric non-CJK characters, `'` inside a word kept,
+/// a possessive `'s` dropped).
 pub fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
@@ -212,7 +213,9 @@ pub fn words(text: &str) -> Vec<Word> {
         match (part, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
+                // A possessive names the thing itself: "each hotel's occupancy" is about hotels.
                 let raw = text[s..i].trim_end_matches('\'');
+                let raw = raw.strip_suffix("'s").or_else(|| raw.strip_suffix("'S")).unwrap_or(raw);
                 out.push(Word { start: s, end: s + raw.len(), folded: fold(raw) });
                 start = None;
             }
@@ -361,6 +364,13 @@ mod tests {
         assert_eq!(unsupported_in("the median delay"), Some("median"));
         assert_eq!(unsupported_in("中位数"), Some("中位数"));
         assert_eq!(unsupported_in("the mean delay"), None);
+    }
+
+    #[test]
+    fn possessives_name_the_thing_itself() {
+        assert_eq!(content_words("chart each hotel's occupancy"), ["chart", "hotel", "occupancy"]);
+        assert_eq!(content_words("the stores' rates"), ["store", "rate"]);
+        assert_eq!(content_words("don't"), ["don't"]);
     }
 
     #[test]
