@@ -107,17 +107,7 @@ mod tests {
     use serde_json::json;
 
     fn record(id: &str, result: Value) -> ObservationRecord {
-        ObservationRecord {
-            id: id.into(),
-            tool: "calculator".into(),
-            ok: true,
-            step: 1,
-            result: Some(result),
-            error: None,
-            attempted_arguments: None,
-            digest: None,
-            artifacts: Vec::new(),
-        }
+        ObservationRecord::for_test(id, "calculator", true, result)
     }
 
     fn hotels_mean() -> ObservationRecord {

@@ -389,17 +389,7 @@ mod tests {
     use super::*;
 
     fn record(id: &str, ok: bool, result: Value) -> ObservationRecord {
-        ObservationRecord {
-            id: id.into(),
-            tool: "t".into(),
-            ok,
-            step: 1,
-            result: Some(result),
-            error: None,
-            attempted_arguments: None,
-            digest: None,
-            artifacts: Vec::new(),
-        }
+        ObservationRecord::for_test(id, "t", ok, result)
     }
 
     #[test]

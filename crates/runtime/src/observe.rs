@@ -50,6 +50,22 @@ pub struct ObservationRecord {
 }
 
 impl ObservationRecord {
+    /// A record as the ledger would hold it, for unit tests that read records by shape.
+    #[cfg(test)]
+    pub(crate) fn for_test(id: &str, tool: &str, ok: bool, result: Value) -> Self {
+        Self {
+            id: id.into(),
+            tool: tool.into(),
+            ok,
+            step: 1,
+            result: Some(result),
+            error: None,
+            attempted_arguments: None,
+            digest: None,
+            artifacts: Vec::new(),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
