@@ -1,45 +1,88 @@
-//! `cargo xtask eval` runs this: the task suite through the real model, resumable, with a progress bar;
-//! writes `<out>/runs.jsonl`, `summary.json`, `report.md` and `success.png`. Measures; asserts nothing
-//! about the score — it exits non-zero only when scoring itself failed (`--require-scoring`).
-//!
-//! usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N]
-//!             [--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT]
-//!             [--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N]
-//!             [--wall-clock-s S] [--report-only]
-//! `--report-only` runs nothing: it rewrites the reports from every record already in `<out>/runs.jsonl`
-//! (evaluations of several configurations, e.g. t=0 with one seed and t=0.7 with five, in one report).
-//! With `--backend llama-server` and no `--url`, a llama-server (`cargo xtask llama-tools`) is started with
-//! `-np N` slots for the evaluation and stopped after it.
+//! `cargo xtask eval` runs this: the task suite through the real model — and, beside it, the grammar-only
+//! policy (same grammars and runtime, tokens drawn uniformly among what the grammar allows) — resumable, with a
+//! progress bar; writes `<out>/runs.jsonl`, `summary.json`, `report.md` and `success.png`. Measures; asserts
+//! nothing about the score — it exits non-zero only when scoring itself failed (`--require-scoring`).
+//! `eval --help` lists every option. `--report-only` runs nothing: it rewrites the reports from every record
+//! already in `<out>/runs.jsonl` (evaluations of several configurations in one report). With `--backend
+//! llama-server` and no `--url`, a llama-server (`cargo xtask llama-tools`) is started with `-np N` slots for
+//! the evaluation and stopped after it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
 use forge_llama::Mode;
 use forge_llama::backend::BackendConfig;
+use forge_llama::engine::Chooser;
 use forge_llama::eval::{self, Plan};
 use forge_llama::http_client::HttpConfig;
 use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
 
-const USAGE: &str = "usage: eval [--tasks a,b|all] [--modes guided,free] [--temps 0,0.7] [--seeds N] \
-[--model 0.5b|1.5b|PATH] [--out DIR] [--fresh] [--require-scoring] [--note TEXT] \
-[--backend in-process|llama-server] [--url http://HOST:PORT] [--parallel N] [--threads N] [--wall-clock-s S] [--report-only]";
+/// Evaluate the task suite: tasks × policies × modes × temperatures × seeds, every run scored by its metrics.
+#[derive(Debug, Parser)]
+#[command(name = "eval", about, long_about = None)]
+struct Cli {
+    /// Task folder names, comma-separated, or `all`.
+    #[arg(long, default_value = "all")]
+    tasks: String,
+    /// The folder holding the task folders (a suite of your own; default: fixtures/tasks).
+    #[arg(long)]
+    tasks_dir: Option<PathBuf>,
+    /// The knowledge folder those tasks read (default: knowledge).
+    #[arg(long)]
+    knowledge_dir: Option<PathBuf>,
+    /// Who chooses tokens, comma-separated: `model`, `grammar-only` (uniform among what the grammar allows).
+    #[arg(long, default_value = "model,grammar-only")]
+    policies: String,
+    /// Modes, comma-separated: `guided`, `free`.
+    #[arg(long, default_value = "guided")]
+    modes: String,
+    /// Sampling temperatures of the model, comma-separated, each in 0..=2.
+    #[arg(long, default_value = "0")]
+    temps: String,
+    /// Seeds per configuration (pass^k is computed over them).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    seeds: u32,
+    /// `0.5b`, `1.5b` or a GGUF path.
+    #[arg(long, default_value = "0.5b")]
+    model: String,
+    /// Output folder (default: evidence/eval/<model name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Delete earlier records in the output folder before running.
+    #[arg(long)]
+    fresh: bool,
+    /// Exit non-zero when a run could not be scored.
+    #[arg(long)]
+    require_scoring: bool,
+    /// Rewrite the reports from the records already in the output folder; run nothing.
+    #[arg(long)]
+    report_only: bool,
+    /// A line for the top of the report (what was run, on which code).
+    #[arg(long, default_value = "")]
+    note: String,
+    /// Where generation runs: `in-process` or `llama-server`.
+    #[arg(long, default_value = "in-process")]
+    backend: String,
+    /// The llama-server URL (without it, one is started for the evaluation).
+    #[arg(long)]
+    url: Option<String>,
+    /// Runs in flight at once (needs a server backend).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    parallel: u16,
+    /// CPU threads of the in-process engine.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=64))]
+    threads: Option<i32>,
+    /// Each run's wall-clock budget in seconds.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    wall_clock_s: Option<u64>,
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
         .expect("workspace root")
-}
-
-fn flag(args: &[String], name: &str) -> Result<Option<String>, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(None),
-        Some(i) => args
-            .get(i + 1)
-            .cloned()
-            .map(Some)
-            .ok_or_else(|| format!("{name} needs a value")),
-    }
 }
 
 struct Parsed {
@@ -53,53 +96,38 @@ struct Parsed {
     start_server: bool,
 }
 
-fn parse() -> Result<Parsed, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let known_values = [
-        "--tasks",
-        "--modes",
-        "--temps",
-        "--seeds",
-        "--model",
-        "--out",
-        "--note",
-        "--backend",
-        "--url",
-        "--parallel",
-        "--threads",
-        "--wall-clock-s",
-    ];
-    let known_switches = ["--fresh", "--require-scoring", "--report-only"];
-    let mut i = 0;
-    while i < args.len() {
-        if known_values.contains(&args[i].as_str()) {
-            i += 2;
-        } else if known_switches.contains(&args[i].as_str()) {
-            i += 1;
-        } else {
-            return Err(format!("unknown argument {:?}\n{USAGE}", args[i]));
-        }
-    }
+fn split(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse(cli: Cli) -> Result<Parsed, String> {
     let root = root();
-    let tasks_dir = root.join("fixtures/tasks");
-    let tasks = match flag(&args, "--tasks")?.as_deref() {
-        None | Some("all") => eval::all_tasks(&tasks_dir).map_err(|e| e.to_string())?,
-        Some(list) => list.split(',').map(str::to_owned).collect(),
+    let tasks_dir = cli.tasks_dir.unwrap_or_else(|| root.join("fixtures/tasks"));
+    let knowledge_dir = cli.knowledge_dir.unwrap_or_else(|| root.join("knowledge"));
+    let tasks = match cli.tasks.as_str() {
+        "all" => eval::all_tasks(&tasks_dir).map_err(|e| e.to_string())?,
+        list => split(list).map(str::to_owned).collect(),
     };
     for task in &tasks {
         if !tasks_dir.join(task).join("task.json").is_file() {
-            return Err(format!("--tasks: no task folder fixtures/tasks/{task}"));
+            return Err(format!("--tasks: no task folder {}", tasks_dir.join(task).display()));
         }
     }
-    let modes = flag(&args, "--modes")?
-        .unwrap_or_else(|| "guided".into())
-        .split(',')
+    let choosers = split(&cli.policies)
+        .map(|p| match p {
+            "model" => Ok(Chooser::Model),
+            "grammar-only" => Ok(Chooser::GrammarUniform),
+            other => Err(format!("--policies: unknown policy {other:?} (model, grammar-only)")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if choosers.is_empty() {
+        return Err("--policies: name at least one of model, grammar-only".into());
+    }
+    let modes = split(&cli.modes)
         .map(|m| m.parse::<Mode>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("--modes: {e}"))?;
-    let temperatures = flag(&args, "--temps")?
-        .unwrap_or_else(|| "0".into())
-        .split(',')
+    let temperatures = split(&cli.temps)
         .map(|t| {
             t.parse::<f32>()
                 .ok()
@@ -107,22 +135,10 @@ fn parse() -> Result<Parsed, String> {
                 .ok_or(format!("--temps: {t:?} is not a temperature in 0..=2"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let seeds = flag(&args, "--seeds")?.map_or(Ok(1), |s| {
-        s.parse::<u32>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or(format!("--seeds: {s:?} is not a positive integer"))
-    })?;
-    let (model_path, model_name) = match flag(&args, "--model")?.as_deref() {
-        None | Some("0.5b") => (
-            root.join("models/qwen2.5-coder-0.5b.gguf"),
-            "qwen2.5-coder-0.5b".to_owned(),
-        ),
-        Some("1.5b") => (
-            root.join("models/qwen2.5-coder-1.5b.gguf"),
-            "qwen2.5-coder-1.5b".to_owned(),
-        ),
-        Some(path) => {
+    let (model_path, model_name) = match cli.model.as_str() {
+        "0.5b" => (root.join("models/qwen2.5-coder-0.5b.gguf"), "qwen2.5-coder-0.5b".to_owned()),
+        "1.5b" => (root.join("models/qwen2.5-coder-1.5b.gguf"), "qwen2.5-coder-1.5b".to_owned()),
+        path => {
             let p = PathBuf::from(path);
             let name = p
                 .file_stem()
@@ -132,72 +148,54 @@ fn parse() -> Result<Parsed, String> {
         }
     };
     forge_llama::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
-    let out = flag(&args, "--out")?
-        .map(PathBuf::from)
-        .unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
-    let note = flag(&args, "--note")?.unwrap_or_default();
-    let parallel = flag(&args, "--parallel")?.map_or(Ok(1), |s| {
-        s.parse::<usize>()
-            .ok()
-            .filter(|n| (1..=16).contains(n))
-            .ok_or(format!("--parallel: {s:?} is not 1..=16"))
-    })?;
-    let threads = flag(&args, "--threads")?
-        .map(|s| s.parse::<i32>().ok().filter(|n| (1..=64).contains(n)).ok_or(format!("--threads: {s:?} is not 1..=64")))
-        .transpose()?;
-    let wall_clock_s = flag(&args, "--wall-clock-s")?
-        .map(|s| s.parse::<u64>().ok().filter(|n| (1..=86_400).contains(n)).ok_or(format!("--wall-clock-s: {s:?} is not 1..=86400")))
-        .transpose()?;
-    let url = flag(&args, "--url")?;
-    let (backend, start_server) = match flag(&args, "--backend")?.as_deref() {
-        None | Some("in-process") => {
-            if url.is_some() {
+    let out = cli.out.unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
+    let parallel = usize::from(cli.parallel);
+    let (backend, start_server) = match cli.backend.as_str() {
+        "in-process" => {
+            if cli.url.is_some() {
                 return Err("--url needs --backend llama-server".into());
             }
             (BackendConfig::InProcess, false)
         }
-        Some("llama-server") => match &url {
-            Some(u) => (
-                BackendConfig::LlamaServer(HttpConfig::new(u.clone())),
-                false,
-            ),
-            None => (
-                BackendConfig::LlamaServer(HttpConfig::new("http://127.0.0.1:0")),
-                true,
-            ),
+        "llama-server" => match &cli.url {
+            Some(u) => (BackendConfig::LlamaServer(HttpConfig::new(u.clone())), false),
+            None => (BackendConfig::LlamaServer(HttpConfig::new("http://127.0.0.1:0")), true),
         },
-        Some(other) => {
-            return Err(format!(
-                "--backend: unknown backend {other:?} (in-process or llama-server)"
-            ));
-        }
+        other => return Err(format!("--backend: unknown backend {other:?} (in-process or llama-server)")),
     };
     if parallel > 1 && matches!(backend, BackendConfig::InProcess) {
         return Err(format!(
             "--parallel {parallel} needs --backend llama-server (one in-process model decodes one run at a time)"
         ));
     }
+    if choosers.contains(&Chooser::GrammarUniform) && !matches!(backend, BackendConfig::InProcess) {
+        return Err("--policies grammar-only runs in process: add --policies model with a server backend".into());
+    }
+    if cli.report_only && cli.fresh {
+        return Err("--report-only reads the records --fresh would delete".into());
+    }
     let plan = Plan {
         tasks,
+        choosers,
         modes,
         temperatures,
-        seeds,
+        seeds: cli.seeds,
         model_path,
         model_name,
         tasks_dir,
-        knowledge_dir: root.join("knowledge"),
+        knowledge_dir,
         backend,
         parallel,
-        threads,
-        wall_clock_s,
+        threads: cli.threads,
+        wall_clock_s: cli.wall_clock_s,
     };
     Ok(Parsed {
         plan,
         out,
-        fresh: args.iter().any(|a| a == "--fresh"),
-        report_only: args.iter().any(|a| a == "--report-only"),
-        require_scoring: args.iter().any(|a| a == "--require-scoring"),
-        note,
+        fresh: cli.fresh,
+        report_only: cli.report_only,
+        require_scoring: cli.require_scoring,
+        note: cli.note,
         start_server,
     })
 }
@@ -211,7 +209,7 @@ fn main() -> ExitCode {
         require_scoring,
         note,
         start_server,
-    } = match parse() {
+    } = match parse(Cli::parse()) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("eval: {message}");
@@ -219,10 +217,6 @@ fn main() -> ExitCode {
         }
     };
     if report_only {
-        if fresh {
-            eprintln!("eval: --report-only reads the records --fresh would delete");
-            return ExitCode::from(2);
-        }
         let records = match eval::load_records(&out.join("runs.jsonl")) {
             Ok(records) if !records.is_empty() => records,
             Ok(_) => {
@@ -300,8 +294,8 @@ fn main() -> ExitCode {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
             bar.set_message(format!(
-                "{successes}/{finished} ok; last {} {} t={} s{}: {}",
-                record.task, record.mode, record.temperature, record.seed, record.stop_reason
+                "{successes}/{finished} ok; last {} {} {} t={} s{}: {}",
+                record.task, record.policy, record.mode, record.temperature, record.seed, record.stop_reason
             ));
         },
     );
@@ -313,11 +307,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let wanted: Vec<_> = plan
-        .runs()
-        .into_iter()
-        .map(|(t, m, temp, s)| (t, m.to_string(), format!("{temp}"), s))
-        .collect();
+    let wanted: Vec<eval::RunKey> = plan.runs().iter().map(eval::PlannedRun::key).collect();
     let selected: Vec<_> = records
         .into_iter()
         .filter(|r| wanted.contains(&r.key()))

@@ -1,6 +1,6 @@
 //! Developer aid: print the GBNF a guided or free decision would be constrained by, for a sample grounding.
 //!
-//! usage: grammar <free|final|knowledge_search|calculator|calculator-boolean|plot>
+//! usage: grammar <free|free-final|final|knowledge_search|calculator|calculator-boolean|plot>
 
 use forge_llama::grammar::{self, Caps, Inputs};
 use runtime::policy::{Grounding, ResultKind};
@@ -30,9 +30,15 @@ fn main() {
         answer_template: "Average is <average>; the rule is <met / not met>.",
         focus: "",
         caps: Caps::default(),
+        done: &[],
     };
     let built = match what.as_str() {
-        "free" => grammar::free(&inputs, runtime::decision::decision_schema()),
+        "free" => grammar::free(&inputs, runtime::decision::decision_schema(), None),
+        "free-final" => grammar::free(
+            &inputs,
+            runtime::decision::decision_schema(),
+            Some(&grounding.evidence_ids),
+        ),
         "final" => grammar::guided_final(&inputs, &grounding.evidence_ids),
         "calculator-boolean" => {
             grammar::guided_tool(&inputs, "calculator", Some(ResultKind::Boolean))

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use runtime::policy::PolicyError;
 
 use crate::engine::{
-    self, EngineConfig, EngineError, GenerateRequest, Generation, GrammarMode, Sampling,
+    self, Chooser, EngineConfig, EngineError, GenerateRequest, Generation, GrammarMode, Sampling,
     SharedSession, StopCause,
 };
 use crate::gbnf_prefill::GbnfError;
@@ -231,7 +231,10 @@ impl Backend for InProcessBackend {
             stop_at_json_end: req.stop_at_json_end,
             banned_prefixes: req.banned_prefixes,
         };
-        Ok(session.generate(&request, check)?)
+        Ok(match req.sampling.chooser {
+            Chooser::Model => session.generate(&request, check)?,
+            Chooser::GrammarUniform => session.generate_uniform(&request, check)?,
+        })
     }
 }
 

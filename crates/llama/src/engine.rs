@@ -80,6 +80,8 @@ pub struct Sampling {
     pub seed: u32,
     pub top_k: i32,
     pub top_p: f32,
+    /// Who picks each token: the model's logits, or a uniform draw among what the grammar allows.
+    pub chooser: Chooser,
 }
 
 impl Default for Sampling {
@@ -89,6 +91,28 @@ impl Default for Sampling {
             seed: 0x5eed,
             top_k: 40,
             top_p: 0.95,
+            chooser: Chooser::Model,
+        }
+    }
+}
+
+/// Who picks each generated token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Chooser {
+    /// The model: its logits, greedy or sampled at the request's temperature, filtered by the grammar.
+    #[default]
+    Model,
+    /// No model at all: every token is drawn uniformly (seeded) among the tokens the grammar allows at that
+    /// point. The baseline that says how much of a decision the grammar alone makes.
+    GrammarUniform,
+}
+
+impl Chooser {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Chooser::Model => "model",
+            Chooser::GrammarUniform => "grammar-only",
         }
     }
 }
@@ -489,6 +513,13 @@ impl Session {
         let mut generated: u32 = 0;
         let mut full_passes: u32 = 0;
         let mut logits_idx = self.batch.n_tokens() - 1;
+        // Banned prefixes mask tokens one at a time, so a path can run into a point where every token the
+        // grammar allows is masked (the only way on is a banned repeat). Then generation steps back one token,
+        // refuses that token at that position, and goes on: a depth-first search over the grammar's paths,
+        // which finds an unbanned decision whenever the grammar has one (bounded by MAX_BACKTRACKS).
+        let mut picked: Vec<(LlamaToken, usize)> = Vec::new();
+        let mut refused: Vec<Vec<LlamaToken>> = vec![Vec::new()];
+        let mut backtracks: u32 = 0;
         let finish = loop {
             if generated >= req.max_new_tokens {
                 break Finish::MaxTokens;
@@ -497,7 +528,11 @@ impl Session {
             if debug_tokens() {
                 eprintln!("{}", top_candidates(&self.model, logits, 5));
             }
+            let position = picked.len();
             let banned = |token: LlamaToken| {
+                if refused.get(position).is_some_and(|r| r.contains(&token)) {
+                    return true;
+                }
                 if req.banned_prefixes.is_empty() {
                     return false;
                 }
@@ -508,14 +543,55 @@ impl Session {
                     .iter()
                     .any(|p| text.starts_with(p.as_bytes()))
             };
-            let token = pick(
+            let choice = pick(
                 logits,
                 chain.as_mut(),
                 grammar.as_mut(),
                 req.grammar_mode,
                 &banned,
                 &mut full_passes,
-            )?;
+            );
+            let token = match choice {
+                Ok(token) => token,
+                Err(e) if is_dead_end(&e) && !picked.is_empty() && backtracks < MAX_BACKTRACKS => {
+                    backtracks += 1;
+                    let (last, len) = picked.pop().expect("not empty");
+                    out.truncate(out.len() - len);
+                    generated -= 1;
+                    refused.truncate(picked.len() + 1);
+                    refused[picked.len()].push(last);
+                    // The KV cache holds input + every picked token. Drop the refused token and the one before
+                    // it, then decode that one again: its logits are the ones to choose from now.
+                    let keep = self.cached.len() - 2;
+                    if self.ctx.kv_cache_seq_rm(0, Some(keep as u32), None).is_err() {
+                        self.clear_cache();
+                        return Err(EngineError::Decode("could not step back in the KV cache".into()));
+                    }
+                    let previous = self.cached[keep];
+                    self.cached.truncate(keep);
+                    self.batch.clear();
+                    self.batch
+                        .add(previous, keep as i32, &[0], true)
+                        .map_err(|e| EngineError::Decode(e.to_string()))?;
+                    if let Err(e) = self.ctx.decode(&mut self.batch) {
+                        self.clear_cache();
+                        return Err(EngineError::Decode(e.to_string()));
+                    }
+                    self.cached.push(previous);
+                    logits_idx = 0;
+                    if let Some(text) = req.grammar {
+                        let accepted: Vec<LlamaToken> =
+                            prefill_tokens.iter().copied().chain(picked.iter().map(|(t, _)| *t)).collect();
+                        grammar = Some(grammar_after(&self.model, text, &accepted)?);
+                    }
+                    scanner = JsonScanner::default();
+                    for &b in req.prefill.as_bytes().iter().chain(&out) {
+                        scanner.feed(b);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if let Some(g) = grammar.as_mut() {
                 g.try_accept(token)
                     .map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
@@ -528,6 +604,8 @@ impl Session {
                 scanner.feed(b);
             }
             out.extend_from_slice(&piece);
+            picked.push((token, piece.len()));
+            refused.push(Vec::new());
             generated += 1;
             if req.stop_at_json_end && scanner.complete() {
                 break Finish::JsonComplete;
@@ -563,6 +641,153 @@ impl Session {
             full_grammar_passes: full_passes,
             finish,
         })
+    }
+}
+
+impl Session {
+    /// Grammar-only generation: the prompt is never evaluated and the model's logits never computed. From the
+    /// prefill on, each token is drawn uniformly among the tokens the grammar allows (banned prefixes masked
+    /// as in [`Session::generate`]), with a generator seeded by `req.sampling.seed`, until the grammar ends,
+    /// the JSON value completes or the cap is reached. Input-token counts are 0: nothing was read.
+    pub fn generate_uniform(
+        &mut self,
+        req: &GenerateRequest<'_>,
+        check: &mut dyn FnMut(u32) -> Option<StopCause>,
+    ) -> Result<Generation, EngineError> {
+        let vocab = self.model.vocab();
+        let Some(text) = req.grammar else {
+            return Err(EngineError::Grammar(
+                "grammar-only generation needs a grammar (it has no model to choose tokens)".into(),
+            ));
+        };
+        let prefill_tokens = vocab.tokenize(req.prefill.as_bytes(), false, false);
+        let mut grammar = grammar_after(&self.model, text, &prefill_tokens).map_err(|e| match e {
+            EngineError::Grammar(m) => EngineError::Grammar(format!("the prefill does not fit the grammar: {m}")),
+            other => other,
+        })?;
+        let n_vocab = self.model.n_vocab();
+        let mut rng = SplitMix64(u64::from(req.sampling.seed) ^ 0x9e37_79b9_7f4a_7c15);
+        let mut scanner = JsonScanner::default();
+        for b in req.prefill.bytes() {
+            scanner.feed(b);
+        }
+        let started = Instant::now();
+        let mut out: Vec<u8> = Vec::new();
+        let mut generated: u32 = 0;
+        // Steps back from dead ends the banned prefixes make, exactly as `generate` does.
+        let mut picked: Vec<(LlamaToken, usize)> = Vec::new();
+        let mut refused: Vec<Vec<LlamaToken>> = vec![Vec::new()];
+        let mut backtracks: u32 = 0;
+        let finish = loop {
+            if generated >= req.max_new_tokens {
+                break Finish::MaxTokens;
+            }
+            if let Some(cause) = check(generated) {
+                return Err(stop_error(cause, generated));
+            }
+            // Equal logits: whatever the grammar leaves finite is equally likely.
+            let mut arr = LlamaTokenDataArray::new(
+                (0..n_vocab)
+                    .map(|i| LlamaTokenData::new(LlamaToken(i), 0.0, 0.0))
+                    .collect(),
+                false,
+            );
+            arr.apply_sampler(&mut grammar);
+            let here = refused.get(picked.len());
+            let allowed: Vec<LlamaToken> = arr
+                .data
+                .iter()
+                .filter(|d| d.logit().is_finite())
+                .map(|d| d.id())
+                .filter(|token| !here.is_some_and(|r| r.contains(token)))
+                .filter(|&token| {
+                    req.banned_prefixes.is_empty() || {
+                        let mut text = req.prefill.as_bytes().to_vec();
+                        text.extend_from_slice(&out);
+                        text.extend_from_slice(&vocab.token_to_piece(token, false, None));
+                        !req.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                if picked.is_empty() || backtracks >= MAX_BACKTRACKS {
+                    return Err(EngineError::Grammar(NO_TOKEN.into()));
+                }
+                backtracks += 1;
+                let (last, len) = picked.pop().expect("not empty");
+                out.truncate(out.len() - len);
+                generated -= 1;
+                refused.truncate(picked.len() + 1);
+                refused[picked.len()].push(last);
+                let accepted: Vec<LlamaToken> =
+                    prefill_tokens.iter().copied().chain(picked.iter().map(|(t, _)| *t)).collect();
+                grammar = grammar_after(&self.model, text, &accepted)?;
+                scanner = JsonScanner::default();
+                for &b in req.prefill.as_bytes().iter().chain(&out) {
+                    scanner.feed(b);
+                }
+                continue;
+            }
+            let token = allowed[rng.below(allowed.len())];
+            if debug_tokens() {
+                eprintln!("uniform pick {} of {}: {:?} {:?}", token.0, allowed.len(), String::from_utf8_lossy(&vocab.token_to_piece(token, false, None)), String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)));
+            }
+            grammar
+                .try_accept(token)
+                .map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
+            if vocab.is_eog(token) {
+                break Finish::EndOfGeneration;
+            }
+            let piece = vocab.token_to_piece(token, false, None);
+            for &b in &piece {
+                scanner.feed(b);
+            }
+            out.extend_from_slice(&piece);
+            picked.push((token, piece.len()));
+            refused.push(Vec::new());
+            generated += 1;
+            if req.stop_at_json_end && scanner.complete() {
+                break Finish::JsonComplete;
+            }
+        };
+        let mut text = req.prefill.as_bytes().to_vec();
+        text.extend_from_slice(&out);
+        Ok(Generation {
+            text: String::from_utf8_lossy(&text).into_owned(),
+            input_tokens: 0,
+            output_tokens: generated,
+            reused_tokens: 0,
+            prefill_tokens: 0,
+            prefill_ms: 0.0,
+            decode_ms: started.elapsed().as_secs_f64() * 1e3,
+            full_grammar_passes: generated,
+            finish,
+        })
+    }
+}
+
+/// A small seeded generator for grammar-only draws (SplitMix64: one state word, good enough to pick among
+/// at most a vocabulary's worth of tokens, identical on every platform).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (rejection sampling: no modulo bias).
+    fn below(&mut self, n: usize) -> usize {
+        let n = n as u64;
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let x = self.next();
+            if x < zone {
+                return (x % n) as usize;
+            }
+        }
     }
 }
 
@@ -684,10 +909,30 @@ fn pick(
     unban(&mut arr);
     if !arr.data.iter().any(|d| d.logit().is_finite()) {
         return Err(EngineError::Grammar(
-            "the grammar allows no token here".into(),
+            NO_TOKEN.into(),
         ));
     }
     select(arr, chain)
+}
+
+/// The grammar error when no token is allowed at a point (every candidate rejected or masked).
+const NO_TOKEN: &str = "the grammar allows no token here";
+
+/// How many times one generation may step back from a dead end its masks made (see [`Session::generate`]).
+const MAX_BACKTRACKS: u32 = 256;
+
+fn is_dead_end(e: &EngineError) -> bool {
+    matches!(e, EngineError::Grammar(m) if m == NO_TOKEN)
+}
+
+/// A grammar sampler for `text` that has accepted `tokens` (rebuilt when generation steps back: llama.cpp's
+/// grammar sampler cannot un-accept a token).
+fn grammar_after(model: &LlamaModel, text: &str, tokens: &[LlamaToken]) -> Result<LlamaSampler, EngineError> {
+    let mut g = LlamaSampler::grammar(model, text, "root").map_err(|e| EngineError::Grammar(e.to_string()))?;
+    for &t in tokens {
+        g.try_accept(t).map_err(|e| EngineError::Grammar(format!("replaying an accepted token: {e}")))?;
+    }
+    Ok(g)
 }
 
 /// How many top tokens the check-first path tries before a whole-vocabulary grammar pass.
@@ -722,7 +967,7 @@ fn select(
             .filter(|d| d.logit().is_finite())
             .max_by(|a, b| a.logit().total_cmp(&b.logit()))
             .map(|d| d.id())
-            .ok_or_else(|| EngineError::Grammar("the grammar allows no token here".into())),
+            .ok_or_else(|| EngineError::Grammar(NO_TOKEN.into())),
         Some(c) => {
             arr.data.retain(|d| d.logit().is_finite());
             arr.apply_sampler(c);

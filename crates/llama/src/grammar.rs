@@ -55,6 +55,9 @@ pub enum GrammarError {
     NothingToCite,
     #[error("grammar is inconsistent: {0}")]
     Inconsistent(String),
+    /// Free mode: every choice this tool's arguments allow was already run.
+    #[error("{0}: every choice was already run")]
+    NothingNew(String),
 }
 
 /// What a grammar may draw on for one decision.
@@ -67,6 +70,29 @@ pub struct Inputs<'a> {
     /// the observed column aggregates, charts and answer slots draw on when it names one.
     pub focus: &'a str,
     pub caps: Caps,
+    /// Actions already run successfully (`{"tool", "arguments"}`): free mode does not offer a finite choice
+    /// that would only repeat one (a rule check already made, an aggregate already computed).
+    pub done: &'a [Value],
+}
+
+/// What a calculator expression is for: a step's declared result kind (guided), an older task's
+/// undeclared step, or free mode's own choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CalcGoal {
+    Number,
+    Boolean,
+    Undeclared,
+    Free,
+}
+
+impl CalcGoal {
+    fn of(result: Option<ResultKind>) -> Self {
+        match result {
+            Some(ResultKind::Number) => CalcGoal::Number,
+            Some(ResultKind::Boolean) => CalcGoal::Boolean,
+            None => CalcGoal::Undeclared,
+        }
+    }
 }
 
 /// The observed columns a decision may draw whole-column values from: the one `inputs.focus` names,
@@ -88,7 +114,7 @@ pub fn guided_tool(
 ) -> Result<Grammar, GrammarError> {
     let card = card(inputs, tool)?;
     let mut grammar = Grammar::new(Node::rule("action"));
-    let action = action_node(&mut grammar, inputs, card, result)?;
+    let action = action_node(&mut grammar, inputs, card, CalcGoal::of(result))?;
     grammar.define("action", action);
     finish(grammar)
 }
@@ -105,9 +131,17 @@ pub fn guided_final(inputs: &Inputs, evidence_ids: &[String]) -> Result<Grammar,
     finish(grammar)
 }
 
-/// Free mode: any tool of the decision schema's enum (with its own arguments) or a final answer citing
-/// successful observations.
-pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, GrammarError> {
+/// Free mode: the model chooses the tool and its arguments. Offered are the actions that can run on what has
+/// been observed — a search always, the calculator once an observation holds data, a chart once a column is
+/// observed — each with the same grounded arguments as in guided mode (a calculation may be an aggregate of
+/// any observed column, a comparison of one with grounded numbers, or the rule check the runtime read), and
+/// the final answer only once the gate could accept one: `final_ids` is the evidence the gate wants cited
+/// when nothing required is missing (`None` before). Exact repeats are masked by the policy, not here.
+pub fn free(
+    inputs: &Inputs,
+    decision_schema: &Value,
+    final_ids: Option<&[String]>,
+) -> Result<Grammar, GrammarError> {
     let action = branch(decision_schema, "action").ok_or(GrammarError::MissingBranch("action"))?;
     let allowed: Vec<&str> = action["properties"]["tool"]["enum"]
         .as_array()
@@ -120,35 +154,57 @@ pub fn free(inputs: &Inputs, decision_schema: &Value) -> Result<Grammar, Grammar
         .tools
         .iter()
         .filter(|c| allowed.contains(&c.name.as_str()))
+        .filter(|c| can_run_now(inputs, c))
     {
         let name = format!("action-{}", rule_name(&card.name));
-        let body = action_node(&mut grammar, inputs, card, None)?;
+        let body = match action_node(&mut grammar, inputs, card, CalcGoal::Free) {
+            Ok(body) => body,
+            Err(GrammarError::NothingNew(_)) => continue,
+            Err(e) => return Err(e),
+        };
         grammar.define(&name, body);
         alternatives.push(Node::rule(name));
     }
-    if !inputs.grounding.evidence_ids.is_empty() {
-        let id = Node::one_of_texts(
-            inputs
-                .grounding
-                .evidence_ids
-                .iter()
-                .map(|id| json_string(id)),
-        );
-        grammar.define("evidence-id", id);
-        let more = Node::seq([Node::lit(","), Node::rule("evidence-id")])
-            .repeat(0, inputs.caps.evidence_ids - 1);
-        let ids = Node::seq([
-            Node::lit("["),
-            Node::rule("evidence-id"),
-            more,
-            Node::lit("]"),
-        ]);
+    if let Some(ids) = final_ids.filter(|ids| !ids.is_empty()) {
+        let ids = Node::lit(serde_json::to_string(ids).expect("strings serialise"));
         let answer = answer_node(&mut grammar, inputs);
         grammar.define("final", final_shell(ids, answer));
         alternatives.push(Node::rule("final"));
     }
+    if alternatives.is_empty() {
+        return Err(GrammarError::Inconsistent("free mode offers no decision".into()));
+    }
     grammar.define("decision", Node::Alt(alternatives));
     finish(grammar)
+}
+
+/// Whether a tool has what its arguments need in this state, read from its argument roles: an `expression`
+/// needs observed data (a calculation over the task's own numbers only proves nothing), a `label` list needs
+/// an observed column of labelled values, a `computed` value a calculator result. Tools with none of these
+/// roles can always run.
+fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
+    let roles: Vec<&str> = generation_properties(&card.arguments_schema)
+        .iter()
+        .filter_map(|(_, schema)| {
+            schema
+                .get("x-grammar")
+                .or_else(|| schema.get("items").and_then(|i| i.get("x-grammar")))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    let observed_data = !inputs.grounding.series.is_empty() || !inputs.grounding.evidence_ids.is_empty();
+    let labelled_column = inputs
+        .grounding
+        .series
+        .iter()
+        .any(|s| s.labels.len() == s.values.len() && !s.labels.is_empty());
+    roles.iter().all(|role| match *role {
+        "expression" => observed_data,
+        "label" => labelled_column,
+        // A chart's line is a value the calculator computed: none yet, no chart yet.
+        "computed" => inputs.grounding.computed.iter().any(|n| is_json_number(n)),
+        _ => true,
+    })
 }
 
 /// A JSON Schema of the same decision shape, without grounding — for backends that take only a schema
@@ -324,7 +380,7 @@ fn action_node(
     grammar: &mut Grammar,
     inputs: &Inputs,
     card: &ToolCard,
-    result: Option<ResultKind>,
+    goal: CalcGoal,
 ) -> Result<Node, GrammarError> {
     let mut items = vec![Node::lit(format!(
         "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
@@ -354,10 +410,10 @@ fn action_node(
                     card,
                     (name, schema),
                     (next, next_schema),
-                    result,
+                    goal,
                 )?
             }
-            None => value_node(grammar, inputs, &card.name, name, schema, result)?,
+            None => value_node(grammar, inputs, &card.name, name, schema, goal)?,
         };
         grammar.define(&rule, body);
         items.push(Node::rule(rule));
@@ -375,7 +431,7 @@ fn paired_arrays(
     card: &ToolCard,
     first: (&String, &Value),
     second: (&String, &Value),
-    result: Option<ResultKind>,
+    goal: CalcGoal,
 ) -> Result<Node, GrammarError> {
     // Row labels and their numbers from one observed column, copied whole in table order: the chart
     // can neither drop a row nor pair a label with another row's value.
@@ -413,7 +469,7 @@ fn paired_arrays(
             &card.name,
             &format!("{name}[]"),
             items_schema,
-            result,
+            goal,
         )?;
         let rule = format!("{}-{}-item", rule_name(&card.name), rule_name(name));
         grammar.define(&rule, item);
@@ -454,7 +510,7 @@ fn value_node(
     tool: &str,
     field: &str,
     schema: &Value,
-    result: Option<ResultKind>,
+    goal: CalcGoal,
 ) -> Result<Node, GrammarError> {
     let unsupported = || GrammarError::Unsupported {
         tool: tool.into(),
@@ -473,7 +529,7 @@ fn value_node(
             // A rule check over rules the knowledge states as understood facts is those comparisons,
             // all of them, joined by `and` in any order: the model decides to check, the knowledge says
             // what the rule is — it cannot flip an operator or compare against the wrong limit.
-            if result == Some(ResultKind::Boolean) && !inputs.grounding.rule_terms.is_empty() {
+            if goal == CalcGoal::Boolean && !inputs.grounding.rule_terms.is_empty() {
                 let checks = rule_conjunctions(&inputs.grounding.rule_terms);
                 grammar.define("rule-check", Node::one_of_texts(checks));
                 return Ok(Node::seq([Node::lit("\""), Node::rule("rule-check"), Node::lit("\"")]));
@@ -488,6 +544,14 @@ fn value_node(
                 None => inputs.grounding.series.iter().collect(),
             };
             let over_table = over_table || !referable.is_empty();
+            // What this tool's field already held in a successful action: in free mode an exact repeat of a
+            // finite choice is not offered (it could only repeat its observation).
+            let run_before: Vec<String> = inputs
+                .done
+                .iter()
+                .filter(|a| a["tool"] == tool)
+                .filter_map(|a| a["arguments"][field].as_str().map(|e| escape_json_text(e.trim())))
+                .collect();
             if over_table {
                 let functions = asked_aggregates(inputs.focus);
                 let mut calls: Vec<String> = Vec::new();
@@ -504,15 +568,66 @@ fn value_node(
                         }
                     }
                 }
-                grammar.define("calc-asked", Node::one_of_texts(calls));
+                if goal == CalcGoal::Free {
+                    // Comparisons may use any aggregate; on its own, only one not computed yet.
+                    grammar.define("calc-aggregate", Node::one_of_texts(calls.iter()));
+                    calls.retain(|c| !run_before.contains(c));
+                    if !calls.is_empty() {
+                        grammar.define("calc-asked", Node::one_of_texts(calls));
+                    }
+                } else {
+                    grammar.define("calc-asked", Node::one_of_texts(calls));
+                }
             }
-            let root = match result {
-                Some(ResultKind::Boolean) => "calc-bool",
-                Some(ResultKind::Number) if over_table => "calc-asked",
-                Some(ResultKind::Number) => "calc-num",
+            let root = match goal {
+                CalcGoal::Boolean => "calc-bool",
+                CalcGoal::Number if over_table => "calc-asked",
+                CalcGoal::Number => "calc-num",
+                // Free mode over a table: the model chooses what to compute — an aggregate of an observed
+                // column, comparisons of aggregates with grounded numbers joined by `and`, or (when the
+                // runtime read the rule) the rule check itself, as in guided mode.
+                CalcGoal::Free if over_table => {
+                    let compare = Node::seq([
+                        Node::rule("calc-aggregate"),
+                        Node::lit(" "),
+                        Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
+                        Node::lit(" "),
+                        Node::rule("calc-number"),
+                    ]);
+                    grammar.define("calc-compare", compare);
+                    // Comparisons of the model's own making only where the runtime could not read the rule:
+                    // where it did, the rule check is the one comparison worth running (a small model otherwise
+                    // re-checks invented limits step after step).
+                    let mut choices = Vec::new();
+                    if inputs.grounding.rule_terms.is_empty() {
+                        choices.push(Node::seq([
+                            Node::rule("calc-compare"),
+                            Node::seq([Node::lit(" and "), Node::rule("calc-compare")]).opt(),
+                        ]));
+                    }
+                    if grammar.has_rule("calc-asked") {
+                        choices.insert(0, Node::rule("calc-asked"));
+                    }
+                    // The rule check, once: every order of its terms is the same check.
+                    let checks: Vec<String> = rule_conjunctions(&inputs.grounding.rule_terms)
+                        .iter()
+                        .map(|c| escape_json_text(c))
+                        .collect();
+                    if !inputs.grounding.rule_terms.is_empty() && !checks.iter().any(|c| run_before.contains(c)) {
+                        grammar.define("rule-check", Node::one_of_texts(checks));
+                        choices.push(Node::rule("rule-check"));
+                    }
+                    if choices.is_empty() {
+                        // Every aggregate computed and the rule checked: nothing new to calculate.
+                        return Err(GrammarError::NothingNew(tool.into()));
+                    }
+                    grammar.define("calc-free", Node::Alt(choices));
+                    "calc-free"
+                }
+                CalcGoal::Free => "calc-any",
                 // Undeclared (older task files), over a table: one aggregate, optionally compared with
                 // one grounded number — never a chain, which a small model runs on until the token cap.
-                None if over_table => {
+                CalcGoal::Undeclared if over_table => {
                     let compare = Node::seq([
                         Node::lit(" "),
                         Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
@@ -522,7 +637,7 @@ fn value_node(
                     grammar.define("calc-any-table", Node::seq([Node::rule("calc-asked"), compare.opt()]));
                     "calc-any-table"
                 }
-                None => "calc-any",
+                CalcGoal::Undeclared => "calc-any",
             };
             Ok(Node::seq([
                 Node::lit("\""),
@@ -540,14 +655,29 @@ fn value_node(
         ("string", Some("task-words")) if !task_words(inputs.focus).is_empty() => {
             // A search written in the task's own words always shares words with what the task is about;
             // a small model sampling freely sometimes writes a query nothing matches, then repeats it.
-            let words = task_words(inputs.focus);
-            grammar.define("task-word", Node::one_of_texts(words.iter().map(|w| escape_json_text(w))));
-            Ok(Node::seq([
-                Node::lit("\""),
-                Node::rule("task-word"),
-                Node::seq([Node::lit(" "), Node::rule("task-word")]).repeat(0, TASK_WORDS_MAX - 1),
-                Node::lit("\""),
-            ]))
+            // Each word at most once, in the order the text uses them: a small model otherwise pads a query by
+            // repeating one word ("policy policy policy …") until the token cap, and retrieval degrades.
+            // `query-from-i` starts the query at word i or later; `query-after-i` adds words i.. optionally.
+            let words: Vec<String> = task_words(inputs.focus).iter().map(|w| escape_json_text(w)).collect();
+            let n = words.len();
+            for (i, word) in words.iter().enumerate() {
+                let next = |kind: &str| Node::rule(format!("query-{kind}-{}", i + 1));
+                let after = if i + 1 < n { Some(next("after")) } else { None };
+                let start = Node::seq([Node::lit(word.clone())].into_iter().chain(after.clone()));
+                grammar.define(
+                    &format!("query-from-{i}"),
+                    if i + 1 < n { Node::Alt(vec![start, next("from")]) } else { start },
+                );
+                let add = Node::seq([Node::lit(format!(" {word}"))].into_iter().chain(after.clone()));
+                grammar.define(
+                    &format!("query-after-{i}"),
+                    match after {
+                        Some(rest) => Node::Alt(vec![add, rest]),
+                        None => add.opt(),
+                    },
+                );
+            }
+            Ok(Node::seq([Node::lit("\""), Node::rule("query-from-0"), Node::lit("\"")]))
         }
         ("string", _) => {
             let max = schema
@@ -606,7 +736,7 @@ fn value_node(
                 tool,
                 &format!("{field}[]"),
                 items_schema,
-                result,
+                goal,
             )?;
             let max = schema
                 .get("maxItems")
@@ -729,9 +859,6 @@ fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
 fn text_char(excluded: &str) -> Node {
     Node::char_except(excluded)
 }
-
-/// Most words a `task-words` argument (a search query) may have.
-const TASK_WORDS_MAX: u32 = 12;
 
 /// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
 /// space and punctuation (CJK text at its own punctuation, so a clause is one word), stop words and

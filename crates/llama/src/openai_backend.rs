@@ -92,6 +92,11 @@ impl Backend for OpenAiBackend {
         if let Some(cause) = check(0) {
             return Err(BackendError::stopped(cause, 0));
         }
+        if req.sampling.chooser != crate::engine::Chooser::Model {
+            return Err(BackendError::Config(
+                "grammar-only generation runs in process (a openai-chat server always samples from its model)".into(),
+            ));
+        }
         let body = chat_body(&self.model, req)?;
         let url = format!("{}/v1/chat/completions", self.client.base());
         let started = Instant::now();

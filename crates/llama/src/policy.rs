@@ -10,7 +10,9 @@ use std::time::Instant;
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
 use crate::backend::{self, Backend, BackendConfig, BackendRequest};
-use crate::engine::{self, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause};
+use crate::engine::{
+    self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
+};
 use crate::gbnf::Grammar;
 use crate::grammar::{self, Caps};
 use crate::prompt;
@@ -36,6 +38,8 @@ pub struct LlamaConfig {
     pub caps: Caps,
     /// Where generation happens (in process by default, or an inference server).
     pub backend: BackendConfig,
+    /// Who picks tokens: the model, or (the grammar-only baseline) a uniform draw among what the grammar allows.
+    pub chooser: Chooser,
 }
 
 impl LlamaConfig {
@@ -50,6 +54,7 @@ impl LlamaConfig {
             grammar_mode: GrammarMode::CheckFirst,
             caps: Caps::default(),
             backend: BackendConfig::InProcess,
+            chooser: Chooser::Model,
         }
     }
 }
@@ -120,32 +125,41 @@ impl LlamaPolicy {
         Ok(self.backend.as_deref_mut().expect("opened above"))
     }
 
-    /// The grammar and the prefix the runtime writes, for this request and mode (built per step: the
-    /// grounding changes with every observation).
+    /// The grammar and the prefix the runtime writes, for this request and mode (see [`plan`]).
     fn plan(&self, req: &DecisionRequest) -> Result<(Grammar, String), PolicyError> {
-        let inputs = grammar::Inputs {
-            tools: &req.tools,
-            grounding: &req.grounding,
-            answer_template: &req.answer_template,
-            focus: match (self.config.mode, &req.gap) {
-                (Mode::Guided, Gap::Tool { hint, .. }) => hint,
-                _ => &req.task,
-            },
-            caps: self.config.caps,
-        };
-        let planned = match (self.config.mode, &req.gap) {
-            (Mode::Guided, Gap::Tool { tool, result, .. }) => {
-                grammar::guided_tool(&inputs, tool, *result)
-                    .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?)))
-            }
-            (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
-                grammar::guided_final(&inputs, evidence_ids)
-                    .map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
-            }
-            (Mode::Free, _) => grammar::free(&inputs, runtime::decision::decision_schema())
-                .map(|g| (g, String::new())),
-        };
-        planned.map_err(|e| PolicyError::Runtime(e.to_string()))
+        plan(self.config.mode, self.config.caps, req).map_err(|e| PolicyError::Runtime(e.to_string()))
+    }
+}
+
+/// The grammar one decision is constrained by, and the prefix the runtime writes for the model, for a request
+/// and mode. Built per step: the grounding changes with every observation. Pure: no model, no engine — the
+/// policy, the grammar-only baseline and the property tests all plan through here.
+pub fn plan(mode: Mode, caps: Caps, req: &DecisionRequest) -> Result<(Grammar, String), grammar::GrammarError> {
+    let inputs = grammar::Inputs {
+        tools: &req.tools,
+        grounding: &req.grounding,
+        answer_template: &req.answer_template,
+        focus: match (mode, &req.gap) {
+            (Mode::Guided, Gap::Tool { hint, .. }) => hint,
+            _ => &req.task,
+        },
+        caps,
+        done: &req.succeeded_actions,
+    };
+    match (mode, &req.gap) {
+        (Mode::Guided, Gap::Tool { tool, result, .. }) => grammar::guided_tool(&inputs, tool, *result)
+            .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?))),
+        (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
+            grammar::guided_final(&inputs, evidence_ids).map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
+        }
+        // The final answer is offered once the gate could accept one: nothing required is missing.
+        (Mode::Free, gap) => {
+            let final_ids = match gap {
+                Gap::Final { evidence_ids, .. } => Some(evidence_ids.as_slice()),
+                Gap::Tool { .. } => None,
+            };
+            grammar::free(&inputs, runtime::decision::decision_schema(), final_ids).map(|g| (g, String::new()))
+        }
     }
 }
 
@@ -202,7 +216,10 @@ pub fn control_check(control: &RunControl) -> Option<StopCause> {
 
 impl Policy for LlamaPolicy {
     fn name(&self) -> String {
-        format!("llama:{}", self.config.mode)
+        match self.config.chooser {
+            Chooser::Model => format!("llama:{}", self.config.mode),
+            Chooser::GrammarUniform => format!("grammar-only:{}", self.config.mode),
+        }
     }
 
     fn decide(
@@ -218,6 +235,9 @@ impl Policy for LlamaPolicy {
         let grammar_started = Instant::now();
         let (grammar, prefix) = self.plan(req)?;
         let gbnf = self.config.constrained.then(|| grammar.render());
+        if let (Ok(path), Some(g)) = (std::env::var("FORGE_DUMP_GBNF"), gbnf.as_ref()) {
+            let _ = std::fs::write(format!("{path}.{}.{}", req.step, req.attempt), g);
+        }
         // Backends that take a JSON Schema instead of GBNF get the same decision shape, ungrounded.
         let schema = grammar::json_schema(
             &req.tools,
@@ -256,6 +276,7 @@ impl Policy for LlamaPolicy {
                 .seed
                 .wrapping_add(req.step.wrapping_mul(7919))
                 .wrapping_add(req.attempt),
+            chooser: self.config.chooser,
             ..Sampling::default()
         };
         let request = BackendRequest {

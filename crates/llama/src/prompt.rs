@@ -117,7 +117,7 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
     if let Some(repair) = &req.repair {
         s.push_str(&format!("Your previous reply was rejected ({}): {}\n", repair.error_code, repair.error));
     }
-    if !req.missing.is_empty() {
+    if !req.missing.is_empty() && mode == Mode::Guided {
         s.push_str(&format!("Still needed before the final answer: {}.\n", req.missing.join("; ")));
     }
     let numbers = listed_numbers(req);
@@ -142,14 +142,28 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
                 answer_template
             ));
         }
-        (Mode::Free, _) => {
+        // Free mode: the model picks the tool. The harness shows the evidence the final-answer gate still
+        // needs as a numbered checklist (first item first), the numbers it may use, and — once nothing is
+        // missing — the template; an exact repeat of an earlier action is refused by the grammar.
+        (Mode::Free, gap) => {
             if req.missing.is_empty() {
+                s.push_str(&numbers);
+                let ids = match gap {
+                    Gap::Final { evidence_ids, .. } => evidence_ids.join(", "),
+                    Gap::Tool { .. } => String::new(),
+                };
                 s.push_str(&format!(
-                    "Every needed observation exists: answer now, citing the latest of each, with this template: {}\n",
+                    "Every needed observation exists. Next: the final answer citing {ids}, filling this template with \
+                     numbers and labels from the observations and the verdict words that agree with them: {}\n",
                     req.answer_template
                 ));
+            } else {
+                s.push_str("Evidence the final answer still needs, in order:\n");
+                for (i, item) in req.missing.iter().enumerate() {
+                    s.push_str(&format!("{}. {item}\n", i + 1));
+                }
+                s.push_str("Next: one tool call that produces item 1 (an action already run is refused).\n");
             }
-            s.push_str("Next: choose the single best next step.\n");
         }
     }
     s

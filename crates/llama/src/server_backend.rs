@@ -135,6 +135,11 @@ impl Backend for LlamaServerBackend {
         if let Some(cause) = check(0) {
             return Err(BackendError::stopped(cause, 0));
         }
+        if req.sampling.chooser != crate::engine::Chooser::Model {
+            return Err(BackendError::Config(
+                "grammar-only generation runs in process (a llama-server server always samples from its model)".into(),
+            ));
+        }
         let prompt = self.chat_prompt(req.system, req.user, check)?;
         let grammar = match req.grammar {
             Some(g) => Some(self.resumed_grammar(g, req.prefill)?),

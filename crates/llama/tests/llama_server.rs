@@ -462,7 +462,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         verdict_refused: Vec::new(),
         answer_offers: Vec::new(),
     };
-    let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "<lowest> is lowest.", focus: "", caps: Caps::default() };
+    let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "<lowest> is lowest.", focus: "", caps: Caps::default(), done: &[] };
     let continuations = [
         ("knowledge_search", "batch release rule\"}}"),
         ("calculator", "(79 + 72) / 2\"}}"),

@@ -159,6 +159,7 @@ fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> gramm
         answer_template: TEMPLATE,
         focus: "",
         caps: Caps::default(),
+        done: &[],
     }
 }
 
@@ -526,23 +527,31 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
         &["North"],
         &["obs-knowledge_search-1", "obs-calculator-2"],
     );
-    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema()).unwrap();
+    let ids = g.evidence_ids.clone();
+    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), Some(&ids)).unwrap();
     for text in [
         r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
         r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78"}}"#,
-        r#"{"type":"final","evidence_ids":["obs-calculator-2","obs-knowledge_search-1"],"answer":"Average is 72; the lowest is North. The rule is met."}"#,
+        r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#,
     ] {
         assert!(free.accepts(text), "{text}");
         runtime_accepts(text);
     }
     assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
+    // Before the gate could accept an answer, no final is offered at all.
+    let before = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), None).unwrap();
+    assert!(!before.accepts(r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
+    // With nothing observed, only a search can run: no calculation over the task's own numbers, no chart.
     let none = grounding(&[], &[], &[]);
     let first =
-        grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema()).unwrap();
+        grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema(), None).unwrap();
     assert!(
         !first.accepts(r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":"x"}"#),
         "nothing to cite yet"
     );
+    assert!(!first.accepts_prefix(r#"{"type":"action","tool":"calculator""#));
+    assert!(!first.accepts_prefix(r#"{"type":"action","tool":"plot""#));
+    assert!(first.accepts_prefix(r#"{"type":"action","tool":"knowledge_search""#));
     assert!(matches!(
         grammar::guided_tool(&inputs(&cards, &g), "shell", None),
         Err(grammar::GrammarError::UnknownTool(_))
@@ -572,7 +581,7 @@ fn repeat_prefixes_are_what_the_grammar_would_write() {
         ]
     );
     let g = grounding(&["72", "78"], &[], &["obs-a-1"]);
-    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema()).unwrap();
+    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), None).unwrap();
     for p in &prefixes {
         assert!(free.accepts_prefix(p), "{p}");
     }
@@ -685,9 +694,10 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     );
     assert!(!free.contains("Next: call"), "{free}");
     assert!(
-        free.contains("Still needed before the final answer: calculator: average them."),
+        free.contains("Evidence the final answer still needs, in order:\n1. calculator: average them\n"),
         "{free}"
     );
+    assert!(free.contains("Next: one tool call that produces item 1"), "{free}");
     let _: Value = json!(null);
 }
 
@@ -698,11 +708,12 @@ fn a_search_query_is_written_in_the_tasks_own_words() {
     let query = |q: &str| format!(r#"{{"type":"action","tool":"knowledge_search","arguments":{{"query":"{q}"}}}}"#);
     let i = grammar::Inputs { focus: "find the arrears rate of each branch and the portfolio quality limits", ..inputs(&cards, &g) };
     let search = grammar::guided_tool(&i, "knowledge_search", None).unwrap();
-    for ok in ["arrears rate", "portfolio quality limits arrears rate each branch", "branch"] {
+    for ok in ["arrears rate", "arrears rate each branch portfolio quality limits", "branch", "rate limits"] {
         assert!(search.accepts(&query(ok)), "{ok}");
         runtime_accepts(&query(ok));
     }
-    for bad in ["", "Seafront loans", "arrears  rate", "the", "arrears rate zzz"] {
+    // Each word at most once, in the hint's order: a query cannot pad itself by repeating a word.
+    for bad in ["", "Seafront loans", "arrears  rate", "the", "arrears rate zzz", "rate rate", "branch branch branch", "limits arrears"] {
         assert!(!search.accepts(&query(bad)), "{bad:?}");
     }
     // Chinese: the hint's clauses are its words.

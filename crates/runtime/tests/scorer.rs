@@ -214,13 +214,28 @@ fn v2_checks_numbers_words_verdict_and_none_with_reasons() {
         let observations: Vec<Option<&str>> = checks.evidence.iter().map(|e| e.observation.as_deref()).collect();
         assert_eq!(observations, [Some("obs-knowledge_search-1"), Some("obs-calculator-2"), Some("obs-calculator-3"), Some("obs-plot-4")]);
     }
-    // Out of causal order: the rule check before the average leaves the average unmatched after it.
+    // Out of causal order: a rule check that spells the average before the average was computed guessed it.
     let mut swapped = clinic_ledger();
     swapped.swap(1, 2);
     let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &swapped, &VerdictPhrases::default());
-    assert_eq!(checks.failures, ["evidence 3 (calculator) has no matching observation after obs-calculator-2"]);
+    assert_eq!(checks.failures, ["evidence 3 (calculator) uses 27.75 before obs-calculator-2 computed it"]);
     assert_eq!(metrics::accurate_actions(&expected, &swapped), 3, "the boolean check ran before the average it depends on");
     assert_eq!(metrics::accurate_actions(&expected, &clinic_ledger()), 4);
+    // Written by column reference the check depends on no calculation: the two calculations are one causal
+    // step and may come in either order (what a model choosing its own order in free mode does).
+    let mut by_reference = clinic_ledger();
+    by_reference[2] = record("obs-calculator-3", "calculator", json!({ "expression": "mean([Wait]) <= 30", "value": true }));
+    by_reference.swap(1, 2);
+    let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &by_reference, &VerdictPhrases::default());
+    assert_eq!(checks.failures, Vec::<String>::new());
+    assert_eq!(metrics::accurate_actions(&expected, &by_reference), 4);
+    // A chart before the calculation it draws is still out of order: the steps themselves keep their order.
+    let mut chart_first = clinic_ledger();
+    chart_first[2] = by_reference[1].clone();
+    let plot = chart_first.remove(3);
+    chart_first.insert(1, plot);
+    let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &chart_first, &VerdictPhrases::default());
+    assert_eq!(checks.failures, ["evidence 4 (plot) has no matching observation after obs-calculator-3"]);
     // No accepted final: every answer check is skipped and the reason comes first.
     let checks = metrics::success_checks(&expected, None, &ledger, &VerdictPhrases::default());
     assert_eq!(checks.failures, ["no accepted final answer"]);

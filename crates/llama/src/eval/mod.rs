@@ -4,7 +4,16 @@
 //! pass^k over seeds, the failure breakdown — into `summary.json`, `report.md` and a chart.
 //!
 //! It measures and reports; it asserts nothing about how good the model is. A run whose ground truth is
-//! unavailable is counted as such, never as a success or a failure.
+//! unavailable is counted as such, never as a success or a failure. Beside the model, the same tasks run under
+//! the grammar-only policy (the same grammars and runtime, tokens drawn uniformly among what the grammar
+//! allows), so every report says how much of a success the model earned. This file runs and records;
+//! `statistics` summarises, `report` writes.
+
+pub mod report;
+pub mod statistics;
+
+pub use report::{out_dir, report_markdown, write_reports};
+pub use statistics::{ConfigSummary, GRAMMAR_ONLY, Lift, newcombe_difference, pass_hat_k, summarize, wilson};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::backend::BackendConfig;
+use crate::engine::Chooser;
 use crate::harness::{self, RunSpec};
 use crate::policy::{LlamaConfig, Mode};
 
@@ -23,6 +33,9 @@ use crate::policy::{LlamaConfig, Mode};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub task: String,
+    /// `model`, or `grammar-only` (absent in records written before the baseline existed: the model).
+    #[serde(default = "model_policy")]
+    pub policy: String,
     pub mode: String,
     pub temperature: f32,
     pub seed: u32,
@@ -63,13 +76,54 @@ pub struct RunRecord {
     /// The claims it could not verify, as `part: reason`.
     #[serde(default)]
     pub unverified: Vec<String>,
+    /// Tokens of each decision, in order: what it was for (`knowledge_search`, …, `final`), read and written.
+    #[serde(default)]
+    pub decision_tokens: Vec<DecisionTokens>,
 }
 
+/// The token cost of one decision (a repair is a decision of its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionTokens {
+    pub gap: String,
+    pub input: u32,
+    pub output: u32,
+}
+
+fn model_policy() -> String {
+    Chooser::Model.as_str().to_owned()
+}
+
+/// One planned run: (task, policy, mode, temperature, seed).
+pub type RunKey = (String, String, String, String, u32);
+
 impl RunRecord {
-    pub fn key(&self) -> (String, String, String, u32) {
+    pub fn key(&self) -> RunKey {
         (
             self.task.clone(),
+            self.policy.clone(),
             self.mode.clone(),
+            format!("{}", self.temperature),
+            self.seed,
+        )
+    }
+}
+
+/// One run to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    pub task: String,
+    pub chooser: Chooser,
+    pub mode: Mode,
+    pub temperature: f32,
+    pub seed: u32,
+}
+
+impl PlannedRun {
+    pub fn key(&self) -> RunKey {
+        (
+            self.task.clone(),
+            self.chooser.as_str().to_owned(),
+            self.mode.to_string(),
             format!("{}", self.temperature),
             self.seed,
         )
@@ -80,6 +134,8 @@ impl RunRecord {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub tasks: Vec<String>,
+    /// Who chooses tokens: the model, and (by default beside it) the grammar-only baseline.
+    pub choosers: Vec<Chooser>,
     pub modes: Vec<Mode>,
     pub temperatures: Vec<f32>,
     pub seeds: u32,
@@ -101,15 +157,22 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Every (task, mode, temperature, seed), in the order they run: seeds outermost, so a partial
-    /// evaluation already covers every task once.
-    pub fn runs(&self) -> Vec<(String, Mode, f32, u32)> {
+    /// Every planned run, in the order they run: seeds outermost, so a partial evaluation already covers every
+    /// task once. The grammar-only policy runs once per (task, mode, seed): no temperature applies to a uniform
+    /// draw (it is recorded as 0).
+    pub fn runs(&self) -> Vec<PlannedRun> {
         let mut out = Vec::new();
         for seed in 0..self.seeds {
             for &mode in &self.modes {
-                for &temperature in &self.temperatures {
-                    for task in &self.tasks {
-                        out.push((task.clone(), mode, temperature, seed));
+                for &chooser in &self.choosers {
+                    let temperatures: &[f32] = match chooser {
+                        Chooser::Model => &self.temperatures,
+                        Chooser::GrammarUniform => &[0.0],
+                    };
+                    for &temperature in temperatures {
+                        for task in &self.tasks {
+                            out.push(PlannedRun { task: task.clone(), chooser, mode, temperature, seed });
+                        }
                     }
                 }
             }
@@ -224,21 +287,15 @@ pub fn execute(
 ) -> Result<Vec<RunRecord>, EvalError> {
     let mut records = load_records(jsonl)?;
     records.retain(|r| r.model == plan.model_name);
-    let done: Vec<_> = records.iter().map(RunRecord::key).collect();
-    let todo: Vec<_> = plan
-        .runs()
-        .into_iter()
-        .filter(|(task, mode, temp, seed)| {
-            !done.contains(&(task.clone(), mode.to_string(), format!("{temp}"), *seed))
-        })
-        .collect();
+    let done: Vec<RunKey> = records.iter().map(RunRecord::key).collect();
+    let todo: Vec<PlannedRun> = plan.runs().into_iter().filter(|run| !done.contains(&run.key())).collect();
     let total = todo.len();
     if plan.parallel > 1 && matches!(plan.backend, BackendConfig::InProcess) {
         return Err(EvalError::ParallelInProcess(plan.parallel));
     }
     if plan.parallel <= 1 {
-        for (i, (task, mode, temperature, seed)) in todo.into_iter().enumerate() {
-            let record = run_one(plan, &task, mode, temperature, seed, artifact_root);
+        for (i, run) in todo.into_iter().enumerate() {
+            let record = run_one(plan, &run, artifact_root);
             append_record(jsonl, &record)?;
             progress(i + 1, total, &record);
             records.push(record);
@@ -251,7 +308,7 @@ pub fn execute(
     for_each_in_parallel(
         todo,
         plan.parallel,
-        &|(task, mode, temperature, seed)| run_one(plan, &task, mode, temperature, seed, artifact_root),
+        &|run: PlannedRun| run_one(plan, &run, artifact_root),
         &mut |record| {
             append_record(jsonl, &record)?;
             done += 1;
@@ -298,15 +355,10 @@ fn for_each_in_parallel<J: Send, R: Send>(
     })
 }
 
-fn run_one(
-    plan: &Plan,
-    task: &str,
-    mode: Mode,
-    temperature: f32,
-    seed: u32,
-    artifact_root: &Path,
-) -> RunRecord {
-    let run_id = format!("eval-{task}-{mode}-t{temperature}-s{seed}");
+fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
+    let PlannedRun { task, chooser, mode, temperature, seed } = run.clone();
+    let task = task.as_str();
+    let run_id = format!("eval-{task}-{}-{mode}-t{temperature}-s{seed}", chooser.as_str());
     let spec = RunSpec {
         run_id: run_id.clone(),
         task_dir: plan.tasks_dir.join(task),
@@ -321,6 +373,7 @@ fn run_one(
     config.temperature = temperature;
     config.seed = 1000 + seed;
     config.backend = plan.backend.clone();
+    config.chooser = chooser;
     if let Some(threads) = plan.threads {
         config.engine.threads = threads;
     }
@@ -341,6 +394,7 @@ fn run_one(
     };
     let mut record = RunRecord {
         task: task.to_owned(),
+        policy: chooser.as_str().to_owned(),
         mode: mode.to_string(),
         temperature,
         seed,
@@ -366,6 +420,7 @@ fn run_one(
         outcome: None,
         verification: None,
         unverified: Vec::new(),
+        decision_tokens: Vec::new(),
     };
     match harness::run_with_model(
         &spec,
@@ -406,6 +461,11 @@ fn run_one(
                 .iter()
                 .map(|d| (d.latency_ms * 10.0).round() / 10.0)
                 .collect();
+            record.decision_tokens = run
+                .decisions
+                .iter()
+                .map(|d| DecisionTokens { gap: d.gap.clone(), input: d.input_tokens, output: d.output_tokens })
+                .collect();
             record.grammar_ms = run
                 .decisions
                 .iter()
@@ -435,380 +495,9 @@ fn ground_truth_text(value: &Value) -> String {
     }
 }
 
-/// Wilson score interval for `successes` out of `n` at 95 % (z = 1.96); `(0, 1)` when n = 0.
-pub fn wilson(successes: u32, n: u32) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let z = 1.959_963_984_540_054_f64;
-    let n_f = f64::from(n);
-    let p = f64::from(successes) / n_f;
-    let denominator = 1.0 + z * z / n_f;
-    let centre = p + z * z / (2.0 * n_f);
-    let margin = z * ((p * (1.0 - p) + z * z / (4.0 * n_f)) / n_f).sqrt();
-    (
-        ((centre - margin) / denominator).max(0.0),
-        ((centre + margin) / denominator).min(1.0),
-    )
-}
-
-fn choose(n: u32, k: u32) -> f64 {
-    if k > n {
-        return 0.0;
-    }
-    (0..k).fold(1.0, |acc, i| acc * f64::from(n - i) / f64::from(i + 1))
-}
-
-/// τ-bench's pass^k for one task with `c` successes in `n` trials: the chance that k trials drawn without
-/// replacement all succeed, C(c, k) / C(n, k).
-pub fn pass_hat_k(c: u32, n: u32, k: u32) -> f64 {
-    if n == 0 || k == 0 || k > n {
-        return f64::NAN;
-    }
-    choose(c, k) / choose(n, k)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
-    Some(sorted[rank.min(sorted.len() - 1)])
-}
-
-/// The figures for one model × mode × temperature.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ConfigSummary {
-    pub model: String,
-    pub mode: String,
-    pub temperature: f32,
-    pub runs: u32,
-    /// Runs whose ground truth was available (the denominator of the success rate).
-    pub scored: u32,
-    pub successes: u32,
-    pub success_rate: Option<f64>,
-    pub wilson_95: (f64, f64),
-    /// pass^k for k = 1..=seeds, averaged over tasks with that many scored trials.
-    pub pass_hat_k: Vec<(u32, f64)>,
-    /// Completed runs whose accepted final answer was still scored wrong (the scorer's `wrong_accepted`:
-    /// a verified answer that fails the checks, or a verified answer on a task that cannot be verified).
-    pub accepted_but_wrong: u32,
-    /// Runs that ended with an answer whose claims were not all verified (each named), on a task that
-    /// could be answered: neither a success nor a wrong answer.
-    #[serde(default)]
-    pub abstained: u32,
-    pub ground_truth_unavailable: u32,
-    pub stop_reasons: BTreeMap<String, u32>,
-    pub rejected_finals: BTreeMap<String, u32>,
-    pub invalid_decisions: BTreeMap<String, u32>,
-    pub failed_checks: BTreeMap<String, u32>,
-    pub per_task: BTreeMap<String, (u32, u32)>,
-    pub mean_input_tokens: f64,
-    pub mean_output_tokens: f64,
-    pub decision_latency_p50_ms: Option<f64>,
-    pub decision_latency_p95_ms: Option<f64>,
-    pub wall_per_run_p50_s: Option<f64>,
-    pub wall_per_run_mean_s: f64,
-    pub wall_total_s: f64,
-    /// Per-step grammar build time (build + render), median and 95th percentile.
-    pub grammar_p50_ms: Option<f64>,
-    pub grammar_p95_ms: Option<f64>,
-}
-
-/// Groups records by (model, mode, temperature) and computes every figure.
-pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
-    let mut groups: BTreeMap<(String, String, String), Vec<&RunRecord>> = BTreeMap::new();
-    for r in records {
-        groups
-            .entry((
-                r.model.clone(),
-                r.mode.clone(),
-                format!("{}", r.temperature),
-            ))
-            .or_default()
-            .push(r);
-    }
-    groups
-        .into_values()
-        .map(|rs| {
-            let first = rs[0];
-            let scored: Vec<&&RunRecord> = rs.iter().filter(|r| r.task_success.is_some()).collect();
-            let successes = scored
-                .iter()
-                .filter(|r| r.task_success == Some(true))
-                .count() as u32;
-            let mut per_task: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-            for r in &scored {
-                let entry = per_task.entry(r.task.clone()).or_default();
-                entry.1 += 1;
-                entry.0 += u32::from(r.task_success == Some(true));
-            }
-            let max_k = per_task.values().map(|(_, n)| *n).max().unwrap_or(0);
-            let pass_hat_k = (1..=max_k)
-                .map(|k| {
-                    let values: Vec<f64> = per_task
-                        .values()
-                        .filter(|(_, n)| *n >= k)
-                        .map(|(c, n)| pass_hat_k(*c, *n, k))
-                        .collect();
-                    (k, values.iter().sum::<f64>() / values.len().max(1) as f64)
-                })
-                .collect();
-            let count = |f: &dyn Fn(&RunRecord) -> Vec<String>| {
-                let mut m: BTreeMap<String, u32> = BTreeMap::new();
-                for r in &rs {
-                    for key in f(r) {
-                        *m.entry(key).or_default() += 1;
-                    }
-                }
-                m
-            };
-            let sum_maps = |f: &dyn Fn(&RunRecord) -> &BTreeMap<String, u32>| {
-                let mut m: BTreeMap<String, u32> = BTreeMap::new();
-                for r in &rs {
-                    for (k, v) in f(r) {
-                        *m.entry(k.clone()).or_default() += v;
-                    }
-                }
-                m
-            };
-            let mut latencies: Vec<f64> = rs
-                .iter()
-                .flat_map(|r| r.decision_latency_ms.iter().copied())
-                .collect();
-            latencies.sort_by(f64::total_cmp);
-            let mut grammar: Vec<f64> = rs
-                .iter()
-                .flat_map(|r| r.grammar_ms.iter().copied())
-                .collect();
-            grammar.sort_by(f64::total_cmp);
-            let mut walls: Vec<f64> = rs.iter().map(|r| r.wall_ms / 1e3).collect();
-            walls.sort_by(f64::total_cmp);
-            let n = rs.len() as f64;
-            ConfigSummary {
-                model: first.model.clone(),
-                mode: first.mode.clone(),
-                temperature: first.temperature,
-                runs: rs.len() as u32,
-                scored: scored.len() as u32,
-                successes,
-                success_rate: (!scored.is_empty())
-                    .then(|| f64::from(successes) / scored.len() as f64),
-                wilson_95: wilson(successes, scored.len() as u32),
-                pass_hat_k,
-                accepted_but_wrong: rs
-                    .iter()
-                    .filter(|r| match r.outcome.as_deref() {
-                        Some(outcome) => outcome == "wrong_accepted",
-                        None => r.status == "completed" && r.task_success == Some(false),
-                    })
-                    .count() as u32,
-                abstained: rs.iter().filter(|r| r.outcome.as_deref() == Some("abstained")).count() as u32,
-                ground_truth_unavailable: rs
-                    .iter()
-                    .filter(|r| r.ground_truth.starts_with("unavailable"))
-                    .count() as u32,
-                stop_reasons: count(&|r| vec![r.stop_reason.clone()]),
-                rejected_finals: sum_maps(&|r| &r.rejected_finals),
-                invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
-                // Only runs scored wrong: a successful run's checks hold false leaves too (the other
-                // alternatives of an any_of group).
-                failed_checks: count(&|r| if r.task_success == Some(false) { failed_checks(&r.checks) } else { Vec::new() }),
-                per_task,
-                mean_input_tokens: rs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
-                mean_output_tokens: rs.iter().map(|r| r.output_tokens as f64).sum::<f64>() / n,
-                decision_latency_p50_ms: percentile(&latencies, 0.5),
-                decision_latency_p95_ms: percentile(&latencies, 0.95),
-                wall_per_run_p50_s: percentile(&walls, 0.5),
-                wall_per_run_mean_s: walls.iter().sum::<f64>() / n,
-                wall_total_s: walls.iter().sum::<f64>(),
-                grammar_p50_ms: percentile(&grammar, 0.5),
-                grammar_p95_ms: percentile(&grammar, 0.95),
-            }
-        })
-        .collect()
-}
-
-/// Names of the Task Success checks that failed, from the metrics' breakdown (any object whose boolean
-/// leaves are false; `evidence[2]` style for arrays). `expected` is what the ground truth says (a verdict
-/// of false is not a failed check).
-fn failed_checks(checks: &Value) -> Vec<String> {
-    fn walk(prefix: &str, v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Bool(false) => out.push(prefix.to_owned()),
-            Value::Object(m) => {
-                for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "expected") {
-                    let p = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&p, v, out);
-                }
-            }
-            Value::Array(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    walk(&format!("{prefix}[{i}]"), v, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk("", checks, &mut out);
-    out
-}
-
-fn percent(x: Option<f64>) -> String {
-    x.map_or("n/a".into(), |x| format!("{:.0} %", x * 100.0))
-}
-
-/// `report.md`: the side-by-side table, the per-task table and the failure breakdown.
-pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
-    let mut s = String::from("# Evaluation report\n\n");
-    if !note.is_empty() {
-        s.push_str(note);
-        s.push_str("\n\n");
-    }
-    s.push_str("| model | mode | temperature | Task Success | 95 % Wilson | pass^k | accepted but wrong | abstained | GT unavailable | decision p50 / p95 | wall per run (p50) | tokens in / out (mean) |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for c in summaries {
-        let pass = c
-            .pass_hat_k
-            .iter()
-            .map(|(k, v)| format!("k={k}: {:.2}", v))
-            .collect::<Vec<_>>()
-            .join(", ");
-        s.push_str(&format!(
-            "| {} | {} | {} | {}/{} ({}) | {:.0}–{:.0} % | {} | {} | {} | {} | {} / {} ms | {} s | {:.0} / {:.0} |\n",
-            c.model,
-            c.mode,
-            c.temperature,
-            c.successes,
-            c.scored,
-            percent(c.success_rate),
-            c.wilson_95.0 * 100.0,
-            c.wilson_95.1 * 100.0,
-            if pass.is_empty() { "n/a".into() } else { pass },
-            c.accepted_but_wrong,
-            c.abstained,
-            c.ground_truth_unavailable,
-            c.decision_latency_p50_ms.map_or("n/a".into(), |v| format!("{v:.0}")),
-            c.decision_latency_p95_ms.map_or("n/a".into(), |v| format!("{v:.0}")),
-            c.wall_per_run_p50_s.map_or("n/a".into(), |v| format!("{v:.1}")),
-            c.mean_input_tokens,
-            c.mean_output_tokens,
-        ));
-    }
-    let tasks: Vec<&String> = {
-        let mut t: Vec<&String> = summaries.iter().flat_map(|c| c.per_task.keys()).collect();
-        t.sort();
-        t.dedup();
-        t
-    };
-    s.push_str("\n## Per task (successes / scored runs)\n\n| task |");
-    for c in summaries {
-        s.push_str(&format!(" {} {} t={} |", c.model, c.mode, c.temperature));
-    }
-    s.push_str("\n|---|");
-    s.push_str(&"---|".repeat(summaries.len()));
-    s.push('\n');
-    for task in tasks {
-        s.push_str(&format!("| {task} |"));
-        for c in summaries {
-            match c.per_task.get(task) {
-                Some((ok, n)) => s.push_str(&format!(" {ok}/{n} |")),
-                None => s.push_str(" – |"),
-            }
-        }
-        s.push('\n');
-    }
-    s.push_str("\n## Failure breakdown\n\n");
-    for c in summaries {
-        let list = |m: &BTreeMap<String, u32>| {
-            if m.is_empty() {
-                "none".to_owned()
-            } else {
-                m.iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        };
-        s.push_str(&format!(
-            "- **{} {} t={}** — stop reasons: {}; rejected finals: {}; invalid decisions: {}; failed checks: {}\n",
-            c.model,
-            c.mode,
-            c.temperature,
-            list(&c.stop_reasons),
-            list(&c.rejected_finals),
-            list(&c.invalid_decisions),
-            list(&c.failed_checks),
-        ));
-    }
-    s
-}
-
-/// Writes `summary.json`, `report.md` and `success.png` (success per task, one bar series per
-/// mode × temperature) into `out_dir`.
-pub fn write_reports(
-    out_dir: &Path,
-    summaries: &[ConfigSummary],
-    note: &str,
-) -> Result<(), EvalError> {
-    let write = |name: &str, bytes: &[u8]| {
-        let path = out_dir.join(name);
-        fs::write(&path, bytes).map_err(|source| EvalError::Write {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    let json = serde_json::json!({ "note": note, "configs": summaries });
-    write(
-        "summary.json",
-        (serde_json::to_string_pretty(&json).expect("summaries serialise") + "\n").as_bytes(),
-    )?;
-    write("report.md", report_markdown(summaries, note).as_bytes())?;
-    let mut tasks: Vec<String> = summaries
-        .iter()
-        .flat_map(|c| c.per_task.keys().cloned())
-        .collect();
-    tasks.sort();
-    tasks.dedup();
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    let series: Vec<(String, Vec<f64>)> = summaries
-        .iter()
-        .map(|c| {
-            let name = format!("{} t={}", c.mode, c.temperature);
-            let values = tasks
-                .iter()
-                .map(|t| {
-                    c.per_task.get(t).map_or(0.0, |(ok, n)| {
-                        100.0 * f64::from(*ok) / f64::from((*n).max(1))
-                    })
-                })
-                .collect();
-            (name, values)
-        })
-        .collect();
-    let title = format!(
-        "Task Success per task — {}",
-        summaries.first().map_or("", |c| c.model.as_str())
-    );
-    let png = runtime::tools::plot::render_grouped_png(&title, &tasks, &series, "Task Success (%)")
-        .map_err(|e| EvalError::Chart(e.to_string()))?;
-    write("success.png", &png)
-}
-
-/// The folder a model's evaluation writes to: `<root>/<model name>`.
-pub fn out_dir(root: &Path, model_name: &str) -> PathBuf {
-    root.join(model_name)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::statistics::failed_checks;
     use super::*;
 
     #[test]
@@ -875,6 +564,7 @@ mod tests {
     fn record(task: &str, success: Option<bool>, status: &str) -> RunRecord {
         RunRecord {
             task: task.into(),
+            policy: "model".into(),
             mode: "guided".into(),
             temperature: 0.7,
             seed: 0,
@@ -908,6 +598,7 @@ mod tests {
             outcome: None,
             verification: None,
             unverified: Vec::new(),
+            decision_tokens: Vec::new(),
         }
     }
 
@@ -931,7 +622,72 @@ mod tests {
         assert_eq!(failed_checks(&verdict_false.checks), ["verdict.ok"]);
         assert_eq!(s.per_task["a"], (1, 2));
         let md = report_markdown(&summarize(&records), "");
-        assert!(md.contains("| m | guided | 0.7 | 1/3 (33 %)"), "{md}");
+        assert!(md.contains("| m | model | guided | 0.7 | 1/3 (33 %)"), "{md}");
+        assert!(md.contains("n/a (no grammar-only runs)"), "{md}");
+    }
+
+    #[test]
+    fn newcombe_interval_matches_the_published_example() {
+        // Newcombe (1998), table II, example (a): 56/70 vs 48/80, method 10: 0.0524 to 0.3339.
+        let (d, lo, hi) = newcombe_difference(56, 70, 48, 80).unwrap();
+        assert!((d - 0.2).abs() < 1e-9, "{d}");
+        assert!((lo - 0.0524).abs() < 5e-4 && (hi - 0.3339).abs() < 5e-4, "{lo} {hi}");
+        assert_eq!(newcombe_difference(1, 0, 1, 2), None);
+    }
+
+    #[test]
+    fn the_models_lift_is_measured_against_the_grammar_only_runs_of_its_mode() {
+        let mut records = Vec::new();
+        for (i, ok) in [true, true, true, false].into_iter().enumerate() {
+            records.push(record(&format!("t{i}"), Some(ok), "completed"));
+        }
+        for (i, ok) in [true, false, false, false].into_iter().enumerate() {
+            let mut r = record(&format!("t{i}"), Some(ok), "completed");
+            r.policy = GRAMMAR_ONLY.into();
+            r.temperature = 0.0;
+            records.push(r);
+        }
+        let summaries = summarize(&records);
+        assert_eq!(summaries.len(), 2);
+        let (model, baseline) = (&summaries[0], &summaries[1]);
+        assert_eq!((model.policy.as_str(), baseline.policy.as_str()), ("model", GRAMMAR_ONLY));
+        let lift = model.lift_over_grammar_only.as_ref().expect("a baseline of the same mode");
+        assert!((lift.difference - 0.5).abs() < 1e-9);
+        assert_eq!((lift.baseline_successes, lift.baseline_scored), (1, 4));
+        assert!(lift.newcombe_95.0 < 0.5 && lift.newcombe_95.1 > 0.5);
+        assert_eq!(baseline.lift_over_grammar_only, None);
+        let md = report_markdown(&summaries, "");
+        assert!(md.contains("| m | grammar-only | guided | uniform | 1/4"), "{md}");
+        assert!(md.contains("+50 pp"), "{md}");
+    }
+
+    #[test]
+    fn the_grammar_only_policy_runs_once_per_task_mode_and_seed() {
+        let plan = Plan {
+            tasks: vec!["a".into(), "b".into()],
+            choosers: vec![Chooser::Model, Chooser::GrammarUniform],
+            modes: vec![Mode::Guided, Mode::Free],
+            temperatures: vec![0.0, 0.7],
+            seeds: 2,
+            model_path: PathBuf::from("m.gguf"),
+            model_name: "m".into(),
+            tasks_dir: PathBuf::new(),
+            knowledge_dir: PathBuf::new(),
+            backend: BackendConfig::InProcess,
+            parallel: 1,
+            threads: None,
+            wall_clock_s: None,
+        };
+        let runs = plan.runs();
+        let grammar_only = runs.iter().filter(|r| r.chooser == Chooser::GrammarUniform).count();
+        assert_eq!(runs.len(), 2 * 2 * (2 * 2 + 2));
+        assert_eq!(grammar_only, 2 * 2 * 2);
+        assert!(runs.iter().filter(|r| r.chooser == Chooser::GrammarUniform).all(|r| r.temperature == 0.0));
+        // Old records (no policy field) read as the model's.
+        let mut old = serde_json::to_value(record("a", Some(true), "completed")).unwrap();
+        old.as_object_mut().unwrap().remove("policy");
+        let back: RunRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(back.policy, "model");
     }
 
     #[test]
