@@ -20,7 +20,7 @@ use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
 
 /// Evaluate the task suite: tasks × policies × modes × temperatures × seeds, every run scored by its metrics.
 #[derive(Debug, Parser)]
-#[command(name = "eval", about, long_about = None)]
+#[command(name = "eval")]
 struct Cli {
     /// Task folder names, comma-separated, or `all`.
     #[arg(long, default_value = "all")]
@@ -55,6 +55,10 @@ struct Cli {
     /// Exit non-zero when a run could not be scored.
     #[arg(long)]
     require_scoring: bool,
+    /// Stop reasons that make the evaluation exit non-zero, comma-separated (e.g. `runtime_error`): for smoke
+    /// runs that must prove a path works, not measure how well.
+    #[arg(long, default_value = "")]
+    fail_on: String,
     /// Rewrite the reports from the records already in the output folder; run nothing.
     #[arg(long)]
     report_only: bool,
@@ -87,6 +91,7 @@ fn root() -> PathBuf {
 
 struct Parsed {
     plan: Plan,
+    fail_on: Vec<String>,
     out: PathBuf,
     fresh: bool,
     report_only: bool,
@@ -191,6 +196,7 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
     };
     Ok(Parsed {
         plan,
+        fail_on: split(&cli.fail_on).map(str::to_owned).collect(),
         out,
         fresh: cli.fresh,
         report_only: cli.report_only,
@@ -203,6 +209,7 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
 fn main() -> ExitCode {
     let Parsed {
         mut plan,
+        fail_on,
         out,
         fresh,
         report_only,
@@ -329,6 +336,15 @@ fn main() -> ExitCode {
             )
         })
         .collect();
+    let failed: Vec<String> = selected
+        .iter()
+        .filter(|r| fail_on.contains(&r.stop_reason))
+        .map(|r| format!("{} {} {} ({}: {})", r.task, r.policy, r.mode, r.stop_reason, r.error.as_deref().unwrap_or("")))
+        .collect();
+    if !failed.is_empty() {
+        eprintln!("eval: {} run(s) ended with a stop reason in --fail-on: {}", failed.len(), failed.join("; "));
+        return ExitCode::from(1);
+    }
     if require_scoring && !unscored.is_empty() {
         eprintln!(
             "eval: scoring failed for {} run(s): {}",

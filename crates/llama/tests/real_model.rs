@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use forge_llama::engine::{self, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause};
+use forge_llama::engine::{self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause};
 use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
 use runtime::policy::{Policy, PolicyError, RunControl};
 use runtime::{RunStatus, StopReason};
@@ -101,27 +101,93 @@ fn guided_run_completes_agent_eval_mini() {
 }
 
 #[test]
-fn free_run_ends_with_a_valid_status_pair() {
+fn free_runs_never_fail_on_their_grammar() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("free_run_ends_with_a_valid_status_pair") else { return };
+    let Some(path) = common::model_or_skip("free_runs_never_fail_on_their_grammar") else { return };
+    let root = common::workspace_root();
+    // AgentEval Mini, and a task whose free runs once ended at their first token ("the grammar allows no
+    // token here") or in a banned repeat's dead end.
+    for task in ["agent_eval_mini", "clinic_wait_times"] {
+        let artifacts = tempfile::tempdir().unwrap();
+        let mut spec = harness::spec_for(&root, task, "free-test", artifacts.path());
+        spec.budgets.max_steps = 8;
+        let run = harness::run_with_model(
+            &spec,
+            LlamaConfig::new(&path, Mode::Free),
+            &harness::control_for(&spec.budgets),
+            &mut |_| {},
+        )
+        .unwrap();
+        let r = &run.result;
+        let success = r.metrics.as_ref().and_then(|m| m.task_success);
+        eprintln!("free run {task}: {:?}/{:?} in {:.1}s, task_success={success:?}, answer={:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
+        assert_eq!(r.stop_reason.status(), r.status, "status and stop_reason must pair");
+        assert!(!matches!(r.stop_reason, StopReason::RuntimeError | StopReason::ModelUnavailable), "{task}: {:?}", r.error);
+        assert!(r.error.as_ref().is_none_or(|e| e.code != "policy_failed"), "{task}: {:?}", r.error);
+        // The grammar makes every output a decision: nothing was invalid.
+        assert_eq!(r.metrics.as_ref().map(|m| m.invalid_decisions), Some(0), "{task}");
+    }
+}
+
+/// A grammar with two ways on, the likelier one banned at its end: the model walks into it, finds every
+/// token masked at the closing quote, and must step back to the other way.
+const TWO_WAYS: &str = "root ::= \"{\\\"k\\\":\\\"\" (\"abc\" | \"xyz\") \"\\\"}\"\n";
+
+#[test]
+fn generation_steps_back_from_a_dead_end_its_banned_repeats_make() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("generation_steps_back_from_a_dead_end_its_banned_repeats_make") else { return };
+    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let mut s = session.lock().unwrap();
+    let prompt = s.chat_prompt("You reply with JSON only.", r#"Reply with exactly {"k":"abc"}"#).unwrap();
+    let banned = vec![r#"{"k":"abc""#.to_string()];
+    let request = |chooser, seed| GenerateRequest {
+        prompt: &prompt,
+        prefill: "",
+        grammar: Some(TWO_WAYS),
+        grammar_mode: GrammarMode::CheckFirst,
+        sampling: Sampling { chooser, seed, ..Sampling::default() },
+        max_new_tokens: 32,
+        stop_at_json_end: true,
+        banned_prefixes: &banned,
+    };
+    // Unbanned, the model writes what it was asked for: the banned way is the likelier one.
+    let free = s.generate(&GenerateRequest { banned_prefixes: &[], ..request(Chooser::Model, 1) }, &mut |_| None).unwrap();
+    assert_eq!(free.text, r#"{"k":"abc"}"#);
+    let backed_out = s.generate(&request(Chooser::Model, 1), &mut |_| None).unwrap();
+    assert_eq!(backed_out.text, r#"{"k":"xyz"}"#);
+    // The grammar-only chooser: no prompt read, any allowed way, never the banned one.
+    for seed in 0..6 {
+        let uniform = s.generate_uniform(&request(Chooser::GrammarUniform, seed), &mut |_| None).unwrap();
+        assert_eq!(uniform.text, r#"{"k":"xyz"}"#, "seed {seed}");
+        assert_eq!(uniform.input_tokens, 0);
+    }
+    let both: std::collections::BTreeSet<String> = (0..12)
+        .map(|seed| {
+            let r = GenerateRequest { banned_prefixes: &[], ..request(Chooser::GrammarUniform, seed) };
+            s.generate_uniform(&r, &mut |_| None).unwrap().text
+        })
+        .collect();
+    assert_eq!(both.len(), 2, "a uniform draw takes both ways over a dozen seeds: {both:?}");
+}
+
+#[test]
+fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("the_grammar_only_policy_runs_a_task_without_reading_the_prompt") else { return };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let mut spec = harness::spec_for(&root, "agent_eval_mini", "free-test", artifacts.path());
-    spec.budgets.max_steps = 8;
-    let run = harness::run_with_model(
-        &spec,
-        LlamaConfig::new(&path, Mode::Free),
-        &harness::control_for(&spec.budgets),
-        &mut |_| {},
-    )
-    .unwrap();
+    let spec = harness::spec_for(&root, "agent_eval_mini", "grammar-only-test", artifacts.path());
+    let mut config = LlamaConfig::new(&path, Mode::Guided);
+    config.chooser = Chooser::GrammarUniform;
+    config.temperature = 0.7;
+    let run = harness::run_with_model(&spec, config, &harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
     let r = &run.result;
-    let success = r.metrics.as_ref().and_then(|m| m.task_success);
-    eprintln!("free run: {:?}/{:?} in {:.1}s, task_success={success:?}, answer={:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
-    assert_eq!(r.stop_reason.status(), r.status, "status and stop_reason must pair");
+    eprintln!("grammar-only run: {:?}/{:?}, answer={:?}", r.status, r.stop_reason, r.final_answer);
+    assert_eq!(r.stop_reason.status(), r.status);
     assert!(!matches!(r.stop_reason, StopReason::RuntimeError | StopReason::ModelUnavailable), "{:?}", r.error);
-    // The grammar makes every output a decision: nothing was invalid.
-    assert_eq!(r.metrics.as_ref().map(|m| m.invalid_decisions), Some(0));
+    assert!(!run.decisions.is_empty());
+    assert!(run.decisions.iter().all(|d| d.input_tokens == 0 && d.prefill_tokens == 0), "{:?}", run.decisions);
 }
 
 fn long_request<'a>(prompt: &'a str) -> GenerateRequest<'a> {
