@@ -598,8 +598,12 @@ fn value_node(
                     // Comparisons of the model's own making only where the runtime could not read the rule:
                     // where it did, the rule check is the one comparison worth running (a small model otherwise
                     // re-checks invented limits step after step).
+                    // And once: the runtime cannot verify them, so a second is only a way to wander.
+                    let compared = run_before
+                        .iter()
+                        .any(|e| ["<", ">", "==", "!="].iter().any(|op| e.contains(op)));
                     let mut choices = Vec::new();
-                    if inputs.grounding.rule_terms.is_empty() {
+                    if inputs.grounding.rule_terms.is_empty() && !compared {
                         choices.push(Node::seq([
                             Node::rule("calc-compare"),
                             Node::seq([Node::lit(" and "), Node::rule("calc-compare")]).opt(),

@@ -327,7 +327,7 @@ impl Grounding {
 }
 
 /// `mean([Wait]) <= 30` → `mean() <= 30`: column references name data, they spell no number.
-fn strip_references(expression: &str) -> String {
+pub(crate) fn strip_references(expression: &str) -> String {
     let mut out = String::new();
     let mut depth = 0usize;
     for c in expression.chars() {

@@ -16,6 +16,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::grounding::GroundedValues;
+
 use crate::answer::{mentions_value, phrase_present, result_masks, verdict_of, Verdict, VerdictPhrases};
 use crate::budget::Usage;
 use crate::numbers;
@@ -631,56 +633,51 @@ pub fn termination_correct(expected: &Expected, input: &MetricsInput) -> bool {
         || expected.protected_stop_reasons.contains(&input.stop_reason)
 }
 
-/// The causal steps of the expected evidence: runs of consecutive items of one tool (two calculations —
-/// the average and the rule check — are one step: neither needs the other's observation; a chart needs the
-/// calculation, a calculation the data). Each step is the range of item indices it covers.
-pub fn causal_steps(expected: &Expected) -> Vec<std::ops::Range<usize>> {
-    let mut steps: Vec<std::ops::Range<usize>> = Vec::new();
-    for (i, item) in expected.evidence.iter().enumerate() {
-        match steps.last_mut() {
-            Some(step) if expected.evidence[step.start].tool == item.tool => step.end = i + 1,
-            _ => steps.push(i..i + 1),
+/// A number the observation at `index` spells in its own arguments (a calculation's expression, a chart's
+/// bars and line) that no earlier observation established but a later one did — what it guessed ahead of the
+/// evidence (`(72 + 78) / 2` before the lookup, `27.75 <= 30` before `mean(…) = 27.75` came back, a chart's
+/// line before its average was computed), with the id of the observation that established it. Causal order
+/// is this data dependency: a check written by column reference (`mean([Wait]) <= 30`) uses no calculation
+/// and may come before or after the average.
+pub fn guessed_value(observations: &[ObservationRecord], index: usize) -> Option<(f64, String)> {
+    let result = observations[index].result.as_ref()?;
+    let mut spelled: Vec<crate::numbers::NumberMention> = result["expression"]
+        .as_str()
+        .map(|e| crate::numbers::scan(&crate::grounding::strip_references(e)))
+        .unwrap_or_default();
+    let spec = &result["spec"];
+    for value in spec["values"].as_array().into_iter().flatten().chain([&spec["average"]]) {
+        if let Some(x) = value.as_f64() {
+            spelled.extend(crate::numbers::scan(&crate::numbers::canonical(x)).into_iter().map(|mut m| {
+                m.value = x;
+                m
+            }));
         }
     }
-    steps
-}
-
-/// A number the calculation at `index` spells that no earlier observation computed but a later calculation
-/// did — the result it was guessed ahead of (`27.75 <= 30` written before `mean(…) = 27.75` came back), with
-/// that calculation's id. A check written by column reference (`mean([Wait]) <= 30`) depends on no
-/// calculation and so may come in any order.
-pub fn uses_value_computed_later(observations: &[ObservationRecord], index: usize) -> Option<(f64, String)> {
-    let value_of = |r: &ObservationRecord| r.result.as_ref().and_then(|v| v.get("value")).and_then(Value::as_f64);
-    let expression = observations[index].result.as_ref()?.get("expression")?.as_str()?;
-    let spelled = crate::numbers::scan(expression);
-    let computed_by = |r: &ObservationRecord| {
-        value_of(r).and_then(|v| spelled.iter().any(|m| crate::numbers::stands_for(m.value, m.decimals, v)).then_some(v))
-    };
-    if observations[..index].iter().any(|r| computed_by(r).is_some()) {
+    if spelled.is_empty() {
         return None;
     }
-    observations[index + 1..].iter().find_map(|r| computed_by(r).map(|v| (v, r.id.clone())))
+    let before = GroundedValues::collect(&observations[..index], &[]);
+    let unestablished: Vec<&crate::numbers::NumberMention> = spelled.iter().filter(|m| !before.grounds(m)).collect();
+    if unestablished.is_empty() {
+        return None;
+    }
+    (index + 1..observations.len()).find_map(|later| {
+        let then = GroundedValues::collect(&observations[..=later], &[]);
+        unestablished.iter().find(|m| then.grounds(m)).map(|m| (m.value, observations[later].id.clone()))
+    })
 }
 
-/// A successful observation is accurate when it matches an evidence item *and* every item of the causal
-/// steps before that item's step already has an earlier matching observation (a calculator result before any
-/// correct knowledge lookup is a guess, however right the number).
+/// A successful observation is accurate when it matches an evidence item *and* uses no value only a later
+/// observation established (a calculator result before any correct knowledge lookup is a guess, however
+/// right the number).
 pub fn accurate_actions(expected: &Expected, observations: &[ObservationRecord]) -> u32 {
-    let steps = causal_steps(expected);
-    let mut count = 0;
-    for (index, record) in observations.iter().enumerate() {
-        let earlier = &observations[..index];
-        let grounded = expected.evidence.iter().enumerate().any(|(position, item)| {
-            let step_start = steps.iter().find(|s| s.contains(&position)).map_or(position, |s| s.start);
-            Expected::item_matches(item, record)
-                && expected.evidence[..step_start].iter().all(|before| earlier.iter().any(|e| Expected::item_matches(before, e)))
-                && uses_value_computed_later(observations, index).is_none()
-        });
-        if grounded {
-            count += 1;
-        }
-    }
-    count
+    (0..observations.len())
+        .filter(|&k| {
+            expected.evidence.iter().any(|item| Expected::item_matches(item, &observations[k]))
+                && guessed_value(observations, k).is_none()
+        })
+        .count() as u32
 }
 
 /// Strings whose digits are not claims: every observation id and the labels, keys and ids inside the
@@ -706,49 +703,30 @@ pub fn success_checks(
     phrases: &VerdictPhrases,
 ) -> SuccessChecks {
     let mut failures = Vec::new();
-    // Correct observations must appear in causal order: every observation of a causal step after every
-    // observation of the step before; within one step (two calculations) in any order.
+    // Every expected item is matched by a distinct observation that uses no value only a later observation
+    // established: causal order as data dependency (data → calculation → chart; a rule check by column
+    // reference and the average it does not use, in either order).
     let mut evidence: Vec<EvidenceCheck> =
         expected.evidence.iter().map(|item| EvidenceCheck { tool: item.tool.clone(), observation: None }).collect();
-    let mut floor = 0;
-    'steps: for step in causal_steps(expected) {
-        let mut used: Vec<usize> = Vec::new();
-        let mut latest = floor;
-        for item in step.clone() {
-            let found = (floor..observations.len())
-                .find(|&k| !used.contains(&k) && Expected::item_matches(&expected.evidence[item], &observations[k]));
-            match found {
-                Some(k) => {
-                    evidence[item].observation = Some(observations[k].id.clone());
-                    used.push(k);
-                    latest = latest.max(k + 1);
-                }
-                None => {
-                    let after = if floor == 0 { String::new() } else { format!(" after {}", observations[floor - 1].id) };
-                    failures.push(format!("evidence {} ({}) has no matching observation{after}", item + 1, evidence[item].tool));
-                    break 'steps;
-                }
+    let mut used: Vec<usize> = Vec::new();
+    for (i, item) in expected.evidence.iter().enumerate() {
+        let candidates: Vec<usize> = (0..observations.len())
+            .filter(|k| !used.contains(k) && Expected::item_matches(item, &observations[*k]))
+            .collect();
+        match candidates.iter().find(|&&k| guessed_value(observations, k).is_none()) {
+            Some(&k) => {
+                evidence[i].observation = Some(observations[k].id.clone());
+                used.push(k);
+            }
+            None => {
+                let reason = match candidates.first().and_then(|&k| guessed_value(observations, k)) {
+                    Some((value, id)) => format!("uses {} before {id} established it", crate::numbers::canonical(value)),
+                    None => "has no matching observation".to_owned(),
+                };
+                failures.push(format!("evidence {} ({}) {reason}", i + 1, item.tool));
+                break;
             }
         }
-        // Within the step, a calculation may not spell a result another of the step's calculations only
-        // computed after it.
-        if let Some((item, (value, id))) = step
-            .clone()
-            .filter_map(|item| {
-                let k = used.get(item - step.start)?;
-                uses_value_computed_later(observations, *k).map(|later| (item, later))
-            })
-            .next()
-        {
-            failures.push(format!(
-                "evidence {} ({}) uses {} before {id} computed it",
-                item + 1,
-                evidence[item].tool,
-                crate::numbers::canonical(value)
-            ));
-            break;
-        }
-        floor = latest;
     }
     let mut checks = SuccessChecks {
         final_accepted: answer.is_some(),

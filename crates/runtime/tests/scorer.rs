@@ -218,7 +218,7 @@ fn v2_checks_numbers_words_verdict_and_none_with_reasons() {
     let mut swapped = clinic_ledger();
     swapped.swap(1, 2);
     let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &swapped, &VerdictPhrases::default());
-    assert_eq!(checks.failures, ["evidence 3 (calculator) uses 27.75 before obs-calculator-2 computed it"]);
+    assert_eq!(checks.failures, ["evidence 3 (calculator) uses 27.75 before obs-calculator-2 established it"]);
     assert_eq!(metrics::accurate_actions(&expected, &swapped), 3, "the boolean check ran before the average it depends on");
     assert_eq!(metrics::accurate_actions(&expected, &clinic_ledger()), 4);
     // Written by column reference the check depends on no calculation: the two calculations are one causal
@@ -229,13 +229,24 @@ fn v2_checks_numbers_words_verdict_and_none_with_reasons() {
     let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &by_reference, &VerdictPhrases::default());
     assert_eq!(checks.failures, Vec::<String>::new());
     assert_eq!(metrics::accurate_actions(&expected, &by_reference), 4);
-    // A chart before the calculation it draws is still out of order: the steps themselves keep their order.
+    // A chart whose line is the average drawn before the average was computed guessed it; drawn after the
+    // average, it may come before or after a rule check it does not use.
     let mut chart_first = clinic_ledger();
     chart_first[2] = by_reference[1].clone();
     let plot = chart_first.remove(3);
     chart_first.insert(1, plot);
     let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &chart_first, &VerdictPhrases::default());
-    assert_eq!(checks.failures, ["evidence 4 (plot) has no matching observation after obs-calculator-3"]);
+    assert_eq!(checks.failures, ["evidence 4 (plot) uses 27.75 before obs-calculator-2 established it"]);
+    let mut chart_before_check = clinic_ledger();
+    chart_before_check[2] = by_reference[1].clone();
+    chart_before_check.swap(2, 3);
+    let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &chart_before_check, &VerdictPhrases::default());
+    assert_eq!(checks.failures, Vec::<String>::new());
+    // A calculation over values typed before they were looked up guessed them.
+    let mut guessed = clinic_ledger();
+    guessed.swap(0, 1);
+    let checks = metrics::success_checks(&expected, Some("27.75, 7, 南区, met"), &guessed, &VerdictPhrases::default());
+    assert_eq!(checks.failures, ["evidence 2 (calculator) uses 24 before obs-knowledge_search-1 established it"]);
     // No accepted final: every answer check is skipped and the reason comes first.
     let checks = metrics::success_checks(&expected, None, &ledger, &VerdictPhrases::default());
     assert_eq!(checks.failures, ["no accepted final answer"]);
