@@ -1,24 +1,17 @@
 //! The generation seam under `LlamaPolicy`: a `Backend` turns one fully planned request (system prompt, user
 //! message, prefill, GBNF, sampling, token cap) into text plus token counts and timings. Three exist: the
-//! in-process llama.cpp session (`engine`), a llama.cpp server (`server_backend`) and an OpenAI-compatible chat
-//! server (`openai_backend`).
+//! in-process llama.cpp session (`backends`), a llama.cpp server (`server_backend`) and an OpenAI-compatible chat
+//! server (`openai_backend`); `backends::open` builds the one a `BackendConfig` names.
 //!
 //! It sits *below* prompts and grammars: it never decides what to ask or how to constrain it, and it never
 //! parses a decision. `BackendConfig` is plain data, so a backend can be built from a config value on any
 //! thread (every backend is `Send`).
 
-use std::path::{Path, PathBuf};
-
 use runtime::policy::PolicyError;
 
-use crate::engine::{
-    self, Chooser, EngineConfig, EngineError, GenerateRequest, Generation, GrammarMode, Sampling,
-    SharedSession, StopCause,
-};
+use crate::engine::{EngineError, Generation, GrammarMode, Sampling, StopCause};
 use crate::gbnf_prefill::GbnfError;
 use crate::http_client::{HttpConfig, HttpError};
-use crate::openai_backend::OpenAiBackend;
-use crate::server_backend::LlamaServerBackend;
 
 /// Which backend generates, as plain data (`--backend` on the command line, a field in a config file).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -174,70 +167,6 @@ pub trait Backend: Send {
     ) -> Result<Generation, BackendError>;
 }
 
-/// Open the backend `config` names; `model_path` and `engine` are used by the in-process one. Remote backends
-/// contact their server once here, so a server that is down is reported before the first decision.
-pub fn open(
-    config: &BackendConfig,
-    model_path: &Path,
-    engine: EngineConfig,
-) -> Result<Box<dyn Backend>, BackendError> {
-    match config {
-        BackendConfig::InProcess => Ok(Box::new(InProcessBackend::load(model_path, engine)?)),
-        BackendConfig::LlamaServer(http) => Ok(Box::new(LlamaServerBackend::connect(http)?)),
-        BackendConfig::OpenaiChat { http, model } => {
-            Ok(Box::new(OpenAiBackend::connect(http, model.clone())?))
-        }
-    }
-}
-
-/// The in-process llama.cpp session from the engine's process-wide cache.
-pub struct InProcessBackend {
-    session: SharedSession,
-    model: PathBuf,
-}
-
-impl InProcessBackend {
-    pub fn load(model_path: &Path, engine: EngineConfig) -> Result<Self, BackendError> {
-        Ok(Self {
-            session: engine::load(model_path, engine)?,
-            model: model_path.to_path_buf(),
-        })
-    }
-
-    pub fn session(&self) -> &SharedSession {
-        &self.session
-    }
-}
-
-impl Backend for InProcessBackend {
-    fn describe(&self) -> String {
-        format!("in-process {}", crate::inspect::redact(&self.model))
-    }
-
-    fn generate(
-        &mut self,
-        req: &BackendRequest<'_>,
-        check: &mut dyn FnMut(u32) -> Option<StopCause>,
-    ) -> Result<Generation, BackendError> {
-        let mut session = engine::lock_session(&self.session);
-        let chat = session.chat_prompt(req.system, req.user)?;
-        let request = GenerateRequest {
-            prompt: &chat,
-            prefill: req.prefill,
-            grammar: req.grammar,
-            grammar_mode: req.grammar_mode,
-            sampling: req.sampling,
-            max_new_tokens: req.max_new_tokens,
-            stop_at_json_end: req.stop_at_json_end,
-            banned_prefixes: req.banned_prefixes,
-        };
-        Ok(match req.sampling.chooser {
-            Chooser::Model => session.generate(&request, check)?,
-            Chooser::GrammarUniform => session.generate_uniform(&request, check)?,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,13 +260,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn every_backend_is_send() {
-        fn send<T: Send>() {}
-        send::<InProcessBackend>();
-        send::<LlamaServerBackend>();
-        send::<OpenAiBackend>();
-        send::<Box<dyn Backend>>();
-        send::<BackendConfig>();
-    }
 }

@@ -13,6 +13,8 @@ pub mod inspect;
 #[cfg(feature = "engine")]
 pub mod backend;
 #[cfg(feature = "engine")]
+pub mod backends;
+#[cfg(feature = "engine")]
 pub mod engine;
 #[cfg(feature = "engine")]
 pub mod eval;

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
-use crate::backend::{self, Backend, BackendConfig, BackendRequest};
+use crate::backend::{Backend, BackendConfig, BackendRequest};
+use crate::backends;
 use crate::engine::{
     self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
 };
@@ -116,7 +117,7 @@ impl LlamaPolicy {
 
     fn backend(&mut self) -> Result<&mut dyn Backend, PolicyError> {
         if self.backend.is_none() {
-            self.backend = Some(backend::open(
+            self.backend = Some(backends::open(
                 &self.config.backend,
                 &self.config.model_path,
                 self.config.engine,

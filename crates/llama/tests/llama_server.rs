@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use forge_llama::backend::{self, BackendConfig, BackendRequest};
+use forge_llama::backend::{BackendConfig, BackendRequest};
+use forge_llama::backends;
 use forge_llama::engine::{EngineConfig, Finish, GrammarMode, Sampling};
 use forge_llama::harness::{self, ModelRun};
 use forge_llama::http_client::HttpConfig;
@@ -175,7 +176,7 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
     let config = BackendConfig::OpenaiChat { http: HttpConfig::new(format!("{}/v1", server.url())), model: None };
 
     // One schema-constrained generation: the answer is JSON of that schema, with token counts from `usage`.
-    let mut b = backend::open(&config, &model, EngineConfig::default()).expect("connects");
+    let mut b = backends::open(&config, &model, EngineConfig::default()).expect("connects");
     assert!(b.describe().starts_with("openai-chat"), "{}", b.describe());
     let schema = serde_json::json!({
         "type": "object",
@@ -434,7 +435,7 @@ fn a_server_that_is_down_is_model_unavailable_with_the_reason() {
 #[test]
 fn bad_urls_are_refused_with_the_reason() {
     for (url, needle) in [("https://gpu:8000", "https is not supported"), ("gpu:8000", "must start with http://"), ("http://", "no host")] {
-        let err = backend::open(&BackendConfig::LlamaServer(HttpConfig::new(url)), std::path::Path::new("x"), EngineConfig::default())
+        let err = backends::open(&BackendConfig::LlamaServer(HttpConfig::new(url)), std::path::Path::new("x"), EngineConfig::default())
             .err()
             .unwrap_or_else(|| panic!("{url} accepted"));
         assert!(err.to_string().contains(needle), "{url}: {err}");
