@@ -183,28 +183,75 @@ pub fn free(
 /// an observed column of labelled values, a `computed` value a calculator result. Tools with none of these
 /// roles can always run.
 fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
-    let roles: Vec<&str> = generation_properties(&card.arguments_schema)
-        .iter()
-        .filter_map(|(_, schema)| {
-            schema
-                .get("x-grammar")
-                .or_else(|| schema.get("items").and_then(|i| i.get("x-grammar")))
-                .and_then(Value::as_str)
-        })
-        .collect();
     let observed_data = !inputs.grounding.series.is_empty() || !inputs.grounding.evidence_ids.is_empty();
     let labelled_column = inputs
         .grounding
         .series
         .iter()
         .any(|s| s.labels.len() == s.values.len() && !s.labels.is_empty());
-    roles.iter().all(|role| match *role {
+    written_properties(inputs, card).iter().filter_map(|(_, schema)| role_of(schema)).all(|role| match role {
         "expression" => observed_data,
-        "label" => labelled_column,
+        "label" | "column" => labelled_column,
         // A chart's line is a value the calculator computed: none yet, no chart yet.
         "computed" => inputs.grounding.computed.iter().any(|n| is_json_number(n)),
         _ => true,
     })
+}
+
+/// A property's `x-grammar` role (an array's: its items').
+fn role_of(schema: &Value) -> Option<&str> {
+    schema
+        .get("x-grammar")
+        .or_else(|| schema.get("items").and_then(|i| i.get("x-grammar")))
+        .and_then(Value::as_str)
+}
+
+/// The properties a generated action of `card` writes: [`generation_properties`], with one group of its
+/// alternatives (`x-alternatives`) kept — the first whose roles the observations can fill (a chart by column
+/// reference once a column is observed: the same few tokens for 5 rows or 200), else the last.
+pub fn written_properties<'a>(inputs: &Inputs, card: &'a ToolCard) -> Vec<(&'a String, &'a Value)> {
+    let properties = generation_properties(&card.arguments_schema);
+    if card.alternatives.is_empty() {
+        return properties;
+    }
+    let fillable = |group: &Vec<String>| {
+        group.iter().all(|field| {
+            let schema = properties.iter().find(|(n, _)| *n == field).map(|(_, s)| *s);
+            match schema.and_then(role_of) {
+                Some("column") => !column_references(inputs).is_empty(),
+                _ => true,
+            }
+        })
+    };
+    let chosen = card.alternatives.iter().find(|g| fillable(g)).or(card.alternatives.last());
+    properties
+        .into_iter()
+        .filter(|(name, _)| {
+            !card.alternatives.iter().flatten().any(|f| f == *name) || chosen.is_some_and(|g| g.contains(name))
+        })
+        .collect()
+}
+
+/// Column references a decision may write (`[Wait]`, `[Hotel | Occupancy]` where two tables share a name):
+/// the observed column `inputs.focus` names, or every observed column when it names none.
+fn column_references(inputs: &Inputs) -> Vec<String> {
+    let referable: Vec<&Series> = match inputs.grounding.focus(inputs.focus) {
+        Some(series) => vec![series],
+        None => inputs.grounding.series.iter().collect(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for series in referable {
+        let shared = inputs.grounding.series.iter().filter(|s| s.name == series.name).count() > 1;
+        let reference = if shared && !series.rows.is_empty() {
+            format!("[{} | {}]", series.rows, series.name)
+        } else {
+            format!("[{}]", series.name)
+        };
+        if !out.contains(&reference) {
+            out.push(reference);
+        }
+    }
+    out
 }
 
 /// A JSON Schema of the same decision shape, without grounding — for backends that take only a schema
@@ -267,19 +314,13 @@ fn strip_extensions(schema: &Value) -> Value {
 
 /// The JSON the runtime writes for the model in guided mode: through the tool name and the first
 /// argument's key (and its opening quote or bracket), so the model fills only values.
-pub fn guided_tool_prefix(tools: &[ToolCard], tool: &str) -> Result<String, GrammarError> {
-    let card = tools
-        .iter()
-        .find(|c| c.name == tool)
-        .ok_or_else(|| GrammarError::UnknownTool(tool.into()))?;
+pub fn guided_tool_prefix(inputs: &Inputs, tool: &str) -> Result<String, GrammarError> {
+    let card = card(inputs, tool)?;
     let mut prefix = format!(
         "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
         json!(tool)
     );
-    if let Some((name, schema)) = generation_properties(&card.arguments_schema)
-        .into_iter()
-        .next()
-    {
+    if let Some((name, schema)) = written_properties(inputs, card).into_iter().next() {
         prefix.push_str(&format!("{}:", json!(name)));
         match schema.get("type").and_then(Value::as_str) {
             Some("string") => prefix.push('"'),
@@ -298,9 +339,9 @@ pub fn guided_final_prefix(evidence_ids: &[String]) -> String {
     )
 }
 
-/// The properties a generated action writes, in order: required ones (registry order), then optional
-/// ones without a registry default (written too, e.g. a chart's average line); optional ones with a
-/// default are left to the runtime.
+/// The properties a generated action writes, in the registry's order: the required ones and the optional ones
+/// without a registry default (written too, e.g. a chart's average line); optional ones with a default are left
+/// to the runtime. Of alternative groups, [`written_properties`] keeps one.
 pub fn generation_properties(arguments_schema: &Value) -> Vec<(&String, &Value)> {
     let required: Vec<&str> = arguments_schema
         .get("required")
@@ -313,16 +354,10 @@ pub fn generation_properties(arguments_schema: &Value) -> Vec<(&String, &Value)>
     else {
         return Vec::new();
     };
-    let mut out: Vec<(&String, &Value)> = props
+    props
         .iter()
-        .filter(|(n, _)| required.contains(&n.as_str()))
-        .collect();
-    out.extend(
-        props
-            .iter()
-            .filter(|(n, s)| !required.contains(&n.as_str()) && s.get("default").is_none()),
-    );
-    out
+        .filter(|(n, s)| required.contains(&n.as_str()) || s.get("default").is_none())
+        .collect()
 }
 
 fn card<'a>(inputs: &Inputs<'a>, tool: &str) -> Result<&'a ToolCard, GrammarError> {
@@ -386,7 +421,7 @@ fn action_node(
         "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
         json!(card.name)
     ))];
-    let properties = generation_properties(&card.arguments_schema);
+    let properties = written_properties(inputs, card);
     let mut i = 0;
     while i < properties.len() {
         let (name, schema) = properties[i];
@@ -539,11 +574,8 @@ fn value_node(
             // Over an observed table, an aggregate names its column by reference (`mean([Wait])`): the
             // calculator resolves it from the ledger, so 5 rows or 500 cost the same few tokens and no value
             // can be mistyped, dropped or invented. Which column: the one the step's words name, or any.
-            let referable: Vec<&Series> = match inputs.grounding.focus(inputs.focus) {
-                Some(series) => vec![series],
-                None => inputs.grounding.series.iter().collect(),
-            };
-            let over_table = over_table || !referable.is_empty();
+            let references = column_references(inputs);
+            let over_table = over_table || !references.is_empty();
             // What this tool's field already held in a successful action: in free mode an exact repeat of a
             // finite choice is not offered (it could only repeat its observation).
             let run_before: Vec<String> = inputs
@@ -555,12 +587,7 @@ fn value_node(
             if over_table {
                 let functions = asked_aggregates(inputs.focus);
                 let mut calls: Vec<String> = Vec::new();
-                for series in &referable {
-                    let reference = if inputs.grounding.series.iter().filter(|s| s.name == series.name).count() > 1 && !series.rows.is_empty() {
-                        format!("[{} | {}]", series.rows, series.name)
-                    } else {
-                        format!("[{}]", series.name)
-                    };
+                for reference in &references {
                     for function in &functions {
                         let call = escape_json_text(&format!("{function}({reference})"));
                         if !calls.contains(&call) {
@@ -648,6 +675,13 @@ fn value_node(
                 Node::rule(root),
                 Node::lit("\""),
             ]))
+        }
+        ("string", Some("column")) if !column_references(inputs).is_empty() => {
+            // A whole observed column by reference: the tool resolves its rows from the ledger.
+            let references: Vec<String> =
+                column_references(inputs).iter().map(|r| json_string(r)).collect();
+            grammar.define("column-reference", Node::one_of_texts(references));
+            Ok(Node::rule("column-reference"))
         }
         ("string", Some("label")) if !inputs.grounding.labels.is_empty() => {
             grammar.define(

@@ -149,7 +149,7 @@ pub fn plan(mode: Mode, caps: Caps, req: &DecisionRequest) -> Result<(Grammar, S
     };
     match (mode, &req.gap) {
         (Mode::Guided, Gap::Tool { tool, result, .. }) => grammar::guided_tool(&inputs, tool, *result)
-            .and_then(|g| Ok((g, grammar::guided_tool_prefix(&req.tools, tool)?))),
+            .and_then(|g| Ok((g, grammar::guided_tool_prefix(&inputs, tool)?))),
         (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
             grammar::guided_final(&inputs, evidence_ids).map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
         }
@@ -176,14 +176,19 @@ pub fn repeat_prefixes(req: &DecisionRequest) -> Vec<String> {
                 "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
                 serde_json::json!(tool)
             );
-            for (i, (name, _)) in grammar::generation_properties(&card.arguments_schema)
-                .into_iter()
-                .enumerate()
-            {
-                let value = action["arguments"].get(name.as_str())?;
-                if i > 0 {
+            let mut written = 0;
+            for (name, _) in grammar::generation_properties(&card.arguments_schema) {
+                // Of a tool's alternative argument groups, the action gave one: the others are not written.
+                let alternative = card.alternatives.iter().flatten().any(|f| f == name);
+                let value = match action["arguments"].get(name.as_str()) {
+                    Some(value) => value,
+                    None if alternative => continue,
+                    None => return None,
+                };
+                if written > 0 {
                     text.push(',');
                 }
+                written += 1;
                 text.push_str(&format!(
                     "{}:{}",
                     serde_json::json!(name),

@@ -97,8 +97,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
              mean(v1, v2, ...) for an average, sum(v1, v2, ...) for a total."
         }
         ("plot", _) => {
-            "labels: every row label of the table, in order. values: each row's number in the column the task names, \
-             same order. average: the calculator's average."
+            "column: the column the task names, by reference ([Name]), or labels and values: every row label and its \
+             number in that column, in order. average: the calculator's average."
         }
         _ => "",
     }

@@ -473,7 +473,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         let gbnf = grammar::guided_tool(&inputs, &card.name, Some(ResultKind::Number).filter(|_| card.name == "calculator"))
             .unwrap()
             .render();
-        let prefix = grammar::guided_tool_prefix(&cards, &card.name).unwrap();
+        let prefix = grammar::guided_tool_prefix(&inputs, &card.name).unwrap();
         let resumed = resume_after(&gbnf, &prefix).unwrap_or_else(|e| panic!("{}: {e}\n{gbnf}", card.name));
         assert!(!accepts(&resumed, "").unwrap(), "{}: a bare prefix is not a decision", card.name);
         if let Some((_, rest)) = continuations.iter().find(|(t, _)| *t == card.name) {

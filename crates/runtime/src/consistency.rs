@@ -1,8 +1,8 @@
 //! Consistency of an action with the evidence it builds on, checked before the tool runs: a chart whose
 //! average line is an aggregate computed over one observed column must draw that column's values.
 //!
-//! Read by shape, not by tool name: any action with a numeric `average` and a numeric `values` list is a
-//! chart with a reference line, and any successful result with a numeric `value` and exactly one entry in
+//! Read by shape, not by tool name: any action with a numeric `average` and a numeric `values` list (or a
+//! `column` reference) is a chart with a reference line, and any successful result with a numeric `value` and exactly one entry in
 //! `columns` (`{name, rows, values}`, what the calculator writes for `mean([Hotel | Occupancy])`) is an
 //! aggregate of that column. Where the line's value comes from nowhere the ledger can trace (a target, a
 //! calculation over listed numbers), nothing is claimed and nothing is checked.
@@ -37,19 +37,33 @@ pub fn check<'a>(
     let Some(average) = arguments.get("average").and_then(Value::as_f64) else {
         return Ok(());
     };
-    let Some(bars) = arguments
+    // The bars as listed, or the column they are drawn from by reference (`column: "[Hotel | Occupancy]"`).
+    let bars = arguments
         .get("values")
         .and_then(Value::as_array)
-        .and_then(|v| v.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
-    else {
+        .and_then(|v| v.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>());
+    let referenced = arguments
+        .get("column")
+        .and_then(Value::as_str)
+        .and_then(|text| crate::tools::calculator::ColumnRef::parse(text).ok());
+    if bars.is_none() && referenced.is_none() {
         return Ok(());
-    };
+    }
     let sources: Vec<ColumnAggregate> = records
         .into_iter()
         .filter(|r| r.ok)
         .filter_map(|r| column_aggregate(r, average))
         .collect();
-    if sources.is_empty() || sources.iter().any(|s| same_values(&s.values, &bars)) {
+    let agrees = |s: &ColumnAggregate| match (&bars, &referenced) {
+        (Some(bars), _) => same_values(&s.values, bars),
+        (None, Some(reference)) => {
+            let fold = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            fold(&reference.name) == fold(s.name)
+                && reference.rows.as_deref().is_none_or(|rows| fold(rows) == fold(s.rows))
+        }
+        (None, None) => true,
+    };
+    if sources.is_empty() || sources.iter().any(agrees) {
         return Ok(());
     }
     let source = &sources[0];
@@ -124,6 +138,19 @@ mod tests {
             .as_object()
             .unwrap()
             .clone()
+    }
+
+    #[test]
+    fn a_chart_by_reference_must_reference_the_column_its_average_was_computed_over() {
+        let records = [hotels_mean()];
+        let by_reference = |column: &str| {
+            json!({"column": column, "title": "t", "average": 78}).as_object().unwrap().clone()
+        };
+        assert_eq!(check(&by_reference("[Hotel | Occupancy]"), &records), Ok(()));
+        assert_eq!(check(&by_reference("[occupancy]"), &records), Ok(()));
+        let error = check(&by_reference("[Month | Occupancy]"), &records).unwrap_err();
+        assert_eq!(error.code, "chart_average_of_other_column");
+        assert!(check(&by_reference("[Rooms]"), &records).is_err());
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
 /// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number;
 /// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists;
 /// `task-words` = words of the task's own text (the step's hint in guided mode), e.g. a search query.
-pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed", "task-words"];
+pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed", "column", "task-words"];
 
 /// One tool's entry.
 #[derive(Debug, Clone)]
@@ -52,6 +52,8 @@ pub struct ToolSpec {
     pub arguments_schema: Value,
     /// Array arguments that must have equal lengths (`x-same-length`).
     pub same_length: Vec<String>,
+    /// Groups of arguments of which a call gives exactly one, whole (`x-alternatives`).
+    pub alternatives: Vec<Vec<String>>,
     /// JSON types the tool's result `value` can have (`x-result-kinds`); empty for tools without one.
     pub result_kinds: Vec<crate::task::ResultKind>,
     contract: ToolContract,
@@ -98,6 +100,12 @@ pub enum ArgumentError {
         constraint: String,
         value: Box<Value>,
     },
+    #[error("{tool}: give exactly one of {} (got {})", groups.iter().map(|g| g.join(" and ")).collect::<Vec<_>>().join(", or "), if given.is_empty() { "none".to_owned() } else { given.join(", ") })]
+    Alternatives {
+        tool: String,
+        groups: Vec<Vec<String>>,
+        given: Vec<String>,
+    },
     #[error("{tool}: {} must have the same length, got {}", fields.join(" and "), lengths.iter().map(usize::to_string).collect::<Vec<_>>().join(" and "))]
     LengthMismatch {
         tool: String,
@@ -119,6 +127,7 @@ impl ArgumentError {
             ArgumentError::WrongType { .. } => "wrong_type",
             ArgumentError::OutOfRange { .. } => "out_of_range",
             ArgumentError::LengthMismatch { .. } => "length_mismatch",
+            ArgumentError::Alternatives { .. } => "alternatives",
         }
     }
 
@@ -131,6 +140,9 @@ impl ArgumentError {
             | ArgumentError::LengthMismatch { fields, .. } => fields.first().map(String::as_str),
             ArgumentError::WrongType { field, .. } | ArgumentError::OutOfRange { field, .. } => {
                 Some(field)
+            }
+            ArgumentError::Alternatives { groups, given, .. } => {
+                given.first().or_else(|| groups.first().and_then(|g| g.first())).map(String::as_str)
             }
         }
     }
@@ -228,6 +240,7 @@ impl ToolRegistry {
                 description: t.description.clone(),
                 arguments_schema: t.arguments_schema.clone(),
                 same_length: t.same_length.clone(),
+                alternatives: t.alternatives.clone(),
             })
             .collect()
     }
@@ -273,6 +286,19 @@ impl ToolRegistry {
                 },
             })?;
 
+        // Exactly one group of alternatives, whole: a chart by column reference or by labels and values.
+        if !spec.alternatives.is_empty() {
+            let present = |g: &Vec<String>| g.iter().filter(|f| args.contains_key(f.as_str())).count();
+            let whole = spec.alternatives.iter().filter(|g| present(g) == g.len()).count();
+            let touched = spec.alternatives.iter().filter(|g| present(g) > 0).count();
+            if whole != 1 || touched != 1 {
+                return Err(ArgumentError::Alternatives {
+                    tool: spec.name.clone(),
+                    groups: spec.alternatives.clone(),
+                    given: spec.alternatives.iter().flatten().filter(|f| args.contains_key(f.as_str())).cloned().collect(),
+                });
+            }
+        }
         let mut normalized = Map::new();
         for (name, schema) in &spec.properties {
             match args.get(name) {
@@ -287,7 +313,7 @@ impl ToolRegistry {
                 }
             }
         }
-        if !spec.same_length.is_empty() {
+        if !spec.same_length.is_empty() && spec.same_length.iter().all(|f| normalized.contains_key(f)) {
             let lengths: Vec<usize> = spec
                 .same_length
                 .iter()
@@ -403,6 +429,16 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
             )));
         }
     }
+    let alternatives: Vec<Vec<String>> = match entry.get("x-alternatives") {
+        None => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| err(format!("`x-alternatives` must be a list of lists of names: {e}")))?,
+    };
+    for field in alternatives.iter().flatten() {
+        if !properties.iter().any(|(n, _)| n == field) || required.contains(field) {
+            return Err(err(format!("`x-alternatives` names `{field}`, which is not an optional property")));
+        }
+    }
     let result_kinds: Vec<crate::task::ResultKind> = match entry.get("x-result-kinds") {
         None => Vec::new(),
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
@@ -424,6 +460,7 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
         timeout_ms,
         arguments_schema: schema.clone(),
         same_length,
+        alternatives,
         result_kinds,
         contract,
         properties,

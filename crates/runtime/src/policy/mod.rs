@@ -53,6 +53,9 @@ pub struct ToolCard {
     /// Array arguments that must have equal lengths (the registry's `x-same-length`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_length: Vec<String>,
+    /// Groups of arguments of which a call gives exactly one (the registry's `x-alternatives`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Vec<String>>,
 }
 
 /// The next thing the run needs, as the runtime sees it.

@@ -101,7 +101,7 @@ pub fn call_tool(
             calculator::run_with(expression, ctx.columns)
         }
         plot::TOOL_NAME => {
-            let request = plot::PlotRequest::from_arguments(arguments)?;
+            let request = plot::PlotRequest::from_arguments(arguments, ctx.columns)?;
             plot::run(&request, ctx.artifact_dir, ctx.artifacts)
         }
         other => Err(ToolError::permanent(

@@ -1,6 +1,8 @@
 //! The plot tool: renders a bar chart (optional average line) to a PNG with
 //! plotters' bitmap backend and a bundled DejaVu Sans font, then stores it
-//! through the write-once [`ArtifactStore`].
+//! through the write-once [`ArtifactStore`]. Bars come from `labels` and `values`, or from one observed
+//! table column by reference (`column: "[Wait]"`), resolved like the calculator's references: every row of
+//! the column, however many (a long column's chart labels every k-th bar and says so).
 //!
 //! This is the only module that talks to `plotters`. It works headless (no
 //! system fonts, no display). The PNG stays on disk; the result carries only
@@ -17,7 +19,12 @@ use serde_json::{Map, Value, json};
 use super::{ArtifactStore, ToolError, ToolOutput, number_value};
 
 pub const TOOL_NAME: &str = "plot";
+/// Bars a chart may list in `labels`/`values` (each one a token cost to the model that writes it).
 pub const MAX_POINTS: usize = 60;
+/// Bars a chart by column reference may have: every row a knowledge table can hold.
+pub const MAX_COLUMN_BARS: usize = super::knowledge::MAX_TABLE_ROWS;
+/// Past this many bars, only every k-th bar is labelled (the rest would overlap), and the chart says so.
+const LABELLED_BARS: usize = 40;
 /// The registry's default for `y_label`; applied here too so the Rust API and
 /// the JSON path produce the same spec.
 pub const DEFAULT_Y_LABEL: &str = "value";
@@ -37,29 +44,59 @@ pub struct PlotRequest {
     pub title: String,
     pub average: Option<f64>,
     pub y_label: Option<String>,
+    /// Where the bars came from when given by reference: the column and the rows it has no value for.
+    pub column: Option<ChartColumn>,
+}
+
+/// The observed column a chart by reference draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartColumn {
+    /// The reference as resolved (`[Clinic | Wait]`).
+    pub reference: String,
+    /// Rows of the column without a value (not drawn).
+    pub missing: Vec<String>,
 }
 
 impl PlotRequest {
-    pub(crate) fn from_arguments(arguments: &Map<String, Value>) -> Result<Self, ToolError> {
+    pub(crate) fn from_arguments(
+        arguments: &Map<String, Value>,
+        columns: &dyn super::ColumnSource,
+    ) -> Result<Self, ToolError> {
         let bad = |field: &str, expected: &str| {
             ToolError::permanent("invalid_arguments", format!("{field}: expected {expected}"))
         };
-        let labels = arguments
-            .get("labels")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("labels", "an array of strings"))?
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad("labels", "an array of strings"))?;
-        let values = arguments
-            .get("values")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("values", "an array of numbers"))?
-            .iter()
-            .map(Value::as_f64)
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| bad("values", "an array of numbers"))?;
+        let (labels, values, column) = match arguments.get("column") {
+            Some(reference) => {
+                let text = reference.as_str().ok_or_else(|| bad("column", "a column reference such as [Wait]"))?;
+                let parsed = super::calculator::ColumnRef::parse(text)
+                    .map_err(|e| ToolError::permanent("invalid_arguments", format!("column: {e}")))?;
+                let resolved = columns
+                    .column(&parsed)
+                    .map_err(|e| ToolError::permanent(e.code(), format!("column: {e}")))?;
+                let reference = super::calculator::ColumnRef::qualified(&resolved.rows_label, &resolved.name);
+                let column = ChartColumn { reference: reference.to_string(), missing: resolved.missing };
+                (resolved.labels, resolved.values, Some(column))
+            }
+            None => {
+                let labels = arguments
+                    .get("labels")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("labels", "an array of strings (or a column reference)"))?
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("labels", "an array of strings"))?;
+                let values = arguments
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("values", "an array of numbers"))?
+                    .iter()
+                    .map(Value::as_f64)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("values", "an array of numbers"))?;
+                (labels, values, None)
+            }
+        };
         let title = super::string_argument(arguments, "title")?.to_owned();
         let average = match arguments.get("average") {
             None | Some(Value::Null) => None,
@@ -79,7 +116,18 @@ impl PlotRequest {
             title,
             average,
             y_label,
+            column,
         })
+    }
+
+    /// The most bars this request may have: a listed chart's cap, or every row of a referenced column.
+    fn max_bars(&self) -> usize {
+        if self.column.is_some() { MAX_COLUMN_BARS } else { MAX_POINTS }
+    }
+
+    /// Every k-th bar is labelled (1 = all).
+    fn label_every(&self) -> usize {
+        self.labels.len().div_ceil(LABELLED_BARS).max(1)
     }
 
     /// Checks what the chart depends on; the Rust API can carry NaN/∞ even
@@ -92,10 +140,12 @@ impl PlotRequest {
                 "labels and values need at least one entry each",
             ));
         }
-        if n_labels > MAX_POINTS || n_values > MAX_POINTS {
+        let max = self.max_bars();
+        if n_labels > max || n_values > max {
+            let hint = if self.column.is_some() { "" } else { "; chart a long column by reference, e.g. column: \"[Name]\"" };
             return Err(ToolError::permanent(
                 "plot_too_many_points",
-                format!("at most {MAX_POINTS} bars, got {n_labels} labels and {n_values} values"),
+                format!("at most {max} bars, got {n_labels} labels and {n_values} values{hint}"),
             ));
         }
         if n_labels != n_values {
@@ -134,14 +184,36 @@ impl PlotRequest {
 
     /// The normalised chart description (what the repeated-result guard hashes).
     pub fn spec(&self) -> Value {
-        json!({
+        let mut spec = json!({
             "kind": "bar",
             "labels": self.labels,
             "values": self.values.iter().map(|v| number_value(*v)).collect::<Vec<_>>(),
             "average": self.average.map(number_value),
             "title": self.title,
             "y_label": self.y_label(),
-        })
+        });
+        if let Some(column) = &self.column {
+            spec["column"] = json!(column.reference);
+            if !column.missing.is_empty() {
+                spec["missing"] = json!(column.missing);
+            }
+        }
+        if self.label_every() > 1 {
+            spec["labelled_every"] = json!(self.label_every());
+        }
+        spec
+    }
+
+    /// What the chart leaves out or thins, said in words (empty when it draws and labels everything).
+    fn caveats(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(column) = self.column.as_ref().filter(|c| !c.missing.is_empty()) {
+            parts.push(format!("no bar for {} (no value)", column.missing.join(", ")));
+        }
+        if self.label_every() > 1 {
+            parts.push(format!("every {}th bar labelled", self.label_every()));
+        }
+        parts.join("; ")
     }
 }
 
@@ -157,14 +229,17 @@ pub fn run(
         store.write_once(artifact_dir, TOOL_NAME, &spec, MEDIA_TYPE, "png", || {
             render_png(request)
         })?;
+    let caveats = request.caveats();
     let summary = format!(
-        "bar chart {:?} with {} bars{} → {} ({} bytes{})",
+        "bar chart {:?} with {} bars{}{}{} → {} ({} bytes{})",
         request.title,
         request.labels.len(),
+        request.column.as_ref().map(|c| format!(" of {}", c.reference)).unwrap_or_default(),
         request
             .average
             .map(|a| format!(" and average line at {}", number_value(a)))
             .unwrap_or_default(),
+        if caveats.is_empty() { String::new() } else { format!(" ({caveats})") },
         record.id,
         record.bytes,
         if replayed { ", reused" } else { "" },
@@ -248,8 +323,13 @@ fn draw_chart(request: &PlotRequest, pixels: &mut [u8]) -> Result<(), Box<dyn st
     let bar_px = (chart.backend_coord(&(n as f64, y_min)).0 - chart.backend_coord(&(0.0, y_min)).0)
         / n as i32;
     let rows = if n > 8 { 2 } else { 1 };
-    let max_label_chars = ((bar_px * rows) / 7).max(3) as usize;
+    let every = request.label_every();
+    let max_label_chars = ((bar_px * rows * every as i32) / 7).max(3) as usize;
     for (i, (label, value)) in request.labels.iter().zip(&request.values).enumerate() {
+        // A long column: only every k-th bar gets its value and label (the chart's note says so).
+        if i % every != 0 {
+            continue;
+        }
         let center = i as f64 + 0.5;
         let (bx, by) = chart.backend_coord(&(center, *value));
         let above = if *value >= 0.0 {
@@ -263,7 +343,7 @@ fn draw_chart(request: &PlotRequest, pixels: &mut [u8]) -> Result<(), Box<dyn st
             (bx, by + offset),
             small.pos(Pos::new(HPos::Center, above)),
         ))?;
-        let row_offset = 8 + (i as i32 % rows) * 16;
+        let row_offset = 8 + ((i / every) as i32 % rows) * 16;
         let label = shorten(label, max_label_chars);
         root.draw(&Text::new(
             label,
@@ -272,6 +352,14 @@ fn draw_chart(request: &PlotRequest, pixels: &mut [u8]) -> Result<(), Box<dyn st
         ))?;
     }
 
+    let caveats = request.caveats();
+    if !caveats.is_empty() {
+        root.draw(&Text::new(
+            caveats,
+            (16, HEIGHT as i32 - 14),
+            small.pos(Pos::new(HPos::Left, VPos::Bottom)),
+        ))?;
+    }
     if let Some(avg) = request.average {
         let line_color = RGBColor(214, 39, 40);
         chart
