@@ -321,6 +321,12 @@ impl Grounding {
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         match scored.as_slice() {
             [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),
+            // Tied by the very same words: the column they name whole, as the claims gate reads it.
+            [(best, _), ..] if best.0 > 0 => {
+                let tied: Vec<&Series> = scored.iter().filter(|(s, _)| s == best).map(|(_, s)| *s).collect();
+                let headers: Vec<&str> = tied.iter().map(|s| s.name.as_str()).collect();
+                lexicon::named_whole(&headers, text).map(|i| tied[i])
+            }
             _ => None,
         }
     }

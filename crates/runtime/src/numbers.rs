@@ -154,7 +154,7 @@ const THOUSANDS_SEPARATORS: [char; 5] = [',', ' ', '\u{00A0}', '\u{202F}', '\u{2
 const MINUS_SIGN: char = '\u{2212}';
 
 /// Every number mentioned in `text`, in order. A `-` or `−` (U+2212) counts as a sign only at the
-/// start or after a space or opening bracket (so `2021-2024` is two years, not 2021 and −2024); `1,250`
+/// start, after a space or opening bracket, or after a CJK character (so `2021-2024` is two years, not 2021 and −2024); `1,250`
 /// is one number and so are `12 400`, `12\u{00A0}400`, `12\u{202F}400` and `12\u{2009}400` (a first group of 1–3
 /// digits, then groups of exactly three digits, each after the same separator, the last not followed by
 /// a digit), `72,78` is two and so is `in 2024 150 units` (a first group of four digits is not a
@@ -177,8 +177,13 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         } else {
             0
         };
+        // What stands before the sign: the start, a space, an opening bracket, `:` or `=`, or any CJK character
+        // or full-width punctuation (Chinese text has no spaces: "平均值为-1.1%").
+        let before = text[..i - sign_len].chars().next_back();
         let negative = sign_len > 0
-            && (i == sign_len || matches!(bytes[i - sign_len - 1], b' ' | b'(' | b'[' | b'\t' | b'\n' | b':' | b'='));
+            && before.is_none_or(|c| {
+                matches!(c, ' ' | '(' | '[' | '\t' | '\n' | ':' | '=' | '\u{a0}') || crate::language::lexicon::is_cjk(c)
+            });
         if negative {
             start = i - sign_len;
         }
@@ -293,6 +298,9 @@ mod tests {
         assert_eq!(values("Average 79, lowest 72."), [79.0, 72.0]);
         assert_eq!(values("revenue 1,250 and 72,78"), [1250.0, 72.0, 78.0]);
         assert_eq!(values("2021-2024 change -3.5 (−2)"), [2021.0, 2024.0, -3.5, -2.0]);
+        // Chinese prose puts no space before a sign; a hyphen between digits or after a letter is still a dash.
+        assert_eq!(values("平均值为-1.1%，最低为−2.4%"), [-1.1, -2.4]);
+        assert_eq!(values("Q3-2 line-4"), [3.0, 2.0, 4.0]);
         assert_eq!(values("uptime 99.2% in Q3"), [99.2, 3.0]);
         assert_eq!(values("平均值为79，最低72"), [79.0, 72.0]);
         let m = &scan("is 83.30%")[0];

@@ -219,9 +219,9 @@ pub fn read_sentences(text: &str) -> RuleReading {
     out
 }
 
-/// The one numeric column the rules are about: the only one of the result's tables, or the one the
-/// rule keys name; when they name none (`average_lte`, `every_team_lte`), the one `context` (the
-/// task's own text) names most; `None` when that is not clear.
+/// The one numeric column the rules are about: the one the rule keys name; when they name none
+/// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
+/// is not clear — also for a single column neither names.
 pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Option<(String, Vec<(String, f64)>)> {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     // The header of each column's row-label column (`Hotel`, `Month`), index for index.
@@ -242,9 +242,8 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             }
         }
     }
-    if columns.len() == 1 {
-        return columns.pop();
-    }
+    // A single column is the rules' column only when a rule or the task names it, like any other: a lookup
+    // that found some other table (a finance table where the task is about tariffs) is not what the rule limits.
     // A column is named by a rule when its header's words (less units and aggregate words: "Avg
     // basket ($)" → basket) all occur in the rule's key, or the key holds the header whole (CJK). The
     // answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in "pit stop time".
@@ -269,6 +268,21 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
     };
     if rules.is_empty() {
         return None;
+    }
+    // A single column: the rules' column when a rule or the task names any of its header's words (less the
+    // words for its rows), as the claims gate reads a single column; a table nothing names is not it.
+    if let [(name, _)] = columns.as_slice() {
+        let row_words = crate::language::lexicon::content_words(&row_kinds[0]);
+        let header: Vec<String> = crate::language::lexicon::content_words(name)
+            .into_iter()
+            .filter(|w| !row_words.contains(w))
+            .collect();
+        let named = rules
+            .iter()
+            .map(|r| r.key.as_str())
+            .chain([context])
+            .any(|text| crate::language::lexicon::content_words(text).iter().any(|w| header.contains(w)));
+        return if named { columns.pop() } else { None };
     }
     // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first
     // of `texts` naming exactly one of them talks about ("no hotel is below 65%").
@@ -470,19 +484,22 @@ mod tests {
     #[test]
     fn verdicts() {
         let data = [("A", 72.0), ("B", 78.0), ("C", 81.0), ("D", 85.0)];
-        let met = verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "").unwrap();
+        let met = verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "check the score of every batch").unwrap();
         assert!(met.holds, "{}", met.explanation);
         assert!(met.explanation.contains("lowest row A 72 >= 70 (holds)"), "{}", met.explanation);
-        let unmet = verdict(&result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]), "").unwrap();
+        let unmet = verdict(&result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]), "check the score of every batch").unwrap();
         assert!(!unmet.holds);
-        assert!(verdict(&result(&data, &[("Budget", 3.0)]), "").is_none());
-        assert!(verdict(&result(&data, &[]), "").is_none());
+        assert!(verdict(&result(&data, &[("Budget", 3.0)]), "check the score of every batch").is_none());
+        assert!(verdict(&result(&data, &[]), "check the score of every batch").is_none());
+        // A single column neither the rules nor the task name is not the rules' column: no verdict is read.
+        assert!(verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "").is_none());
+        assert!(verdict(&result(&data, &[("average_gte", 78.0)]), "check the tariff of every site").is_none());
     }
 
     #[test]
     fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
         let r = result(&[("A", 28.0), ("B", 35.0), ("C", 31.5)], &[("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
-        let terms = calculator_terms(&r, "");
+        let terms = calculator_terms(&r, "the score of each clinic");
         assert_eq!(terms, ["mean([Score]) <= 30", "max([Score]) <= 40"]);
         let joined = terms.join(" and ");
         let columns = crate::tools::calculator::TableColumns {
@@ -493,7 +510,7 @@ mod tests {
             }],
         };
         let computed = crate::tools::calculator::evaluate_with(&joined, &columns).unwrap().value;
-        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r, "").unwrap().holds));
+        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r, "the score of each clinic").unwrap().holds));
         assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty());
     }
 

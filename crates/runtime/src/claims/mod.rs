@@ -438,6 +438,16 @@ impl<'t> Plan<'t> {
                     push(c.missing.to_vec());
                 }
             }
+            SlotClaim::Row => {
+                // Every row of the columns the slot may be about: the model chooses, the gate marks it unread.
+                let columns: Vec<&ColumnData> = match focus.candidates() {
+                    c if c.is_empty() => self.columns.iter().collect(),
+                    c => c,
+                };
+                for c in columns {
+                    push(c.labels.clone());
+                }
+            }
             SlotClaim::Unsupported(_) | SlotClaim::Open => {}
         }
         out
@@ -455,6 +465,7 @@ impl<'t> Plan<'t> {
             SlotClaim::ExtremeValue(_) => "extreme_value",
             SlotClaim::OwnValue => "own_value",
             SlotClaim::ExcludedRow => "excluded_row",
+            SlotClaim::Row => "row",
             SlotClaim::Unsupported(_) => "unsupported",
             SlotClaim::Open => "open",
         };
@@ -588,6 +599,19 @@ impl<'t> Plan<'t> {
                 }
                 Err(reject("wrong_row", format!("{part} names \"{fill}\", but the row without a value in [{}] is {}", c.name, c.missing.join(", "))))
             }
+            SlotClaim::Row => {
+                let row = self.columns.iter().find_map(|c| {
+                    c.labels.iter().chain(&c.missing).find(|l| l.eq_ignore_ascii_case(fill.trim())).map(|l| (c, l.clone()))
+                });
+                let Some((c, label)) = row else {
+                    return Err(reject(
+                        "slot_type_mismatch",
+                        format!("{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"),
+                    ));
+                };
+                *last_row = Some((c.clone(), label));
+                Ok(unverified(&part, kind, fill, "the slot names a row, but which row its words mean is not read (no end word the runtime knows)"))
+            }
             SlotClaim::Unsupported(quantity) => Ok(unverified(&part, kind, fill, &format!("the tools cannot compute a {quantity}, so this value cannot be verified"))),
             SlotClaim::Open => Ok(unverified(&part, kind, fill, "the slot's name does not say what it claims, so only its grounding was checked")),
         }
@@ -614,7 +638,13 @@ pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
     for part in template::parse(&task.file.answer_template) {
         match part {
             Part::Text(_) => {}
-            Part::Slot(name) => out.push(plan.offers(&name, &mut last_row)),
+            Part::Slot(name) => {
+                let offered = plan.offers(&name, &mut last_row);
+                if std::env::var("FORGE_DEBUG_CLAIMS").is_ok() {
+                    eprintln!("DEBUG-OFFER {name:?}: {:?} focus {:?} -> {offered:?}", slots::classify(&name, &plan.columns), plan.focus(&name).candidates().iter().map(|c| (&c.name, &c.rows)).collect::<Vec<_>>());
+                }
+                out.push(offered);
+            }
             Part::Choice(options) => {
                 let allowed: Vec<String> = match truth {
                     Some(holds) => (0..options.len())

@@ -26,6 +26,8 @@ pub enum SlotClaim {
     OwnValue,
     /// The label of a row the column has no value for ("<class left out>"): a missing cell.
     ExcludedRow,
+    /// A row's label, which row not read ("<coldest house>": the rows named, the word for the end not known).
+    Row,
     /// A quantity the tools cannot compute ("<median delay>"): never verifiable.
     Unsupported(String),
     /// A slot whose name says nothing checkable.
@@ -143,11 +145,16 @@ fn score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
 }
 
 /// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
-/// the step hints, the task); with a single column, that one.
+/// the step hints, the task); a single column only when one of them names it.
 pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
     match columns {
         [] => return Focus::None,
-        [only] => return Focus::One(only),
+        // A single observed column is the one meant only when some text names it: a lookup that found
+        // another table (finance figures where the task asks about tariffs) must not be read as the answer.
+        [only] => {
+            let named = texts.iter().any(|t| score(only, &lexicon::content_words(t)).0 > 0);
+            return if named { Focus::One(only) } else { Focus::None };
+        }
         _ => {}
     }
     let mut last = Focus::None;
@@ -162,6 +169,10 @@ pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
         if let [only] = at_top.as_slice() {
             return Focus::One(only);
         }
+        let headers: Vec<&str> = at_top.iter().map(|c| c.name.as_str()).collect();
+        if let Some(i) = lexicon::named_whole(&headers, text) {
+            return Focus::One(at_top[i]);
+        }
         last = Focus::Tie(at_top);
     }
     last
@@ -170,11 +181,15 @@ pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
 /// Reads what a slot claims from its name; `columns` tell a value slot from a label slot: an extreme
 /// slot that names a column's quantity and not its rows is that row's value, otherwise its label.
 pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
-    if let Some(quantity) = lexicon::unsupported_in(name) {
+    // The quantity's own name says nothing about which aggregate or end: "<average lowest night temperature>"
+    // over the column `Lowest night temperature` claims an average, not a lowest row; "<average fill
+    // variance>" over `Fill variance` an average, not a variance the tools cannot compute.
+    let own_words = without_quantity_names(name, columns);
+    if let Some(quantity) = lexicon::unsupported_in(&own_words) {
         return SlotClaim::Unsupported(quantity.to_owned());
     }
-    let end = lexicon::end_in(name);
-    let aggregates = lexicon::aggregates_in(name);
+    let end = lexicon::end_in(&own_words);
+    let aggregates = lexicon::aggregates_in(&own_words);
     if end.is_none()
         && let Some(first) = aggregates.first()
     {
@@ -184,12 +199,12 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         let words = lexicon::content_words(name);
         // The rows are named by the label column's header, or (a list without one) by the words the
         // row labels share ("Line A", "Line B" → "line").
-        let names_rows = columns.iter().any(|c| {
+        let rows_named = columns.iter().any(|c| {
             lexicon::content_words(&c.rows).iter().any(|r| words.contains(r))
                 || c.labels.iter().flat_map(|l| lexicon::content_words(l)).any(|r| words.contains(&r))
         });
         let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
-        return if names_quantity && !names_rows { SlotClaim::ExtremeValue(end) } else { SlotClaim::ExtremeLabel(end) };
+        return if names_quantity && !rows_named { SlotClaim::ExtremeValue(end) } else { SlotClaim::ExtremeLabel(end) };
     }
     if lexicon::contains_any(name, &lexicon::lexicon().excluded_rows) {
         return SlotClaim::ExcludedRow;
@@ -198,12 +213,69 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::OwnValue;
     }
     // A slot naming a column's quantity and neither an aggregate nor an end ("<frost hours of that
-    // block>") is that quantity for the row named before it.
+    // block>") is that quantity for the row named before it; one naming the rows ("<coldest house>", with a
+    // word the lexicon does not read as an end) is some row's label, which one not read.
     let words = lexicon::content_words(name);
+    if names_rows(&words, columns) {
+        return SlotClaim::Row;
+    }
     if columns.iter().any(|c| score(c, &words).0 > 0) {
         return SlotClaim::OwnValue;
     }
     SlotClaim::Open
+}
+
+/// Whether `words` name the rows of an observed column: its label column's header, or (a list without
+/// one) a word the row labels share.
+fn names_rows(words: &[String], columns: &[ColumnData]) -> bool {
+    columns.iter().any(|c| {
+        lexicon::content_words(&c.rows).iter().any(|r| words.contains(r)) || {
+            let label_words: Vec<Vec<String>> = c.labels.iter().map(|l| lexicon::content_words(l)).collect();
+            // A word most row labels share ("Line A", "Line B" → line; "Old vine house", "Propagation house" → house).
+            words.iter().any(|w| label_words.len() >= 2 && label_words.iter().filter(|l| l.contains(w)).count() * 2 > label_words.len())
+        }
+    })
+}
+
+/// `name` without the longest run of two or more words it shares, in order, with an observed column's header
+/// (or the whole header, for CJK headers found inside it): what is left is what the slot says about that
+/// quantity.
+fn without_quantity_names(name: &str, columns: &[ColumnData]) -> String {
+    let mut text = name.to_owned();
+    for c in columns {
+        let header = c.name.split(['(', '（']).next().unwrap_or(&c.name).trim();
+        if header.chars().any(lexicon::is_cjk) {
+            if !header.is_empty() && text.contains(header) {
+                text = text.replacen(header, " ", 1);
+            }
+            continue;
+        }
+        let slot = lexicon::words(&text);
+        let head: Vec<String> = lexicon::words(header).into_iter().map(|w| w.folded).collect();
+        // The whole header (any length), else the longest run of two or more of its words.
+        let mut best: Option<(usize, usize)> = None; // (start index in slot, length)
+        for i in 0..slot.len() {
+            for j in 0..head.len() {
+                let mut n = 0;
+                while i + n < slot.len() && j + n < head.len() && slot[i + n].folded == head[j + n] {
+                    n += 1;
+                }
+                // A one-word header that is itself an aggregate or end word (`Total`, `Max`) is kept: "<total
+                // loans>" still claims a total.
+                let whole = j == 0
+                    && n == head.len()
+                    && (n > 1 || (lexicon::aggregates_in(header).is_empty() && lexicon::end_in(header).is_none()));
+                if (n >= 2 || whole) && best.is_none_or(|(_, m)| n > m) {
+                    best = Some((i, n));
+                }
+            }
+        }
+        if let Some((i, n)) = best {
+            let (from, to) = (slot[i].start, slot[i + n - 1].end);
+            text = format!("{} {}", &text[..from], &text[to..]);
+        }
+    }
+    text
 }
 
 /// The printed forms a value may take in an answer (signed as the data is).
@@ -234,6 +306,28 @@ mod tests {
     }
 
     #[test]
+    fn a_column_named_whole_beats_one_named_in_part() {
+        let cols = vec![
+            col("Trips run", "Operator", &["A", "B"], &[212.0, 180.0]),
+            col("Ratings received", "Operator", &["A", "B"], &[640.0, 400.0]),
+            col("Rating", "Operator", &["A", "B"], &[4.6, 4.1]),
+        ];
+        assert_eq!(focus(&cols, &["compute the average rating of all operators"]), Focus::One(&cols[2]));
+        assert_eq!(focus(&cols, &["the ratings received by each operator"]), Focus::One(&cols[1]));
+        // Named by different words, each in part or whole, two columns still tie.
+        let staff = vec![col("Staff", "Site", &["A"], &[1.0]), col("Wait time", "Site", &["A"], &[2.0])];
+        assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
+    }
+
+    #[test]
+    fn a_single_column_no_text_names_is_not_the_one_meant() {
+        // The lookup found only a finance table; the task asks about tariffs.
+        let cols = vec![col("Finance", "Item", &["Concession fee", "Rates"], &[18000.0, 0.21])];
+        assert_eq!(focus(&cols, &["average tariff", "compute the average tariff of all sites"]), Focus::None);
+        assert_eq!(focus(&cols, &["total finance figures"]), Focus::One(&cols[0]));
+    }
+
+    #[test]
     fn slot_names_say_what_they_claim() {
         let cols = vec![col("Peak temperature", "Fridge", &["A", "B"], &[4.0, 6.5])];
         assert_eq!(classify("highest peak temperature", &cols), SlotClaim::ExtremeValue(End::Highest));
@@ -246,6 +340,21 @@ mod tests {
         assert_eq!(classify("its value", &cols), SlotClaim::OwnValue);
         assert_eq!(classify("worst line", &cols), SlotClaim::ExtremeLabel(End::Either));
         assert_eq!(classify("name", &cols), SlotClaim::Open);
+        // The quantity's name holds an end word: the slot's own words decide.
+        let frost = vec![col("Lowest night temperature", "House", &["Old vine house", "Propagation house"], &[9.0, 12.5])];
+        assert_eq!(classify("average lowest night temperature", &frost), SlotClaim::Aggregate(Aggregate::Mean));
+        assert_eq!(classify("lowest house", &frost), SlotClaim::ExtremeLabel(End::Lowest));
+        assert_eq!(classify("highest lowest night temperature", &frost), SlotClaim::ExtremeValue(End::Highest));
+        // The rows named with an end word the lexicon does not know: a label, which one not read.
+        assert_eq!(classify("coldest house", &frost), SlotClaim::Row);
+        let unlabelled = vec![col("Lowest night temperature", "", &["Old vine house", "Propagation house", "Cold frame house"], &[9.0, 12.5, 10.0])];
+        assert_eq!(classify("coldest house", &unlabelled), SlotClaim::Row);
+        // A column named after a statistic the tools cannot compute is still a column: its average is an average.
+        let fill = vec![col("Fill variance", "Blend", &["A", "B"], &[-0.9, 1.2])];
+        assert_eq!(classify("average fill variance", &fill), SlotClaim::Aggregate(Aggregate::Mean));
+        assert_eq!(classify("blend with the lowest fill variance", &fill), SlotClaim::ExtremeLabel(End::Lowest));
+        assert_eq!(classify("median fill variance", &fill), SlotClaim::Unsupported("median".into()));
+        assert_eq!(classify("variance of the waits", &cols), SlotClaim::Unsupported("variance".into()));
         let clinic = vec![col("Wait", "Clinic", &["A"], &[3.0])];
         assert_eq!(classify("longest-wait clinic", &clinic), SlotClaim::ExtremeLabel(End::Highest));
         let zh = vec![col("满意度", "医院", &["甲"], &[90.0])];

@@ -300,6 +300,29 @@ pub fn unsupported_in(text: &str) -> Option<&'static str> {
     lexicon().unsupported_quantities.iter().find(|q| !find(text, q).is_empty()).map(String::as_str)
 }
 
+/// Of column headers a text names by the very same words, the one those words name whole ("the average
+/// rating": `Rating`, not `Ratings received`), by index; `None` when the words differ or that does not decide.
+pub fn named_whole(headers: &[&str], text: &str) -> Option<usize> {
+    let words = content_words(text);
+    let matched = |name: &str| -> (Vec<String>, usize) {
+        let mut header = content_words(name);
+        header.sort();
+        header.dedup();
+        let hit: Vec<String> = header.iter().filter(|h| words.contains(h)).cloned().collect();
+        let rest = header.len() - hit.len();
+        (hit, rest)
+    };
+    let first = matched(headers.first()?).0;
+    if first.is_empty() || headers.iter().any(|h| matched(h).0 != first) {
+        return None;
+    }
+    let whole: Vec<usize> = (0..headers.len()).filter(|&i| matched(headers[i]).1 == 0).collect();
+    match whole.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
 /// Words of `text` that carry meaning for column matching: folded, without aggregate, end and
 /// comparison words (so "average basket" and "Avg basket" meet on "basket").
 pub fn content_words(text: &str) -> Vec<String> {
@@ -342,6 +365,13 @@ pub fn content_words(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_header_named_whole_breaks_a_tie_of_the_same_words() {
+        assert_eq!(named_whole(&["Ratings received", "Rating"], "the average rating of all operators"), Some(1));
+        assert_eq!(named_whole(&["Staff", "Wait time"], "staff and wait"), None);
+        assert_eq!(named_whole(&["满意度", "满意度调查人数"], "计算平均满意度"), Some(0));
+    }
+
     use super::*;
 
     #[test]

@@ -25,7 +25,7 @@ pub const MAX_FACTS_PER_FILE: usize = 100;
 /// Longest fact key: a longer text before the colon is a sentence, not a key.
 const MAX_FACT_KEY_CHARS: usize = 80;
 /// Longest header suffix read as a unit (`(min)`, `[kWh]`, `（分钟）`).
-const MAX_UNIT_CHARS: usize = 12;
+const MAX_UNIT_CHARS: usize = 24;
 
 /// Why a file's data cannot be read; becomes a `knowledge_corrupt` tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
