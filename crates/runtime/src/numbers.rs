@@ -84,7 +84,7 @@ const MAX_UNIT_CHARS: usize = 8;
 /// `72`, `-3.5`, `−3.5` (U+2212), `–3.5` (an en dash glued to the number at the start of the cell — a
 /// typeset minus; anywhere else an en dash is a range or a missing marker), `(3.5)` and `($3.50)`
 /// (accounting negatives), `-$3.50`, `$-3.50`, `-3.5%`, `81.5%`, `1,250`, `12 400` (space, no-break,
-/// narrow or thin space between thousands groups), `$4.50`, `30 min`, `12 kWh`, `80分`. Anything
+/// narrow or thin space between thousands groups), `$4.50`, `30 min`, `12 kWh`, `5 °C`, `3 ‰`, `80分`. Anything
 /// else is `None` (text such as `n/a`, `72 (est.)`, `3–5`, `Q3`, `12.400,5`, `(-3)`).
 pub fn parse_quantity(cell: &str) -> Option<Quantity> {
     let mut text = cell.trim();
@@ -128,7 +128,8 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
             return None; // `$4.50 USD`: one unit is enough to be sure
         }
         let is_unit_word = rest.chars().count() <= MAX_UNIT_CHARS
-            && (rest == "%" || rest.chars().all(|c| c.is_alphabetic() || c == '/' || c == '²' || c == '³'));
+            && (rest == "%"
+                || rest.chars().all(|c| c.is_alphabetic() || matches!(c, '/' | '²' | '³' | '°' | '‰' | 'µ' | '·')));
         if !is_unit_word {
             return None;
         }
@@ -393,6 +394,15 @@ mod tests {
         assert_eq!(values("1,234 567"), [1234.0, 567.0], "separators do not mix");
         let m = &scan("about 12\u{202F}400 kWh")[0];
         assert_eq!((m.printed.as_str(), m.start, m.end), ("12400", 6, 6 + 2 + 3 + 3));
+    }
+
+    #[test]
+    fn units_with_symbols_stay_attached() {
+        for (cell, value, unit) in [("5 °C", 5.0, "°C"), ("-2.5 °F", -2.5, "°F"), ("3 ‰", 3.0, "‰"), ("40 µg/m³", 40.0, "µg/m³")] {
+            let q = parse_quantity(cell).unwrap_or_else(|| panic!("{cell}"));
+            assert_eq!((q.value, q.unit.as_deref()), (value, Some(unit)), "{cell}");
+        }
+        assert_eq!(parse_quantity("5 °C (est.)"), None);
     }
 
     #[test]

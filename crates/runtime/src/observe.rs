@@ -204,7 +204,26 @@ fn compact(record: &ObservationRecord) -> Value {
             }
         }
         let text = result.to_string();
-        if text.chars().count() > VIEW_RESULT_CHARS {
+        // Too long to show whole: its short scalar fields (a calculation's expression and value, a tool's
+        // one-line summary — "bar chart … with 200 bars of [Depot | Fuel use] …"), dropping the bulky lists
+        // behind them; with none, the start of the JSON.
+        let long = text.chars().count() > VIEW_RESULT_CHARS;
+        let scalars: Map<String, Value> = result
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| match v {
+                        Value::String(s) => s.chars().count() <= 400,
+                        Value::Number(_) | Value::Bool(_) => true,
+                        _ => false,
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if long && !scalars.is_empty() {
+            *result = Value::Object(scalars);
+        } else if long {
             let preview: String = text.chars().take(VIEW_RESULT_CHARS).collect();
             *result = serde_json::json!({ "truncated": true, "preview": preview });
         }
