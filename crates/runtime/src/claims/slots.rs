@@ -213,14 +213,15 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::OwnValue;
     }
     // A slot naming a column's quantity and neither an aggregate nor an end ("<frost hours of that
-    // block>") is that quantity for the row named before it; one naming the rows ("<coldest house>", with a
-    // word the lexicon does not read as an end) is some row's label, which one not read.
+    // block>") is that quantity for the row named before it, even when it names the rows too: a label slot
+    // has no reason to name the quantity. One naming only the rows ("<coldest house>", with a word the
+    // lexicon does not read as an end) is some row's label, which one not read.
     let words = lexicon::content_words(name);
-    if names_rows(&words, columns) {
-        return SlotClaim::Row;
-    }
     if columns.iter().any(|c| score(c, &words).0 > 0) {
         return SlotClaim::OwnValue;
+    }
+    if names_rows(&words, columns) {
+        return SlotClaim::Row;
     }
     SlotClaim::Open
 }
@@ -349,6 +350,11 @@ mod tests {
         assert_eq!(classify("coldest house", &frost), SlotClaim::Row);
         let unlabelled = vec![col("Lowest night temperature", "", &["Old vine house", "Propagation house", "Cold frame house"], &[9.0, 12.5, 10.0])];
         assert_eq!(classify("coldest house", &unlabelled), SlotClaim::Row);
+        // A slot naming the quantity and the rows without an end word is the value of the row named before it.
+        let blocks = vec![col("Frost hours", "Block", &["Creek Flat", "Hill Top"], &[71.0, 40.0])];
+        assert_eq!(classify("frost hours of that block", &blocks), SlotClaim::OwnValue);
+        assert_eq!(classify("block frost hours", &blocks), SlotClaim::OwnValue);
+        assert_eq!(classify("coldest block", &blocks), SlotClaim::Row);
         // A column named after a statistic the tools cannot compute is still a column: its average is an average.
         let fill = vec![col("Fill variance", "Blend", &["A", "B"], &[-0.9, 1.2])];
         assert_eq!(classify("average fill variance", &fill), SlotClaim::Aggregate(Aggregate::Mean));
