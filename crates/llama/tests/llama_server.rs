@@ -458,6 +458,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
         series: Vec::new(),
         computed: Vec::new(),
+        computed_exact: Vec::new(),
         rule_terms: Vec::new(),
         verdict: Vec::new(),
         verdict_refused: Vec::new(),

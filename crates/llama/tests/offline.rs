@@ -143,6 +143,7 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
         series: Vec::new(),
         computed: Vec::new(),
+        computed_exact: Vec::new(),
         rule_terms: Vec::new(),
         verdict: Vec::new(),
         verdict_refused: Vec::new(),
@@ -340,6 +341,7 @@ fn two_column_grounding() -> Grounding {
         ),
     ];
     g.computed = vec!["3.8666666666666667".into(), "3.87".into(), "3.9".into()];
+    g.computed_exact = vec!["3.8666666666666667".into()];
     g.numbers.extend(g.computed.clone());
     g
 }
@@ -468,14 +470,18 @@ fn a_step_that_names_a_column_draws_on_that_column_only() {
             r#"{{"type":"action","tool":"plot","arguments":{{"column":"{column}","title":"Arrears","average":{average}}}}}"#
         )
     };
-    let whole = chart("[Arrears rate]", "3.87");
+    let whole = chart("[Arrears rate]", "3.8666666666666667");
     assert!(plot.accepts(&whole), "{}", plot.render());
     runtime_accepts(&whole);
+    // A chart is data: its line is the computed value itself, not a rounding an answer may print.
+    for rounded in ["3.87", "3.9"] {
+        assert!(!plot.accepts(&chart("[Arrears rate]", rounded)), "a rounded line {rounded}");
+    }
     assert_eq!(
         grammar::guided_tool_prefix(&i, "plot").unwrap(),
         r#"{"type":"action","tool":"plot","arguments":{"column":""#
     );
-    assert!(!plot.accepts(&chart("[Loans]", "3.87")), "another column");
+    assert!(!plot.accepts(&chart("[Loans]", "3.8666666666666667")), "another column");
     assert!(!plot.accepts(&chart("[Arrears rate]", "3.5")), "a line that was not computed");
     let listed = r#"{"type":"action","tool":"plot","arguments":{"labels":["Seafront","Millbrook","Eastgate"],"values":[2.8,3.4,5.4],"title":"Arrears","average":3.87}}"#;
     assert!(!plot.accepts(listed), "a column observed is charted by reference, not spelled out");
@@ -715,6 +721,7 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
     let mut g = grounding(&["82", "74", "67", "88", "70", "80", "78"], &["Batch A", "Batch B", "Batch C", "Batch D"], &["obs-a-1"]);
     g.series = vec![series("Routing Accuracy", &[("Batch A", "82"), ("Batch B", "74"), ("Batch C", "67"), ("Batch D", "88")])];
     g.computed = vec!["77.75".into(), "77.8".into(), "78".into()];
+    g.computed_exact = vec!["77.75".into()];
     let template = "Average is <average>; the lowest batch is <lowest batch> with Routing Accuracy <its value>.";
     // The runtime's answer plan (claims::answer_offers) for that template over this column.
     g.answer_offers = vec![vec!["78".into()], vec!["Batch C".into()], vec!["67".into()]];

@@ -30,6 +30,9 @@ pub struct Grounding {
     /// Printed forms of computed results (a tool result's top-level numeric `value`, with its
     /// roundings): what an answer slot for an average or a total may state.
     pub computed: Vec<String>,
+    /// The same results as computed, unrounded (canonical form): what a chart's line draws — a chart is
+    /// data, so its line is the value itself, never a printed rounding of it.
+    pub computed_exact: Vec<String>,
     /// Rules the observed knowledge states as `key: number` facts over one clear column, each as a
     /// calculator comparison (`mean(…) <= 30`): what a rule check is made of when they are understood.
     pub rule_terms: Vec<String>,
@@ -261,6 +264,7 @@ impl Grounding {
         // One pass over the successful observations: citable ids, computed values, columns, rule terms.
         let mut evidence_ids = Vec::new();
         let mut computed: Vec<String> = Vec::new();
+        let mut computed_exact: Vec<String> = Vec::new();
         let mut series: Vec<Series> = Vec::new();
         let mut rule_terms: Vec<String> = Vec::new();
         // The task's own words pick a rule's column when the rule's key names none (`average_lte`).
@@ -269,6 +273,7 @@ impl Grounding {
             evidence_ids.push(record.id.clone());
             let result = record.result.as_ref().unwrap_or(&Value::Null);
             if let Some(value) = result["value"].as_f64().filter(|v| values.values.contains(v)) {
+                push_unique(&mut computed_exact, numbers::canonical(value));
                 for form in numbers::printed_forms(value) {
                     push_unique(&mut computed, form.clone());
                     push(form);
@@ -289,6 +294,7 @@ impl Grounding {
             evidence_ids,
             series,
             computed,
+            computed_exact,
             rule_terms,
             verdict: Vec::new(),
             verdict_refused: Vec::new(),
@@ -494,6 +500,7 @@ mod tests {
         );
         let g = Grounding::build([&data, &calc], &[]);
         assert!(g.computed.contains(&"83.3".to_string()), "{:?}", g.computed);
+        assert_eq!(g.computed_exact, vec![numbers::canonical(250.0 / 3.0)], "a chart's line is the value itself");
         assert!(!g.computed.contains(&"3.5".to_string()));
         // The same call over numbers no observation of the data holds grounds nothing.
         let alone = Grounding::build([&calc], &[]);

@@ -201,7 +201,7 @@ fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
         "expression" => observed_data,
         "label" | "column" => labelled_column,
         // A chart's line is a value the calculator computed: none yet, no chart yet.
-        "computed" => inputs.grounding.computed.iter().any(|n| is_json_number(n)),
+        "computed" => inputs.grounding.computed_exact.iter().any(|n| is_json_number(n)),
         _ => true,
     })
 }

@@ -215,9 +215,10 @@ pub(super) fn value_node(
             ]))
         }
         ("number", Some("computed")) => {
+            // A chart's line is data: the computed value itself, not one of the roundings an answer may print.
             let computed: Vec<&String> = inputs
                 .grounding
-                .computed
+                .computed_exact
                 .iter()
                 .filter(|n| is_json_number(n))
                 .collect();
