@@ -241,8 +241,14 @@ impl Policy for LlamaPolicy {
         let grammar_started = Instant::now();
         let (grammar, prefix) = self.plan(req)?;
         let gbnf = self.config.constrained.then(|| grammar.render());
+        // Diagnostics: FORGE_DUMP_GBNF=PREFIX writes each step's grammar to PREFIX.STEP.ATTEMPT, so a choice the
+        // model (or the grammar-only policy) made can be traced to what the grammar allowed. A failed write is
+        // said on stderr and never fails the run.
         if let (Ok(path), Some(g)) = (std::env::var("FORGE_DUMP_GBNF"), gbnf.as_ref()) {
-            let _ = std::fs::write(format!("{path}.{}.{}", req.step, req.attempt), g);
+            let file = format!("{path}.{}.{}", req.step, req.attempt);
+            if let Err(e) = std::fs::write(&file, g) {
+                eprintln!("FORGE_DUMP_GBNF: cannot write {file}: {e}");
+            }
         }
         // Backends that take a JSON Schema instead of GBNF get the same decision shape, ungrounded.
         let schema = grammar::json_schema(

@@ -503,7 +503,6 @@ impl Run<'_, '_> {
                     0,
                     json!({ "accepted": true, "evidence_ids": cited, "claims": claims.to_json() }),
                 );
-                if std::env::var("FORGE_DEBUG_CLAIMS").is_ok() { eprintln!("DEBUG-ACCEPT {}", serde_json::to_string(&claims.claims).unwrap_or_default()); }
                 self.verification = Some(claims);
                 self.counters.recovered += std::mem::take(&mut self.pending_recovery);
                 Ok(final_decision)
@@ -517,7 +516,6 @@ impl Run<'_, '_> {
                 self.counters.rejected_finals += 1;
                 self.counters.recoverable_failures += 1;
                 self.pending_recovery += 1;
-                if std::env::var("FORGE_DEBUG_CLAIMS").is_ok() { eprintln!("DEBUG-REJECT {code}: {message}"); }
                 self.feedback.push(format!("final answer rejected ({code}): {message}"));
                 if self.guards.record_rejected_final(&final_decision.answer, cited) {
                     return Err(Some(self.guard_stop(GuardKind::RepeatedFinal, json!({ "evidence_ids": cited }))));

@@ -640,9 +640,6 @@ pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
             Part::Text(_) => {}
             Part::Slot(name) => {
                 let offered = plan.offers(&name, &mut last_row);
-                if std::env::var("FORGE_DEBUG_CLAIMS").is_ok() {
-                    eprintln!("DEBUG-OFFER {name:?}: {:?} focus {:?} -> {offered:?}", slots::classify(&name, &plan.columns), plan.focus(&name).candidates().iter().map(|c| (&c.name, &c.rows)).collect::<Vec<_>>());
-                }
                 out.push(offered);
             }
             Part::Choice(options) => {
