@@ -19,6 +19,7 @@ fn main() {
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],
         series: Vec::new(),
         computed: Vec::new(),
+        computed_exact: Vec::new(),
         rule_terms: Vec::new(),
         verdict: Vec::new(),
         verdict_refused: Vec::new(),
