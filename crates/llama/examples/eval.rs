@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use forge_llama::Mode;
-use forge_llama::backend::BackendConfig;
-use forge_llama::engine::Chooser;
+use forge_decoding::Mode;
+use forge_decoding::backend::BackendConfig;
+use forge_decoding::generation::Chooser;
 use forge_llama::eval::{self, Plan};
-use forge_llama::http_client::HttpConfig;
-use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_decoding::http_client::HttpConfig;
+use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 
 /// Evaluate the task suite: tasks × policies × modes × temperatures × seeds, every run scored by its metrics.
 #[derive(Debug, Parser)]
@@ -152,7 +152,7 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
             (p, name)
         }
     };
-    forge_llama::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
+    forge_model::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
     let out = cli.out.unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
     let parallel = usize::from(cli.parallel);
     let (backend, start_server) = match cli.backend.as_str() {

@@ -15,9 +15,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use forge_llama::backend::BackendConfig;
+use forge_decoding::backend::BackendConfig;
 use forge_llama::harness::{self, ModelRun};
-use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::{LlamaConfig, Mode};
 use serde_json::{Value, json};
 

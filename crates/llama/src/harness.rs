@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use runtime::policy::RunControl;
 use runtime::{Budgets, RunConfig, RunResult, Task, TraceEvent};
 
-use crate::policy::{DecisionStats, LlamaConfig, LlamaPolicy};
+use forge_decoding::policy::{DecisionStats, LlamaConfig};
 
 /// Workspace-relative defaults (the runner resolves them against its root).
 pub const DEFAULT_TASKS_DIR: &str = "fixtures/tasks";
@@ -46,7 +46,7 @@ pub fn run_with_model(
     sink: &mut dyn FnMut(&TraceEvent),
 ) -> Result<ModelRun, HarnessError> {
     let task = Task::load_checked(&spec.task_dir, &spec.knowledge_dir)?;
-    let mut policy = LlamaPolicy::new(config);
+    let mut policy = crate::policy(config);
     let mut run_config = RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     run_config.budgets = spec.budgets.clone();
     let started = Instant::now();

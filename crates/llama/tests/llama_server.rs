@@ -14,12 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use forge_llama::backend::{BackendConfig, BackendRequest};
-use forge_llama::backends;
-use forge_llama::engine::{EngineConfig, Finish, GrammarMode, Sampling};
+use forge_decoding::backend::{BackendConfig, BackendRequest};
+use forge_decoding::generation::{EngineConfig, Finish, GrammarMode, Sampling};
 use forge_llama::harness::{self, ModelRun};
-use forge_llama::http_client::HttpConfig;
-use forge_llama::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_decoding::http_client::HttpConfig;
+use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::{LlamaConfig, Mode};
 use runtime::policy::RunControl;
 use runtime::{RunStatus, StopReason};
@@ -176,7 +175,7 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
     let config = BackendConfig::OpenaiChat { http: HttpConfig::new(format!("{}/v1", server.url())), model: None };
 
     // One schema-constrained generation: the answer is JSON of that schema, with token counts from `usage`.
-    let mut b = backends::open(&config, &model, EngineConfig::default()).expect("connects");
+    let mut b = forge_llama::open_backend(&config, &model, EngineConfig::default()).expect("connects");
     assert!(b.describe().starts_with("openai-chat"), "{}", b.describe());
     let schema = serde_json::json!({
         "type": "object",
@@ -435,7 +434,7 @@ fn a_server_that_is_down_is_model_unavailable_with_the_reason() {
 #[test]
 fn bad_urls_are_refused_with_the_reason() {
     for (url, needle) in [("https://gpu:8000", "https is not supported"), ("gpu:8000", "must start with http://"), ("http://", "no host")] {
-        let err = backends::open(&BackendConfig::LlamaServer(HttpConfig::new(url)), std::path::Path::new("x"), EngineConfig::default())
+        let err = forge_llama::open_backend(&BackendConfig::LlamaServer(HttpConfig::new(url)), std::path::Path::new("x"), EngineConfig::default())
             .err()
             .unwrap_or_else(|| panic!("{url} accepted"));
         assert!(err.to_string().contains(needle), "{url}: {err}");
@@ -447,8 +446,8 @@ fn bad_urls_are_refused_with_the_reason() {
 /// after it. Needs neither the model nor llama-server.
 #[test]
 fn real_guided_grammars_resume_after_their_prefixes() {
-    use forge_llama::gbnf_prefill::{accepts, resume_after};
-    use forge_llama::grammar::{self, Caps, Inputs};
+    use forge_decoding::gbnf_prefill::{accepts, resume_after};
+    use forge_decoding::grammar::{self, Caps, Inputs};
     use runtime::policy::{Grounding, ResultKind};
     let cards = runtime::registry::ToolRegistry::builtin().cards();
     let grounding = Grounding {

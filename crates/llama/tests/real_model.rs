@@ -227,7 +227,7 @@ fn cancellation_during_generation_stops_within_one_token() {
     drop(s);
 
     // Through the Policy: a cancel flag raised from another thread ends decide() with Cancelled quickly.
-    let mut policy = LlamaPolicy::load(LlamaConfig::new(&path, Mode::Free)).unwrap();
+    let mut policy = forge_llama::load_policy(LlamaConfig::new(&path, Mode::Free)).unwrap();
     let control = RunControl::new(Instant::now() + Duration::from_secs(60));
     let flag = control.clone();
     let raiser = std::thread::spawn(move || {
@@ -265,7 +265,7 @@ fn deadline_during_generation_is_a_timeout() {
     let mut config = runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     config.budgets = spec.budgets.clone();
     let control = RunControl::new(Instant::now() + Duration::from_millis(50));
-    let mut policy = AfterDeadline(LlamaPolicy::new(LlamaConfig::new(&path, Mode::Guided)));
+    let mut policy = AfterDeadline(forge_llama::policy(LlamaConfig::new(&path, Mode::Guided)));
     let mut phases = Vec::new();
     let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| phases.push(e.phase.clone()));
     assert_eq!((result.status, result.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{phases:?}");

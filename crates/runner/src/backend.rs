@@ -116,7 +116,7 @@ impl ModelBackend for LlamaBackend {
                 } else {
                     name
                 },
-                file: forge_llama::inspect::redact(flag),
+                file: forge_model::inspect::redact(flag),
                 bytes: 0,
                 sha256: String::new(),
                 quantization: None,
@@ -152,7 +152,7 @@ impl ModelBackend for LlamaBackend {
         let mut config = forge_llama::LlamaConfig::new(model.path.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
-        Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
+        Ok(Box::new(forge_llama::policy(config)))
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
@@ -161,6 +161,6 @@ impl ModelBackend for LlamaBackend {
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.
-        Ok(Box::new(forge_llama::LlamaPolicy::new(config)))
+        Ok(Box::new(forge_llama::policy(config)))
     }
 }

@@ -24,10 +24,10 @@ use runtime::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::backend::BackendConfig;
-use crate::engine::Chooser;
+use forge_decoding::backend::BackendConfig;
+use forge_decoding::generation::Chooser;
 use crate::harness::{self, RunSpec};
-use crate::policy::{LlamaConfig, Mode};
+use forge_decoding::policy::{LlamaConfig, Mode};
 
 /// One evaluated run, as written to `runs.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, BackendRequest};
-use crate::engine::{Finish, Generation, JsonScanner, StopCause};
+use crate::generation::{Finish, Generation, JsonScanner, StopCause};
 use crate::http_client::{HttpClient, HttpConfig, HttpError, Poll, SseItem};
 use crate::server_backend::{POLL, excerpt};
 
@@ -92,7 +92,7 @@ impl Backend for OpenAiBackend {
         if let Some(cause) = check(0) {
             return Err(BackendError::stopped(cause, 0));
         }
-        if req.sampling.chooser != crate::engine::Chooser::Model {
+        if req.sampling.chooser != crate::generation::Chooser::Model {
             return Err(BackendError::Config(
                 "grammar-only generation runs in process (a openai-chat server always samples from its model)".into(),
             ));
@@ -183,7 +183,7 @@ impl Backend for OpenAiBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{GrammarMode, Sampling};
+    use crate::generation::{GrammarMode, Sampling};
 
     fn request<'a>(grammar: Option<&'a str>, schema: Option<&'a Value>) -> BackendRequest<'a> {
         BackendRequest {

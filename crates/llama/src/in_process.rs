@@ -1,30 +1,10 @@
-//! The backends behind the `Backend` seam that need more than the seam itself: the in-process llama.cpp
-//! session from the engine's process-wide cache, and `open`, which builds whichever backend a
-//! `BackendConfig` names (in process, llama-server, OpenAI-compatible). Kept apart from `backend` so the seam
-//! depends on no backend and no backend on another.
+//! The in-process backend: the `Backend` seam over a llama.cpp session from the engine's process-wide cache.
 
 use std::path::{Path, PathBuf};
 
-use crate::backend::{Backend, BackendConfig, BackendError, BackendRequest};
-use crate::engine::{self, Chooser, EngineConfig, GenerateRequest, Generation, SharedSession, StopCause};
-use crate::openai_backend::OpenAiBackend;
-use crate::server_backend::LlamaServerBackend;
+use forge_decoding::backend::{Backend, BackendError, BackendRequest};
 
-/// Open the backend `config` names; `model_path` and `engine` are used by the in-process one. Remote backends
-/// contact their server once here, so a server that is down is reported before the first decision.
-pub fn open(
-    config: &BackendConfig,
-    model_path: &Path,
-    engine: EngineConfig,
-) -> Result<Box<dyn Backend>, BackendError> {
-    match config {
-        BackendConfig::InProcess => Ok(Box::new(InProcessBackend::load(model_path, engine)?)),
-        BackendConfig::LlamaServer(http) => Ok(Box::new(LlamaServerBackend::connect(http)?)),
-        BackendConfig::OpenaiChat { http, model } => {
-            Ok(Box::new(OpenAiBackend::connect(http, model.clone())?))
-        }
-    }
-}
+use crate::engine::{self, Chooser, EngineConfig, GenerateRequest, Generation, SharedSession, StopCause};
 
 /// The in-process llama.cpp session from the engine's process-wide cache.
 pub struct InProcessBackend {
@@ -47,7 +27,7 @@ impl InProcessBackend {
 
 impl Backend for InProcessBackend {
     fn describe(&self) -> String {
-        format!("in-process {}", crate::inspect::redact(&self.model))
+        format!("in-process {}", forge_model::inspect::redact(&self.model))
     }
 
     fn generate(
@@ -82,9 +62,9 @@ mod tests {
     fn every_backend_is_send() {
         fn send<T: Send>() {}
         send::<InProcessBackend>();
-        send::<LlamaServerBackend>();
-        send::<OpenAiBackend>();
+        send::<forge_decoding::server_backend::LlamaServerBackend>();
+        send::<forge_decoding::openai_backend::OpenAiBackend>();
         send::<Box<dyn Backend>>();
-        send::<BackendConfig>();
+        send::<forge_decoding::BackendConfig>();
     }
 }

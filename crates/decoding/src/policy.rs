@@ -1,17 +1,17 @@
-//! `LlamaPolicy`: the runtime's `Policy` backed by a local GGUF model through `engine`.
+//! `LlamaPolicy`: the runtime's `Policy` backed by a GGUF model behind the `Backend` seam (llama.cpp in
+//! process through `forge-llama`, or an inference server).
 //!
 //! Per decision it builds the prompt (`prompt`), the step's grounded grammar (`grammar`, rendered to GBNF) and —
 //! in guided mode — the JSON prefix the runtime writes for the model. Repairs run at temperature 0. It does not parse or
 //! validate the decision (the runtime does), and it never falls back to a scripted decision.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
-use crate::backend::{Backend, BackendConfig, BackendRequest};
-use crate::backends;
-use crate::engine::{
+use crate::backend::{Backend, BackendConfig, BackendError, BackendRequest};
+use crate::generation::{
     self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
 };
 use crate::gbnf::Grammar;
@@ -80,25 +80,33 @@ pub struct DecisionStats {
     pub finish: Finish,
 }
 
+/// How a policy opens the backend its config names. `forge_llama::open_backend` opens every kind (llama.cpp
+/// in process included); [`crate::remote::open`] opens the server kinds where llama.cpp is not linked.
+/// A function, not a dependency, so this crate builds without llama.cpp.
+pub type OpenBackend = fn(&BackendConfig, &Path, EngineConfig) -> Result<Box<dyn Backend>, BackendError>;
+
 pub struct LlamaPolicy {
     config: LlamaConfig,
+    open: OpenBackend,
     backend: Option<Box<dyn Backend>>,
     stats: Vec<DecisionStats>,
 }
 
 impl LlamaPolicy {
-    /// A policy that loads the model on its first decision (a load failure becomes `model_unavailable`).
-    pub fn new(config: LlamaConfig) -> Self {
+    /// A policy that opens its backend (loads the model) on its first decision (a load failure becomes
+    /// `model_unavailable`).
+    pub fn new(config: LlamaConfig, open: OpenBackend) -> Self {
         Self {
             config,
+            open,
             backend: None,
             stats: Vec::new(),
         }
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
-    pub fn load(config: LlamaConfig) -> Result<Self, PolicyError> {
-        let mut p = Self::new(config);
+    pub fn load(config: LlamaConfig, open: OpenBackend) -> Result<Self, PolicyError> {
+        let mut p = Self::new(config, open);
         p.backend()?;
         Ok(p)
     }
@@ -117,7 +125,7 @@ impl LlamaPolicy {
 
     fn backend(&mut self) -> Result<&mut dyn Backend, PolicyError> {
         if self.backend.is_none() {
-            self.backend = Some(backends::open(
+            self.backend = Some((self.open)(
                 &self.config.backend,
                 &self.config.model_path,
                 self.config.engine,
@@ -234,7 +242,7 @@ impl Policy for LlamaPolicy {
         control: &RunControl,
     ) -> Result<PolicyOutput, PolicyError> {
         if let Some(cause) = control_check(control) {
-            return Err(policy_error(engine::stop_error(cause, 0)));
+            return Err(policy_error(generation::stop_error(cause, 0)));
         }
         let started = Instant::now();
         self.backend()?;

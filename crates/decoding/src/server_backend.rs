@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, BackendRequest};
-use crate::engine::{Finish, Generation, JsonScanner, StopCause};
+use crate::generation::{Finish, Generation, JsonScanner, StopCause};
 use crate::gbnf_prefill;
 use crate::http_client::{HttpClient, HttpConfig, HttpError, Poll, SseItem, SseStream};
 
@@ -52,7 +52,7 @@ impl LlamaServerBackend {
             return Err(BackendError::Protocol(format!("{} /props is not a JSON object", client.base())));
         }
         let facts = ServerFacts {
-            model_file: props.get("model_path").and_then(Value::as_str).map(|p| crate::inspect::redact(std::path::Path::new(p))),
+            model_file: props.get("model_path").and_then(Value::as_str).map(|p| forge_model::inspect::redact(std::path::Path::new(p))),
             total_slots: props.get("total_slots").and_then(Value::as_u64),
             n_ctx: props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64),
             build_info: props.get("build_info").and_then(Value::as_str).map(str::to_string),
@@ -135,7 +135,7 @@ impl Backend for LlamaServerBackend {
         if let Some(cause) = check(0) {
             return Err(BackendError::stopped(cause, 0));
         }
-        if req.sampling.chooser != crate::engine::Chooser::Model {
+        if req.sampling.chooser != crate::generation::Chooser::Model {
             return Err(BackendError::Config(
                 "grammar-only generation runs in process (a llama-server server always samples from its model)".into(),
             ));
@@ -231,7 +231,7 @@ pub(crate) fn excerpt(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{GrammarMode, Sampling};
+    use crate::generation::{GrammarMode, Sampling};
 
     fn request<'a>(temperature: f32) -> BackendRequest<'a> {
         BackendRequest {

@@ -2,7 +2,7 @@
 //!
 //! usage: grammar <free|free-final|final|knowledge_search|calculator|calculator-boolean|plot>
 
-use forge_llama::grammar::{self, Caps, Inputs};
+use forge_decoding::grammar::{self, Caps, Inputs};
 use runtime::policy::{Grounding, ResultKind};
 
 fn main() {

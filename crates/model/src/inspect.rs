@@ -51,7 +51,8 @@ pub struct ModelInfo {
     pub tensor_count: usize,
     /// Provenance from `<name>.manifest.json` next to the file, when present.
     pub manifest: Option<ManifestSummary>,
-    /// llama.cpp bindings and system info of this build (filled by the engine feature).
+    /// llama.cpp bindings and system info of this build: `None` here (pure Rust); `forge_llama::inspect`
+    /// fills it in.
     pub runtime: Option<RuntimeInfo>,
 }
 
@@ -137,7 +138,7 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
             packages: m.parts.iter().map(|p| format!("{}=={}", p.package, p.version)).collect(),
             fetched_at: m.fetched_at,
         }),
-        runtime: crate::runtime_info(),
+        runtime: None,
     })
 }
 

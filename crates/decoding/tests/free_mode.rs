@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use forge_llama::grammar::Caps;
-use forge_llama::policy::{plan, repeat_prefixes};
-use forge_llama::Mode;
+use forge_decoding::grammar::Caps;
+use forge_decoding::policy::{plan, repeat_prefixes};
+use forge_decoding::Mode;
 use runtime::decision::{Decision, parse_decision};
 use runtime::fixture::{Fixture, fixture_files};
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};

@@ -1,7 +1,8 @@
 //! The generation seam under `LlamaPolicy`: a `Backend` turns one fully planned request (system prompt, user
 //! message, prefill, GBNF, sampling, token cap) into text plus token counts and timings. Three exist: the
-//! in-process llama.cpp session (`backends`), a llama.cpp server (`server_backend`) and an OpenAI-compatible chat
-//! server (`openai_backend`); `backends::open` builds the one a `BackendConfig` names.
+//! in-process llama.cpp session (`forge_llama::in_process`), a llama.cpp server (`server_backend`) and an
+//! OpenAI-compatible chat server (`openai_backend`); `forge_llama::open_backend` builds the one a
+//! `BackendConfig` names (`remote::open` the server kinds, without llama.cpp).
 //!
 //! It sits *below* prompts and grammars: it never decides what to ask or how to constrain it, and it never
 //! parses a decision. `BackendConfig` is plain data, so a backend can be built from a config value on any
@@ -9,7 +10,7 @@
 
 use runtime::policy::PolicyError;
 
-use crate::engine::{EngineError, Generation, GrammarMode, Sampling, StopCause};
+use crate::generation::{EngineError, Generation, GrammarMode, Sampling, StopCause};
 use crate::gbnf_prefill::GbnfError;
 use crate::http_client::{HttpConfig, HttpError};
 
