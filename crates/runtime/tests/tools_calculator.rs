@@ -796,3 +796,30 @@ fn registry_card_examples_evaluate_and_limits_agree() {
         calculator::evaluate(example).unwrap_or_else(|e| panic!("{example}: {e}"));
     }
 }
+
+/// The operator tables the decision grammar builds expressions from are the parser's own levels: each
+/// symbol parses as that operator, and `a op b op c` groups as the level says (sums and products chain
+/// left to right; comparisons refuse to chain).
+#[test]
+fn operator_tables_are_the_parsers_levels() {
+    use calculator::{BinOp, Expr};
+    let top = |text: &str| match calculator::parse(text).unwrap_or_else(|e| panic!("{text}: {e}")) {
+        Expr::Binary { op, .. } => op,
+        other => panic!("{text}: not a binary expression: {other:?}"),
+    };
+    for op in BinOp::SUM.into_iter().chain(BinOp::PRODUCT) {
+        assert_eq!(top(&format!("6 {} 3", op.symbol())), op);
+        assert_eq!(top(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())), op, "chains");
+    }
+    for op in BinOp::COMPARISON {
+        assert_eq!(top(&format!("6 {} 3", op.symbol())), op);
+        assert_eq!(code_of(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())), "syntax_error", "does not chain");
+    }
+    // A product binds tighter than a sum: the sum is on top whichever comes first.
+    for sum in BinOp::SUM {
+        for product in BinOp::PRODUCT {
+            assert_eq!(top(&format!("6 {} 3 {} 2", sum.symbol(), product.symbol())), sum);
+            assert_eq!(top(&format!("6 {} 3 {} 2", product.symbol(), sum.symbol())), sum);
+        }
+    }
+}

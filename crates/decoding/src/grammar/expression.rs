@@ -2,6 +2,8 @@
 //! grounded numbers (`calc-num`, `calc-bool`), aggregates over whole observed columns by reference, the rule
 //! check the runtime read as a conjunction of its terms, and free mode's choice among them.
 
+use runtime::tools::calculator::{BinOp, Function, UnaryOp};
+
 use super::value::{escape_json_text, text_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, usable_series};
 use crate::gbnf::{Grammar, Node};
@@ -76,7 +78,7 @@ pub(super) fn expression_node(
                 let compare = Node::seq([
                     Node::rule("calc-aggregate"),
                     Node::lit(" "),
-                    Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
+                    Node::one_of_texts(BinOp::COMPARISON.map(BinOp::symbol)),
                     Node::lit(" "),
                     Node::rule("calc-number"),
                 ]);
@@ -87,12 +89,12 @@ pub(super) fn expression_node(
                 // And once: the runtime cannot verify them, so a second is only a way to wander.
                 let compared = run_before
                     .iter()
-                    .any(|e| ["<", ">", "==", "!="].iter().any(|op| e.contains(op)));
+                    .any(|e| BinOp::COMPARISON.iter().any(|op| e.contains(op.symbol())));
                 let mut choices = Vec::new();
                 if inputs.grounding.rule_terms.is_empty() && !compared {
                     choices.push(Node::seq([
                         Node::rule("calc-compare"),
-                        Node::seq([Node::lit(" and "), Node::rule("calc-compare")]).opt(),
+                        Node::seq([Node::lit(format!(" {} ", BinOp::And.symbol())), Node::rule("calc-compare")]).opt(),
                     ]));
                 }
                 if grammar.has_rule("calc-asked") {
@@ -120,7 +122,7 @@ pub(super) fn expression_node(
             CalcGoal::Undeclared if over_table => {
                 let compare = Node::seq([
                     Node::lit(" "),
-                    Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
+                    Node::one_of_texts(BinOp::COMPARISON.map(BinOp::symbol)),
                     Node::lit(" "),
                     Node::rule("calc-number"),
                 ]);
@@ -143,7 +145,7 @@ pub(super) fn asked_aggregates(focus: &str) -> Vec<&'static str> {
     let named = runtime::language::lexicon::aggregates_in(focus);
     match named.as_slice() {
         [one] => vec![one.function()],
-        _ => vec!["mean", "sum", "min", "max", "count"],
+        _ => Function::ALL.map(Function::name).to_vec(),
     }
 }
 
@@ -189,7 +191,7 @@ pub(super) fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     grammar.define(
         "calc-call",
         Node::seq([
-            Node::one_of_texts(["mean", "sum", "min", "max", "count"]),
+            Node::one_of_texts(Function::ALL.map(Function::name)),
             Node::lit("("),
             Node::rule("calc-args"),
             Node::lit(")"),
@@ -211,63 +213,45 @@ pub(super) fn define_expression(grammar: &mut Grammar, inputs: &Inputs) {
     );
     grammar.define(
         "calc-unary",
-        Node::seq([Node::lit("-").opt(), Node::rule("calc-atom")]),
+        Node::seq([Node::lit(UnaryOp::Neg.symbol()).opt(), Node::rule("calc-atom")]),
     );
-    grammar.define(
-        "calc-term",
-        Node::seq([
-            Node::rule("calc-unary"),
-            Node::seq([
-                sp(),
-                Node::one_of_texts(["*", "/"]),
-                sp(),
-                Node::rule("calc-unary"),
-            ])
-            .repeat(0, 4),
-        ]),
-    );
-    grammar.define(
-        "calc-num",
-        Node::seq([
-            Node::rule("calc-term"),
-            Node::seq([
-                sp(),
-                Node::one_of_texts(["+", "-"]),
-                sp(),
-                Node::rule("calc-term"),
-            ])
-            .repeat(0, 24),
-        ]),
-    );
+    // One rule per precedence level of the calculator's parser, its operators from the calculator's tables.
+    grammar.define("calc-term", operator_chain("calc-unary", &BinOp::PRODUCT, 4));
+    grammar.define("calc-num", operator_chain("calc-term", &BinOp::SUM, 24));
     grammar.define(
         "calc-cmp",
-        Node::seq([
-            Node::rule("calc-num"),
-            sp(),
-            Node::one_of_texts([">=", "<=", "==", "!=", ">", "<"]),
-            sp(),
-            Node::rule("calc-num"),
-        ]),
+        Node::seq([Node::rule("calc-num"), operator(&BinOp::COMPARISON), Node::rule("calc-num")]),
     );
     grammar.define(
         "calc-not",
-        Node::seq([Node::lit("not ").opt(), Node::rule("calc-cmp")]),
+        Node::seq([Node::lit(format!("{} ", UnaryOp::Not.symbol())).opt(), Node::rule("calc-cmp")]),
     );
+    let joiners = [BinOp::And, BinOp::Or].map(|op| format!(" {} ", op.symbol()));
     grammar.define(
         "calc-bool",
         Node::seq([
             Node::rule("calc-not"),
-            Node::seq([
-                Node::one_of_texts([" and ", " or "]),
-                Node::rule("calc-not"),
-            ])
-            .repeat(0, 4),
+            Node::seq([Node::one_of_texts(joiners), Node::rule("calc-not")]).repeat(0, 4),
         ]),
     );
     grammar.define(
         "calc-any",
         Node::Alt(vec![Node::rule("calc-bool"), Node::rule("calc-num")]),
     );
+}
+
+/// One of `ops`, optionally spaced on either side, as the calculator's tokenizer allows.
+fn operator(ops: &[BinOp]) -> Node {
+    let sp = || Node::lit(" ").opt();
+    Node::seq([sp(), Node::one_of_texts(ops.iter().map(|op| op.symbol())), sp()])
+}
+
+/// `operand (op operand){0,max}`: one left-associative precedence level of the calculator.
+fn operator_chain(operand: &str, ops: &[BinOp], max: u32) -> Node {
+    Node::seq([
+        Node::rule(operand),
+        Node::seq([operator(ops), Node::rule(operand)]).repeat(0, max),
+    ])
 }
 
 /// Every order of `terms` joined by ` and ` (at most 4 terms are permuted; more keep their order).

@@ -19,9 +19,8 @@ mod answer;
 mod expression;
 mod value;
 
-pub use answer::{TemplatePart, parse_template};
 use answer::answer_node;
-use value::{action_node, is_json_number};
+use value::action_node;
 
 /// Caps applied on top of the registry's limits (tokens are the budget that matters on 2 cores).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -201,7 +200,7 @@ fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
         "expression" => observed_data,
         "label" | "column" => labelled_column,
         // A chart's line is a value the calculator computed: none yet, no chart yet.
-        "computed" => inputs.grounding.computed_exact.iter().any(|n| is_json_number(n)),
+        "computed" => !value::json_numbers(&inputs.grounding.computed_exact).is_empty(),
         _ => true,
     })
 }
@@ -421,24 +420,7 @@ fn final_shell(ids: Node, answer: Node) -> Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn templates_split_into_parts() {
-        assert_eq!(
-            parse_template("Average is <average>; rule <met / not met>. <oops"),
-            vec![
-                TemplatePart::Text("Average is ".into()),
-                TemplatePart::Value("average".into()),
-                TemplatePart::Text("; rule ".into()),
-                TemplatePart::Choice(vec!["met".into(), "not met".into()]),
-                TemplatePart::Text(". <oops".into()),
-            ]
-        );
-        assert_eq!(
-            parse_template("规则<满足/不满足>。")[1],
-            TemplatePart::Choice(vec!["满足".into(), "不满足".into()])
-        );
-    }
+    use super::value::is_json_number;
 
     #[test]
     fn json_numbers() {

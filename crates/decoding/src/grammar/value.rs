@@ -216,12 +216,7 @@ pub(super) fn value_node(
         }
         ("number", Some("computed")) => {
             // A chart's line is data: the computed value itself, not one of the roundings an answer may print.
-            let computed: Vec<&String> = inputs
-                .grounding
-                .computed_exact
-                .iter()
-                .filter(|n| is_json_number(n))
-                .collect();
+            let computed = json_numbers(&inputs.grounding.computed_exact);
             if computed.is_empty() {
                 return Ok(number_node(grammar, inputs));
             }
@@ -288,12 +283,7 @@ pub(super) fn value_node(
 /// A JSON number that is a grounded value (signed, as printed), or any number while nothing is grounded.
 pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     if !grammar.has_rule("json-num") {
-        let grounded: Vec<&String> = inputs
-            .grounding
-            .numbers
-            .iter()
-            .filter(|n| is_json_number(n))
-            .collect();
+        let grounded = json_numbers(&inputs.grounding.numbers);
         let body = if grounded.is_empty() {
             let digits = Node::Class {
                 negated: false,
@@ -310,6 +300,11 @@ pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         grammar.define("json-num", body);
     }
     Node::rule("json-num")
+}
+
+/// The values among `texts` that a JSON number may be written as (the grammar writes them verbatim).
+pub(super) fn json_numbers(texts: &[String]) -> Vec<&String> {
+    texts.iter().filter(|n| is_json_number(n)).collect()
 }
 
 pub(super) fn is_json_number(text: &str) -> bool {

@@ -105,6 +105,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unclosed_bracket_is_text_and_choices_split_on_slashes() {
+        assert_eq!(
+            parse("Average is <average>; rule <met / not met>. <oops"),
+            vec![
+                Part::Text("Average is ".into()),
+                Part::Slot("average".into()),
+                Part::Text("; rule ".into()),
+                Part::Choice(vec!["met".into(), "not met".into()]),
+                Part::Text(". <oops".into()),
+            ]
+        );
+        assert_eq!(
+            parse("规则<满足/不满足>。")[1],
+            Part::Choice(vec!["满足".into(), "不满足".into()])
+        );
+    }
+
+    #[test]
     fn templates_split_into_parts() {
         let parts = parse("Average: <average>%; <lowest site> is lowest; rule <met / not met>.");
         assert_eq!(parts.len(), 7);

@@ -179,6 +179,20 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The operators of the sum level (`a + b`, `a - b`), as the parser groups them.
+    pub const SUM: [BinOp; 2] = [BinOp::Add, BinOp::Sub];
+    /// The operators of the product level (`a * b`, `a / b`).
+    pub const PRODUCT: [BinOp; 2] = [BinOp::Mul, BinOp::Div];
+    /// The comparisons (one per expression level: they do not chain).
+    pub const COMPARISON: [BinOp; 6] = [
+        BinOp::GreaterEqual,
+        BinOp::LessEqual,
+        BinOp::Equal,
+        BinOp::NotEqual,
+        BinOp::Greater,
+        BinOp::Less,
+    ];
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
