@@ -22,8 +22,9 @@ use crate::cargo::{self, BuildRequest, TestOutcome};
 use crate::course::{self, Contract, Course, Lang, Stage};
 use crate::guide::{Guide, Section};
 use crate::judge;
-use crate::learn::{self, copy_dir, learn_package};
-use crate::progress::{self, Progress, learn_dir, progress_path};
+use crate::learn;
+use crate::learner::{self, copy_dir, learn_dir, learn_package, progress_path};
+use crate::progress::{self, Progress};
 use crate::report::{
     self, Expectation, Mode, Observation, RunOptions, RunReport, Runs, StageReport, Verification,
 };
@@ -103,7 +104,7 @@ pub fn current_stage(course: &Course, progress: &Progress) -> anyhow::Result<Sta
     let started: Vec<&Stage> = course
         .stages
         .iter()
-        .filter(|s| learn::has_copy(course, s))
+        .filter(|s| learner::has_copy(course, s))
         .collect();
     let open = started.iter().find(|s| !progress.passed(s));
     match open.or(started.last()) {
@@ -122,7 +123,7 @@ pub fn check(
 ) -> anyhow::Result<LearnerOutcome> {
     let dir = copy_dir(course, stage);
     let n = stage.number();
-    if !learn::has_copy(course, stage) {
+    if !learner::has_copy(course, stage) {
         match lang {
             Lang::En => bail!(
                 "{} does not exist yet; run `cargo xtask learn {n}` first",
@@ -899,7 +900,7 @@ pub fn next_stage(course: &Course, stage: &Stage) -> anyhow::Result<Option<Stage
 
 /// `learn` for a stage without a copy yet, `check` for one already started.
 fn next_verb(course: &Course, stage: &Stage) -> &'static str {
-    if learn::has_copy(course, stage) {
+    if learner::has_copy(course, stage) {
         "check"
     } else {
         "learn"

@@ -16,7 +16,8 @@ use anyhow::{Context, bail};
 use crate::args::{Args, Flag};
 use crate::course::{self, Course, Lang, OPTION_LABELS, Stage};
 use crate::guide::{self, Exercise};
-use crate::progress::{self, Progress, learn_dir, progress_path};
+use crate::learner::{copy_dir, has_copy, learn_dir, learn_package, progress_path};
+use crate::progress::{self, Progress};
 use crate::scratch;
 use crate::skeleton;
 
@@ -33,22 +34,6 @@ pub const WITHHELD: &[&str] = &[
     "ANSWERS.md",
     "ANSWERS.zh-CN.md",
 ];
-
-/// Suffix of a learner copy's package name: the `learn/` workspace may also depend on the real
-/// stage crates (stage 07 builds on 02 and 06), and two packages cannot share a name.
-pub const LEARN_SUFFIX: &str = "-learn";
-
-pub fn learn_package(stage: &Stage) -> String {
-    format!("{}{LEARN_SUFFIX}", stage.package)
-}
-
-pub fn copy_dir(course: &Course, stage: &Stage) -> PathBuf {
-    learn_dir(course).join(&stage.id)
-}
-
-pub fn has_copy(course: &Course, stage: &Stage) -> bool {
-    copy_dir(course, stage).join("Cargo.toml").is_file()
-}
 
 /// The transfer test a fresh copy starts with. `check` recognises it byte for byte as "not
 /// written yet".

@@ -12,6 +12,7 @@ mod course;
 mod guide;
 mod judge;
 mod learn;
+mod learner;
 mod llama_tools;
 mod model;
 mod mutants;

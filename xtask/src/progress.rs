@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::args::{Args, Flag};
 use crate::course::{self, Course, Lang, OPTION_LABELS, Prediction, Stage};
+use crate::learner::{learn_dir, progress_path};
 use crate::report;
 
 pub const HINT_FLAGS: &[Flag] = &[];
@@ -84,14 +85,6 @@ pub struct PredictionRecord {
     pub choice: String,
     pub correct: bool,
     pub at: String,
-}
-
-pub fn learn_dir(course: &Course) -> PathBuf {
-    course.root.join("learn")
-}
-
-pub fn progress_path(course: &Course) -> PathBuf {
-    learn_dir(course).join("progress.json")
 }
 
 impl Progress {
@@ -228,7 +221,7 @@ pub fn predict(
     };
     let path = progress_path(course);
     let mut progress = Progress::open(course)?;
-    if !crate::learn::has_copy(course, stage) {
+    if !crate::learner::has_copy(course, stage) {
         bail!(
             "stage {n} has no copy yet: run `cargo xtask learn {n}` first and read its question, then predict",
             n = stage.number()

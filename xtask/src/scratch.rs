@@ -406,7 +406,7 @@ pub fn profiles_for_stages(course: &Course) -> Option<toml::Value> {
     let mut names: BTreeSet<String> = BTreeSet::from(["*".to_owned()]);
     for stage in &course.stages {
         names.insert(stage.package.clone());
-        names.insert(crate::learn::learn_package(stage));
+        names.insert(crate::learner::learn_package(stage));
         let manifest = fs::read_to_string(stage.dir.join("Cargo.toml"))
             .ok()
             .and_then(|t| toml::from_str::<toml::Table>(&t).ok())

@@ -964,7 +964,7 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
         .context("usage: cargo xtask fault STAGE [--instructor]")?;
     let stage = course.stage(selector)?;
     // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
-    let passed = crate::progress::Progress::load(&crate::progress::progress_path(&course))
+    let passed = crate::progress::Progress::load(&crate::learner::progress_path(&course))
         .map(|p| p.passed(stage))
         .unwrap_or(false);
     let reveal = args.flag("instructor") || passed;

@@ -22,6 +22,7 @@ use crate::check::{self, LearnerOutcome};
 use crate::course::{self, Course, Lang, Prediction, Stage};
 use crate::guide::Exercise;
 use crate::learn;
+use crate::learner;
 use crate::progress::{self, Progress};
 
 pub const WATCH_FLAGS: &[Flag] = &[("timeout", true)];
@@ -167,11 +168,11 @@ fn start_stage(
     if let Some(previous) = previous {
         watcher.unwatch(previous).ok();
     }
-    if !learn::has_copy(course, stage) {
+    if !learner::has_copy(course, stage) {
         learn::create_copy(course, stage, Exercise::Repair)?;
         learn::print_intro(course, stage, Exercise::Repair, lang, out)?;
     }
-    let dir = learn::copy_dir(course, stage);
+    let dir = learner::copy_dir(course, stage);
     *root.lock().unwrap_or_else(|e| e.into_inner()) = dir.clone();
     watcher
         .watch(&dir, RecursiveMode::Recursive)

@@ -12,13 +12,44 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::OnceLock;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use structured_tool_execution::{ContractError, ToolContract};
 
-use crate::policy::ToolCard;
 
 /// The registry file, compiled in: the single source of truth.
 pub const REGISTRY_JSON: &str = include_str!("../../../schemas/tool_registry.json");
+
+/// The JSON type of an observation's `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    Number,
+    Boolean,
+}
+
+impl ResultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultKind::Number => "number",
+            ResultKind::Boolean => "boolean",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolCard {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object, straight from the registry.
+    pub arguments_schema: serde_json::Value,
+    /// Array arguments that must have equal lengths (the registry's `x-same-length`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_length: Vec<String>,
+    /// Groups of arguments of which a call gives exactly one (the registry's `x-alternatives`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Vec<String>>,
+}
 
 /// Keywords a property schema may use (anything else is a load error).
 pub const PROPERTY_KEYWORDS: &[&str] = &[
@@ -55,7 +86,7 @@ pub struct ToolSpec {
     /// Groups of arguments of which a call gives exactly one, whole (`x-alternatives`).
     pub alternatives: Vec<Vec<String>>,
     /// JSON types the tool's result `value` can have (`x-result-kinds`); empty for tools without one.
-    pub result_kinds: Vec<crate::task::ResultKind>,
+    pub result_kinds: Vec<ResultKind>,
     contract: ToolContract,
     /// Property name → schema, in file order.
     properties: Vec<(String, Value)>,
@@ -227,7 +258,7 @@ impl ToolRegistry {
     }
 
     /// The kinds of `value` the tool can return (`x-result-kinds` in the registry).
-    pub fn result_kinds(&self, tool: &str) -> &[crate::task::ResultKind] {
+    pub fn result_kinds(&self, tool: &str) -> &[ResultKind] {
         self.spec(tool).map_or(&[], |t| t.result_kinds.as_slice())
     }
 
@@ -439,7 +470,7 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
             return Err(err(format!("`x-alternatives` names `{field}`, which is not an optional property")));
         }
     }
-    let result_kinds: Vec<crate::task::ResultKind> = match entry.get("x-result-kinds") {
+    let result_kinds: Vec<ResultKind> = match entry.get("x-result-kinds") {
         None => Vec::new(),
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
             err(format!(

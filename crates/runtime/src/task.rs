@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::observe::ObservationRecord;
-use crate::policy::Gap;
+use crate::registry::ResultKind;
 
 /// One tool whose successful observation the final answer must cite.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,21 +25,20 @@ pub struct RequiredEvidence {
     pub result: Option<ResultKind>,
 }
 
-/// The JSON type of an observation's `value`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultKind {
-    Number,
-    Boolean,
-}
-
-impl ResultKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResultKind::Number => "number",
-            ResultKind::Boolean => "boolean",
-        }
-    }
+/// The next thing the run needs, as the runtime sees it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Gap {
+    /// A tool still has to produce evidence; `hint` says what for (no expected values); `result`
+    /// the kind of value wanted (`boolean` = the task's rule check).
+    Tool {
+        tool: String,
+        hint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<ResultKind>,
+    },
+    /// All required evidence exists: write the final answer citing these ids.
+    Final { evidence_ids: Vec<String>, answer_template: String },
 }
 
 impl RequiredEvidence {

@@ -9,7 +9,8 @@ use std::time::Instant;
 pub mod scripted;
 
 pub use crate::grounding::{Grounding, Series};
-pub use crate::task::ResultKind;
+pub use crate::registry::{ResultKind, ToolCard};
+pub use crate::task::Gap;
 
 /// What the runtime tells the policy for one decision. Everything here is safe
 /// to show a model: it never contains expected values from the task's ground truth.
@@ -42,36 +43,6 @@ pub struct DecisionRequest {
     pub repair: Option<RepairNote>,
     /// min(per-decision cap, remaining output-token budget).
     pub max_new_tokens: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ToolCard {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments object, straight from the registry.
-    pub arguments_schema: serde_json::Value,
-    /// Array arguments that must have equal lengths (the registry's `x-same-length`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub same_length: Vec<String>,
-    /// Groups of arguments of which a call gives exactly one (the registry's `x-alternatives`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub alternatives: Vec<Vec<String>>,
-}
-
-/// The next thing the run needs, as the runtime sees it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Gap {
-    /// A tool still has to produce evidence; `hint` says what for (no expected values); `result`
-    /// the kind of value wanted (`boolean` = the task's rule check).
-    Tool {
-        tool: String,
-        hint: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<ResultKind>,
-    },
-    /// All required evidence exists: write the final answer citing these ids.
-    Final { evidence_ids: Vec<String>, answer_template: String },
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
