@@ -8,6 +8,7 @@
 mod args;
 mod cargo;
 mod check;
+mod circles;
 mod course;
 mod guide;
 mod judge;
@@ -37,6 +38,7 @@ instructors
   fault STAGE            swap the fault in (scratch copy), run the target test, show the diagnosis
   mutants [STAGE…]       run cargo-mutants on each stage's src/ (when installed), record the figures
                          in evidence/mutants/, fail on a surviving mutant stage.toml does not explain
+  circles                list import circles between the modules of every crate (none is the rule)
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
 
@@ -106,6 +108,7 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "progress" => progress::cmd_progress(Args::parse(rest, progress::PROGRESS_FLAGS)?),
         "watch" => watch::cmd_watch(Args::parse(rest, watch::WATCH_FLAGS)?),
         "mutants" => mutants::cmd_mutants(Args::parse(rest, mutants::MUTANTS_FLAGS)?),
+        "circles" => circles::cmd_circles(Args::parse(rest, circles::FLAGS)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
         "llama-tools" => {

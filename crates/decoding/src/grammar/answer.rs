@@ -3,7 +3,7 @@
 
 use runtime::claims::template::{self, Part};
 
-use super::value::{define_text, text_numbers};
+use super::text::{define_text, text_numbers};
 use super::{Inputs, json_string};
 use crate::gbnf::{Grammar, Node};
 

@@ -4,7 +4,7 @@
 
 use runtime::tools::calculator::{BinOp, Function, UnaryOp};
 
-use super::value::{escape_json_text, text_numbers};
+use super::text::{escape_json_text, text_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, usable_series};
 use crate::gbnf::{Grammar, Node};
 

@@ -17,6 +17,7 @@ use crate::gbnf::{Grammar, Node};
 
 mod answer;
 mod expression;
+mod text;
 mod value;
 
 use answer::answer_node;
@@ -200,7 +201,7 @@ fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
         "expression" => observed_data,
         "label" | "column" => labelled_column,
         // A chart's line is a value the calculator computed: none yet, no chart yet.
-        "computed" => !value::json_numbers(&inputs.grounding.computed_exact).is_empty(),
+        "computed" => !text::json_numbers(&inputs.grounding.computed_exact).is_empty(),
         _ => true,
     })
 }
@@ -415,20 +416,4 @@ fn final_shell(ids: Node, answer: Node) -> Node {
         answer,
         Node::lit("\"}"),
     ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use super::value::is_json_number;
-
-    #[test]
-    fn json_numbers() {
-        for ok in ["0", "79", "-3.5", "98.96666666666667"] {
-            assert!(is_json_number(ok), "{ok}");
-        }
-        for bad in ["05", "", "-", "1.", "1e5x"] {
-            assert!(!is_json_number(bad), "{bad}");
-        }
-    }
 }

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use runtime::policy::{Series, ToolCard};
 
+use super::text::{define_text, escape_json_text, json_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, expression, json_string, rule_name, usable_series, written_properties};
 use crate::gbnf::{Grammar, Node};
 
@@ -302,78 +303,6 @@ pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     Node::rule("json-num")
 }
 
-/// The values among `texts` that a JSON number may be written as (the grammar writes them verbatim).
-pub(super) fn json_numbers(texts: &[String]) -> Vec<&String> {
-    texts.iter().filter(|n| is_json_number(n)).collect()
-}
-
-pub(super) fn is_json_number(text: &str) -> bool {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let int = digits.split('.').next().unwrap_or("");
-    !int.is_empty()
-        && (int == "0" || !int.starts_with('0'))
-        && serde_json::from_str::<f64>(text).is_ok()
-}
-
-/// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there). Counts
-/// (`0..=rows`) only where prose may use them, never in a computation.
-pub(super) fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let counts = if with_counts {
-        inputs.grounding.counts.as_slice()
-    } else {
-        &[]
-    };
-    for n in inputs.grounding.numbers.iter().chain(counts) {
-        let n = n.trim_start_matches('-').to_owned();
-        if !n.is_empty() && !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    // Longest first: alternatives are tried in order by the checker, and it reads better.
-    out.sort_by_key(|n| std::cmp::Reverse(n.len()));
-    out
-}
-
-/// Free text inside a JSON string whose digit runs are grounded numbers:
-/// `text-seg ::= text-char | num text-after`, `text-end ::= num "."?`.
-pub(super) fn define_text(grammar: &mut Grammar, inputs: &Inputs) {
-    if grammar.has_rule("text-seg") {
-        return;
-    }
-    let numbers = text_numbers(inputs, true);
-    grammar.define("text-char", text_char("\"\\0123456789"));
-    if numbers.is_empty() {
-        grammar.define("text-seg", Node::rule("text-char"));
-        grammar.define("text-end", Node::rule("text-char"));
-        return;
-    }
-    grammar.define("text-num", Node::one_of_texts(numbers));
-    // After a number: not a digit and not a bare decimal point (so 7 and 2 cannot make 72, nor 7 and .5 make 7.5).
-    let after = Node::Alt(vec![
-        text_char("\"\\0123456789."),
-        Node::seq([Node::lit("."), text_char("\"\\0123456789.")]),
-    ]);
-    grammar.define("text-after", after);
-    grammar.define(
-        "text-seg",
-        Node::Alt(vec![
-            Node::rule("text-char"),
-            Node::seq([Node::rule("text-num"), Node::rule("text-after")]),
-        ]),
-    );
-    grammar.define(
-        "text-end",
-        Node::seq([Node::rule("text-num"), Node::lit(".").opt()]),
-    );
-}
-
-/// One character of JSON string content other than `excluded` (control characters are never allowed;
-/// escapes are not needed by any decision and only invite a small model to wander).
-pub(super) fn text_char(excluded: &str) -> Node {
-    Node::char_except(excluded)
-}
-
 /// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
 /// space and punctuation (CJK text at its own punctuation, so a clause is one word), stop words and
 /// single characters out, first occurrence order. Not retrieval's tokenizer: that one lower-cases, folds
@@ -391,10 +320,4 @@ pub(super) fn task_words(text: &str) -> Vec<String> {
         }
     }
     words
-}
-
-/// `text` as it sits inside a JSON string (quotes and backslashes escaped).
-pub(super) fn escape_json_text(text: &str) -> String {
-    let quoted = json_string(text);
-    quoted[1..quoted.len() - 1].to_owned()
 }

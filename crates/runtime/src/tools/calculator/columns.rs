@@ -38,28 +38,6 @@ impl ColumnRef {
     }
 }
 
-impl ColumnRef {
-    /// Reads a reference written on its own (`[Wait]`, ` [Clinic | Wait] `), as a chart's `column` argument is:
-    /// the calculator's own spelling rules, nothing before or after it.
-    pub fn parse(text: &str) -> Result<ColumnRef, super::CalcError> {
-        let chars: Vec<char> = text.trim().chars().collect();
-        if chars.first() != Some(&'[') {
-            return Err(super::CalcError::Syntax {
-                position: 0,
-                message: "a column reference is [Name] or [Rows | Name]".to_owned(),
-            });
-        }
-        let (reference, end) = super::lex::column_reference(&chars, 0)?;
-        if end != chars.len() {
-            return Err(super::CalcError::Syntax {
-                position: end,
-                message: "nothing may follow a column reference's ']'".to_owned(),
-            });
-        }
-        Ok(reference)
-    }
-}
-
 /// `[Name]` or `[Rows | Name]`: the canonical spelling, which parses back to the same reference.
 impl fmt::Display for ColumnRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

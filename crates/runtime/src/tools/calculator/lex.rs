@@ -242,3 +242,27 @@ pub(super) fn describe(token: Token) -> String {
         Token::Column(_) => "a column reference".into(),
     }
 }
+
+// Reading a reference on its own is lexing one token: it lives with the tokenizer, so `columns` (the
+// reference's type and its sources) needs nothing from here.
+impl ColumnRef {
+    /// Reads a reference written on its own (`[Wait]`, ` [Clinic | Wait] `), as a chart's `column` argument is:
+    /// the calculator's own spelling rules, nothing before or after it.
+    pub fn parse(text: &str) -> Result<ColumnRef, CalcError> {
+        let chars: Vec<char> = text.trim().chars().collect();
+        if chars.first() != Some(&'[') {
+            return Err(CalcError::Syntax {
+                position: 0,
+                message: "a column reference is [Name] or [Rows | Name]".to_owned(),
+            });
+        }
+        let (reference, end) = column_reference(&chars, 0)?;
+        if end != chars.len() {
+            return Err(CalcError::Syntax {
+                position: end,
+                message: "nothing may follow a column reference's ']'".to_owned(),
+            });
+        }
+        Ok(reference)
+    }
+}
