@@ -505,3 +505,56 @@ async fn a_second_server_on_the_same_runs_directory_refuses_to_start() {
         forge_server::Service::start(config, backend).expect("free after the first closed");
     second.state.jobs.close();
 }
+
+/// A disk that refuses `result.json` while `refuse` is set (every other write goes through).
+struct NoResultDisk {
+    refuse: AtomicBool,
+}
+
+impl StoreIo for NoResultDisk {
+    fn replace(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        if self.refuse.load(Ordering::SeqCst) && path.file_name().is_some_and(|n| n == "result.json") {
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        DiskIo.replace(path, bytes)
+    }
+    fn append(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        DiskIo.append(path, bytes)
+    }
+    fn create_dir(&self, path: &Path) -> std::io::Result<()> {
+        DiskIo.create_dir(path)
+    }
+}
+
+/// Every run ends through one path (`publish_finished`), in the store's order: when `result.json` cannot
+/// be written, `meta.json` is not marked finished either — so the next start-up completes the run from its
+/// saved `run.finished` (its real outcome), instead of finding a finished meta with no result behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_the_disk_refused_leaves_meta_unfinished_and_the_next_start_completes_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(".runs");
+    let disk = Arc::new(NoResultDisk { refuse: AtomicBool::new(true) });
+    let id = {
+        let h = harness(Options {
+            runs_dir: Some(dir.clone()),
+            store_io: Some(disk.clone()),
+            ..Default::default()
+        });
+        let id = start_run(&h.router, happy()).await;
+        let s = wait_terminal(&h.router, &id).await;
+        assert_eq!(s["status"], "completed", "memory shows the real outcome: {s}");
+        assert_eq!(s["result"]["persisted"], false, "and says it was not saved: {s}");
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(&id).join("meta.json")).unwrap()).unwrap();
+        assert_eq!(meta["status"], "running", "meta is not finished before its result is saved");
+        assert!(!dir.join(&id).join("result.json").exists());
+        id
+    };
+    disk.refuse.store(false, Ordering::SeqCst);
+    let h = harness(Options { runs_dir: Some(dir), ..Default::default() });
+    assert_eq!(h.service.recovery.completed_from_disk, vec![id.clone()]);
+    assert!(h.service.recovery.interrupted.is_empty());
+    let s = snapshot(&h.router, &id, 0).await;
+    assert_eq!((s["status"].as_str(), s["result"]["stop_reason"].as_str()), (Some("completed"), Some("completed")), "{s}");
+    assert_eq!(finished_count(s["events"].as_array().unwrap()), 1);
+}
