@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::bail;
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::cargo::{self, BuildRequest, TestOutcome};
 use crate::course::{self, Contract, Course, Lang, Stage};
 use crate::guide::{Guide, Section};
@@ -31,7 +31,12 @@ use crate::report::{
 use crate::scratch;
 use crate::verify;
 
-pub const CHECK_FLAGS: &[Flag] = &[("timeout", true)];
+pub const CHECK: Verb = Verb {
+    name: "check",
+    about: "Run your copy's tests, prove your transfer test catches the fault, record progress",
+    positionals: "[STAGE]",
+    flags: &[("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)")],
+};
 
 /// How a learner's check ended (the `outcome` of a learner-mode verification.json stage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

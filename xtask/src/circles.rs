@@ -16,9 +16,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use syn::visit::Visit;
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 
-pub const FLAGS: &[Flag] = &[("root", true)];
+pub const CIRCLES: Verb = Verb {
+    name: "circles",
+    about: "List import circles between the modules of every crate (none is the rule)",
+    positionals: "",
+    flags: &[],
+};
 
 /// A module path inside one crate: `[]` is the crate root, `["grammar", "value"]` is `grammar::value`.
 type ModPath = Vec<String>;

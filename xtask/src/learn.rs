@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::course::{self, Course, Lang, OPTION_LABELS, Stage};
 use crate::guide::{self, Exercise};
 use crate::learner::{copy_dir, has_copy, learn_dir, learn_package, progress_path};
@@ -21,7 +21,15 @@ use crate::progress::{self, Progress};
 use crate::scratch;
 use crate::skeleton;
 
-pub const LEARN_FLAGS: &[Flag] = &[("force", false), ("scratch", false)];
+pub const LEARN: Verb = Verb {
+    name: "learn",
+    about: "Create learn/NN-name/: the faulty source (or todo!() bodies), the stage tests and a transfer-test skeleton",
+    positionals: "STAGE",
+    flags: &[
+        ("force", None, "replace an existing copy (your edits in it are lost)"),
+        ("scratch", None, "todo!() bodies instead of the faulty source: build the stage from its tests"),
+    ],
+};
 
 /// What a copy never receives: hints (stage.toml), diagnosis and repair (failure.json), the faulty
 /// and reference files, the full guides.

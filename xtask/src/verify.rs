@@ -16,7 +16,7 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::cargo::{
     self, BinaryRun, BuildOutcome, BuildRequest, TestBinary, TestOutcome, TestResult,
 };
@@ -26,17 +26,27 @@ use crate::report::{
 };
 use crate::scratch::{self, Variant};
 
-pub const VERIFY_FLAGS: &[Flag] = &[
-    ("json", false),
-    ("no-cache", false),
-    ("jobs", true),
-    ("timeout", true),
-];
-pub const FAULT_FLAGS: &[Flag] = &[
-    ("timeout", true),
-    ("show-repair", false),
-    ("instructor", false),
-];
+pub const VERIFY: Verb = Verb {
+    name: "verify",
+    about: "Prove every stage's fault contract in scratch copies and write evidence/verification.json",
+    positionals: "[STAGE…]",
+    flags: &[
+        ("json", None, "print the report as JSON"),
+        ("no-cache", None, "run every stage again, ignoring results cached for unchanged sources"),
+        ("jobs", Some("N"), "stages built and run at a time"),
+        ("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)"),
+    ],
+};
+pub const FAULT: Verb = Verb {
+    name: "fault",
+    about: "Swap a stage's fault in (scratch copy), run its target test and show the failing output",
+    positionals: "STAGE",
+    flags: &[
+        ("timeout", Some("SECS"), "seconds the test binary may run before it is stopped (default 60)"),
+        ("show-repair", None, "also print the repair principle (with --instructor, or once the stage is passed)"),
+        ("instructor", None, "print the diagnosis steps even before the stage is passed (demos)"),
+    ],
+};
 
 /// Bump when the meaning of a cached result changes (classification rules, report shape).
 const CACHE_SCHEMA: &str = "forge-xtask-verify-cache-v1";

@@ -10,13 +10,21 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, bail};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::cargo::cargo_command;
 use crate::course::{self, Course};
 use crate::report;
 use crate::scratch;
 
-pub const FLAGS: &[Flag] = &[("runs", true), ("skip-cold", false)];
+pub const BENCH_VERIFY: Verb = Verb {
+    name: "bench-verify",
+    about: "Time `cargo xtask verify` cached, warm --no-cache and cold; write evidence/bench-verify.json",
+    positionals: "",
+    flags: &[
+        ("runs", Some("N"), "timed runs per mode"),
+        ("skip-cold", None, "leave out the cold build (an empty target dir)"),
+    ],
+};
 
 const PYTHON_REFERENCE_S: f64 = 8.5;
 const TARGET_CACHED_S: f64 = 2.0;

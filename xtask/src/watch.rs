@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::Context;
 use notify::{EventKind, RecursiveMode, Watcher};
 
-use crate::args::{Args, Flag};
+use crate::args::{Args, Verb};
 use crate::check::{self, LearnerOutcome};
 use crate::course::{self, Course, Lang, Prediction, Stage};
 use crate::guide::Exercise;
@@ -25,7 +25,12 @@ use crate::learn;
 use crate::learner;
 use crate::progress::{self, Progress};
 
-pub const WATCH_FLAGS: &[Flag] = &[("timeout", true)];
+pub const WATCH: Verb = Verb {
+    name: "watch",
+    about: "Re-check a stage on every save; keys: h hint, l list, r re-run, q quit, a-d predict",
+    positionals: "[STAGE]",
+    flags: &[("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)")],
+};
 
 /// Editors save in bursts (temp file, rename, metadata): wait this long for the burst to end.
 const SETTLE: Duration = Duration::from_millis(200);

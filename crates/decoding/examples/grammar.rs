@@ -5,8 +5,16 @@
 use forge_decoding::grammar::{self, Caps, Inputs};
 use runtime::policy::{Grounding, ResultKind};
 
+/// Print the GBNF a guided or free decision would be constrained by, for a sample grounding.
+#[derive(clap::Parser)]
+struct Cli {
+    /// free, free-final, final, calculator-boolean, or a tool name (knowledge_search, calculator, plot)
+    #[arg(default_value = "free")]
+    what: String,
+}
+
 fn main() {
-    let what = std::env::args().nth(1).unwrap_or_else(|| "free".into());
+    let what = <Cli as clap::Parser>::parse().what;
     let cards = runtime::registry::ToolRegistry::builtin().cards();
     let grounding = Grounding {
         numbers: ["72", "78", "81", "85", "79", "70"]

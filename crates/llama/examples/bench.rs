@@ -21,8 +21,27 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+/// Model benchmark: llama-bench first, then the runner's speed as ratios to it; writes evidence/bench/llama.json.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The GGUF model (default models/qwen2.5-coder-0.5b.gguf)
+    #[arg(long)]
+    gguf: Option<PathBuf>,
+    /// The report (default evidence/bench/llama.json)
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Real AgentEval Mini runs, guided
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Real AgentEval Mini runs, free
+    #[arg(long, default_value_t = 1)]
+    free_runs: usize,
+    /// Paired rounds (llama-bench and the runner in turn) for prompt processing and for generation
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// The llama-bench binary (default target/llama-tools/llama-bench, built by `cargo xtask llama-tools`)
+    #[arg(long)]
+    llama_bench: Option<PathBuf>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -35,14 +54,14 @@ fn round(x: f64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = <Cli as clap::Parser>::parse();
     let root = root();
-    let model = arg(&args, "--gguf").map(PathBuf::from).unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let out = arg(&args, "--out").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/bench/llama.json"));
-    let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(3);
-    let free_runs: usize = arg(&args, "--free-runs").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let out = cli.out.unwrap_or_else(|| root.join("evidence/bench/llama.json"));
+    let runs = cli.runs;
+    let free_runs = cli.free_runs;
     // Paired rounds (llama-bench and the runner in turn) for prompt processing and for generation.
-    let pp_rounds: usize = arg(&args, "--rounds").and_then(|v| v.parse().ok()).unwrap_or(7);
+    let pp_rounds = cli.rounds;
 
     let info = match forge_llama::inspect(&model) {
         Ok(i) => i,
@@ -52,7 +71,7 @@ fn main() {
         }
     };
     let config = EngineConfig::default();
-    let bench_bin = arg(&args, "--llama-bench").map(PathBuf::from).unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
+    let bench_bin = cli.llama_bench.unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
     if !bench_bin.is_file() {
         eprintln!("bench: no llama-bench at {} (run `cargo xtask llama-tools`)", bench_bin.display());
         std::process::exit(2);

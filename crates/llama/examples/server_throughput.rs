@@ -25,8 +25,27 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+/// Guided runs in process, then through llama-server with -np 1/2/4; writes evidence/bench/server-throughput.json.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The GGUF model (default models/qwen2.5-coder-0.5b.gguf)
+    #[arg(long)]
+    gguf: Option<PathBuf>,
+    /// The llama-server binary (default target/llama-tools/llama-server, `cargo xtask llama-tools`)
+    #[arg(long)]
+    server: Option<PathBuf>,
+    /// The report (default evidence/bench/server-throughput.json)
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Runs per configuration after one uncounted warm-up run (twice the most slots keeps them busy)
+    #[arg(long, default_value_t = 8)]
+    runs: usize,
+    /// Server slot counts to measure, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    parallel: Vec<u32>,
+    /// Task folders; run i of every configuration is task i mod n, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "agent_eval_mini")]
+    tasks: Vec<String>,
 }
 
 fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
@@ -100,23 +119,14 @@ fn measure(label: &str, config: &LlamaConfig, tasks: &[String], runs: usize, in_
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = <Cli as clap::Parser>::parse();
     let root = root();
-    let model = arg(&args, "--gguf").map(PathBuf::from).unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let server_bin = arg(&args, "--server").map(PathBuf::from).unwrap_or_else(|| server_process::default_binary(&root));
-    let out = arg(&args, "--out").map(PathBuf::from).unwrap_or_else(|| root.join("evidence/bench/server-throughput.json"));
-    let runs: usize = arg(&args, "--runs").and_then(|v| v.parse().ok()).unwrap_or(8);
-    let parallel: Vec<u32> = arg(&args, "--parallel")
-        .unwrap_or_else(|| "1,2,4".into())
-        .split(',')
-        .map(|p| p.trim().parse().expect("--parallel takes numbers like 1,2,4"))
-        .collect();
-    let tasks: Vec<String> = arg(&args, "--tasks")
-        .unwrap_or_else(|| "agent_eval_mini".into())
-        .split(',')
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .collect();
+    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let server_bin = cli.server.unwrap_or_else(|| server_process::default_binary(&root));
+    let out = cli.out.unwrap_or_else(|| root.join("evidence/bench/server-throughput.json"));
+    let runs = cli.runs;
+    let parallel = cli.parallel;
+    let tasks: Vec<String> = cli.tasks.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     if let Some(unknown) = tasks.iter().find(|t| !root.join(harness::DEFAULT_TASKS_DIR).join(t).join("task.json").is_file()) {
         eprintln!("throughput: no task {unknown:?} in {}", harness::DEFAULT_TASKS_DIR);
         std::process::exit(2);

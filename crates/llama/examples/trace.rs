@@ -6,23 +6,37 @@ use std::path::{Path, PathBuf};
 
 use forge_llama::{LlamaConfig, Mode, harness};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+/// One real run printed event by event (phase + data) with per-decision measurements.
+#[derive(clap::Parser)]
+struct Cli {
+    /// The task folder under fixtures/tasks
+    #[arg(long, default_value = "agent_eval_mini")]
+    task: String,
+    /// guided or free
+    #[arg(long, default_value = "guided")]
+    mode: Mode,
+    /// Sampling temperature (0 = greedy)
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// The GGUF model (default models/qwen2.5-coder-0.5b.gguf)
+    #[arg(long)]
+    gguf: Option<PathBuf>,
+    /// Sampler seed (the evaluation's seed s runs with 1000 + s: `--seed 1000` replays its seed 0)
+    #[arg(long)]
+    seed: Option<u32>,
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = <Cli as clap::Parser>::parse();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let model = arg(&args, "--gguf").map(PathBuf::from).unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let mode: Mode = arg(&args, "--mode").unwrap_or_else(|| "guided".into()).parse().unwrap();
-    let mut cfg = LlamaConfig::new(&model, mode);
-    cfg.temperature = arg(&args, "--temperature").and_then(|t| t.parse().ok()).unwrap_or(0.0);
-    // The evaluation's seed s runs with sampler seed 1000 + s: `--seed 1000` replays its seed 0.
-    if let Some(seed) = arg(&args, "--seed").and_then(|s| s.parse().ok()) {
+    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let mut cfg = LlamaConfig::new(&model, cli.mode);
+    cfg.temperature = cli.temperature;
+    if let Some(seed) = cli.seed {
         cfg.seed = seed;
     }
     let artifacts = tempfile::tempdir().unwrap();
-    let task = arg(&args, "--task").unwrap_or_else(|| "agent_eval_mini".into());
+    let task = cli.task;
     let spec = harness::spec_for(&root, &task, "trace", artifacts.path());
     let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |e| {
         let data = e.data.to_string();
