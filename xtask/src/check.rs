@@ -29,6 +29,7 @@ use crate::report::{
     self, Expectation, Mode, Observation, RunOptions, RunReport, Runs, StageReport, Verification,
 };
 use crate::scratch;
+use crate::test_runs;
 use crate::verify;
 
 pub const CHECK: Verb = Verb {
@@ -237,8 +238,8 @@ pub fn check(
             }
         }
     }
-    let runs = verify::run_binaries_with(
-        verify::binaries_for(&build, &package)
+    let runs = test_runs::run_binaries_with(
+        test_runs::binaries_for(&build, &package)
             .into_iter()
             .map(|b| (0usize, (), b))
             .collect(),
@@ -247,7 +248,7 @@ pub fn check(
         true,
     )?;
     let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
-    let run = verify::run_report(
+    let run = test_runs::run_report(
         "learner",
         course.relative(&dir).into_owned(),
         &targets,
@@ -577,8 +578,8 @@ fn transfer_on(
         }],
         None,
     )?;
-    let runs = verify::run_binaries_with(
-        verify::binaries_for(&build, &package)
+    let runs = test_runs::run_binaries_with(
+        test_runs::binaries_for(&build, &package)
             .into_iter()
             .map(|b| (0usize, (), b))
             .collect(),
@@ -592,7 +593,7 @@ fn transfer_on(
         Variant::Reference => "solution",
         Variant::Fault => "fault",
     };
-    Ok(verify::run_report(
+    Ok(test_runs::run_report(
         name,
         course.relative(&judge).into_owned(),
         &targets,

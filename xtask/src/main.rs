@@ -21,6 +21,7 @@ mod progress;
 mod report;
 mod scratch;
 mod skeleton;
+mod test_runs;
 mod verify;
 mod verify_bench;
 mod watch;

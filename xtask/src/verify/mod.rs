@@ -3,13 +3,19 @@
 //! Pipeline: load contracts → answer from the result cache where every input is unchanged → build
 //! the solutions (in the course workspace) and the fault copies (one scratch workspace) at the same
 //! time → run every test binary directly, in parallel → classify like cargo-mutants → write
-//! evidence. It never writes into `stages/`.
+//! evidence. It never writes into `stages/`. `classify` decides each stage's class; `fault` is the
+//! instructor's demo of one fault.
+
+mod classify;
+mod fault;
+
+use classify::classify;
+pub use fault::{FAULT, cmd_fault};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail};
@@ -22,9 +28,10 @@ use crate::cargo::{
 };
 use crate::course::{self, Contract, ContractProblem, Course, Stage};
 use crate::report::{
-    self, Expectation, Mode, Observation, RunOptions, RunReport, Runs, StageReport, Verification,
+    self, Expectation, Mode, Observation, RunOptions, Runs, StageReport, Verification,
 };
 use crate::scratch::{self, Variant};
+use crate::test_runs::{binaries_for, run_binaries, run_report};
 
 pub const VERIFY: Verb = Verb {
     name: "verify",
@@ -37,17 +44,6 @@ pub const VERIFY: Verb = Verb {
         ("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)"),
     ],
 };
-pub const FAULT: Verb = Verb {
-    name: "fault",
-    about: "Swap a stage's fault in (scratch copy), run its target test and show the failing output",
-    positionals: "STAGE",
-    flags: &[
-        ("timeout", Some("SECS"), "seconds the test binary may run before it is stopped (default 60)"),
-        ("show-repair", None, "also print the repair principle (with --instructor, or once the stage is passed)"),
-        ("instructor", None, "print the diagnosis steps even before the stage is passed (demos)"),
-    ],
-};
-
 /// Bump when the meaning of a cached result changes (classification rules, report shape).
 const CACHE_SCHEMA: &str = "forge-xtask-verify-cache-v1";
 
@@ -493,312 +489,6 @@ fn run_stages<'p>(
     Ok(out)
 }
 
-pub fn binaries_for(build: &BuildOutcome, package: &str) -> Vec<TestBinary> {
-    build
-        .binaries
-        .iter()
-        .filter(|b| b.package == package)
-        .cloned()
-        .collect()
-}
-
-/// Runs binaries on `jobs` worker threads; results keep the caller's tag.
-pub fn run_binaries<T: Send + Clone>(
-    work: Vec<(usize, T, TestBinary)>,
-    jobs: usize,
-    timeout: Duration,
-) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
-    run_binaries_with(work, jobs, timeout, false)
-}
-
-/// [`run_binaries`], optionally with `--include-ignored` (the learner's judge).
-pub fn run_binaries_with<T: Send + Clone>(
-    work: Vec<(usize, T, TestBinary)>,
-    jobs: usize,
-    timeout: Duration,
-    include_ignored: bool,
-) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
-    let queue = Mutex::new(work.into_iter().collect::<std::collections::VecDeque<_>>());
-    let results = Mutex::new(Vec::new());
-    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let Some((index, tag, binary)) = queue.lock().expect("queue").pop_front()
-                    else {
-                        break;
-                    };
-                    match cargo::run_test_binary_with(&binary, timeout, None, include_ignored) {
-                        Ok(run) => results.lock().expect("results").push((index, tag, run)),
-                        Err(e) => {
-                            first_error.lock().expect("error").get_or_insert(e);
-                        }
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().expect("error") {
-        return Err(e);
-    }
-    let mut results = results.into_inner().expect("results");
-    results.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.2.target.cmp(&b.2.target)));
-    Ok(results)
-}
-
-pub fn run_report(
-    variant: &str,
-    source_dir: String,
-    targets: &[String],
-    build: &BuildOutcome,
-    package: &str,
-    runs: &[&BinaryRun],
-) -> RunReport {
-    let build_errors = build.errors.get(package).cloned().unwrap_or_default();
-    let built: BTreeSet<&str> = build
-        .binaries
-        .iter()
-        .filter(|b| b.package == package)
-        .map(|b| b.target.as_str())
-        .collect();
-    let build_ok = build_errors.is_empty() && targets.iter().all(|t| built.contains(t.as_str()));
-    let mut build_errors = build_errors;
-    if !build_ok && build_errors.is_empty() {
-        // cargo failed before compiling (bad manifest, resolution…): its stderr is the reason.
-        build_errors.push(build.stderr.trim().to_owned());
-    }
-    let mut tests: Vec<TestResult> = runs.iter().flat_map(|r| r.tests.iter().cloned()).collect();
-    // libtest reports in completion order; the report keeps one stable order.
-    tests.sort_by(|a, b| a.target.cmp(&b.target).then_with(|| a.name.cmp(&b.name)));
-    // A binary that died (abort, signal) without reporting: count it as a failing pseudo-test.
-    for run in runs {
-        let reported_failure = run.tests.iter().any(|t| t.outcome == TestOutcome::Failed);
-        if run.exit_code != Some(0) && !reported_failure && !run.timed_out {
-            tests.push(TestResult {
-                name: format!("<{} exited with {:?}>", run.target, run.exit_code),
-                target: run.target.clone(),
-                outcome: TestOutcome::Failed,
-                output: Some(tail(&format!("{}\n{}", run.stdout, run.stderr), 4000)),
-            });
-        }
-    }
-    let count = |o: TestOutcome| tests.iter().filter(|t| t.outcome == o).count() as u32;
-    RunReport {
-        variant: variant.to_owned(),
-        source_dir,
-        targets: targets.to_vec(),
-        build_ok,
-        build_errors,
-        build_ms: build.duration.as_millis() as u64,
-        run_ms: runs.iter().map(|r| r.duration.as_millis() as u64).sum(),
-        timed_out: runs.iter().any(|r| r.timed_out),
-        passed: count(TestOutcome::Passed),
-        failed: count(TestOutcome::Failed),
-        ignored: count(TestOutcome::Ignored),
-        tests,
-    }
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let text = text.trim();
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &text[start..])
-}
-
-pub struct Verdict {
-    pub class: &'static str,
-    pub detail: String,
-    pub observed: Observation,
-}
-
-fn names(tests: &[TestResult], outcome: TestOutcome, targets: &[String]) -> BTreeSet<String> {
-    tests
-        .iter()
-        .filter(|t| t.outcome == outcome && targets.contains(&t.target))
-        .map(|t| t.name.clone())
-        .collect()
-}
-
-fn list(set: &BTreeSet<String>) -> String {
-    if set.is_empty() {
-        "(none)".to_owned()
-    } else {
-        set.iter()
-            .map(|s| format!("`{s}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-/// Decides a stage's class from its contract and the two runs (first matching rule wins).
-pub fn classify(contract: &Contract, solution: &RunReport, fault: &RunReport) -> Verdict {
-    let fault_failed = names(
-        &fault.tests,
-        TestOutcome::Failed,
-        &contract.fault_run_targets,
-    );
-    let fault_passed = names(
-        &fault.tests,
-        TestOutcome::Passed,
-        &contract.fault_run_targets,
-    );
-    let target_output = fault
-        .tests
-        .iter()
-        .find(|t| t.name == contract.target_test)
-        .and_then(|t| t.output.clone());
-    let excerpt_found = target_output
-        .as_deref()
-        .map(|o| o.contains(&contract.expected_failure_excerpt));
-    let observed = Observation {
-        failed: fault_failed.iter().cloned().collect(),
-        passed: fault_passed.iter().cloned().collect(),
-        excerpt_found: if fault.build_ok {
-            Some(excerpt_found.unwrap_or(false))
-        } else {
-            None
-        },
-    };
-    let verdict = |class: &'static str, detail: String| Verdict {
-        class,
-        detail,
-        observed: observed.clone(),
-    };
-
-    if !solution.build_ok {
-        return verdict(
-            class::SOLUTION_FAILING,
-            format!(
-                "the solution does not compile:\n{}",
-                solution.build_errors.join("\n")
-            ),
-        );
-    }
-    if solution.timed_out {
-        return verdict(
-            class::TIMEOUT,
-            "a solution test binary ran past the timeout".to_owned(),
-        );
-    }
-    let all_targets: Vec<String> = solution.targets.clone();
-    let solution_failed = names(&solution.tests, TestOutcome::Failed, &all_targets);
-    if !solution_failed.is_empty() {
-        return verdict(
-            class::SOLUTION_FAILING,
-            format!("solution tests fail: {}", list(&solution_failed)),
-        );
-    }
-    if solution.passed == 0 {
-        return verdict(
-            class::SOLUTION_FAILING,
-            "the solution run found no passing tests".to_owned(),
-        );
-    }
-    // The contract must name exactly the tests that exist in the fault-run targets.
-    let present: BTreeSet<String> = solution
-        .tests
-        .iter()
-        .filter(|t| contract.fault_run_targets.contains(&t.target))
-        .map(|t| t.name.clone())
-        .collect();
-    let listed: BTreeSet<String> = contract
-        .must_still_pass
-        .iter()
-        .cloned()
-        .chain(std::iter::once(contract.target_test.clone()))
-        .collect();
-    if present != listed {
-        return verdict(
-            class::INVALID_CONTRACT,
-            format!(
-                "must_still_pass ∪ {{target_test}} does not match the tests in {:?}: listed but absent {}; present but unlisted {}",
-                contract.fault_run_targets,
-                list(&listed.difference(&present).cloned().collect()),
-                list(&present.difference(&listed).cloned().collect()),
-            ),
-        );
-    }
-    if !fault.build_ok {
-        return verdict(
-            class::UNVIABLE,
-            format!(
-                "the fault does not compile:\n{}",
-                fault.build_errors.join("\n")
-            ),
-        );
-    }
-    if fault.timed_out {
-        return verdict(
-            class::TIMEOUT,
-            "a fault-run test binary ran past the timeout".to_owned(),
-        );
-    }
-    // Tests the contract expects but the fault run never reported count as failed (the binary died).
-    let mut failed = fault_failed.clone();
-    failed.extend(
-        listed
-            .iter()
-            .filter(|t| !fault_passed.contains(*t) && !fault_failed.contains(*t))
-            .cloned(),
-    );
-    failed.extend(
-        fault
-            .tests
-            .iter()
-            .filter(|t| t.outcome == TestOutcome::Failed && t.name.starts_with('<'))
-            .map(|t| t.name.clone()),
-    );
-    if !failed.contains(&contract.target_test) {
-        return verdict(
-            class::FAULT_NOT_CAUGHT,
-            format!(
-                "the target test `{}` passes with the fault in place",
-                contract.target_test
-            ),
-        );
-    }
-    let others: BTreeSet<String> = failed
-        .iter()
-        .filter(|t| **t != contract.target_test)
-        .cloned()
-        .collect();
-    if !others.is_empty() {
-        return verdict(
-            class::COLLATERAL,
-            format!(
-                "besides `{}`, these fail too: {}",
-                contract.target_test,
-                list(&others)
-            ),
-        );
-    }
-    if excerpt_found != Some(true) {
-        return verdict(
-            class::WRONG_FAILURE,
-            format!(
-                "`{}` fails, but its output lacks the excerpt {:?}; it said:\n{}",
-                contract.target_test,
-                contract.expected_failure_excerpt,
-                target_output.unwrap_or_default()
-            ),
-        );
-    }
-    verdict(
-        class::HOLDS,
-        format!(
-            "only `{}` fails, with the expected excerpt",
-            contract.target_test
-        ),
-    )
-}
-
 /// The evidence log of one variant: per test target, its exit status, every test's result in name
 /// order and each failure's output. Deterministic on purpose: no timings and no completion order
 /// (libtest prints results as threads finish), so re-running an unchanged course rewrites nothing.
@@ -964,118 +654,3 @@ fn print_summary(course: &Course, verification: &Verification) {
     );
 }
 
-/// `cargo xtask fault STAGE`: the instructor's demo of one fault.
-pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
-    args.at_most_positionals(1, "cargo xtask fault STAGE [--instructor]")?;
-    let course = Course::open(&args)?;
-    let selector = args
-        .positional
-        .first()
-        .context("usage: cargo xtask fault STAGE [--instructor]")?;
-    let stage = course.stage(selector)?;
-    // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
-    let passed = crate::progress::Progress::load(&crate::learner::progress_path(&course))
-        .map(|p| p.passed(stage))
-        .unwrap_or(false);
-    let reveal = args.flag("instructor") || passed;
-    let validator = course::compile_schema("failure.schema.json")?;
-    let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
-    let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
-
-    println!("stage {} — fault `{}`", stage.id, contract.fault_id);
-    println!(
-        "  swapping {} in for {} (scratch copy; stages/ untouched)",
-        contract.fault_file, contract.faulty_source_path
-    );
-    let workspace = scratch::prepare_scratch_workspace(&course, &[(stage, &contract)])?;
-    let package = scratch::copy_package(stage, Variant::Fault);
-    let build = cargo::build_tests(
-        &workspace.join("Cargo.toml"),
-        &scratch::scratch_target_dir(&course),
-        &[BuildRequest {
-            package: package.clone(),
-            targets: contract.fault_run_targets.clone(),
-        }],
-        None,
-    )?;
-    if let Some(errors) = build.errors.get(&package) {
-        bail!(
-            "the fault does not compile (unviable):\n{}",
-            errors.join("\n")
-        );
-    }
-    let binaries = binaries_for(&build, &package);
-    if binaries.is_empty() {
-        bail!(
-            "cargo built no test binaries for {package}:\n{}",
-            build.stderr
-        );
-    }
-    println!(
-        "  running `{}` with the fault in place\n",
-        contract.target_test
-    );
-    let mut target_result = None;
-    for binary in &binaries {
-        let run = cargo::run_test_binary(binary, timeout, Some(&contract.target_test))?;
-        if let Some(result) = run
-            .tests
-            .into_iter()
-            .find(|t| t.name == contract.target_test)
-        {
-            target_result = Some(result);
-        }
-    }
-    let Some(result) = target_result else {
-        bail!(
-            "`{}` was not found in targets {:?}",
-            contract.target_test,
-            contract.fault_run_targets
-        );
-    };
-    let ok = result.outcome == TestOutcome::Failed
-        && result
-            .output
-            .as_deref()
-            .is_some_and(|o| o.contains(&contract.expected_failure_excerpt));
-    match result.outcome {
-        TestOutcome::Failed => {
-            println!("test {} ... FAILED\n", result.name);
-            for line in result.output.as_deref().unwrap_or_default().lines() {
-                println!("  | {line}");
-            }
-        }
-        other => println!(
-            "test {} ... {other:?} — the fault was NOT caught",
-            result.name
-        ),
-    }
-    if reveal {
-        println!("\ndiagnosis:");
-        for (i, step) in contract.diagnosis.iter().enumerate() {
-            println!("  {}. {step}", i + 1);
-        }
-        if args.flag("show-repair") {
-            println!("\nrepair: {}", contract.repair);
-        }
-    } else {
-        println!(
-            "\n(the diagnosis is shown once stage {n} passes, or with --instructor; \
-             `cargo xtask hint {n}` gives one step at a time)",
-            n = stage.number()
-        );
-    }
-    if ok {
-        println!(
-            "\nThe target test fails with the expected excerpt {:?}.",
-            contract.expected_failure_excerpt
-        );
-        Ok(ExitCode::SUCCESS)
-    } else {
-        println!(
-            "\nThe fault does not behave as its contract says; run `cargo xtask verify {}`.",
-            stage.number()
-        );
-        Ok(ExitCode::FAILURE)
-    }
-}
