@@ -103,7 +103,9 @@ pub fn create_copy(course: &Course, stage: &Stage, exercise: Exercise) -> anyhow
         Exercise::Scratch => {
             let solution = fs::read_to_string(stage.dir.join(&contract.faulty_source_path))
                 .with_context(|| format!("reading {}/{}", stage.id, contract.faulty_source_path))?;
-            skeleton::todo_bodies(&solution).into_bytes()
+            skeleton::todo_bodies(&solution)
+                .with_context(|| format!("{}/{}", stage.id, contract.faulty_source_path))?
+                .into_bytes()
         }
     };
     let manifest = scratch::standalone_manifest(course, stage, Some(&learn_package(stage)), false)?;

@@ -2,8 +2,11 @@
 //!
 //! Types, signatures, doc comments and everything outside function bodies stay byte for byte, so
 //! the stage tests still compile against the skeleton (and fail until the learner fills it in).
-//! It is a small lexer (comments, strings, raw strings, chars versus lifetimes), not a parser:
-//! it only needs to find `fn` items and their matching braces.
+//! The file is parsed with `syn` (spans with byte ranges): every function with a body — free,
+//! in an `impl`, a trait's default — has the text between its braces replaced; a function nested in
+//! a body goes with that body.
+
+use syn::visit::Visit;
 
 /// Comment put above the skeleton's `#![allow(unused)]`.
 const HEADER: &str = "\
@@ -14,30 +17,55 @@ const HEADER: &str = "\
 #![allow(unused)]
 ";
 
-/// Returns `source` with each function body replaced by `todo!()`, plus the allow header.
-pub fn todo_bodies(source: &str) -> String {
-    let chars: Vec<char> = source.chars().collect();
+/// Returns `source` with each function body replaced by `todo!()`, plus the allow header. A file that
+/// does not parse is an error naming where.
+pub fn todo_bodies(source: &str) -> anyhow::Result<String> {
+    let file = syn::parse_file(source).map_err(|e| {
+        let at = e.span().start();
+        anyhow::anyhow!("not a Rust file ({}:{}): {e}", at.line, at.column + 1)
+    })?;
+    let mut bodies = Bodies::default();
+    bodies.visit_file(&file);
     let mut out = String::with_capacity(source.len());
-    let mut i = 0;
-    while i < chars.len() {
-        if let Some(end) = skip_literal_or_comment(&chars, i) {
-            out.extend(&chars[i..end]);
-            i = end;
-            continue;
-        }
-        if is_fn_item(&chars, i)
-            && let Some((open, close)) = body_of(&chars, i)
-        {
-            out.extend(&chars[i..open]);
-            let indent = line_indent(&chars, i);
-            out.push_str(&format!("{{\n{indent}    todo!()\n{indent}}}"));
-            i = close + 1;
-            continue;
-        }
-        out.push(chars[i]);
-        i += 1;
+    let mut at = 0;
+    for (fn_start, body) in bodies.found {
+        let indent = line_indent(source, fn_start);
+        out.push_str(&source[at..body.start]);
+        out.push_str(&format!("{{\n{indent}    todo!()\n{indent}}}"));
+        at = body.end;
     }
-    insert_header(&out)
+    out.push_str(&source[at..]);
+    Ok(insert_header(&out))
+}
+
+/// Functions with a body, outermost only, in source order: the byte offset of the `fn` keyword and the
+/// byte range of the body, braces included.
+#[derive(Default)]
+struct Bodies {
+    found: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+impl Bodies {
+    fn push(&mut self, sig: &syn::Signature, block: &syn::Block) {
+        let open = block.brace_token.span.open().byte_range();
+        let close = block.brace_token.span.close().byte_range();
+        self.found.push((sig.fn_token.span.byte_range().start, open.start..close.end));
+    }
+}
+
+impl<'ast> Visit<'ast> for Bodies {
+    // Not descending into a body: what it holds (nested functions too) is replaced with it.
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.push(&f.sig, &f.block);
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.push(&f.sig, &f.block);
+    }
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(block) = &f.default {
+            self.push(&f.sig, block);
+        }
+    }
 }
 
 /// Puts the header after the leading `//!` lines (inner attributes must precede every item).
@@ -63,164 +91,11 @@ fn insert_header(source: &str) -> String {
     format!("{head}{separator}{HEADER}\n{tail}")
 }
 
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// `fn` as a keyword followed by a name (not `FnMut`, not the `fn(u32)` pointer type).
-fn is_fn_item(chars: &[char], i: usize) -> bool {
-    if chars.get(i) != Some(&'f') || chars.get(i + 1) != Some(&'n') {
-        return false;
-    }
-    if i > 0 && is_ident(chars[i - 1]) {
-        return false;
-    }
-    let mut j = i + 2;
-    if !chars.get(j).is_some_and(|c| c.is_whitespace()) {
-        return false;
-    }
-    while chars.get(j).is_some_and(|c| c.is_whitespace()) {
-        j += 1;
-    }
-    chars.get(j).is_some_and(|c| is_ident(*c))
-}
-
-/// The positions of the body's `{` and its matching `}`; None for a declaration ending in `;`.
-fn body_of(chars: &[char], fn_at: usize) -> Option<(usize, usize)> {
-    let mut i = fn_at + 2;
-    let mut depth = 0i32; // parentheses and brackets in the signature
-    let open = loop {
-        if let Some(end) = skip_literal_or_comment(chars, i) {
-            i = end;
-            continue;
-        }
-        match chars.get(i)? {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ';' if depth == 0 => return None,
-            '{' if depth == 0 => break i,
-            _ => {}
-        }
-        i += 1;
-    };
-    let mut braces = 0i32;
-    let mut j = open;
-    while j < chars.len() {
-        if let Some(end) = skip_literal_or_comment(chars, j) {
-            j = end;
-            continue;
-        }
-        match chars[j] {
-            '{' => braces += 1,
-            '}' => {
-                braces -= 1;
-                if braces == 0 {
-                    return Some((open, j));
-                }
-            }
-            _ => {}
-        }
-        j += 1;
-    }
-    None
-}
-
-fn line_indent(chars: &[char], i: usize) -> String {
-    let start = chars[..i]
-        .iter()
-        .rposition(|c| *c == '\n')
-        .map_or(0, |p| p + 1);
-    chars[start..i]
-        .iter()
-        .take_while(|c| **c == ' ' || **c == '\t')
-        .collect()
-}
-
-/// If a comment, string, raw string or char literal starts at `i`, the index just after it.
-fn skip_literal_or_comment(chars: &[char], i: usize) -> Option<usize> {
-    let at = |k: usize| chars.get(k).copied();
-    match (at(i)?, at(i + 1)) {
-        ('/', Some('/')) => {
-            let end = chars[i..].iter().position(|c| *c == '\n');
-            Some(end.map_or(chars.len(), |p| i + p))
-        }
-        ('/', Some('*')) => {
-            let mut depth = 0;
-            let mut j = i;
-            while j + 1 < chars.len() {
-                if chars[j] == '/' && chars[j + 1] == '*' {
-                    depth += 1;
-                    j += 2;
-                } else if chars[j] == '*' && chars[j + 1] == '/' {
-                    depth -= 1;
-                    j += 2;
-                    if depth == 0 {
-                        return Some(j);
-                    }
-                } else {
-                    j += 1;
-                }
-            }
-            Some(chars.len())
-        }
-        ('"', _) => Some(skip_quoted(chars, i + 1)),
-        ('b', Some('"')) if i == 0 || !is_ident(chars[i - 1]) => Some(skip_quoted(chars, i + 2)),
-        ('r' | 'b', _) if i == 0 || !is_ident(chars[i - 1]) => skip_raw_string(chars, i),
-        ('\'', _) => skip_char_literal(chars, i),
-        _ => None,
-    }
-}
-
-/// After an opening `"`: the index after the closing one, honouring backslash escapes.
-fn skip_quoted(chars: &[char], mut j: usize) -> usize {
-    while j < chars.len() {
-        match chars[j] {
-            '\\' => j += 2,
-            '"' => return j + 1,
-            _ => j += 1,
-        }
-    }
-    chars.len()
-}
-
-/// `r"…"`, `r#"…"#`, `br##"…"##`: None when `i` does not start one.
-fn skip_raw_string(chars: &[char], i: usize) -> Option<usize> {
-    let mut j = i;
-    if chars.get(j) == Some(&'b') {
-        j += 1;
-    }
-    if chars.get(j) != Some(&'r') {
-        return None;
-    }
-    j += 1;
-    let mut hashes = 0;
-    while chars.get(j) == Some(&'#') {
-        hashes += 1;
-        j += 1;
-    }
-    if chars.get(j) != Some(&'"') {
-        return None;
-    }
-    j += 1;
-    while j < chars.len() {
-        if chars[j] == '"' && (1..=hashes).all(|k| chars.get(j + k) == Some(&'#')) {
-            return Some(j + 1 + hashes);
-        }
-        j += 1;
-    }
-    Some(chars.len())
-}
-
-/// `'x'`, `'\n'`, `'\u{7b}'` are char literals; `'a` in `&'a str` is a lifetime (None).
-fn skip_char_literal(chars: &[char], i: usize) -> Option<usize> {
-    match chars.get(i + 1)? {
-        '\\' => {
-            let close = chars[i + 2..].iter().position(|c| *c == '\'')?;
-            Some(i + 2 + close + 1)
-        }
-        _ if chars.get(i + 2) == Some(&'\'') => Some(i + 3),
-        _ => None,
-    }
+/// The spaces and tabs that open the line holding byte `at`.
+fn line_indent(source: &str, at: usize) -> &str {
+    let start = source[..at].rfind('\n').map_or(0, |p| p + 1);
+    let line = &source[start..at];
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
 }
 
 #[cfg(test)]
@@ -260,7 +135,7 @@ pub fn takes_pointer(f: fn(u32) -> u32, g: impl FnMut(u32)) -> [u8; 2] where u32
 
     #[test]
     fn bodies_become_todo_and_everything_else_stays() {
-        let skeleton = todo_bodies(SAMPLE);
+        let skeleton = todo_bodies(SAMPLE).unwrap();
         let expected = r##"//! A module.
 //! Second line.
 
@@ -299,11 +174,17 @@ pub fn takes_pointer(f: fn(u32) -> u32, g: impl FnMut(u32)) -> [u8; 2] where u32
 
     #[test]
     fn a_file_without_module_docs_gets_the_header_first() {
-        let skeleton = todo_bodies("fn a() -> u8 { 1 }\n");
+        let skeleton = todo_bodies("fn a() -> u8 { 1 }\n").unwrap();
         assert!(skeleton.starts_with("// Scratch mode"), "{skeleton}");
         assert!(
             skeleton.ends_with("fn a() -> u8 {\n    todo!()\n}\n"),
             "{skeleton}"
         );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_an_error_naming_the_place() {
+        let err = todo_bodies("fn a() {\n    let x = ;\n}\n").unwrap_err().to_string();
+        assert!(err.contains("not a Rust file (2:"), "{err}");
     }
 }
