@@ -1,8 +1,9 @@
-//! The source browser's explanations: each Rust file's public items (a small lexer, not a parser), each file's stage in the decision → validate → tool → observation chain, and a finished run's events linked to the files that produced them.
+//! The source browser's explanations: each Rust file's public items (read by `syn`), each file's stage in the decision → validate → tool → observation chain, and a finished run's events linked to the files that produced them.
 //!
 //! The chain is data (`crates/server/chain.toml`, compiled in) so the page, the API and the completeness test
 //! read one table; nothing here names a file. Axum-free: `http.rs` shapes the responses.
 
+use syn::ext::IdentExt;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -143,266 +144,87 @@ pub struct Item {
     pub signature: String,
 }
 
-/// What kind of block the scanner is inside.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Block {
-    Impl(String),
-    Mod(String),
-    /// A trait or extern block: their items carry no `pub`, but a `pub` inside is still not a field.
-    Container,
-    /// A function body, a struct/enum body, an expression: `pub` there is a field or nothing public.
-    Other,
-}
-
 /// The public items (`pub` exactly, not `pub(crate)`) at module level, in inline modules and in impl
-/// blocks, in line order. Comments, strings and char literals are blanked first, so a `pub fn` inside a
-/// doc example or a string is never listed, and braces inside them never confuse the nesting.
+/// blocks, in line order, read by `syn`: a `pub fn` inside a comment, a doc example, a string or a function
+/// body is never listed. A file that does not parse lists nothing (the page then shows the file without
+/// its outline, never a guess).
 pub fn public_items(text: &str) -> Vec<Item> {
-    let blank = blank_comments_and_strings(text);
-    let originals: Vec<&str> = text.lines().collect();
-    let mut stack: Vec<Block> = Vec::new();
-    let mut header = String::new();
+    let Ok(file) = syn::parse_file(text) else {
+        return Vec::new();
+    };
+    let lines: Vec<&str> = text.lines().collect();
     let mut items = Vec::new();
-    for (index, line) in blank.lines().enumerate() {
-        let inside_items = stack.iter().all(|b| matches!(b, Block::Impl(_) | Block::Mod(_)));
-        if inside_items && let Some((kind, name)) = item_of(line.trim_start()) {
-            let parent = match stack.last() {
-                Some(Block::Impl(t)) => Some(format!("impl {t}")),
-                Some(Block::Mod(m)) => Some(format!("mod {m}")),
-                _ => None,
-            };
-            let original = originals.get(index).copied().unwrap_or("").trim();
-            let body = original.find(" {").map_or(original, |i| &original[..i]);
-            items.push(Item { kind, name, line: index + 1, parent, signature: body.trim_end().chars().take(160).collect() });
-        }
-        for c in line.chars() {
-            match c {
-                '{' => {
-                    stack.push(classify(&header));
-                    header.clear();
-                }
-                '}' => {
-                    stack.pop();
-                    header.clear();
-                }
-                ';' => header.clear(),
-                _ => header.push(c),
-            }
-        }
-        header.push(' ');
-    }
+    collect(&file.items, None, &lines, &mut items);
+    items.sort_by_key(|i| i.line);
     items
 }
 
-/// `pub [const|async|unsafe|extern "…"]* KIND NAME` → (kind, name).
-fn item_of(line: &str) -> Option<(&'static str, String)> {
-    let rest = line.strip_prefix("pub ")?;
-    let mut words = rest.split_whitespace().peekable();
-    const KINDS: [&str; 9] = ["fn", "struct", "enum", "trait", "const", "static", "type", "mod", "union"];
-    while let Some(word) = words.next() {
-        match word {
-            "async" | "unsafe" | "default" | "extern" => continue,
-            // The ABI string of `extern "C"` is blanked to spaces between quotes.
-            w if w.starts_with('"') => continue,
-            // `const fn` is a function; `const NAME` a constant.
-            "const" if words.peek().is_some_and(|n| matches!(*n, "fn" | "unsafe" | "async" | "extern")) => continue,
-            "static" if words.peek() == Some(&"mut") => {
-                words.next();
-                return name_of(words.next()?).map(|n| ("static", n));
-            }
-            w => {
-                let kind = KINDS.iter().find(|k| **k == w)?;
-                return name_of(words.next()?).map(|n| (*kind, n));
-            }
+fn collect(list: &[syn::Item], parent: Option<&str>, lines: &[&str], out: &mut Vec<Item>) {
+    for item in list {
+        if let Some((kind, vis, name)) = kind_of(item) {
+            push(out, lines, kind, vis, name, parent);
         }
-    }
-    None
-}
-
-fn name_of(word: &str) -> Option<String> {
-    let word = word.strip_prefix("r#").unwrap_or(word);
-    let name: String = word.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then_some(name)
-}
-
-/// What block a `{` opens, from the text since the previous `;`, `{` or `}` (attributes skipped).
-fn classify(header: &str) -> Block {
-    let mut h = header.trim();
-    // Leading attributes `#[…]` / `#![…]`, bracket-balanced.
-    while let Some(rest) = h.strip_prefix("#!").or_else(|| h.strip_prefix('#')) {
-        let Some(body) = rest.trim_start().strip_prefix('[') else { break };
-        let mut depth = 1usize;
-        let mut end = None;
-        for (i, c) in body.char_indices() {
-            match c {
-                '[' => depth += 1,
-                ']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(i + 1);
-                        break;
-                    }
+        match item {
+            syn::Item::Mod(m) => {
+                if let Some((_, inner)) = &m.content {
+                    collect(inner, Some(&format!("mod {}", m.ident)), lines, out);
                 }
-                _ => {}
             }
+            syn::Item::Impl(block) => {
+                let parent = format!("impl {}", self_type(&block.self_ty));
+                for member in &block.items {
+                    let (kind, vis, name) = match member {
+                        syn::ImplItem::Fn(f) => ("fn", &f.vis, &f.sig.ident),
+                        syn::ImplItem::Const(c) => ("const", &c.vis, &c.ident),
+                        syn::ImplItem::Type(t) => ("type", &t.vis, &t.ident),
+                        _ => continue,
+                    };
+                    push(out, lines, kind, vis, name, Some(&parent));
+                }
+            }
+            _ => {}
         }
-        let Some(end) = end else { break };
-        h = body[end..].trim_start();
-    }
-    let mut words: Vec<&str> = h.split_whitespace().collect();
-    while let Some(first) = words.first() {
-        if *first == "pub" || first.starts_with("pub(") || matches!(*first, "unsafe" | "default") {
-            words.remove(0);
-        } else {
-            break;
-        }
-    }
-    match words.first().copied() {
-        Some(w) if w == "impl" || w.starts_with("impl<") => Block::Impl(impl_type(&words.join(" "))),
-        Some("mod") => Block::Mod(words.get(1).and_then(|w| name_of(w)).unwrap_or_default()),
-        Some("trait" | "extern") => Block::Container,
-        _ => Block::Other,
     }
 }
 
-/// `impl<'a, T> Trait<T> for path::Type<'a> where …` → `Type`.
-fn impl_type(header: &str) -> String {
-    let mut h = header.trim_start_matches("impl");
-    if h.starts_with('<') {
-        let mut depth = 0i32;
-        for (i, c) in h.char_indices() {
-            match c {
-                '<' => depth += 1,
-                '>' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        h = &h[i + 1..];
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let h = h.split(" where ").next().unwrap_or(h);
-    let ty = h.rsplit_once(" for ").map_or(h, |(_, t)| t).trim();
-    let ty = ty.split('<').next().unwrap_or(ty);
-    ty.rsplit("::").next().unwrap_or(ty).trim().to_string()
+/// An item's kind, visibility and name (items without a name of their own, such as `impl`, are None).
+fn kind_of(item: &syn::Item) -> Option<(&'static str, &syn::Visibility, &syn::Ident)> {
+    Some(match item {
+        syn::Item::Fn(f) => ("fn", &f.vis, &f.sig.ident),
+        syn::Item::Struct(x) => ("struct", &x.vis, &x.ident),
+        syn::Item::Enum(x) => ("enum", &x.vis, &x.ident),
+        syn::Item::Trait(x) => ("trait", &x.vis, &x.ident),
+        syn::Item::Const(x) => ("const", &x.vis, &x.ident),
+        syn::Item::Static(x) => ("static", &x.vis, &x.ident),
+        syn::Item::Type(x) => ("type", &x.vis, &x.ident),
+        syn::Item::Mod(x) => ("mod", &x.vis, &x.ident),
+        syn::Item::Union(x) => ("union", &x.vis, &x.ident),
+        _ => return None,
+    })
 }
 
-/// The text with the contents of comments, string literals and char literals replaced by spaces
-/// (newlines kept, so line numbers stay). Lifetimes (`'a`) are left alone.
-fn blank_comments_and_strings(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                out.push(' ');
-                i += 1;
-            }
-        } else if c == '/' && next == Some('*') {
-            // Block comments nest in Rust.
-            let mut depth = 0usize;
-            while i < chars.len() {
-                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    out.push_str("  ");
-                    i += 2;
-                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    out.push_str("  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-            }
-        } else if c == 'r'
-            && (i == 0 || !is_ident(chars[i - 1]) || (chars[i - 1] == 'b' && (i < 2 || !is_ident(chars[i - 2]))))
-            && matches!(next, Some('"') | Some('#'))
-            && {
-                let mut j = i + 1;
-                while chars.get(j) == Some(&'#') {
-                    j += 1;
-                }
-                chars.get(j) == Some(&'"')
-            }
-        {
-            // Raw string r#"…"#: ends at a quote followed by as many hashes.
-            let mut hashes = 0;
-            out.push('r');
-            i += 1;
-            while chars[i] == '#' {
-                hashes += 1;
-                out.push('#');
-                i += 1;
-            }
-            out.push('"');
-            i += 1;
-            while i < chars.len() {
-                if chars[i] == '"' && (0..hashes).all(|k| chars.get(i + 1 + k) == Some(&'#')) {
-                    out.push('"');
-                    out.extend(std::iter::repeat_n('#', hashes));
-                    i += 1 + hashes;
-                    break;
-                }
-                out.push(blank(chars[i]));
-                i += 1;
-            }
-        } else if c == '"' {
-            out.push('"');
-            i += 1;
-            while i < chars.len() {
-                if chars[i] == '\\' {
-                    out.push(' ');
-                    if let Some(&e) = chars.get(i + 1) {
-                        out.push(blank(e));
-                    }
-                    i += 2;
-                } else if chars[i] == '"' {
-                    out.push('"');
-                    i += 1;
-                    break;
-                } else {
-                    out.push(blank(chars[i]));
-                    i += 1;
-                }
-            }
-        } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
-            // A char literal ('{', '\n', '\''); anything else after a quote is a lifetime or label.
-            out.push('\'');
-            i += 1;
-            if chars.get(i) == Some(&'\\') {
-                // The escaped character itself may be a quote: it is part of the literal.
-                out.push(' ');
-                if let Some(&e) = chars.get(i + 1) {
-                    out.push(blank(e));
-                }
-                i += 2;
-            }
-            while i < chars.len() && chars[i] != '\'' {
-                out.push(blank(chars[i]));
-                i += 1;
-            }
-            if i < chars.len() {
-                out.push('\'');
-                i += 1;
-            }
-        } else {
-            out.push(c);
-            i += 1;
-        }
+fn push(out: &mut Vec<Item>, lines: &[&str], kind: &'static str, vis: &syn::Visibility, name: &syn::Ident, parent: Option<&str>) {
+    let syn::Visibility::Public(token) = vis else { return };
+    let line = token.span.start().line;
+    let original = lines.get(line.saturating_sub(1)).copied().unwrap_or("").trim();
+    let body = original.find(" {").map_or(original, |i| &original[..i]);
+    out.push(Item {
+        kind,
+        name: name.unraw().to_string(),
+        line,
+        parent: parent.map(str::to_owned),
+        signature: body.trim_end().chars().take(160).collect(),
+    });
+}
+
+/// `impl<'a, T> Trait<T> for path::Type<'a>` → `Type`: the last segment of a path type, else the type as
+/// written.
+fn self_type(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default(),
+        syn::Type::Reference(r) => self_type(&r.elem),
+        other => quote::ToTokens::to_token_stream(other).to_string(),
     }
-    out
 }
 
 /// A finished run's events in order, each with its stage, the file that emitted it and the files that
@@ -499,10 +321,11 @@ pub fn after_quote() {}
     }
 
     #[test]
-    fn impl_headers_name_their_self_type() {
-        assert_eq!(impl_type("impl<'s> Tracer<'s>"), "Tracer");
-        assert_eq!(impl_type("impl From<ExampleError> for ApiError"), "ApiError");
-        assert_eq!(impl_type("impl<T: Clone> crate::a::B<T> where T: Send"), "B");
+    fn impl_blocks_name_their_self_type_and_a_file_that_does_not_parse_lists_nothing() {
+        let src = "impl<'s> Tracer<'s> { pub fn a() {} }\nimpl From<E> for ApiError { pub fn b() {} }\nimpl<T: Clone> crate::a::B<T> where T: Send { pub fn c() {} }\n";
+        let parents: Vec<Option<String>> = public_items(src).into_iter().map(|i| i.parent).collect();
+        assert_eq!(parents, vec![Some("impl Tracer".into()), Some("impl ApiError".into()), Some("impl B".into())]);
+        assert_eq!(public_items("pub fn broken( {"), Vec::<Item>::new());
     }
 
     #[test]
