@@ -13,7 +13,6 @@ use forge_decoding::generation::{
     EngineError, GrammarMode,
 };
 
-
 /// `FORGE_LLAMA_DEBUG_TOKENS=1` prints the top candidates of every generated token (prompt experiments).
 pub(super) fn debug_tokens() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();

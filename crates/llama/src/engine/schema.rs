@@ -4,7 +4,6 @@
 
 use forge_decoding::generation::EngineError;
 
-
 /// Convert a JSON Schema to GBNF with llama.cpp's converter, compacted (benchmarks use it for a grammar
 /// that does not depend on a run; decisions use `grammar`, which builds GBNF itself).
 pub fn schema_to_gbnf(schema: &serde_json::Value) -> Result<String, EngineError> {

@@ -7,11 +7,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-
 use crate::numbers;
 use crate::observe::ObservationRecord;
 use crate::StopReason;
-
 
 /// One required evidence item: the tool, and what its successful observation's result contains.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -17,7 +17,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::grounding::GroundedValues;
-
 use crate::answer::VerdictPhrases;
 use crate::budget::Usage;
 use crate::observe::ObservationRecord;

@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-
 use crate::answer::{mentions_value, phrase_present, result_masks, verdict_of, Verdict, VerdictPhrases};
 use crate::numbers;
 use crate::observe::ObservationRecord;
