@@ -50,10 +50,11 @@ fn ok_json(v: Value) -> Response {
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/", get(web::index))
-        .route("/app.js", get(web::app_js))
-        .route("/style.css", get(web::style_css))
+    // The page's files (web.rs), then the API.
+    let page = web::ASSETS.iter().fold(Router::new(), |router, asset| {
+        router.route(asset.path, get(move || async move { asset.response() }))
+    });
+    page
         .route("/openapi.json", get(openapi))
         .route("/status", get(status))
         .route("/agent/schema", get(agent_schema))
@@ -72,13 +73,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/example/chain", get(example_chain))
         .route("/example.zip", get(example_zip))
         // course view (course.rs, web/course.js)
-        .route("/course.js", get(web::course_js))
-        .route("/course.css", get(web::course_css))
         .route("/course/stages", get(course_stages))
         .route("/course/stages/{id}/guide", get(course_guide))
         .route("/course/progress", get(course_progress))
         // evaluation panel (evaluation.rs, web/eval.js)
-        .route("/eval.js", get(web::eval_js))
         .route("/agent/evaluation", get(evaluation_reports))
         .route("/agent/evaluation/{model}/success.png", get(evaluation_chart))
         .fallback(not_found)
