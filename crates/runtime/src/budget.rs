@@ -116,6 +116,20 @@ pub struct BudgetSnapshot {
     pub max_output_tokens: u64,
 }
 
+impl BudgetSnapshot {
+    /// The snapshot of a run that never started: these budgets, nothing used.
+    pub fn unused(budgets: &Budgets) -> Self {
+        BudgetSnapshot {
+            max_steps: budgets.max_steps,
+            max_tool_calls: budgets.max_tool_calls,
+            wall_clock_ms: budgets.wall_clock_s * 1000,
+            max_input_tokens: budgets.max_input_tokens,
+            max_output_tokens: budgets.max_output_tokens,
+            ..Default::default()
+        }
+    }
+}
+
 /// Counters measured during a run.
 #[derive(Debug, Clone, Default)]
 pub struct Usage {

@@ -25,7 +25,7 @@ pub mod trace;
 
 use serde::{Deserialize, Serialize};
 
-pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError};
+pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError, UnfinishedResult};
 pub use budget::{BudgetSnapshot, Budgets, FieldError};
 pub use answer::{Verdict, VerdictPhrases};
 pub use metrics::{GroundTruth, Metrics};

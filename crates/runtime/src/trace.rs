@@ -35,6 +35,25 @@ pub struct TraceEvent {
     pub budget: BudgetSnapshot,
 }
 
+impl TraceEvent {
+    /// The `run.finished` event that ends a trace the runtime did not finish itself (a run cancelled while
+    /// queued, interrupted by a restart, or that failed to start). It follows the `kept` events already
+    /// written and continues `last`, the last of them (its step, clock, observations and budget); without
+    /// one it starts from step 0 with `budget`.
+    pub fn finishing(kept: u64, last: Option<&TraceEvent>, data: Value, budget: BudgetSnapshot) -> TraceEvent {
+        TraceEvent {
+            seq: kept + 1,
+            step: last.map_or(0, |e| e.step),
+            attempt: 0,
+            phase: "run.finished".into(),
+            elapsed_ms: last.map_or(0, |e| e.elapsed_ms),
+            data,
+            observation_count: last.map_or(0, |e| e.observation_count),
+            budget: last.map_or(budget, |e| e.budget.clone()),
+        }
+    }
+}
+
 /// Collects events, numbers them, applies the cap and forwards kept events to a sink.
 pub struct Tracer<'s> {
     started: Instant,
@@ -182,4 +201,48 @@ fn looks_like_absolute_path(word: &str) -> bool {
     let bytes = word.as_bytes();
     let windows = bytes.len() > 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && (bytes[2] == b'\\' || bytes[2] == b'/');
     unix || windows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent_loop::{RunError, UnfinishedResult};
+    use crate::budget::Budgets;
+    use crate::StopReason;
+    use pretty_assertions::assert_eq;
+
+    fn event(seq: u64, step: u32, observation_count: u32) -> TraceEvent {
+        let budget = BudgetSnapshot { steps: step, elapsed_ms: 40, ..Default::default() };
+        TraceEvent { seq, step, attempt: 1, phase: "tool.finished".into(), elapsed_ms: 40, data: Value::Null, observation_count, budget }
+    }
+
+    /// A seal written by the service continues the trace where the runtime left it (number, step, clock,
+    /// observations, budget); on an empty trace it is event 1 with the request's budgets unused.
+    #[test]
+    fn a_finishing_event_continues_the_last_kept_event_or_starts_the_trace() {
+        let last = event(7, 3, 2);
+        let next = TraceEvent::finishing(7, Some(&last), Value::Null, BudgetSnapshot::default());
+        assert_eq!((next.seq, next.step, next.attempt, next.phase.as_str()), (8, 3, 0, "run.finished"));
+        assert_eq!((next.elapsed_ms, next.observation_count, next.budget), (40, 2, last.budget));
+
+        let budgets = Budgets { max_steps: 5, wall_clock_s: 30, ..Budgets::default() };
+        let first = TraceEvent::finishing(0, None, Value::Null, BudgetSnapshot::unused(&budgets));
+        assert_eq!((first.seq, first.step, first.observation_count), (1, 0, 0));
+        assert_eq!((first.budget.max_steps, first.budget.wall_clock_ms, first.budget.steps), (5, 30_000, 0));
+    }
+
+    /// The event's data says who sealed the run; the result file says which run and how many events instead.
+    #[test]
+    fn an_unfinished_result_is_event_data_or_a_result_file() {
+        let error = RunError { code: "interrupted".into(), message: "the service restarted".into() };
+        let seal = UnfinishedResult::new(StopReason::RuntimeError, 2, Some(error), "server");
+        let data = serde_json::to_value(&seal).unwrap();
+        assert_eq!(data["status"], "failed");
+        assert_eq!((data["sealed_by"].as_str(), data["reason"].as_str()), (Some("server"), Some("interrupted")));
+        assert!(data.get("run_id").is_none() && data.get("events").is_none() && data.get("verification").is_none());
+        assert!(data["final_answer"].is_null() && data["metrics"].is_null());
+        let result = serde_json::to_value(seal.for_run("run-1", 9)).unwrap();
+        assert_eq!((result["run_id"].as_str(), result["events"].as_u64()), (Some("run-1"), Some(9)));
+        assert!(result.get("sealed_by").is_none());
+    }
 }

@@ -119,6 +119,65 @@ pub struct RunResult {
     pub verification: Option<crate::claims::Verification>,
 }
 
+/// The result of a run the runtime never ran or could not finish — cancelled while queued, interrupted by a
+/// restart, failed to start — as the service seals it: the [`RunResult`] fields such a run can have, with
+/// nothing accepted, no metrics, no artifacts and nothing verified. The same value is the data of the
+/// `run.finished` event ([`UnfinishedResult::new`]) and, with the run's id and event count, its result file
+/// ([`UnfinishedResult::for_run`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnfinishedResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub status: RunStatus,
+    pub stop_reason: StopReason,
+    pub final_answer: Option<String>,
+    pub evidence_ids: Vec<String>,
+    pub metrics: Option<Metrics>,
+    pub artifacts: Vec<ArtifactRecord>,
+    pub steps: u32,
+    /// Trace events with the `run.finished` one (the result file only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    /// Who wrote the seal instead of the runtime (the event only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sealed_by: Option<String>,
+    /// The error's code, when there is an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    /// Always absent: no answer was accepted, so nothing was verified.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::claims::Verification>,
+}
+
+impl UnfinishedResult {
+    /// The `run.finished` data of a run stopped for `stop` after `steps` steps, sealed by `sealed_by`. The
+    /// status is the stop reason's own ([`StopReason::status`]).
+    pub fn new(stop: StopReason, steps: u32, error: Option<RunError>, sealed_by: &str) -> Self {
+        UnfinishedResult {
+            run_id: None,
+            status: stop.status(),
+            stop_reason: stop,
+            final_answer: None,
+            evidence_ids: Vec::new(),
+            metrics: None,
+            artifacts: Vec::new(),
+            steps,
+            events: None,
+            sealed_by: Some(sealed_by.to_owned()),
+            reason: error.as_ref().map(|e| e.code.clone()),
+            error,
+            verification: None,
+        }
+    }
+
+    /// The same seal as the run's result file: its id and its event count, not who sealed it.
+    pub fn for_run(self, run_id: &str, events: u64) -> Self {
+        UnfinishedResult { run_id: Some(run_id.to_owned()), events: Some(events), sealed_by: None, ..self }
+    }
+}
+
 /// Runs one task to a terminal status. Never panics on bad model output; every run ends with a
 /// `run.finished` event.
 pub fn run_task(

@@ -134,50 +134,10 @@ pub(super) fn index_artifacts(index: &mut HashMap<String, (String, String)>, run
     }
 }
 
-/// A budget snapshot with nothing used yet, for a run the runtime never started (the request's budgets,
-/// the runtime's defaults for what it does not name).
-fn unused_budget(budgets: &Value) -> runtime::BudgetSnapshot {
-    let b: runtime::Budgets = serde_json::from_value(budgets.clone()).unwrap_or_default();
-    runtime::BudgetSnapshot {
-        max_steps: b.max_steps,
-        max_tool_calls: b.max_tool_calls,
-        wall_clock_ms: b.wall_clock_s * 1000,
-        max_input_tokens: b.max_input_tokens,
-        max_output_tokens: b.max_output_tokens,
-        ..Default::default()
-    }
-}
-
-/// The `run.finished` data and the result of a run the server seals itself: the runtime's `RunResult`
-/// fields such a run can have, with the runtime's types; what it cannot have is null or empty.
-#[derive(serde::Serialize)]
-struct Sealed<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_id: Option<&'a str>,
-    status: runtime::RunStatus,
-    stop_reason: StopReason,
-    final_answer: Option<String>,
-    evidence_ids: Vec<String>,
-    metrics: Option<runtime::Metrics>,
-    artifacts: Vec<runtime::ArtifactRecord>,
-    steps: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    events: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sealed_by: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<runtime::RunError>,
-    /// No answer was accepted, so nothing was verified (absent, as in every run without an answer).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    verification: Option<runtime::claims::Verification>,
-}
-
 /// The `run.finished` event and result the service writes itself when the runtime never ran the run
-/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null. The
-/// pair comes from the runtime's table: the status is the stop reason's own (`StopReason::status`); the
-/// event is a `runtime::TraceEvent` continuing the run's last one.
+/// (cancelled while queued) or could not finish it (interrupted, failed to start). Metrics are null. Both
+/// come from the runtime's constructors: `UnfinishedResult` (the status is the stop reason's own) and
+/// `TraceEvent::finishing`, which continues the run's last event.
 pub(super) fn seal_values(
     meta: &RunMeta,
     events: &[Value],
@@ -187,40 +147,21 @@ pub(super) fn seal_values(
     let last: Option<runtime::TraceEvent> = events
         .last()
         .and_then(|e| serde_json::from_value(e.clone()).ok());
-    let seq = events.len() as u64 + 1;
     let step = last.as_ref().map_or(0, |e| e.step);
     let error = error.map(|(code, message)| runtime::RunError {
         code: code.to_string(),
         message,
     });
-    let sealed = |run_id, events, sealed_by| Sealed {
-        run_id,
-        status: stop.status(),
-        stop_reason: stop,
-        final_answer: None,
-        evidence_ids: Vec::new(),
-        metrics: None,
-        artifacts: Vec::new(),
-        steps: step,
-        events,
-        sealed_by,
-        reason: error.as_ref().map(|e| e.code.clone()),
-        error: error.clone(),
-        verification: None,
-    };
-    let event = runtime::TraceEvent {
-        seq,
-        step,
-        attempt: 0,
-        phase: "run.finished".into(),
-        elapsed_ms: last.as_ref().map_or(0, |e| e.elapsed_ms),
-        data: to_value(&sealed(None, None, Some("server"))),
-        observation_count: last.as_ref().map_or(0, |e| e.observation_count),
-        budget: last
-            .map(|e| e.budget)
-            .unwrap_or_else(|| unused_budget(&meta.request["budgets"])),
-    };
-    let result = to_value(&sealed(Some(meta.id.as_str()), Some(seq), None));
+    let seal = runtime::UnfinishedResult::new(stop, step, error, "server");
+    let budgets: runtime::Budgets =
+        serde_json::from_value(meta.request["budgets"].clone()).unwrap_or_default();
+    let event = runtime::TraceEvent::finishing(
+        events.len() as u64,
+        last.as_ref(),
+        to_value(&seal),
+        runtime::BudgetSnapshot::unused(&budgets),
+    );
+    let result = to_value(&seal.for_run(&meta.id, event.seq));
     (to_value(&event), result)
 }
 
