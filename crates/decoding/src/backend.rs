@@ -11,7 +11,7 @@
 use runtime::policy::PolicyError;
 
 use crate::generation::{EngineError, Generation, GrammarMode, Sampling, StopCause};
-use crate::gbnf_prefill::GbnfError;
+use crate::gbnf::GbnfError;
 use crate::http_client::{HttpConfig, HttpError};
 
 /// Which backend generates, as plain data (`--backend` on the command line, a field in a config file).

@@ -7,7 +7,6 @@
 
 pub mod backend;
 pub mod gbnf;
-pub mod gbnf_prefill;
 pub mod generation;
 pub mod grammar;
 pub mod http_client;

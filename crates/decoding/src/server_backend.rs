@@ -3,7 +3,7 @@
 //!
 //! Per request: the model's chat template is applied by the server's `/apply-template` (the same GGUF
 //! template the in-process engine uses), the runner appends its prefill, and the grammar is advanced past
-//! that prefill (`gbnf_prefill`) because the server constrains only what it generates. Tokens and timings
+//! that prefill (`gbnf::resume_text_after`) because the server constrains only what it generates. Tokens and timings
 //! come from the server's stream; dropping the stream aborts the request (llama-server stops a generation
 //! whose connection is closed). Not a server manager: starting llama-server is the caller's business.
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, BackendRequest};
 use crate::generation::{Finish, Generation, JsonScanner, StopCause};
-use crate::gbnf_prefill;
+use crate::gbnf;
 use crate::http_client::{HttpClient, HttpConfig, HttpError, Poll, SseItem, SseStream};
 
 /// How often the caller's cancel flag and deadline are polled while waiting for the server.
@@ -87,7 +87,7 @@ impl LlamaServerBackend {
         if let Some(g) = self.grammars.get(&key) {
             return Ok(g.clone());
         }
-        let g = gbnf_prefill::resume_after(grammar, prefill)?;
+        let g = gbnf::resume_text_after(grammar, prefill)?;
         if self.grammars.len() >= GRAMMAR_CACHE {
             self.grammars.clear();
         }
@@ -266,8 +266,8 @@ mod tests {
     #[test]
     fn the_grammar_sent_accepts_what_follows_the_prefill() {
         let req = request(0.0);
-        let sent = gbnf_prefill::resume_after(req.grammar.unwrap(), req.prefill).unwrap();
-        assert!(gbnf_prefill::accepts(&sent, "abc\"}").unwrap(), "{sent}");
-        assert!(!gbnf_prefill::accepts(&sent, "{\"a\":\"abc\"}").unwrap(), "{sent}");
+        let sent = gbnf::resume_text_after(req.grammar.unwrap(), req.prefill).unwrap();
+        assert!(gbnf::Grammar::parse(&sent).unwrap().accepts("abc\"}"), "{sent}");
+        assert!(!gbnf::Grammar::parse(&sent).unwrap().accepts("{\"a\":\"abc\"}"), "{sent}");
     }
 }

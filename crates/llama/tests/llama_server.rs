@@ -446,7 +446,8 @@ fn bad_urls_are_refused_with_the_reason() {
 /// after it. Needs neither the model nor llama-server.
 #[test]
 fn real_guided_grammars_resume_after_their_prefixes() {
-    use forge_decoding::gbnf_prefill::{accepts, resume_after};
+    use forge_decoding::gbnf::{Grammar, resume_text_after as resume_after};
+    let accepts = |gbnf: &str, text: &str| Grammar::parse(gbnf).map(|g| g.accepts(text));
     use forge_decoding::grammar::{self, Caps, Inputs};
     use runtime::policy::{Grounding, ResultKind};
     let cards = runtime::registry::ToolRegistry::builtin().cards();
