@@ -129,6 +129,25 @@ impl BackendError {
     }
 }
 
+/// What a remote backend checks before it sends anything: the run may still go on (`check(0)`), and the
+/// request asks for the model's own sampling — the grammar-only baseline draws tokens itself, which only the
+/// in-process engine can (`kind` names the server in the refusal).
+pub fn ready_to_send(
+    kind: &str,
+    req: &BackendRequest<'_>,
+    check: &mut dyn FnMut(u32) -> Option<StopCause>,
+) -> Result<(), BackendError> {
+    if let Some(cause) = check(0) {
+        return Err(BackendError::stopped(cause, 0));
+    }
+    if req.sampling.chooser != crate::generation::Chooser::Model {
+        return Err(BackendError::Config(format!(
+            "grammar-only generation runs in process (a {kind} server always samples from its model)"
+        )));
+    }
+    Ok(())
+}
+
 impl From<BackendError> for PolicyError {
     /// Down, stalled, closed or garbled servers are `model_unavailable` (the run could not get a model answer);
     /// a request the server refused (4xx) or a grammar that cannot be rewritten is a policy failure.

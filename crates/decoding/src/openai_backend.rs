@@ -89,14 +89,7 @@ impl Backend for OpenAiBackend {
         req: &BackendRequest<'_>,
         check: &mut dyn FnMut(u32) -> Option<StopCause>,
     ) -> Result<Generation, BackendError> {
-        if let Some(cause) = check(0) {
-            return Err(BackendError::stopped(cause, 0));
-        }
-        if req.sampling.chooser != crate::generation::Chooser::Model {
-            return Err(BackendError::Config(
-                "grammar-only generation runs in process (a openai-chat server always samples from its model)".into(),
-            ));
-        }
+        crate::backend::ready_to_send("openai-chat", req, check)?;
         let body = chat_body(&self.model, req)?;
         let url = format!("{}/v1/chat/completions", self.client.base());
         let started = Instant::now();

@@ -132,14 +132,7 @@ impl Backend for LlamaServerBackend {
         req: &BackendRequest<'_>,
         check: &mut dyn FnMut(u32) -> Option<StopCause>,
     ) -> Result<Generation, BackendError> {
-        if let Some(cause) = check(0) {
-            return Err(BackendError::stopped(cause, 0));
-        }
-        if req.sampling.chooser != crate::generation::Chooser::Model {
-            return Err(BackendError::Config(
-                "grammar-only generation runs in process (a llama-server server always samples from its model)".into(),
-            ));
-        }
+        crate::backend::ready_to_send("llama-server", req, check)?;
         let prompt = self.chat_prompt(req.system, req.user, check)?;
         let grammar = match req.grammar {
             Some(g) => Some(self.resumed_grammar(g, req.prefill)?),

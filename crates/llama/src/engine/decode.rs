@@ -6,6 +6,7 @@ use std::time::Instant;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
+use super::path::TokenPath;
 use super::sampling::*;
 use super::*;
 
@@ -98,44 +99,18 @@ impl Session {
                 LlamaSampler::dist(req.sampling.seed),
             ])
         });
-        let mut scanner = JsonScanner::default();
-        for b in req.prefill.bytes() {
-            scanner.feed(b);
-        }
-        let mut out: Vec<u8> = Vec::new();
-        let mut generated: u32 = 0;
+        let mut path = TokenPath::new(req.prefill, req.banned_prefixes);
         let mut full_passes: u32 = 0;
         let mut logits_idx = self.batch.n_tokens() - 1;
-        // Banned prefixes mask tokens one at a time, so a path can run into a point where every token the
-        // grammar allows is masked (the only way on is a banned repeat). Then generation steps back one token,
-        // refuses that token at that position, and goes on: a depth-first search over the grammar's paths,
-        // which finds an unbanned decision whenever the grammar has one (bounded by MAX_BACKTRACKS).
-        let mut picked: Vec<(LlamaToken, usize)> = Vec::new();
-        let mut refused: Vec<Vec<LlamaToken>> = vec![Vec::new()];
-        let mut backtracks: u32 = 0;
         let finish = loop {
-            if generated >= req.max_new_tokens {
+            if path.len() >= req.max_new_tokens {
                 break Finish::MaxTokens;
             }
             let logits = self.ctx.get_logits_ith(logits_idx);
             if debug_tokens() {
                 eprintln!("{}", top_candidates(&self.model, logits, 5));
             }
-            let position = picked.len();
-            let banned = |token: LlamaToken| {
-                if refused.get(position).is_some_and(|r| r.contains(&token)) {
-                    return true;
-                }
-                if req.banned_prefixes.is_empty() {
-                    return false;
-                }
-                let mut text = req.prefill.as_bytes().to_vec();
-                text.extend_from_slice(&out);
-                text.extend_from_slice(&vocab.token_to_piece(token, false, None));
-                req.banned_prefixes
-                    .iter()
-                    .any(|p| text.starts_with(p.as_bytes()))
-            };
+            let banned = |token: LlamaToken| !path.allows(token, || vocab.token_to_piece(token, false, None));
             let choice = pick(
                 logits,
                 chain.as_mut(),
@@ -146,13 +121,7 @@ impl Session {
             );
             let token = match choice {
                 Ok(token) => token,
-                Err(e) if is_dead_end(&e) && !picked.is_empty() && backtracks < MAX_BACKTRACKS => {
-                    backtracks += 1;
-                    let (last, len) = picked.pop().expect("not empty");
-                    out.truncate(out.len() - len);
-                    generated -= 1;
-                    refused.truncate(picked.len() + 1);
-                    refused[picked.len()].push(last);
+                Err(e) if is_dead_end(&e) && path.step_back().is_some() => {
                     // The KV cache holds input + every picked token. Drop the refused token and the one before
                     // it, then decode that one again: its logits are the ones to choose from now.
                     let keep = self.cached.len() - 2;
@@ -173,13 +142,7 @@ impl Session {
                     self.cached.push(previous);
                     logits_idx = 0;
                     if let Some(text) = req.grammar {
-                        let accepted: Vec<LlamaToken> =
-                            prefill_tokens.iter().copied().chain(picked.iter().map(|(t, _)| *t)).collect();
-                        grammar = Some(grammar_after(&self.model, text, &accepted)?);
-                    }
-                    scanner = JsonScanner::default();
-                    for &b in req.prefill.as_bytes().iter().chain(&out) {
-                        scanner.feed(b);
+                        grammar = Some(grammar_after(&self.model, text, &path.accepted(&prefill_tokens))?);
                     }
                     continue;
                 }
@@ -192,22 +155,15 @@ impl Session {
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
-            let piece = vocab.token_to_piece(token, false, None);
-            for &b in &piece {
-                scanner.feed(b);
-            }
-            out.extend_from_slice(&piece);
-            picked.push((token, piece.len()));
-            refused.push(Vec::new());
-            generated += 1;
-            if req.stop_at_json_end && scanner.complete() {
+            path.push(token, &vocab.token_to_piece(token, false, None));
+            if req.stop_at_json_end && path.json_complete() {
                 break Finish::JsonComplete;
             }
-            if generated >= req.max_new_tokens {
+            if path.len() >= req.max_new_tokens {
                 break Finish::MaxTokens;
             }
-            if let Some(cause) = check(generated) {
-                return Err(stop_error(cause, generated));
+            if let Some(cause) = check(path.len()) {
+                return Err(stop_error(cause, path.len()));
             }
             self.batch.clear();
             self.batch
@@ -221,12 +177,10 @@ impl Session {
             logits_idx = 0;
         };
         let decode_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut text = req.prefill.as_bytes().to_vec();
-        text.extend_from_slice(&out);
         Ok(Generation {
-            text: String::from_utf8_lossy(&text).into_owned(),
+            text: path.text(),
             input_tokens: input.len() as u32,
-            output_tokens: generated,
+            output_tokens: path.len(),
             reused_tokens: reused,
             prefill_tokens: input.len() as u32 - reused,
             prefill_ms,

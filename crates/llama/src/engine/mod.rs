@@ -29,6 +29,7 @@ pub use forge_decoding::generation::{
 use forge_model::inspect::{self, ModelUnavailable};
 
 mod decode;
+mod path;
 mod sampling;
 mod schema;
 mod uniform;

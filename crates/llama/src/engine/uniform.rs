@@ -7,6 +7,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
+use super::path::TokenPath;
 use super::sampling::*;
 use super::*;
 
@@ -33,23 +34,14 @@ impl Session {
         })?;
         let n_vocab = self.model.n_vocab();
         let mut rng = SplitMix64(u64::from(req.sampling.seed) ^ 0x9e37_79b9_7f4a_7c15);
-        let mut scanner = JsonScanner::default();
-        for b in req.prefill.bytes() {
-            scanner.feed(b);
-        }
         let started = Instant::now();
-        let mut out: Vec<u8> = Vec::new();
-        let mut generated: u32 = 0;
-        // Steps back from dead ends the banned prefixes make, exactly as `generate` does.
-        let mut picked: Vec<(LlamaToken, usize)> = Vec::new();
-        let mut refused: Vec<Vec<LlamaToken>> = vec![Vec::new()];
-        let mut backtracks: u32 = 0;
+        let mut path = TokenPath::new(req.prefill, req.banned_prefixes);
         let finish = loop {
-            if generated >= req.max_new_tokens {
+            if path.len() >= req.max_new_tokens {
                 break Finish::MaxTokens;
             }
-            if let Some(cause) = check(generated) {
-                return Err(stop_error(cause, generated));
+            if let Some(cause) = check(path.len()) {
+                return Err(stop_error(cause, path.len()));
             }
             // Equal logits: whatever the grammar leaves finite is equally likely.
             let mut arr = LlamaTokenDataArray::new(
@@ -59,39 +51,19 @@ impl Session {
                 false,
             );
             arr.apply_sampler(&mut grammar);
-            let here = refused.get(picked.len());
             let allowed: Vec<LlamaToken> = arr
                 .data
                 .iter()
                 .filter(|d| d.logit().is_finite())
                 .map(|d| d.id())
-                .filter(|token| !here.is_some_and(|r| r.contains(token)))
-                .filter(|&token| {
-                    req.banned_prefixes.is_empty() || {
-                        let mut text = req.prefill.as_bytes().to_vec();
-                        text.extend_from_slice(&out);
-                        text.extend_from_slice(&vocab.token_to_piece(token, false, None));
-                        !req.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
-                    }
-                })
+                .filter(|&token| path.allows(token, || vocab.token_to_piece(token, false, None)))
                 .collect();
             if allowed.is_empty() {
-                if picked.is_empty() || backtracks >= MAX_BACKTRACKS {
+                // Steps back from dead ends the banned prefixes make, exactly as `generate` does.
+                if path.step_back().is_none() {
                     return Err(EngineError::Grammar(NO_TOKEN.into()));
                 }
-                backtracks += 1;
-                let (last, len) = picked.pop().expect("not empty");
-                out.truncate(out.len() - len);
-                generated -= 1;
-                refused.truncate(picked.len() + 1);
-                refused[picked.len()].push(last);
-                let accepted: Vec<LlamaToken> =
-                    prefill_tokens.iter().copied().chain(picked.iter().map(|(t, _)| *t)).collect();
-                grammar = grammar_after(&self.model, text, &accepted)?;
-                scanner = JsonScanner::default();
-                for &b in req.prefill.as_bytes().iter().chain(&out) {
-                    scanner.feed(b);
-                }
+                grammar = grammar_after(&self.model, text, &path.accepted(&prefill_tokens))?;
                 continue;
             }
             let token = allowed[rng.below(allowed.len())];
@@ -104,22 +76,14 @@ impl Session {
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
-            let piece = vocab.token_to_piece(token, false, None);
-            for &b in &piece {
-                scanner.feed(b);
-            }
-            out.extend_from_slice(&piece);
-            picked.push((token, piece.len()));
-            refused.push(Vec::new());
-            generated += 1;
-            if req.stop_at_json_end && scanner.complete() {
+            path.push(token, &vocab.token_to_piece(token, false, None));
+            if req.stop_at_json_end && path.json_complete() {
                 break Finish::JsonComplete;
             }
         };
-        let mut text = req.prefill.as_bytes().to_vec();
-        text.extend_from_slice(&out);
+        let generated = path.len();
         Ok(Generation {
-            text: String::from_utf8_lossy(&text).into_owned(),
+            text: path.text(),
             input_tokens: 0,
             output_tokens: generated,
             reused_tokens: 0,

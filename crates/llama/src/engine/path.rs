@@ -1,0 +1,106 @@
+//! The path one generation takes through the grammar: the tokens picked so far and their text, what each
+//! position refuses after a step back, the banned-prefix mask, and the JSON scanner that says when the value
+//! is complete. Shared by the model's generation and the grammar-only baseline, so both mask and step back
+//! the same way.
+
+use llama_cpp_2::token::LlamaToken;
+
+use forge_decoding::generation::JsonScanner;
+
+use super::sampling::MAX_BACKTRACKS;
+
+pub(super) struct TokenPath<'r> {
+    prefill: &'r str,
+    banned_prefixes: &'r [String],
+    /// Each picked token with the length of its text.
+    picked: Vec<(LlamaToken, usize)>,
+    /// Per position: tokens refused there after a step back.
+    refused: Vec<Vec<LlamaToken>>,
+    /// The text generated after the prefill.
+    out: Vec<u8>,
+    backtracks: u32,
+    scanner: JsonScanner,
+}
+
+impl<'r> TokenPath<'r> {
+    pub(super) fn new(prefill: &'r str, banned_prefixes: &'r [String]) -> Self {
+        let mut path = TokenPath {
+            prefill,
+            banned_prefixes,
+            picked: Vec::new(),
+            refused: vec![Vec::new()],
+            out: Vec::new(),
+            backtracks: 0,
+            scanner: JsonScanner::default(),
+        };
+        path.rescan();
+        path
+    }
+
+    /// Tokens picked (= tokens generated: a step back takes one away).
+    pub(super) fn len(&self) -> u32 {
+        self.picked.len() as u32
+    }
+
+    /// Whether `token`, whose text `piece` gives, may come next: not refused at this position, and the text
+    /// so far with it does not start with a banned prefix (a repeat the runtime refuses).
+    pub(super) fn allows(&self, token: LlamaToken, piece: impl FnOnce() -> Vec<u8>) -> bool {
+        if self.refused.get(self.picked.len()).is_some_and(|r| r.contains(&token)) {
+            return false;
+        }
+        if self.banned_prefixes.is_empty() {
+            return true;
+        }
+        let mut text = self.prefill.as_bytes().to_vec();
+        text.extend_from_slice(&self.out);
+        text.extend_from_slice(&piece());
+        !self.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
+    }
+
+    pub(super) fn push(&mut self, token: LlamaToken, piece: &[u8]) {
+        piece.iter().for_each(|&b| self.scanner.feed(b));
+        self.out.extend_from_slice(piece);
+        self.picked.push((token, piece.len()));
+        self.refused.push(Vec::new());
+    }
+
+    /// Banned prefixes mask tokens one at a time, so a path can reach a point where every token the grammar
+    /// allows is masked. Then it steps back one token and refuses that token at that position: a depth-first
+    /// search that finds an unbanned path whenever the grammar has one. `None` when there is nothing to step
+    /// back over or the bound (`MAX_BACKTRACKS`) is spent.
+    pub(super) fn step_back(&mut self) -> Option<LlamaToken> {
+        if self.picked.is_empty() || self.backtracks >= MAX_BACKTRACKS {
+            return None;
+        }
+        self.backtracks += 1;
+        let (last, len) = self.picked.pop().expect("not empty");
+        self.out.truncate(self.out.len() - len);
+        self.refused.truncate(self.picked.len() + 1);
+        self.refused[self.picked.len()].push(last);
+        self.rescan();
+        Some(last)
+    }
+
+    /// The tokens a grammar sampler must have accepted to stand where this path stands.
+    pub(super) fn accepted(&self, prefill_tokens: &[LlamaToken]) -> Vec<LlamaToken> {
+        prefill_tokens.iter().copied().chain(self.picked.iter().map(|(t, _)| *t)).collect()
+    }
+
+    pub(super) fn json_complete(&self) -> bool {
+        self.scanner.complete()
+    }
+
+    /// Prefill and generated text.
+    pub(super) fn text(&self) -> String {
+        let mut text = self.prefill.as_bytes().to_vec();
+        text.extend_from_slice(&self.out);
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    fn rescan(&mut self) {
+        self.scanner = JsonScanner::default();
+        for &b in self.prefill.as_bytes().iter().chain(&self.out) {
+            self.scanner.feed(b);
+        }
+    }
+}
