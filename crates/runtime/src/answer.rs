@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::numbers::{self, NumberMention};
+use crate::language::lexicon::lexicon;
 
 /// Words that negate a phrase when they precede it in the same clause (within [`NEGATION_WINDOW`] words).
 const NEGATION_WORDS: [&str; 8] = ["not", "no", "never", "cannot", "neither", "nor", "without", "none"];
@@ -197,14 +198,6 @@ pub fn result_masks(result: &serde_json::Value) -> Vec<String> {
     out
 }
 
-/// Words that may stand between a row's label and the number stated for it ("Site C with a score of
-/// 67", "Hotel B: 62%", "C医院满意度为70%"). Anything else between them ("below", "needs", "minimum")
-/// makes the number something other than the row's value.
-const ROW_LINK_WORDS: [&str; 17] =
-    ["with", "at", "of", "has", "had", "have", "is", "was", "are", "were", "its", "a", "an", "the", "on", "value", "scored"];
-/// The same for CJK, matched as substrings once column names are removed.
-const ROW_LINK_CJK: [&str; 6] = ["的", "为", "是", "有", "达到", "达"];
-
 /// A number `text` states *for a row*: the row label (index into `labels`) written right before it with
 /// only a column's name and linking words between ("Site C with Pass Rate 70" states 70 for
 /// "Site C"; "Site C is below the 70 minimum" states nothing for it). Another number or label in
@@ -239,12 +232,15 @@ pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]
         for name in &column_names {
             rest = rest.replace(name.as_str(), " ");
         }
-        for word in ROW_LINK_CJK {
-            rest = rest.replace(word, " ");
+        // Words that may link a label to its number (the lexicon's `row_links`): anything else between
+        // them ("below", "needs", "minimum") makes the number something other than the row's value.
+        let links = &lexicon().row_links;
+        for word in links.iter().filter(|w| w.chars().any(is_cjk)) {
+            rest = rest.replace(word.as_str(), " ");
         }
         rest.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
-            .all(|w| ROW_LINK_WORDS.contains(&w) || column_words.iter().any(|c| c == w))
+            .all(|w| links.iter().any(|l| l == w) || column_words.iter().any(|c| c == w))
     };
     mentions
         .into_iter()

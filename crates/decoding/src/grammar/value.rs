@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use runtime::policy::{Series, ToolCard};
+use runtime::language::lexicon::is_function_word;
 
 use super::text::{define_text, escape_json_text, json_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, expression, json_string, rule_name, usable_series, written_properties};
@@ -304,15 +305,14 @@ pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
 }
 
 /// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
-/// space and punctuation (CJK text at its own punctuation, so a clause is one word), stop words and
+/// space and punctuation (CJK text at its own punctuation, so a clause is one word), the lexicon's function words and
 /// single characters out, first occurrence order. Not retrieval's tokenizer: that one lower-cases, folds
 /// plurals and cuts CJK into n-grams to index passages; a query is written in the words as they stand.
 pub(super) fn task_words(text: &str) -> Vec<String> {
-    const SKIP: &[&str] = &["a", "an", "and", "the", "of", "to", "in", "on", "for", "with", "from", "by", "is", "it", "its", "as", "at", "or", "be", "then", "that", "this", "you", "your", "use", "used"];
     let mut words: Vec<String> = Vec::new();
     for raw in text.split(|c: char| c.is_whitespace() || "，。、；：？！（）,.;:?!()\"'`[]{}<>/".contains(c)) {
         let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
-        if word.chars().count() < 2 || SKIP.contains(&word.to_lowercase().as_str()) {
+        if word.chars().count() < 2 || is_function_word(word) {
             continue;
         }
         if !words.iter().any(|w| w == word) {

@@ -93,6 +93,12 @@ pub struct Lexicon {
     pub quantity_each: Vec<String>,
     pub excluded_rows: Vec<String>,
     pub answer_cues: Vec<String>,
+    /// Words that carry no subject of their own (articles, prepositions, pronouns, auxiliaries, question
+    /// words): left out of column matching, retrieval terms and the words a search query may use.
+    pub function_words: Vec<String>,
+    /// Words that may stand between a row's label and the number stated for it ("Site C with a score of
+    /// 67", "C医院满意度为70%"); CJK entries match as substrings.
+    pub row_links: Vec<String>,
 }
 
 static LEXICON: LazyLock<Lexicon> =
@@ -101,6 +107,12 @@ static LEXICON: LazyLock<Lexicon> =
 /// The vocabulary.
 pub fn lexicon() -> &'static Lexicon {
     &LEXICON
+}
+
+/// Whether `word` (any case) is one of the lexicon's function words.
+pub fn is_function_word(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    lexicon().function_words.iter().any(|w| *w == lower)
 }
 
 /// An aggregate a text names.
@@ -333,11 +345,10 @@ pub fn content_words(text: &str) -> Vec<String> {
             functional.push(fold(entry));
         }
     }
-    const STOP: &[&str] = &["the", "a", "an", "of", "for", "in", "on", "at", "all", "each", "every", "per", "and", "or", "to", "by", "with", "is", "are", "was", "be", "this", "that", "its", "their", "it", "from"];
     let mut out: Vec<String> = words(text)
         .into_iter()
         .map(|w| w.folded)
-        .filter(|w| !functional.contains(w) && !STOP.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| !functional.contains(w) && !is_function_word(w) && !w.chars().all(|c| c.is_ascii_digit()))
         .collect();
     // CJK runs as overlapping bigrams, without the aggregate and end words.
     let mut cjk = text.to_owned();
@@ -378,6 +389,15 @@ mod tests {
     fn lexicon_loads_and_every_list_is_filled() {
         let l = lexicon();
         assert!(!l.comparisons.is_empty() && !l.negations.is_empty() && !l.unsupported_quantities.is_empty());
+    }
+
+    #[test]
+    fn function_words_are_one_list_read_in_any_case() {
+        assert!(is_function_word("The") && is_function_word("which") && is_function_word("THEIR"));
+        assert!(!is_function_word("used") && !is_function_word("turbidity") && !is_function_word(""));
+        // Content words of a header keep what the column is about, whatever function words surround it.
+        assert_eq!(content_words("What is the turbidity of each sample point"), ["turbidity", "sample", "point"]);
+        assert!(lexicon().row_links.iter().any(|w| w.chars().any(is_cjk)), "row links cover CJK text");
     }
 
     #[test]

@@ -7,16 +7,13 @@
 
 use std::collections::HashMap;
 
+use crate::language::lexicon::is_function_word;
+
 // BM25 parameters (the usual defaults).
 const BM25_K1: f64 = 1.2;
 const BM25_B: f64 = 0.75;
 /// How many times a section's own heading words count: a heading says what the section is about.
 pub(crate) const HEADING_WEIGHT: u32 = 3;
-
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in", "is", "it", "its",
-    "me", "of", "on", "or", "the", "this", "that", "to", "what", "when", "which", "with",
-];
 
 /// Term counts of one passage and its weighted length.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -102,7 +99,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<String> {
     let flush_word = |word: &mut String, tokens: &mut Vec<String>| {
         if !word.is_empty() {
             let folded = fold_plural(&word.to_lowercase());
-            if !STOP_WORDS.contains(&folded.as_str()) {
+            if !is_function_word(&folded) {
                 tokens.push(folded);
             }
             word.clear();
