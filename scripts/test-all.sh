@@ -26,7 +26,7 @@ cargo test --workspace --no-fail-fast
 
 step "smoke evaluation: 3 tasks guided + 1 task free, 1 seed, 0.5B, beside the grammar-only policy (fails on a scoring or runtime error, not on a low score)"
 # The eval example `cargo test --workspace` just built, run as is: `cargo xtask eval` (= `cargo run
-# --example eval`) resolves another build-dependency feature set and would compile llama.cpp again (~8 min).
+# --example eval`) resolves the example's own feature set and would recompile forge-llama first (~2 min).
 target/debug/examples/eval --tasks agent_eval_mini,clinic_wait_times,hospital_satisfaction_zh --modes guided \
   --temps 0 --seeds 1 --out target/eval-smoke --fresh --require-scoring --fail-on runtime_error
 target/debug/examples/eval --tasks agent_eval_mini --modes free \

@@ -1,0 +1,90 @@
+//! `bash scripts/start.sh` right after the test command must reuse the tests' build: every compilation unit
+//! `cargo build -p runner` needs (llama.cpp's build script included) is one `cargo test --workspace` already
+//! built — same package, target, features, opt-level and debug info. Read from cargo's unit graph, so the
+//! check runs in a second and builds nothing.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// A compilation unit as cargo caches it: package, target, mode, features, opt-level, debug info.
+type Unit = (String, String, String, Vec<String>, String, String);
+
+fn workspace_manifest() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
+}
+
+/// The units of `cargo <args>`, from `--unit-graph`. That flag is unstable: `RUSTC_BOOTSTRAP=1` lets the
+/// stable cargo print it. A throwaway target directory keeps clear of the lock of the build running us.
+fn units(args: &[&str]) -> BTreeSet<Unit> {
+    let scratch = tempfile::tempdir().expect("scratch target dir");
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .arg("--manifest-path")
+        .arg(workspace_manifest())
+        .arg("--target-dir")
+        .arg(scratch.path())
+        .args(["--locked", "--offline", "--unit-graph", "-Z", "unstable-options"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "cargo {args:?} --unit-graph: {}", String::from_utf8_lossy(&out.stderr));
+    let graph: Value = serde_json::from_slice(&out.stdout).expect("unit graph is JSON");
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    graph["units"]
+        .as_array()
+        .expect("units")
+        .iter()
+        .map(|u| {
+            // `pkg_id` is `source#name@version`, or `source#version` when a path package's folder is its name.
+            let id = text(&u["pkg_id"]);
+            let (source, fragment) = id.split_once('#').unwrap_or(("", &id));
+            let package = if fragment.contains('@') {
+                fragment.to_owned()
+            } else {
+                format!("{}@{fragment}", source.rsplit('/').next().unwrap_or(source))
+            };
+            let features = u["features"].as_array().expect("features").iter().map(text).collect();
+            (
+                package,
+                text(&u["target"]["name"]),
+                text(&u["mode"]),
+                features,
+                text(&u["profile"]["opt_level"]),
+                text(&u["profile"]["debuginfo"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_runners_build_is_a_subset_of_the_tests_build() {
+    let tests = units(&["test", "--workspace", "--no-run"]);
+    let runner = units(&["build", "-p", "runner"]);
+    assert!(
+        runner.iter().any(|u| u.0.starts_with("llama-cpp-sys-2") && u.2 == "run-custom-build"),
+        "the runner's build includes llama.cpp's build script"
+    );
+    let missing: Vec<String> = runner
+        .difference(&tests)
+        .map(|u| {
+            let in_tests: Vec<String> = tests
+                .iter()
+                .filter(|t| t.0 == u.0 && t.1 == u.1 && t.2 == u.2)
+                .map(|t| format!("{:?} opt {} debug {}", t.3, t.4, t.5))
+                .collect();
+            format!("{} {} ({}): runner {:?} opt {} debug {} — tests {in_tests:?}", u.0, u.1, u.2, u.3, u.4, u.5)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "`cargo run -p runner` would compile units the test command did not build; pin their features in \
+         crates/runner/Cargo.toml:\n{}",
+        missing.join("\n")
+    );
+}
