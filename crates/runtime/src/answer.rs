@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::numbers::{self, NumberMention};
-use crate::language::lexicon::lexicon;
+use crate::language::lexicon::{is_cjk_script, lexicon};
 
 /// Words that negate a phrase when they precede it in the same clause (within [`NEGATION_WINDOW`] words).
 const NEGATION_WORDS: [&str; 8] = ["not", "no", "never", "cannot", "neither", "nor", "without", "none"];
@@ -235,7 +235,7 @@ pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]
         // Words that may link a label to its number (the lexicon's `row_links`): anything else between
         // them ("below", "needs", "minimum") makes the number something other than the row's value.
         let links = &lexicon().row_links;
-        for word in links.iter().filter(|w| w.chars().any(is_cjk)) {
+        for word in links.iter().filter(|w| w.chars().any(is_cjk_script)) {
             rest = rest.replace(word.as_str(), " ");
         }
         rest.split(|c: char| !c.is_alphanumeric())
@@ -317,14 +317,7 @@ fn match_ci_at(hay: &str, start: usize, wanted: &[char]) -> Option<usize> {
 }
 
 fn is_latin_word_char(c: char) -> bool {
-    c.is_alphanumeric() && !is_cjk(c)
-}
-
-/// Han, kana, Hangul and CJK symbol ranges: scripts written without spaces between words.
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x2E80..=0x2FDF | 0x3040..=0x30FF | 0x3100..=0x312F | 0x3190..=0x31FF | 0x3400..=0x4DBF
-        | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+    c.is_alphanumeric() && !is_cjk_script(c)
 }
 
 /// Lower case, typographic apostrophes folded to `'`.
@@ -414,7 +407,7 @@ impl Reader {
         if phrase.is_empty() {
             return Vec::new();
         }
-        let found = if phrase.chars().any(is_cjk) { self.cjk_occurrences(phrase) } else { self.latin_occurrences(phrase) };
+        let found = if phrase.chars().any(is_cjk_script) { self.cjk_occurrences(phrase) } else { self.latin_occurrences(phrase) };
         found.into_iter().filter(|o| !self.names_a_rate(o)).collect()
     }
 

@@ -186,9 +186,25 @@ fn has_cjk(text: &str) -> bool {
     text.chars().any(is_cjk)
 }
 
-/// CJK ideographs and full-width forms.
+/// Han (with radicals and extensions), kana, bopomofo and Hangul: scripts written without spaces between
+/// words, so a run of them is not split into words at spaces.
+pub fn is_cjk_script(c: char) -> bool {
+    matches!(c as u32,
+        0x2E80..=0x2FDF      // CJK and Kangxi radicals
+        | 0x3040..=0x30FF    // Hiragana, Katakana
+        | 0x3100..=0x312F    // Bopomofo
+        | 0x3190..=0x31FF    // Kanbun, strokes, Katakana extensions
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F) // CJK Extensions B..
+}
+
+/// CJK text: the scripts above plus CJK punctuation and full-width forms (full-width digits and letters
+/// are not Latin words).
 pub fn is_cjk(c: char) -> bool {
-    matches!(c, '\u{3400}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{3000}'..='\u{303f}' | '\u{ff00}'..='\u{ffef}')
+    is_cjk_script(c) || matches!(c, '\u{3000}'..='\u{303f}' | '\u{ff00}'..='\u{ffef}')
 }
 
 /// A word token: byte range and its folded lowercase form.
@@ -199,20 +215,25 @@ pub struct Word {
     pub folded: String,
 }
 
-/// Folds an English word for matching: lowercase, `-ies` → `-y`, `-es` after s/x/ch/sh → stem, `-s` → stem.
+/// Folds an English word for matching: lowercase, then `-ies` → `-y`, `-es` after ss/x/ch/sh → stem, `-s` →
+/// stem (`batches` → `batch`, `categories` → `category`, `expenses` → `expense`). Short words, Latin
+/// `-ss`/`-us`/`-is` words and words outside ASCII are left as they are: no English rule is guessed for them.
 pub fn fold(word: &str) -> String {
     let w = word.to_lowercase();
-    let n = w.chars().count();
+    let n = w.len();
+    if !w.is_ascii() || n <= 3 || w.ends_with("ss") || w.ends_with("us") || w.ends_with("is") {
+        return w;
+    }
     if n > 4 && w.ends_with("ies") {
-        return format!("{}y", &w[..w.len() - 3]);
+        return format!("{}y", &w[..n - 3]);
     }
-    if n > 4 && (w.ends_with("ses") || w.ends_with("xes") || w.ends_with("ches") || w.ends_with("shes")) {
-        return w[..w.len() - 2].to_owned();
+    if n > 4 && ["sses", "xes", "ches", "shes"].iter().any(|s| w.ends_with(s)) {
+        return w[..n - 2].to_owned();
     }
-    if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        return w[..w.len() - 1].to_owned();
+    match w.strip_suffix('s') {
+        Some(stem) => stem.to_owned(),
+        None => w,
     }
-    w
 }
 
 /// The Latin/digit words of `text` (runs of alphanumeric non-CJK characters, `'` inside a word kept,
@@ -384,6 +405,31 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn one_fold_for_column_matching_and_retrieval() {
+        for (plural, singular) in [("batches", "batch"), ("categories", "category"), ("expenses", "expense"), ("responses", "response"),
+            ("cases", "case"), ("classes", "class"), ("boxes", "box"), ("Rules", "rule")] {
+            assert_eq!(fold(plural), fold(singular), "{plural} / {singular}");
+            assert_eq!(fold(plural), singular);
+        }
+        for kept in ["bus", "status", "analysis", "success", "gas", "días"] {
+            assert_eq!(fold(kept), kept.to_lowercase(), "{kept}");
+        }
+    }
+
+    #[test]
+    fn cjk_script_and_cjk_text_are_two_classes() {
+        for c in ['平', 'ひ', 'カ', '한', 'ㄅ', '⺀'] {
+            assert!(is_cjk_script(c) && is_cjk(c), "{c}");
+        }
+        for c in ['，', '。', '（', '１', 'Ａ'] {
+            assert!(!is_cjk_script(c) && is_cjk(c), "{c}");
+        }
+        for c in ['a', '1', ' ', 'é', '-'] {
+            assert!(!is_cjk(c), "{c}");
+        }
+    }
 
     #[test]
     fn lexicon_loads_and_every_list_is_filled() {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::language::lexicon::is_function_word;
+use crate::language::lexicon::{fold, is_cjk_script, is_function_word};
 
 // BM25 parameters (the usual defaults).
 const BM25_K1: f64 = 1.2;
@@ -79,17 +79,6 @@ pub(crate) fn rank(passages: &[&Terms], query: &str) -> Vec<(usize, f64)> {
     scored
 }
 
-/// Han, kana and Hangul: scripts written without spaces between words.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF      // Hiragana, Katakana
-        | 0x3400..=0x4DBF    // CJK Extension A
-        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
-        | 0xAC00..=0xD7AF    // Hangul syllables
-        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
-        | 0x20000..=0x2FA1F) // CJK Extensions B..
-}
-
 /// Tokens of `text`: lower-cased words (stop words dropped, plurals folded) and, for CJK runs,
 /// character unigrams and bigrams.
 pub(crate) fn tokenize(text: &str) -> Vec<String> {
@@ -98,7 +87,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<String> {
     let mut cjk_run: Vec<char> = Vec::new();
     let flush_word = |word: &mut String, tokens: &mut Vec<String>| {
         if !word.is_empty() {
-            let folded = fold_plural(&word.to_lowercase());
+            let folded = fold(word);
             if !is_function_word(&folded) {
                 tokens.push(folded);
             }
@@ -111,7 +100,7 @@ pub(crate) fn tokenize(text: &str) -> Vec<String> {
         run.clear();
     };
     for c in text.chars() {
-        if is_cjk(c) {
+        if is_cjk_script(c) {
             flush_word(&mut word, &mut tokens);
             cjk_run.push(c);
         } else {
@@ -126,25 +115,6 @@ pub(crate) fn tokenize(text: &str) -> Vec<String> {
     flush_word(&mut word, &mut tokens);
     flush_cjk(&mut cjk_run, &mut tokens);
     tokens
-}
-
-/// `batches` → `batch`, `rules` → `rule`, `categories` → `category`; short and Latin `-us`/`-is`/`-ss`
-/// words are left alone.
-fn fold_plural(word: &str) -> String {
-    let n = word.len();
-    if !word.is_ascii() || n <= 3 || word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
-        return word.to_owned();
-    }
-    if n > 4 && word.ends_with("ies") {
-        return format!("{}y", &word[..n - 3]);
-    }
-    if n > 4 && ["ches", "shes", "xes", "sses"].iter().any(|s| word.ends_with(s)) {
-        return word[..n - 2].to_owned();
-    }
-    if let Some(stem) = word.strip_suffix('s') {
-        return stem.to_owned();
-    }
-    word.to_owned()
 }
 
 #[cfg(test)]
