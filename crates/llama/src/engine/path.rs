@@ -51,10 +51,10 @@ impl<'r> TokenPath<'r> {
         if self.banned_prefixes.is_empty() {
             return true;
         }
-        let mut text = self.prefill.as_bytes().to_vec();
-        text.extend_from_slice(&self.out);
-        text.extend_from_slice(&piece());
-        !self.banned_prefixes.iter().any(|p| text.starts_with(p.as_bytes()))
+        // Called for every candidate token at every step: the three parts are compared in place, never joined.
+        let piece = piece();
+        let parts: [&[u8]; 3] = [self.prefill.as_bytes(), &self.out, &piece];
+        !self.banned_prefixes.iter().any(|p| parts_start_with(&parts, p.as_bytes()))
     }
 
     pub(super) fn push(&mut self, token: LlamaToken, piece: &[u8]) {
@@ -102,5 +102,37 @@ impl<'r> TokenPath<'r> {
         for &b in self.prefill.as_bytes().iter().chain(&self.out) {
             self.scanner.feed(b);
         }
+    }
+}
+
+/// Whether the concatenation of `parts` starts with `prefix`, without building the concatenation.
+fn parts_start_with(parts: &[&[u8]], mut prefix: &[u8]) -> bool {
+    for part in parts {
+        if prefix.is_empty() {
+            return true;
+        }
+        let n = part.len().min(prefix.len());
+        if part[..n] != prefix[..n] {
+            return false;
+        }
+        prefix = &prefix[n..];
+    }
+    prefix.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parts_start_with;
+
+    #[test]
+    fn a_prefix_is_found_across_part_boundaries_and_not_past_the_end() {
+        let parts: [&[u8]; 3] = [b"{\"a", b"ction\":", b"\"calc"];
+        assert!(parts_start_with(&parts, b""));
+        assert!(parts_start_with(&parts, b"{\"action\":\"ca"));
+        assert!(parts_start_with(&parts, b"{\"action\":\"calc"));
+        assert!(!parts_start_with(&parts, b"{\"action\":\"calcu"), "longer than the text");
+        assert!(!parts_start_with(&parts, b"{\"actor"));
+        assert!(parts_start_with(&[b"", b"ab", b""], b"ab"));
+        assert!(!parts_start_with(&[], b"a"));
     }
 }
