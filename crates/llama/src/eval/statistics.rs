@@ -9,6 +9,12 @@ use serde_json::Value;
 
 use super::RunRecord;
 
+/// An `f32` as it was written (0.7, not 0.699999988079071): the summary is built as a `serde_json::Value`,
+/// which widens every `f32` to the nearest `f64` of its binary value.
+fn f32_as_written<S: serde::Serializer>(value: &f32, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(value.to_string().parse().unwrap_or(f64::from(*value)))
+}
+
 /// Wilson score interval for `successes` out of `n` at 95 % (z = 1.96); `(0, 1)` when n = 0.
 pub fn wilson(successes: u32, n: u32) -> (f64, f64) {
     if n == 0 {
@@ -85,6 +91,7 @@ pub struct ConfigSummary {
     pub policy: String,
     pub mode: String,
     /// For the grammar-only policy the temperature does not apply (recorded as 0).
+    #[serde(serialize_with = "f32_as_written")]
     pub temperature: f32,
     pub runs: u32,
     /// Runs whose ground truth was available (the denominator of the success rate).
@@ -298,3 +305,16 @@ pub(crate) fn failed_checks(checks: &Value) -> Vec<String> {
     out
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temperature_is_summarised_as_written() {
+        #[derive(Serialize)]
+        struct T(#[serde(serialize_with = "f32_as_written")] f32);
+        assert_eq!(serde_json::json!({ "t": T(0.7) }).to_string(), r#"{"t":0.7}"#);
+        assert_eq!(serde_json::json!({ "t": T(0.0) }).to_string(), r#"{"t":0.0}"#);
+        assert_eq!(serde_json::json!({ "t": T(1.25) }).to_string(), r#"{"t":1.25}"#);
+    }
+}
