@@ -203,7 +203,6 @@ fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
 /// llama-cpp-sys-2 as the workspace built it: its OUT_DIR (installed `lib/`, `include/`, and `build/`) and
 /// the llama.cpp tree it compiled.
 struct BuiltLlama {
-    version: String,
     out_dir: PathBuf,
     src: PathBuf,
 }
@@ -240,13 +239,7 @@ fn built_llama(root: &Path) -> anyhow::Result<BuiltLlama> {
     let out_dir = out_dir.context("cargo reported no build script run for llama-cpp-sys-2")?;
     let manifest = manifest.context("cargo reported no artifact of llama-cpp-sys-2")?;
     let crate_dir = manifest.parent().context("llama-cpp-sys-2's manifest has a directory")?;
-    let version = crate_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_prefix("llama-cpp-sys-2-"))
-        .unwrap_or("unknown")
-        .to_owned();
-    Ok(BuiltLlama { version, out_dir, src: crate_dir.join("llama.cpp") })
+    Ok(BuiltLlama { out_dir, src: crate_dir.join("llama.cpp") })
 }
 
 /// The `GGML_*` variables `scripts/lib.sh export_ggml_cpu_features` exports, from the same mapping.
@@ -345,6 +338,7 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) ->
     let fetched_s = started.elapsed().as_secs_f64();
 
     let built = built_llama(root)?;
+    let sys_version = llama_cpp_sys_version(root);
     let work = cache.join(format!("work-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
@@ -359,7 +353,7 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) ->
         bail!(
             "{PACKAGE} {VERSION} is not the llama.cpp llama-cpp-sys-2 {} compiled ({file} differs): pin the {PACKAGE} \
              release of that llama.cpp build in xtask/src/llama_tools.rs",
-            built.version
+            sys_version
         );
     }
     let compile_commands = built.out_dir.join("build/compile_commands.json");
@@ -399,7 +393,7 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) ->
         "version": VERSION,
         "sdist": sdist_file_name(),
         "sdist_sha256": SDIST_SHA256,
-        "llama_cpp": format!("llama-cpp-sys-2 {} (its compiled ggml, libllama and common)", built.version),
+        "llama_cpp": format!("llama-cpp-sys-2 {sys_version} (its compiled ggml, libllama and common)"),
         "ggml_version": ggml_version,
         "common_defines": defines,
         "ggml_switches": ggml_feature_env().iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>(),
