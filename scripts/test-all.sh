@@ -13,13 +13,20 @@ ensure_apt cmake clang libclang-dev chromium
 # llama.cpp in the runner is built for this machine's CPU (see scripts/lib.sh).
 export_ggml_cpu_features
 
-step "fetching the default model (skipped when already verified)"
-cargo xtask model fetch
+# One cargo invocation builds everything the steps below run, with one feature set: every crate, test, example
+# and the xtask binary. `cargo xtask` (= `cargo run -p xtask`) resolves xtask's features alone and would compile
+# about 40 dependency units a second time (syn, serde_json, clap, jsonschema …) before the first step, so the
+# steps below run the xtask binary this build made. `cargo test` and the runner reuse every unit of it.
+step "cargo build --workspace --all-targets (llama.cpp included: compiled once)"
+cargo build --workspace --all-targets
+xtask="${CARGO_TARGET_DIR:-$root/target}/debug/xtask"
 
-# Builds the runner first (the tests reuse every unit of it) and links the tools against the llama.cpp that
-# build compiled: llama.cpp is compiled once.
+step "fetching the default model (skipped when already verified)"
+"$xtask" model fetch
+
+# Links the tools against the llama.cpp the build above compiled: llama.cpp is compiled once.
 step "llama-server and llama-bench for the server-backend tests and the benchmark (cached)"
-cargo xtask llama-tools
+"$xtask" llama-tools
 
 export FORGE_REQUIRE_MODEL=1
 
@@ -35,7 +42,7 @@ target/debug/examples/eval --tasks agent_eval_mini --modes free \
   --temps 0 --seeds 1 --out target/eval-smoke-free --fresh --require-scoring --fail-on runtime_error
 
 step "cargo xtask verify (fault contracts of all seven stages)"
-cargo xtask verify
+"$xtask" verify
 
 step "browser tests"
 bash tests/ui/run.sh

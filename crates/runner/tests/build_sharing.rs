@@ -1,7 +1,8 @@
-//! `bash scripts/start.sh` right after the test command must reuse the tests' build: every compilation unit
-//! `cargo build -p runner` needs (llama.cpp's build script included) is one `cargo test --workspace` already
-//! built — same package, target, features, opt-level and debug info. Read from cargo's unit graph, so the
-//! check runs in a second and builds nothing.
+//! One build serves the whole test command and the main job after it: `cargo test --workspace` compiles nothing
+//! `cargo build --workspace --all-targets` (the test command's one build, xtask's binary included) did not, and
+//! every compilation unit `cargo build -p runner` needs (llama.cpp's build script included) is one the tests
+//! already built — same package, target, features, opt-level and debug info. Read from cargo's unit graph, so
+//! the checks run in seconds and build nothing.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -86,5 +87,33 @@ fn the_runners_build_is_a_subset_of_the_tests_build() {
         "`cargo run -p runner` would compile units the test command did not build; pin their features in \
          crates/runner/Cargo.toml:\n{}",
         missing.join("\n")
+    );
+}
+
+/// `scripts/test-all.sh` builds once with `cargo build --workspace --all-targets` (xtask's binary included) and
+/// then runs `cargo test --workspace`: that must compile nothing but the doctests it always compiles on the fly.
+#[test]
+fn the_test_commands_one_build_is_the_tests_build() {
+    let script = std::fs::read_to_string(workspace_manifest().with_file_name("scripts/test-all.sh"))
+        .expect("scripts/test-all.sh is readable");
+    assert!(
+        script.lines().any(|l| l.trim() == "cargo build --workspace --all-targets"),
+        "scripts/test-all.sh builds with the command this test checks"
+    );
+    let tests = units(&["test", "--workspace", "--no-run"]);
+    let all_targets = units(&["build", "--workspace", "--all-targets"]);
+    let missing: Vec<String> = tests
+        .difference(&all_targets)
+        .filter(|u| u.2 != "doctest")
+        .map(|u| format!("{} {} ({}) {:?} opt {} debug {}", u.0, u.1, u.2, u.3, u.4, u.5))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "`cargo test --workspace` would compile units `cargo build --workspace --all-targets` did not:\n{}",
+        missing.join("\n")
+    );
+    assert!(
+        all_targets.iter().any(|u| u.0.starts_with("xtask@") && u.1 == "xtask" && u.2 == "build"),
+        "the one build makes the xtask binary the test command runs"
     );
 }
