@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints the clock time it starts at, so a CI log shows where the minutes go.
+step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
 
 source scripts/lib.sh
 ensure_apt cmake clang libclang-dev chromium
@@ -46,3 +47,4 @@ step "cargo xtask verify (fault contracts of all seven stages)"
 
 step "browser tests"
 bash tests/ui/run.sh
+step "done"
