@@ -15,19 +15,17 @@ ensure_apt cmake clang libclang-dev chromium
 export_ggml_cpu_features
 
 # One cargo invocation builds everything the steps below run, with one feature set: every crate, test, example
-# and the xtask binary. `cargo xtask` (= `cargo run -p xtask`) resolves xtask's features alone and would compile
-# about 40 dependency units a second time (syn, serde_json, clap, jsonschema …) before the first step, so the
-# steps below run the xtask binary this build made. `cargo test` and the runner reuse every unit of it.
+# and xtask. `cargo test`, `cargo xtask` and the runner then reuse every unit of it (xtask's and the runner's
+# feature pins keep their own resolutions inside it; crates/runner/tests/build_sharing.rs checks all three).
 step "cargo build --workspace --all-targets (llama.cpp included: compiled once)"
 cargo build --workspace --all-targets
-xtask="${CARGO_TARGET_DIR:-$root/target}/debug/xtask"
 
 step "fetching the default model (skipped when already verified)"
-"$xtask" model fetch
+cargo xtask model fetch
 
 # Links the tools against the llama.cpp the build above compiled: llama.cpp is compiled once.
 step "llama-server and llama-bench for the server-backend tests and the benchmark (cached)"
-"$xtask" llama-tools
+cargo xtask llama-tools
 
 export FORGE_REQUIRE_MODEL=1
 
@@ -43,7 +41,7 @@ target/debug/examples/eval --tasks agent_eval_mini --modes free \
   --temps 0 --seeds 1 --out target/eval-smoke-free --fresh --require-scoring --fail-on runtime_error
 
 step "cargo xtask verify (fault contracts of all seven stages)"
-"$xtask" verify
+cargo xtask verify
 
 step "browser tests"
 bash tests/ui/run.sh

@@ -1,8 +1,8 @@
-//! One build serves the whole test command and the main job after it: `cargo test --workspace` compiles nothing
-//! `cargo build --workspace --all-targets` (the test command's one build, xtask's binary included) did not, and
-//! every compilation unit `cargo build -p runner` needs (llama.cpp's build script included) is one the tests
-//! already built — same package, target, features, opt-level and debug info. Read from cargo's unit graph, so
-//! the checks run in seconds and build nothing.
+//! One build serves the whole test command and whatever runs after it: `cargo test --workspace` compiles nothing
+//! `cargo build --workspace --all-targets` (the test command's one build) did not, and every compilation unit
+//! `cargo build -p runner` (the main job) or `cargo build -p xtask` (`cargo xtask`) needs — llama.cpp's build
+//! script included — is one the tests already built: same package, target, features, opt-level and debug info.
+//! Read from cargo's unit graph, so the checks run in seconds and build nothing.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 /// A compilation unit as cargo caches it: package, target, mode, features, opt-level, debug info.
 type Unit = (String, String, String, Vec<String>, String, String);
+type Units = BTreeSet<Unit>;
 
 fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
@@ -63,6 +64,21 @@ fn units(args: &[&str]) -> BTreeSet<Unit> {
         .collect()
 }
 
+/// The units of `cargo build -p <package>` the test build lacks, each with what the tests built instead.
+fn not_in_the_tests_build(package: &Units, tests: &Units, who: &str) -> Vec<String> {
+    package
+        .difference(tests)
+        .map(|u| {
+            let in_tests: Vec<String> = tests
+                .iter()
+                .filter(|t| t.0 == u.0 && t.1 == u.1 && t.2 == u.2)
+                .map(|t| format!("{:?} opt {} debug {}", t.3, t.4, t.5))
+                .collect();
+            format!("{} {} ({}): {who} {:?} opt {} debug {} — tests {in_tests:?}", u.0, u.1, u.2, u.3, u.4, u.5)
+        })
+        .collect()
+}
+
 #[test]
 fn the_runners_build_is_a_subset_of_the_tests_build() {
     let tests = units(&["test", "--workspace", "--no-run"]);
@@ -71,17 +87,7 @@ fn the_runners_build_is_a_subset_of_the_tests_build() {
         runner.iter().any(|u| u.0.starts_with("llama-cpp-sys-2") && u.2 == "run-custom-build"),
         "the runner's build includes llama.cpp's build script"
     );
-    let missing: Vec<String> = runner
-        .difference(&tests)
-        .map(|u| {
-            let in_tests: Vec<String> = tests
-                .iter()
-                .filter(|t| t.0 == u.0 && t.1 == u.1 && t.2 == u.2)
-                .map(|t| format!("{:?} opt {} debug {}", t.3, t.4, t.5))
-                .collect();
-            format!("{} {} ({}): runner {:?} opt {} debug {} — tests {in_tests:?}", u.0, u.1, u.2, u.3, u.4, u.5)
-        })
-        .collect();
+    let missing = not_in_the_tests_build(&runner, &tests, "runner");
     assert!(
         missing.is_empty(),
         "`cargo run -p runner` would compile units the test command did not build; pin their features in \
@@ -90,8 +96,23 @@ fn the_runners_build_is_a_subset_of_the_tests_build() {
     );
 }
 
-/// `scripts/test-all.sh` builds once with `cargo build --workspace --all-targets` (xtask's binary included) and
-/// then runs `cargo test --workspace`: that must compile nothing but the doctests it always compiles on the fly.
+/// `scripts/start.sh` checks the model with `cargo xtask model fetch` before it serves, and learners run
+/// `cargo xtask` verbs after the tests: xtask resolved alone must find every unit built.
+#[test]
+fn the_xtask_build_is_a_subset_of_the_tests_build() {
+    let tests = units(&["test", "--workspace", "--no-run"]);
+    let xtask = units(&["build", "-p", "xtask"]);
+    let missing = not_in_the_tests_build(&xtask, &tests, "xtask");
+    assert!(
+        missing.is_empty(),
+        "`cargo xtask` would compile units the test command did not build; pin their features in \
+         xtask/Cargo.toml ([build-dependencies] for the host side):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// `scripts/test-all.sh` builds once with `cargo build --workspace --all-targets` and then runs `cargo xtask`
+/// verbs and `cargo test --workspace`: that must compile nothing but the doctests it always compiles on the fly.
 #[test]
 fn the_test_commands_one_build_is_the_tests_build() {
     let script = std::fs::read_to_string(workspace_manifest().with_file_name("scripts/test-all.sh"))
@@ -111,9 +132,5 @@ fn the_test_commands_one_build_is_the_tests_build() {
         missing.is_empty(),
         "`cargo test --workspace` would compile units `cargo build --workspace --all-targets` did not:\n{}",
         missing.join("\n")
-    );
-    assert!(
-        all_targets.iter().any(|u| u.0.starts_with("xtask@") && u.1 == "xtask" && u.2 == "build"),
-        "the one build makes the xtask binary the test command runs"
     );
 }
