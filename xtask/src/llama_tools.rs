@@ -151,7 +151,8 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     // or other compile flags is another build.
     let switches = blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
     let recipe = recipe_hash(root)?;
-    let key = format!("{}-{}-{cpu}-{switches}-{recipe}", &SDIST_SHA256[..16], llama_cpp_sys_version(root));
+    let sys_version = llama_cpp_sys_version(root);
+    let key = format!("{}-{sys_version}-{cpu}-{switches}-{recipe}", &SDIST_SHA256[..16]);
     let force = args.flag("force");
 
     if !force && installed_matches(&dest, &key) {
@@ -162,7 +163,7 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     let entry = cache.join(&key);
     if force || !TOOLS.iter().all(|t| entry.join(t).is_file()) || !entry.join("manifest.json").is_file() {
         let started = Instant::now();
-        build_into(root, &cache, &entry, jobs, &simd)?;
+        build_into(root, &cache, &entry, jobs, &simd, &sys_version)?;
         eprintln!("llama-tools: built in {:.0} s", started.elapsed().as_secs_f64());
     } else {
         eprintln!("llama-tools: using the cached build {}", entry.display());
@@ -317,7 +318,7 @@ pub fn common_defines(compile_commands: &str) -> anyhow::Result<Vec<String>> {
 
 /// Fetch (or reuse) the sdist, check its hash and that its llama.cpp is the one llama-cpp-sys-2 compiled,
 /// build both tools against those libraries and store them in `entry`.
-fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) -> anyhow::Result<()> {
+fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sys_version: &str) -> anyhow::Result<()> {
     for tool in ["cmake", "tar"] {
         if Command::new(tool).arg("--version").output().is_err() {
             bail!("{tool} is not installed (scripts/test-all.sh installs it; on Debian: apt-get install cmake)");
@@ -347,7 +348,6 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str) ->
     let fetched_s = started.elapsed().as_secs_f64();
 
     let built = built_llama(root)?;
-    let sys_version = llama_cpp_sys_version(root);
     let work = cache.join(format!("work-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;

@@ -5,6 +5,7 @@
 //! Read from cargo's unit graph, so the checks run in seconds and build nothing.
 
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,7 +21,7 @@ fn workspace_manifest() -> PathBuf {
 
 /// The units of `cargo <args>`, from `--unit-graph`. That flag is unstable: `RUSTC_BOOTSTRAP=1` lets the
 /// stable cargo print it. A throwaway target directory keeps clear of the lock of the build running us.
-fn units(args: &[&str]) -> BTreeSet<Unit> {
+fn units(args: &[&str]) -> Units {
     let scratch = tempfile::tempdir().expect("scratch target dir");
     let out = Command::new(env!("CARGO"))
         .args(args)
@@ -64,30 +65,35 @@ fn units(args: &[&str]) -> BTreeSet<Unit> {
         .collect()
 }
 
-/// The units of `cargo build -p <package>` the test build lacks, each with what the tests built instead.
-fn not_in_the_tests_build(package: &Units, tests: &Units, who: &str) -> Vec<String> {
-    package
-        .difference(tests)
+/// The units of `cargo test --workspace --no-run`, computed once for every check in this binary.
+fn tests_build() -> &'static Units {
+    static TESTS: OnceLock<Units> = OnceLock::new();
+    TESTS.get_or_init(|| units(&["test", "--workspace", "--no-run"]))
+}
+
+/// The units of `wanted` that `built` lacks, each with the variants `built` has of it instead.
+fn not_built_by(wanted: &Units, built: &Units, who: &str) -> Vec<String> {
+    wanted
+        .difference(built)
         .map(|u| {
-            let in_tests: Vec<String> = tests
+            let instead: Vec<String> = built
                 .iter()
                 .filter(|t| t.0 == u.0 && t.1 == u.1 && t.2 == u.2)
                 .map(|t| format!("{:?} opt {} debug {}", t.3, t.4, t.5))
                 .collect();
-            format!("{} {} ({}): {who} {:?} opt {} debug {} — tests {in_tests:?}", u.0, u.1, u.2, u.3, u.4, u.5)
+            format!("{} {} ({}): {who} {:?} opt {} debug {} — built {instead:?}", u.0, u.1, u.2, u.3, u.4, u.5)
         })
         .collect()
 }
 
 #[test]
 fn the_runners_build_is_a_subset_of_the_tests_build() {
-    let tests = units(&["test", "--workspace", "--no-run"]);
     let runner = units(&["build", "-p", "runner"]);
     assert!(
         runner.iter().any(|u| u.0.starts_with("llama-cpp-sys-2") && u.2 == "run-custom-build"),
         "the runner's build includes llama.cpp's build script"
     );
-    let missing = not_in_the_tests_build(&runner, &tests, "runner");
+    let missing = not_built_by(&runner, tests_build(), "runner");
     assert!(
         missing.is_empty(),
         "`cargo run -p runner` would compile units the test command did not build; pin their features in \
@@ -100,9 +106,8 @@ fn the_runners_build_is_a_subset_of_the_tests_build() {
 /// `cargo xtask` verbs after the tests: xtask resolved alone must find every unit built.
 #[test]
 fn the_xtask_build_is_a_subset_of_the_tests_build() {
-    let tests = units(&["test", "--workspace", "--no-run"]);
     let xtask = units(&["build", "-p", "xtask"]);
-    let missing = not_in_the_tests_build(&xtask, &tests, "xtask");
+    let missing = not_built_by(&xtask, tests_build(), "xtask");
     assert!(
         missing.is_empty(),
         "`cargo xtask` would compile units the test command did not build; pin their features in \
@@ -121,13 +126,9 @@ fn the_test_commands_one_build_is_the_tests_build() {
         script.lines().any(|l| l.trim() == "cargo build --workspace --all-targets"),
         "scripts/test-all.sh builds with the command this test checks"
     );
-    let tests = units(&["test", "--workspace", "--no-run"]);
     let all_targets = units(&["build", "--workspace", "--all-targets"]);
-    let missing: Vec<String> = tests
-        .difference(&all_targets)
-        .filter(|u| u.2 != "doctest")
-        .map(|u| format!("{} {} ({}) {:?} opt {} debug {}", u.0, u.1, u.2, u.3, u.4, u.5))
-        .collect();
+    let tests: Units = tests_build().iter().filter(|u| u.2 != "doctest").cloned().collect();
+    let missing = not_built_by(&tests, &all_targets, "tests");
     assert!(
         missing.is_empty(),
         "`cargo test --workspace` would compile units `cargo build --workspace --all-targets` did not:\n{}",
