@@ -25,6 +25,9 @@ export_ggml_cpu_features() {
   # release one. Measured in paired rounds against llama-bench (Release), prompt processing read 0.78-0.81x
   # at -O2 and 0.94-1.00x at -O3 (evidence/bench/README.md): the tests' and the runner's one build gets -O3.
   export LLAMA_LIB_PROFILE=Release
+  # ...except libllama, common and cpp-httplib, at -O1: ggml's kernels keep -O3 (xtask/llama-tools/optimisation.cmake
+  # says why; the build script forwards every CMAKE_* variable to CMake).
+  export CMAKE_PROJECT_INCLUDE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/xtask/llama-tools/optimisation.cmake"
   [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ] || return 0
   local flags
   flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "

@@ -173,11 +173,18 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The first 8 hex digits of the blake3 hash of `xtask/llama-tools/CMakeLists.txt`, the tools' build recipe.
+/// The files of the build recipe: the tools' CMake project, and the per-target optimisation CMake applies to
+/// the llama.cpp they link (scripts/lib.sh passes it to llama-cpp-sys-2's build).
+const RECIPE: [&str; 2] = ["xtask/llama-tools/CMakeLists.txt", "xtask/llama-tools/optimisation.cmake"];
+
+/// The first 8 hex digits of the blake3 hash of the recipe's files, in order.
 fn recipe_hash(root: &Path) -> anyhow::Result<String> {
-    let path = root.join("xtask/llama-tools/CMakeLists.txt");
-    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(blake3::hash(&text).to_hex()[..8].to_string())
+    let mut hasher = blake3::Hasher::new();
+    for file in RECIPE {
+        let path = root.join(file);
+        hasher.update(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
+    }
+    Ok(hasher.finalize().to_hex()[..8].to_string())
 }
 
 fn installed_matches(dest: &Path, key: &str) -> bool {
@@ -316,6 +323,28 @@ pub fn common_defines(compile_commands: &str) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// The optimisation level each CMake target of llama-cpp-sys-2's build was compiled at, from its
+/// compile_commands.json: the last `-O` flag of each command wins, as it does for the compiler. A target whose
+/// files disagree is reported with every level it has ("-O1/-O3").
+pub fn optimisation_by_target(compile_commands: &str) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+    let mut levels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for entry in &entries {
+        let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
+        // CMake names each object CMakeFiles/<target>.dir/<source>.o.
+        let Some(target) = command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0))
+        else {
+            continue;
+        };
+        let level = command.split_whitespace().filter(|a| a.len() == 3 && a.starts_with("-O")).last().unwrap_or("-O0");
+        levels.entry(target.to_owned()).or_default().insert(level.to_owned());
+    }
+    if levels.is_empty() {
+        bail!("compile_commands.json names no CMake target");
+    }
+    Ok(levels.into_iter().map(|(t, l)| (t, l.into_iter().collect::<Vec<_>>().join("/"))).collect())
+}
+
 /// Fetch (or reuse) the sdist, check its hash and that its llama.cpp is the one llama-cpp-sys-2 compiled,
 /// build both tools against those libraries and store them in `entry`.
 fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sys_version: &str) -> anyhow::Result<()> {
@@ -366,9 +395,17 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         );
     }
     let compile_commands = built.out_dir.join("build/compile_commands.json");
-    let defines = common_defines(
-        &std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?,
-    )?;
+    let compile_commands =
+        std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?;
+    let defines = common_defines(&compile_commands)?;
+    let optimisation = optimisation_by_target(&compile_commands)?;
+    if optimisation.get("ggml-cpu").is_none_or(|level| level != "-O3") {
+        eprintln!(
+            "llama-tools: warning: llama-cpp-sys-2 compiled ggml's CPU kernels at {} instead of -O3 (was cargo run without \
+             `source scripts/lib.sh; export_ggml_cpu_features`?): the tools and the runner decode slower",
+            optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str)
+        );
+    }
     let ggml_version = ggml_version(&built.src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
     let build = work.join("build");
     let cmake_defines = vec![
@@ -405,6 +442,7 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         "llama_cpp": format!("llama-cpp-sys-2 {sys_version} (its compiled ggml, libllama and common)"),
         "ggml_version": ggml_version,
         "common_defines": defines,
+        "llama_cpp_optimisation": optimisation,
         "ggml_switches": ggml_feature_env().iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>(),
         "cpu_fingerprint": cpu,
         "cpu_simd_flags": simd,
@@ -455,12 +493,15 @@ mod tests {
     }
 
     #[test]
-    fn the_recipe_part_of_the_key_follows_the_cmake_project() {
+    fn the_recipe_part_of_the_key_follows_the_cmake_files() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let recipe = recipe_hash(root).unwrap();
         assert_eq!(recipe.len(), 8);
-        let text = std::fs::read(root.join("xtask/llama-tools/CMakeLists.txt")).unwrap();
+        let mut text = std::fs::read(root.join("xtask/llama-tools/CMakeLists.txt")).unwrap();
+        let tools_only = blake3::hash(&text).to_hex()[..8].to_string();
+        text.extend(std::fs::read(root.join("xtask/llama-tools/optimisation.cmake")).unwrap());
         assert_eq!(recipe, blake3::hash(&text).to_hex()[..8]);
+        assert_ne!(recipe, tools_only, "the optimisation file is part of the recipe");
         let nowhere = std::env::temp_dir().join(format!("forge-no-recipe-{}", std::process::id()));
         let err = recipe_hash(&nowhere).unwrap_err().to_string();
         assert!(err.contains("xtask/llama-tools/CMakeLists.txt"), "{err}");
@@ -497,6 +538,21 @@ mod tests {
         let err = common_defines(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap_err();
         assert!(err.to_string().contains("common/common.cpp"), "{err}");
         assert!(common_defines("not json").is_err());
+    }
+
+    #[test]
+    fn optimisation_is_the_last_o_flag_of_each_targets_commands() {
+        let cc = r#"[{"file":"/x/ggml/src/ggml-cpu/ops.cpp","command":"c++ -O3 -DNDEBUG -o ggml/src/CMakeFiles/ggml-cpu.dir/ggml-cpu/ops.cpp.o -c ops.cpp"},
+                     {"file":"/x/src/llama.cpp","command":"c++ -O3 -DNDEBUG -Wall -O1 -o src/CMakeFiles/llama.dir/llama.cpp.o -c llama.cpp"},
+                     {"file":"/x/src/llama-vocab.cpp","command":"c++ -O3 -Os -o src/CMakeFiles/llama.dir/llama-vocab.cpp.o -c v.cpp"},
+                     {"file":"/x/vendor/hash.c","command":"cc -o vendor/CMakeFiles/vendor-hash.dir/hash.c.o -c hash.c"},
+                     {"file":"/x/gen.c","command":"cc -O2 -c gen.c"}]"#;
+        let levels = optimisation_by_target(cc).unwrap();
+        let levels: Vec<(&str, &str)> = levels.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
+        pretty_assertions::assert_eq!(levels, [("ggml-cpu", "-O3"), ("llama", "-O1/-Os"), ("vendor-hash", "-O0")]);
+        assert!(optimisation_by_target("[]").unwrap_err().to_string().contains("no CMake target"));
+        assert!(optimisation_by_target(r#"[{"file":"a.c"}]"#).unwrap_err().to_string().contains("no command"));
+        assert!(optimisation_by_target("{").is_err());
     }
 
     #[test]

@@ -92,6 +92,19 @@ fn guided_run_through_llama_server_completes_with_task_success() {
     assert!(run.decisions.iter().skip(1).any(|d| d.reused_tokens > 0), "{:?}", run.decisions);
 }
 
+/// The tools record how llama-cpp-sys-2 compiled the llama.cpp they link, which is the runner's: ggml's kernels
+/// at -O3, libllama and common at -O1 (xtask/llama-tools/optimisation.cmake, passed by scripts/lib.sh).
+#[test]
+fn the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1() {
+    let Some((binary, _)) = tools_or_skip("the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1") else { return };
+    let manifest = binary.with_file_name("manifest.json");
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let levels = &manifest["llama_cpp_optimisation"];
+    for (target, level) in [("ggml-base", "-O3"), ("ggml-cpu", "-O3"), ("llama", "-O1"), ("llama-common", "-O1"), ("cpp-httplib", "-O1")] {
+        assert_eq!(levels[target], level, "{target} in {levels}");
+    }
+}
+
 #[test]
 fn two_runs_in_parallel_on_two_slots_both_complete() {
     let _serial = common::serial();
