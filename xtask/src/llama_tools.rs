@@ -306,10 +306,14 @@ pub fn first_difference(a: &Path, b: &Path, dirs: &[&str]) -> Option<String> {
     None
 }
 
+/// The entries of a compile_commands.json, read once for every question asked of it below.
+pub fn compile_entries(compile_commands: &str) -> anyhow::Result<Vec<Value>> {
+    serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")
+}
+
 /// The preprocessor definitions llama-cpp-sys-2 compiled `common/` with (its compile_commands.json): code
 /// that includes common's headers must see the same ones.
-pub fn common_defines(compile_commands: &str) -> anyhow::Result<Vec<String>> {
-    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+pub fn common_defines(entries: &[Value]) -> anyhow::Result<Vec<String>> {
     let entry = entries
         .iter()
         .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("common/common.cpp")))
@@ -326,10 +330,9 @@ pub fn common_defines(compile_commands: &str) -> anyhow::Result<Vec<String>> {
 /// The optimisation level each CMake target of llama-cpp-sys-2's build was compiled at, from its
 /// compile_commands.json: the last `-O` flag of each command wins, as it does for the compiler. A target whose
 /// files disagree is reported with every level it has ("-O1/-O3").
-pub fn optimisation_by_target(compile_commands: &str) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
-    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+pub fn optimisation_by_target(entries: &[Value]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
     let mut levels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
-    for entry in &entries {
+    for entry in entries {
         let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
         // CMake names each object CMakeFiles/<target>.dir/<source>.o.
         let Some(target) = command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0))
@@ -395,15 +398,16 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         );
     }
     let compile_commands = built.out_dir.join("build/compile_commands.json");
-    let compile_commands =
-        std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?;
-    let defines = common_defines(&compile_commands)?;
-    let optimisation = optimisation_by_target(&compile_commands)?;
-    if optimisation.get("ggml-cpu").is_none_or(|level| level != "-O3") {
+    let entries = compile_entries(
+        &std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?,
+    )?;
+    let defines = common_defines(&entries)?;
+    let optimisation = optimisation_by_target(&entries)?;
+    let kernels = optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str);
+    if kernels != "-O3" {
         eprintln!(
-            "llama-tools: warning: llama-cpp-sys-2 compiled ggml's CPU kernels at {} instead of -O3 (was cargo run without \
-             `source scripts/lib.sh; export_ggml_cpu_features`?): the tools and the runner decode slower",
-            optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str)
+            "llama-tools: warning: llama-cpp-sys-2 compiled ggml's CPU kernels at {kernels} instead of -O3 (was cargo run \
+             without `source scripts/lib.sh; export_ggml_cpu_features`?): the tools and the runner decode slower"
         );
     }
     let ggml_version = ggml_version(&built.src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
@@ -497,9 +501,9 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let recipe = recipe_hash(root).unwrap();
         assert_eq!(recipe.len(), 8);
-        let mut text = std::fs::read(root.join("xtask/llama-tools/CMakeLists.txt")).unwrap();
+        let mut text = std::fs::read(root.join(RECIPE[0])).unwrap();
         let tools_only = blake3::hash(&text).to_hex()[..8].to_string();
-        text.extend(std::fs::read(root.join("xtask/llama-tools/optimisation.cmake")).unwrap());
+        text.extend(std::fs::read(root.join(RECIPE[1])).unwrap());
         assert_eq!(recipe, blake3::hash(&text).to_hex()[..8]);
         assert_ne!(recipe, tools_only, "the optimisation file is part of the recipe");
         let nowhere = std::env::temp_dir().join(format!("forge-no-recipe-{}", std::process::id()));
@@ -534,10 +538,10 @@ mod tests {
     fn common_defines_come_from_the_compiled_common_file_without_ndebug() {
         let cc = r#"[{"file":"/x/src/llama.cpp","command":"c++ -DGGML_USE_CPU -c /x/src/llama.cpp"},
                      {"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -c /x/common/common.cpp"}]"#;
-        assert_eq!(common_defines(cc).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
-        let err = common_defines(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap_err();
+        assert_eq!(common_defines(&compile_entries(cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+        let err = common_defines(&compile_entries(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap()).unwrap_err();
         assert!(err.to_string().contains("common/common.cpp"), "{err}");
-        assert!(common_defines("not json").is_err());
+        assert!(compile_entries("not json").is_err());
     }
 
     #[test]
@@ -547,12 +551,12 @@ mod tests {
                      {"file":"/x/src/llama-vocab.cpp","command":"c++ -O3 -Os -o src/CMakeFiles/llama.dir/llama-vocab.cpp.o -c v.cpp"},
                      {"file":"/x/vendor/hash.c","command":"cc -o vendor/CMakeFiles/vendor-hash.dir/hash.c.o -c hash.c"},
                      {"file":"/x/gen.c","command":"cc -O2 -c gen.c"}]"#;
-        let levels = optimisation_by_target(cc).unwrap();
+        let levels = optimisation_by_target(&compile_entries(cc).unwrap()).unwrap();
         let levels: Vec<(&str, &str)> = levels.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
         pretty_assertions::assert_eq!(levels, [("ggml-cpu", "-O3"), ("llama", "-O1/-Os"), ("vendor-hash", "-O0")]);
-        assert!(optimisation_by_target("[]").unwrap_err().to_string().contains("no CMake target"));
-        assert!(optimisation_by_target(r#"[{"file":"a.c"}]"#).unwrap_err().to_string().contains("no command"));
-        assert!(optimisation_by_target("{").is_err());
+        assert!(optimisation_by_target(&[]).unwrap_err().to_string().contains("no CMake target"));
+        let no_command = compile_entries(r#"[{"file":"a.c"}]"#).unwrap();
+        assert!(optimisation_by_target(&no_command).unwrap_err().to_string().contains("no command"));
     }
 
     #[test]
