@@ -28,6 +28,10 @@ export_ggml_cpu_features() {
   # ...except libllama, common and cpp-httplib, at -O1: ggml's kernels keep -O3 (xtask/llama-tools/optimisation.cmake
   # says why; the build script forwards every CMAKE_* variable to CMake).
   export CMAKE_PROJECT_INCLUDE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/xtask/llama-tools/optimisation.cmake"
+  # The build script re-runs when a GGML_* variable changes, not when that file does: its hash in one (which
+  # CMake ignores) makes an edit to the file recompile llama.cpp instead of leaving the old objects in place.
+  GGML_FORGE_OPTIMISATION="$(sha256sum "$CMAKE_PROJECT_INCLUDE" | cut -c1-16)"
+  export GGML_FORGE_OPTIMISATION
   [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ] || return 0
   local flags
   flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "

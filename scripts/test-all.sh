@@ -10,7 +10,7 @@ root=$PWD
 step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
 
 source scripts/lib.sh
-ensure_apt cmake clang libclang-dev chromium
+ensure_apt cmake clang libclang-dev ninja-build chromium
 # llama.cpp in the runner is built for this machine's CPU (see scripts/lib.sh).
 export_ggml_cpu_features
 

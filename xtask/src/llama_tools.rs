@@ -311,14 +311,21 @@ pub fn compile_entries(compile_commands: &str) -> anyhow::Result<Vec<Value>> {
     serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")
 }
 
-/// The preprocessor definitions llama-cpp-sys-2 compiled `common/` with (its compile_commands.json): code
-/// that includes common's headers must see the same ones.
+/// The CMake target a compile command builds an object of: CMake names each object
+/// `CMakeFiles/<target>.dir/<source>.o`, a unity batch's `CMakeFiles/<target>.dir/Unity/unity_<n>_cxx.cxx.o`.
+fn cmake_target(command: &str) -> Option<&str> {
+    command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0))
+}
+
+/// The preprocessor definitions llama-cpp-sys-2 compiled `common/` (CMake target `llama-common`) with, from its
+/// compile_commands.json: code that includes common's headers must see the same ones. Found by target, not by
+/// file name: optimisation.cmake compiles common as a unity build, whose entries name generated batch files.
 pub fn common_defines(entries: &[Value]) -> anyhow::Result<Vec<String>> {
-    let entry = entries
+    let command = entries
         .iter()
-        .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("common/common.cpp")))
-        .context("compile_commands.json has no entry for common/common.cpp")?;
-    let command = entry["command"].as_str().context("the common/common.cpp entry has no command")?;
+        .filter_map(|e| e["command"].as_str())
+        .find(|c| cmake_target(c) == Some("llama-common"))
+        .context("compile_commands.json has no command for the llama-common target")?;
     Ok(command
         .split_whitespace()
         .filter_map(|a| a.strip_prefix("-D"))
@@ -334,11 +341,7 @@ pub fn optimisation_by_target(entries: &[Value]) -> anyhow::Result<std::collecti
     let mut levels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
     for entry in entries {
         let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
-        // CMake names each object CMakeFiles/<target>.dir/<source>.o.
-        let Some(target) = command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0))
-        else {
-            continue;
-        };
+        let Some(target) = cmake_target(command) else { continue };
         let level = command.split_whitespace().filter(|a| a.len() == 3 && a.starts_with("-O")).last().unwrap_or("-O0");
         levels.entry(target.to_owned()).or_default().insert(level.to_owned());
     }
@@ -346,6 +349,31 @@ pub fn optimisation_by_target(entries: &[Value]) -> anyhow::Result<std::collecti
         bail!("compile_commands.json names no CMake target");
     }
     Ok(levels.into_iter().map(|(t, l)| (t, l.into_iter().collect::<Vec<_>>().join("/"))).collect())
+}
+
+/// For each CMake target of llama-cpp-sys-2's build compiled as a unity build (any `Unity/` batch), the sources
+/// it compiled on their own beside the batches (file names, sorted): upstream keeps libllama's core files out of
+/// its batches, optimisation.cmake keeps common's `json.cpp` out of common's.
+pub fn unity_by_target(entries: &[Value]) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_target: std::collections::BTreeMap<String, (bool, Vec<String>)> = Default::default();
+    for entry in entries {
+        let (Some(command), Some(file)) = (entry["command"].as_str(), entry["file"].as_str()) else { continue };
+        let Some(target) = cmake_target(command) else { continue };
+        let (unity, alone) = by_target.entry(target.to_owned()).or_default();
+        if command.contains(".dir/Unity/") {
+            *unity = true;
+        } else {
+            alone.push(file.rsplit('/').next().unwrap_or(file).to_owned());
+        }
+    }
+    by_target
+        .into_iter()
+        .filter(|(_, (unity, _))| *unity)
+        .map(|(target, (_, mut alone))| {
+            alone.sort();
+            (target, alone)
+        })
+        .collect()
 }
 
 /// Fetch (or reuse) the sdist, check its hash and that its llama.cpp is the one llama-cpp-sys-2 compiled,
@@ -403,6 +431,7 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
     )?;
     let defines = common_defines(&entries)?;
     let optimisation = optimisation_by_target(&entries)?;
+    let unity = unity_by_target(&entries);
     let kernels = optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str);
     if kernels != "-O3" {
         eprintln!(
@@ -419,10 +448,20 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         format!("-DLLAMA_BUILT_SRC={}", built.src.display()),
         format!("-DLLAMA_COMMON_DEFINES={}", defines.join(";")),
     ];
+    // Ninja schedules every object of both tools in one graph (a library's objects need not wait for the
+    // libraries it links, as they do under Make), which keeps both cores busy; Make when ninja is not installed.
+    let generator = if Command::new("ninja").arg("--version").output().is_ok_and(|o| o.status.success()) { "Ninja" } else { "Unix Makefiles" };
     let configure_started = Instant::now();
     run(
-        Command::new("cmake").arg("-S").arg(root.join("xtask/llama-tools")).arg("-B").arg(&build).args(&cmake_defines).arg("-Wno-dev"),
-        "configuring the tools against llama-cpp-sys-2's llama.cpp",
+        Command::new("cmake")
+            .arg("-S")
+            .arg(root.join("xtask/llama-tools"))
+            .arg("-B")
+            .arg(&build)
+            .args(["-G", generator])
+            .args(&cmake_defines)
+            .arg("-Wno-dev"),
+        &format!("configuring the tools against llama-cpp-sys-2's llama.cpp ({generator})"),
     )?;
     run(
         Command::new("cmake").arg("--build").arg(&build).args(["--config", "Release", "--target"]).args(TOOLS).args(["-j", &jobs.to_string()]),
@@ -447,6 +486,8 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         "ggml_version": ggml_version,
         "common_defines": defines,
         "llama_cpp_optimisation": optimisation,
+        "llama_cpp_unity_builds": unity,
+        "tools_generator": generator,
         "ggml_switches": ggml_feature_env().iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>(),
         "cpu_fingerprint": cpu,
         "cpu_simd_flags": simd,
@@ -535,12 +576,18 @@ mod tests {
     }
 
     #[test]
-    fn common_defines_come_from_the_compiled_common_file_without_ndebug() {
-        let cc = r#"[{"file":"/x/src/llama.cpp","command":"c++ -DGGML_USE_CPU -c /x/src/llama.cpp"},
-                     {"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -c /x/common/common.cpp"}]"#;
-        assert_eq!(common_defines(&compile_entries(cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+    fn common_defines_come_from_the_compiled_common_target_without_ndebug() {
+        // A unity batch of common (as optimisation.cmake builds it) and a plain object of it read the same.
+        for object in ["common/CMakeFiles/llama-common.dir/Unity/unity_0_cxx.cxx.o", "common/CMakeFiles/llama-common.dir/common.cpp.o"] {
+            let cc = format!(
+                r#"[{{"file":"/x/src/llama.cpp","command":"c++ -DGGML_USE_CPU -o src/CMakeFiles/llama.dir/llama.cpp.o -c /x/src/llama.cpp"}},
+                    {{"file":"/x/b/common/build-info.cpp","command":"c++ -DBUILD_INFO -o common/CMakeFiles/llama-common-base.dir/build-info.cpp.o -c b.cpp"}},
+                    {{"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -o {object} -c c.cpp"}}]"#
+            );
+            assert_eq!(common_defines(&compile_entries(&cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+        }
         let err = common_defines(&compile_entries(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap()).unwrap_err();
-        assert!(err.to_string().contains("common/common.cpp"), "{err}");
+        assert!(err.to_string().contains("llama-common"), "{err}");
         assert!(compile_entries("not json").is_err());
     }
 
@@ -557,6 +604,20 @@ mod tests {
         assert!(optimisation_by_target(&[]).unwrap_err().to_string().contains("no CMake target"));
         let no_command = compile_entries(r#"[{"file":"a.c"}]"#).unwrap();
         assert!(optimisation_by_target(&no_command).unwrap_err().to_string().contains("no command"));
+    }
+
+    #[test]
+    fn unity_targets_list_the_sources_they_compiled_alone() {
+        let cc = r#"[{"file":"/x/b/common/CMakeFiles/llama-common.dir/Unity/unity_0_cxx.cxx","command":"c++ -o common/CMakeFiles/llama-common.dir/Unity/unity_0_cxx.cxx.o -c u.cxx"},
+                     {"file":"/x/common/json.cpp","command":"c++ -o common/CMakeFiles/llama-common.dir/json.cpp.o -c json.cpp"},
+                     {"file":"/x/src/llama.cpp","command":"c++ -o src/CMakeFiles/llama.dir/llama.cpp.o -c llama.cpp"},
+                     {"file":"/x/src/llama-vocab.cpp","command":"c++ -o src/CMakeFiles/llama.dir/llama-vocab.cpp.o -c v.cpp"},
+                     {"file":"/x/b/src/CMakeFiles/llama.dir/Unity/unity_0_cxx.cxx","command":"c++ -o src/CMakeFiles/llama.dir/Unity/unity_0_cxx.cxx.o -c u.cxx"},
+                     {"file":"/x/ggml/src/ggml.c","command":"cc -o ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o -c ggml.c"},
+                     {"file":"/x/gen.c"}]"#;
+        let unity = unity_by_target(&compile_entries(cc).unwrap());
+        let unity: Vec<(&str, Vec<&str>)> = unity.iter().map(|(t, a)| (t.as_str(), a.iter().map(String::as_str).collect())).collect();
+        pretty_assertions::assert_eq!(unity, [("llama", vec!["llama-vocab.cpp", "llama.cpp"]), ("llama-common", vec!["json.cpp"])]);
     }
 
     #[test]

@@ -93,7 +93,8 @@ fn guided_run_through_llama_server_completes_with_task_success() {
 }
 
 /// The tools record how llama-cpp-sys-2 compiled the llama.cpp they link, which is the runner's: ggml's kernels
-/// at -O3, libllama and common at -O1 (xtask/llama-tools/optimisation.cmake, passed by scripts/lib.sh).
+/// at -O3, libllama and common at -O1, common in unity batches (xtask/llama-tools/optimisation.cmake, passed by
+/// scripts/lib.sh).
 #[test]
 fn the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1() {
     let Some((binary, _)) = tools_or_skip("the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1") else { return };
@@ -103,6 +104,10 @@ fn the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1() {
     for (target, level) in [("ggml-base", "-O3"), ("ggml-cpu", "-O3"), ("llama", "-O1"), ("llama-common", "-O1"), ("cpp-httplib", "-O1")] {
         assert_eq!(levels[target], level, "{target} in {levels}");
     }
+    // common is compiled in unity batches with json.cpp on its own (its JSON_ASSERT must not leak); ggml is not batched.
+    let unity = &manifest["llama_cpp_unity_builds"];
+    assert_eq!(unity["llama-common"], serde_json::json!(["json.cpp"]), "{unity}");
+    assert!(unity["ggml-cpu"].is_null() && unity["llama"].is_array(), "{unity}");
 }
 
 #[test]
