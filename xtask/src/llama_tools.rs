@@ -11,6 +11,7 @@
 //! (`$FORGE_CACHE_DIR` moves it), so a fresh clone on the same machine only copies two files. Nothing here is
 //! vendored into the repository, and nothing is run but cargo, pip, tar and cmake.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -306,27 +307,44 @@ pub fn first_difference(a: &Path, b: &Path, dirs: &[&str]) -> Option<String> {
     None
 }
 
-/// The entries of a compile_commands.json, read once for every question asked of it below.
-pub fn compile_entries(compile_commands: &str) -> anyhow::Result<Vec<Value>> {
-    serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")
+/// One compiled object of llama-cpp-sys-2's build, as its compile_commands.json lists it.
+#[derive(Debug)]
+pub struct CompileCommand {
+    /// The source's file name (a unity batch's is the generated `unity_<n>_cxx.cxx`).
+    pub source: String,
+    pub command: String,
 }
 
-/// The CMake target a compile command builds an object of: CMake names each object
-/// `CMakeFiles/<target>.dir/<source>.o`, a unity batch's `CMakeFiles/<target>.dir/Unity/unity_<n>_cxx.cxx.o`.
-fn cmake_target(command: &str) -> Option<&str> {
-    command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0))
+/// The compile commands of a compile_commands.json grouped by CMake target (CMake names each object
+/// `CMakeFiles/<target>.dir/<source>.o`, a unity batch's `CMakeFiles/<target>.dir/Unity/unity_<n>_cxx.cxx.o`),
+/// read once for every question asked of them below. Commands that build no target's object are left out.
+pub fn commands_by_target(compile_commands: &str) -> anyhow::Result<BTreeMap<String, Vec<CompileCommand>>> {
+    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+    let mut by_target: BTreeMap<String, Vec<CompileCommand>> = BTreeMap::new();
+    for entry in &entries {
+        let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
+        let file = entry["file"].as_str().unwrap_or_default();
+        let target = command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0));
+        let Some(target) = target else { continue };
+        let source = file.rsplit('/').next().unwrap_or(file).to_owned();
+        by_target.entry(target.to_owned()).or_default().push(CompileCommand { source, command: command.to_owned() });
+    }
+    if by_target.is_empty() {
+        bail!("compile_commands.json names no CMake target");
+    }
+    Ok(by_target)
 }
 
-/// The preprocessor definitions llama-cpp-sys-2 compiled `common/` (CMake target `llama-common`) with, from its
-/// compile_commands.json: code that includes common's headers must see the same ones. Found by target, not by
-/// file name: optimisation.cmake compiles common as a unity build, whose entries name generated batch files.
-pub fn common_defines(entries: &[Value]) -> anyhow::Result<Vec<String>> {
-    let command = entries
-        .iter()
-        .filter_map(|e| e["command"].as_str())
-        .find(|c| cmake_target(c) == Some("llama-common"))
+/// The preprocessor definitions llama-cpp-sys-2 compiled `common/` (CMake target `llama-common`) with: code that
+/// includes common's headers must see the same ones. Found by target, not by file name: optimisation.cmake
+/// compiles common as a unity build, whose commands name generated batch files.
+pub fn common_defines(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> anyhow::Result<Vec<String>> {
+    let first = by_target
+        .get("llama-common")
+        .and_then(|commands| commands.first())
         .context("compile_commands.json has no command for the llama-common target")?;
-    Ok(command
+    Ok(first
+        .command
         .split_whitespace()
         .filter_map(|a| a.strip_prefix("-D"))
         .filter(|d| *d != "NDEBUG")
@@ -334,44 +352,33 @@ pub fn common_defines(entries: &[Value]) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-/// The optimisation level each CMake target of llama-cpp-sys-2's build was compiled at, from its
-/// compile_commands.json: the last `-O` flag of each command wins, as it does for the compiler. A target whose
-/// files disagree is reported with every level it has ("-O1/-O3").
-pub fn optimisation_by_target(entries: &[Value]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
-    let mut levels: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
-    for entry in entries {
-        let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
-        let Some(target) = cmake_target(command) else { continue };
-        let level = command.split_whitespace().filter(|a| a.len() == 3 && a.starts_with("-O")).last().unwrap_or("-O0");
-        levels.entry(target.to_owned()).or_default().insert(level.to_owned());
-    }
-    if levels.is_empty() {
-        bail!("compile_commands.json names no CMake target");
-    }
-    Ok(levels.into_iter().map(|(t, l)| (t, l.into_iter().collect::<Vec<_>>().join("/"))).collect())
-}
-
-/// For each CMake target of llama-cpp-sys-2's build compiled as a unity build (any `Unity/` batch), the sources
-/// it compiled on their own beside the batches (file names, sorted): upstream keeps libllama's core files out of
-/// its batches, optimisation.cmake keeps common's `json.cpp` out of common's.
-pub fn unity_by_target(entries: &[Value]) -> std::collections::BTreeMap<String, Vec<String>> {
-    let mut by_target: std::collections::BTreeMap<String, (bool, Vec<String>)> = Default::default();
-    for entry in entries {
-        let (Some(command), Some(file)) = (entry["command"].as_str(), entry["file"].as_str()) else { continue };
-        let Some(target) = cmake_target(command) else { continue };
-        let (unity, alone) = by_target.entry(target.to_owned()).or_default();
-        if command.contains(".dir/Unity/") {
-            *unity = true;
-        } else {
-            alone.push(file.rsplit('/').next().unwrap_or(file).to_owned());
-        }
+/// The optimisation level each CMake target was compiled at: the last `-O` flag of each command wins, as it does
+/// for the compiler. A target whose files disagree is reported with every level it has ("-O1/-O3").
+pub fn optimisation_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> BTreeMap<String, String> {
+    fn level(command: &str) -> &str {
+        command.split_whitespace().rfind(|a| a.len() == 3 && a.starts_with("-O")).unwrap_or("-O0")
     }
     by_target
-        .into_iter()
-        .filter(|(_, (unity, _))| *unity)
-        .map(|(target, (_, mut alone))| {
+        .iter()
+        .map(|(target, commands)| {
+            let levels: BTreeSet<&str> = commands.iter().map(|c| level(&c.command)).collect();
+            (target.clone(), levels.into_iter().collect::<Vec<_>>().join("/"))
+        })
+        .collect()
+}
+
+/// For each target compiled as a unity build (any `Unity/` batch), the sources it compiled on their own beside
+/// the batches (sorted): upstream keeps libllama's core files out of its batches, optimisation.cmake keeps
+/// common's `json.cpp` out of common's.
+pub fn unity_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> BTreeMap<String, Vec<String>> {
+    let batched = |c: &CompileCommand| c.command.contains(".dir/Unity/");
+    by_target
+        .iter()
+        .filter(|(_, commands)| commands.iter().any(batched))
+        .map(|(target, commands)| {
+            let mut alone: Vec<String> = commands.iter().filter(|c| !batched(c)).map(|c| c.source.clone()).collect();
             alone.sort();
-            (target, alone)
+            (target.clone(), alone)
         })
         .collect()
 }
@@ -426,12 +433,12 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         );
     }
     let compile_commands = built.out_dir.join("build/compile_commands.json");
-    let entries = compile_entries(
+    let by_target = commands_by_target(
         &std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?,
     )?;
-    let defines = common_defines(&entries)?;
-    let optimisation = optimisation_by_target(&entries)?;
-    let unity = unity_by_target(&entries);
+    let defines = common_defines(&by_target)?;
+    let optimisation = optimisation_by_target(&by_target);
+    let unity = unity_by_target(&by_target);
     let kernels = optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str);
     if kernels != "-O3" {
         eprintln!(
@@ -584,11 +591,12 @@ mod tests {
                     {{"file":"/x/b/common/build-info.cpp","command":"c++ -DBUILD_INFO -o common/CMakeFiles/llama-common-base.dir/build-info.cpp.o -c b.cpp"}},
                     {{"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -o {object} -c c.cpp"}}]"#
             );
-            assert_eq!(common_defines(&compile_entries(&cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+            assert_eq!(common_defines(&commands_by_target(&cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
         }
-        let err = common_defines(&compile_entries(r#"[{"file":"/x/src/llama.cpp","command":"c++"}]"#).unwrap()).unwrap_err();
+        let only_llama = r#"[{"file":"/x/src/llama.cpp","command":"c++ -o src/CMakeFiles/llama.dir/llama.cpp.o"}]"#;
+        let err = common_defines(&commands_by_target(only_llama).unwrap()).unwrap_err();
         assert!(err.to_string().contains("llama-common"), "{err}");
-        assert!(compile_entries("not json").is_err());
+        assert!(commands_by_target("not json").is_err());
     }
 
     #[test]
@@ -598,12 +606,11 @@ mod tests {
                      {"file":"/x/src/llama-vocab.cpp","command":"c++ -O3 -Os -o src/CMakeFiles/llama.dir/llama-vocab.cpp.o -c v.cpp"},
                      {"file":"/x/vendor/hash.c","command":"cc -o vendor/CMakeFiles/vendor-hash.dir/hash.c.o -c hash.c"},
                      {"file":"/x/gen.c","command":"cc -O2 -c gen.c"}]"#;
-        let levels = optimisation_by_target(&compile_entries(cc).unwrap()).unwrap();
+        let levels = optimisation_by_target(&commands_by_target(cc).unwrap());
         let levels: Vec<(&str, &str)> = levels.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
         pretty_assertions::assert_eq!(levels, [("ggml-cpu", "-O3"), ("llama", "-O1/-Os"), ("vendor-hash", "-O0")]);
-        assert!(optimisation_by_target(&[]).unwrap_err().to_string().contains("no CMake target"));
-        let no_command = compile_entries(r#"[{"file":"a.c"}]"#).unwrap();
-        assert!(optimisation_by_target(&no_command).unwrap_err().to_string().contains("no command"));
+        assert!(commands_by_target("[]").unwrap_err().to_string().contains("no CMake target"));
+        assert!(commands_by_target(r#"[{"file":"a.c"}]"#).unwrap_err().to_string().contains("no command"));
     }
 
     #[test]
@@ -614,8 +621,8 @@ mod tests {
                      {"file":"/x/src/llama-vocab.cpp","command":"c++ -o src/CMakeFiles/llama.dir/llama-vocab.cpp.o -c v.cpp"},
                      {"file":"/x/b/src/CMakeFiles/llama.dir/Unity/unity_0_cxx.cxx","command":"c++ -o src/CMakeFiles/llama.dir/Unity/unity_0_cxx.cxx.o -c u.cxx"},
                      {"file":"/x/ggml/src/ggml.c","command":"cc -o ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o -c ggml.c"},
-                     {"file":"/x/gen.c"}]"#;
-        let unity = unity_by_target(&compile_entries(cc).unwrap());
+                     {"file":"/x/gen.c","command":"cc -c gen.c"}]"#;
+        let unity = unity_by_target(&commands_by_target(cc).unwrap());
         let unity: Vec<(&str, Vec<&str>)> = unity.iter().map(|(t, a)| (t.as_str(), a.iter().map(String::as_str).collect())).collect();
         pretty_assertions::assert_eq!(unity, [("llama", vec!["llama-vocab.cpp", "llama.cpp"]), ("llama-common", vec!["json.cpp"])]);
     }
