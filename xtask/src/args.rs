@@ -27,9 +27,21 @@ pub struct Verb {
 /// Options every verb accepts (they locate the course and its outputs).
 const COMMON: &[Flag] = &[
     ("root", Some("DIR"), "course root (default: this workspace)"),
-    ("scratch-dir", Some("DIR"), "scratch workspace for solution and fault copies and their target dir (default: ROOT/target/xtask-scratch)"),
-    ("evidence", Some("DIR"), "where verification.json goes (default: ROOT/evidence)"),
-    ("lang", Some("en|zh-CN"), "language of hints and titles (default from $LANG)"),
+    (
+        "scratch-dir",
+        Some("DIR"),
+        "scratch workspace for solution and fault copies and their target dir (default: ROOT/target/xtask-scratch)",
+    ),
+    (
+        "evidence",
+        Some("DIR"),
+        "where verification.json goes (default: ROOT/evidence)",
+    ),
+    (
+        "lang",
+        Some("en|zh-CN"),
+        "language of hints and titles (default from $LANG)",
+    ),
 ];
 
 #[derive(Debug, Default)]
@@ -43,7 +55,15 @@ impl Verb {
     /// The verb as a clap command: its flags, the common ones, and any number of positionals (each verb
     /// checks how many it takes, with its own usage in the message).
     fn command(&self) -> Command {
-        let usage = format!("cargo xtask {} {}[OPTIONS]", self.name, if self.positionals.is_empty() { String::new() } else { format!("{} ", self.positionals) });
+        let usage = format!(
+            "cargo xtask {} {}[OPTIONS]",
+            self.name,
+            if self.positionals.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", self.positionals)
+            }
+        );
         let mut command = Command::new(self.name)
             .bin_name(format!("cargo xtask {}", self.name))
             .about(self.about)
@@ -51,11 +71,19 @@ impl Verb {
             .no_binary_name(true)
             .disable_version_flag(true)
             // Positionals are named by the usage line; each verb checks their number itself.
-            .arg(Arg::new(POSITIONAL).num_args(0..).action(ArgAction::Append).hide(true));
+            .arg(
+                Arg::new(POSITIONAL)
+                    .num_args(0..)
+                    .action(ArgAction::Append)
+                    .hide(true),
+            );
         for &(name, value, help) in self.flags.iter().chain(COMMON) {
             let arg = Arg::new(name).long(name).help(help);
             command = command.arg(match value {
-                Some(value) => arg.value_name(value).action(ArgAction::Set).allow_hyphen_values(true),
+                Some(value) => arg
+                    .value_name(value)
+                    .action(ArgAction::Set)
+                    .allow_hyphen_values(true),
                 None => arg.action(ArgAction::SetTrue),
             });
         }
@@ -83,7 +111,10 @@ impl Args {
             Err(e) => bail!("{}", message(verb, &raw, &e)),
         };
         let mut args = Args::default();
-        args.positional = matches.get_many::<String>(POSITIONAL).map(|v| v.cloned().collect()).unwrap_or_default();
+        args.positional = matches
+            .get_many::<String>(POSITIONAL)
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default();
         for &(name, value, _) in verb.flags.iter().chain(COMMON) {
             if value.is_some() {
                 if let Some(v) = matches.get_one::<String>(name) {
@@ -133,14 +164,28 @@ fn message(verb: &Verb, raw: &[String], e: &clap::Error) -> String {
     let offending = || {
         e.get(clap::error::ContextKind::InvalidArg)
             .map(|v| v.to_string())
-            .unwrap_or_else(|| raw.iter().find(|a| a.starts_with("--")).cloned().unwrap_or_default())
+            .unwrap_or_else(|| {
+                raw.iter()
+                    .find(|a| a.starts_with("--"))
+                    .cloned()
+                    .unwrap_or_default()
+            })
     };
     match e.kind() {
         ErrorKind::UnknownArgument => {
-            let known: Vec<String> = verb.flags.iter().chain(COMMON).map(|(n, _, _)| format!("--{n}")).collect();
+            let known: Vec<String> = verb
+                .flags
+                .iter()
+                .chain(COMMON)
+                .map(|(n, _, _)| format!("--{n}"))
+                .collect();
             let arg = offending();
             let arg = arg.split('=').next().unwrap_or_default();
-            format!("unknown option `{arg}` (this verb accepts {}; see `cargo xtask {} --help`)", known.join(", "), verb.name)
+            format!(
+                "unknown option `{arg}` (this verb accepts {}; see `cargo xtask {} --help`)",
+                known.join(", "),
+                verb.name
+            )
         }
         ErrorKind::InvalidValue | ErrorKind::TooFewValues | ErrorKind::NoEquals => {
             let arg = offending();
@@ -150,7 +195,11 @@ fn message(verb: &Verb, raw: &[String], e: &clap::Error) -> String {
         _ => {
             let rendered = e.render().to_string();
             let first = rendered.lines().next().unwrap_or_default();
-            format!("{} (see `cargo xtask {} --help`)", first.trim_start_matches("error: "), verb.name)
+            format!(
+                "{} (see `cargo xtask {} --help`)",
+                first.trim_start_matches("error: "),
+                verb.name
+            )
         }
     }
 }
@@ -167,12 +216,19 @@ mod tests {
         name: "demo",
         about: "A verb for the tests",
         positionals: "[STAGE…]",
-        flags: &[("json", None, "print JSON"), ("jobs", Some("N"), "at a time")],
+        flags: &[
+            ("json", None, "print JSON"),
+            ("jobs", Some("N"), "at a time"),
+        ],
     };
 
     #[test]
     fn parses_positionals_switches_and_values() {
-        let args = Args::parse(&DEMO, strings(&["01", "--json", "--jobs", "3", "--lang=zh-CN"])).unwrap();
+        let args = Args::parse(
+            &DEMO,
+            strings(&["01", "--json", "--jobs", "3", "--lang=zh-CN"]),
+        )
+        .unwrap();
         assert_eq!(args.positional, vec!["01"]);
         assert!(args.flag("json"));
         assert_eq!(args.number("jobs").unwrap(), Some(3));
@@ -184,17 +240,34 @@ mod tests {
     #[test]
     fn rejects_unknown_options_and_missing_values() {
         let err = Args::parse(&DEMO, strings(&["--jsn"])).unwrap_err();
-        assert!(err.to_string().contains("unknown option `--jsn`") && err.to_string().contains("--json"), "{err}");
+        assert!(
+            err.to_string().contains("unknown option `--jsn`")
+                && err.to_string().contains("--json"),
+            "{err}"
+        );
         let err = Args::parse(&DEMO, strings(&["--jobs"])).unwrap_err();
         assert!(err.to_string().contains("`--jobs` needs a value"), "{err}");
         let args = Args::parse(&DEMO, strings(&["--jobs", "many"])).unwrap();
-        assert!(args.number("jobs").unwrap_err().to_string().contains("not a whole number"));
+        assert!(
+            args.number("jobs")
+                .unwrap_err()
+                .to_string()
+                .contains("not a whole number")
+        );
     }
 
     #[test]
     fn every_verb_has_help_naming_its_flags_and_the_common_ones() {
         let help = DEMO.help();
-        for wanted in ["A verb for the tests", "cargo xtask demo [STAGE…]", "--json", "--jobs <N>", "at a time", "--root <DIR>", "--help"] {
+        for wanted in [
+            "A verb for the tests",
+            "cargo xtask demo [STAGE…]",
+            "--json",
+            "--jobs <N>",
+            "at a time",
+            "--root <DIR>",
+            "--help",
+        ] {
             assert!(help.contains(wanted), "{wanted:?} missing from:\n{help}");
         }
     }

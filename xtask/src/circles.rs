@@ -38,7 +38,11 @@ pub struct Circle {
 
 impl std::fmt::Display for Circle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let scope = if self.parent.is_empty() { String::new() } else { format!("::{}", self.parent.join("::")) };
+        let scope = if self.parent.is_empty() {
+            String::new()
+        } else {
+            format!("::{}", self.parent.join("::"))
+        };
         write!(f, "{}{scope}: {}", self.krate, self.members.join(" ↔ "))
     }
 }
@@ -83,13 +87,24 @@ pub fn circles_in(krate: &str, src: &Path) -> anyhow::Result<Vec<Circle>> {
     // scope (the common parent) → sibling → siblings it names
     let mut edges: BTreeMap<ModPath, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for (module, path) in &files {
-        let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let file = syn::parse_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut refs = References { module: module.clone(), found: Vec::new() };
+        let text =
+            fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file =
+            syn::parse_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut refs = References {
+            module: module.clone(),
+            found: Vec::new(),
+        };
         refs.visit_file(&file);
         for target in refs.found {
-            let Some(target) = longest_module(&modules, &target) else { continue };
-            let common = module.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            let Some(target) = longest_module(&modules, &target) else {
+                continue;
+            };
+            let common = module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
             if common == module.len() || common == target.len() {
                 continue; // one is the other's ancestor: the same module tree
             }
@@ -104,7 +119,11 @@ pub fn circles_in(krate: &str, src: &Path) -> anyhow::Result<Vec<Circle>> {
     let mut circles = Vec::new();
     for (parent, graph) in edges {
         for members in strongly_connected(&graph) {
-            circles.push(Circle { krate: krate.to_owned(), parent: parent.clone(), members });
+            circles.push(Circle {
+                krate: krate.to_owned(),
+                parent: parent.clone(),
+                members,
+            });
         }
     }
     Ok(circles)
@@ -126,7 +145,8 @@ fn module_files(src: &Path) -> anyhow::Result<Vec<(ModPath, PathBuf)>> {
                 walk(&path, &inner, out)?;
             } else if let Some(stem) = name.strip_suffix(".rs") {
                 let mut module = prefix.clone();
-                if !(matches!(stem, "mod") || (prefix.is_empty() && matches!(stem, "lib" | "main"))) {
+                if !(matches!(stem, "mod") || (prefix.is_empty() && matches!(stem, "lib" | "main")))
+                {
                     module.push(stem.to_owned());
                 }
                 out.push((module, path));
@@ -142,12 +162,17 @@ fn module_files(src: &Path) -> anyhow::Result<Vec<(ModPath, PathBuf)>> {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The longest prefix of `path` that is a module of the crate (`crate::grammar::Caps` → `grammar`).
 fn longest_module(modules: &BTreeSet<ModPath>, path: &ModPath) -> Option<ModPath> {
-    (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p))
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| modules.contains(p))
 }
 
 /// Collects the module paths a file names, resolved to crate-absolute paths.
@@ -221,7 +246,9 @@ impl References {
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| m.path().is_ident("test"))
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
     })
 }
 
@@ -337,7 +364,11 @@ mod tests {
     fn the_workspace_has_no_import_circles() {
         let found = workspace_circles(&crate::workspace_root()).unwrap();
         let list: Vec<String> = found.iter().map(ToString::to_string).collect();
-        assert!(list.is_empty(), "import circles (`cargo xtask circles`):\n  {}", list.join("\n  "));
+        assert!(
+            list.is_empty(),
+            "import circles (`cargo xtask circles`):\n  {}",
+            list.join("\n  ")
+        );
     }
 
     #[test]
@@ -345,16 +376,31 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path();
         write(src, "lib.rs", "mod a; mod b; mod c; mod g;");
-        write(src, "a.rs", "use crate::b::Thing;\n/// [`crate::c::Doc`] is a doc link, not an edge.\npub struct A;");
-        write(src, "b.rs", "pub struct Thing; fn f() { let _ = crate::a::A; }");
+        write(
+            src,
+            "a.rs",
+            "use crate::b::Thing;\n/// [`crate::c::Doc`] is a doc link, not an edge.\npub struct A;",
+        );
+        write(
+            src,
+            "b.rs",
+            "pub struct Thing; fn f() { let _ = crate::a::A; }",
+        );
         write(src, "c.rs", "use crate::{a::A, g::inner::X};");
         write(src, "g/mod.rs", "mod inner; mod other; pub use inner::X;");
         write(src, "g/inner.rs", "pub struct X; use super::other::Y;");
-        write(src, "g/other.rs", "pub struct Y; use super::super::g::inner::X; #[cfg(test)] mod tests { use crate::c; }");
+        write(
+            src,
+            "g/other.rs",
+            "pub struct Y; use super::super::g::inner::X; #[cfg(test)] mod tests { use crate::c; }",
+        );
         let circles = circles_in("demo", src).unwrap();
         assert_eq!(
             circles.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec!["demo: a ↔ b".to_owned(), "demo::g: inner ↔ other".to_owned()]
+            vec![
+                "demo: a ↔ b".to_owned(),
+                "demo::g: inner ↔ other".to_owned()
+            ]
         );
     }
 
@@ -363,8 +409,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path();
         write(src, "lib.rs", "mod m; pub struct Root;");
-        write(src, "m/mod.rs", "mod child; pub use child::C; pub struct P;");
-        write(src, "m/child.rs", "use super::P; use crate::Root; pub struct C;");
+        write(
+            src,
+            "m/mod.rs",
+            "mod child; pub use child::C; pub struct P;",
+        );
+        write(
+            src,
+            "m/child.rs",
+            "use super::P; use crate::Root; pub struct C;",
+        );
         assert_eq!(circles_in("demo", src).unwrap(), Vec::<Circle>::new());
     }
 

@@ -26,8 +26,16 @@ pub const LEARN: Verb = Verb {
     about: "Create learn/NN-name/: the faulty source (or todo!() bodies), the stage tests and a transfer-test skeleton",
     positionals: "STAGE",
     flags: &[
-        ("force", None, "replace an existing copy (your edits in it are lost)"),
-        ("scratch", None, "todo!() bodies instead of the faulty source: build the stage from its tests"),
+        (
+            "force",
+            None,
+            "replace an existing copy (your edits in it are lost)",
+        ),
+        (
+            "scratch",
+            None,
+            "todo!() bodies instead of the faulty source: build the stage from its tests",
+        ),
     ],
 };
 

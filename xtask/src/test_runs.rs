@@ -126,4 +126,3 @@ fn tail(text: &str, max: usize) -> String {
     }
     format!("…{}", &text[start..])
 }
-

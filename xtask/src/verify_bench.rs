@@ -22,7 +22,11 @@ pub const BENCH_VERIFY: Verb = Verb {
     positionals: "",
     flags: &[
         ("runs", Some("N"), "timed runs per mode"),
-        ("skip-cold", None, "leave out the cold build (an empty target dir)"),
+        (
+            "skip-cold",
+            None,
+            "leave out the cold build (an empty target dir)",
+        ),
     ],
 };
 

@@ -29,7 +29,11 @@ pub const WATCH: Verb = Verb {
     name: "watch",
     about: "Re-check a stage on every save; keys: h hint, l list, r re-run, q quit, a-d predict",
     positionals: "[STAGE]",
-    flags: &[("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)")],
+    flags: &[(
+        "timeout",
+        Some("SECS"),
+        "seconds a test binary may run before it is stopped (default 60)",
+    )],
 };
 
 /// Editors save in bursts (temp file, rename, metadata): wait this long for the burst to end.

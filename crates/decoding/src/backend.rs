@@ -10,8 +10,8 @@
 
 use runtime::policy::PolicyError;
 
-use crate::generation::{EngineError, Generation, GrammarMode, Sampling, StopCause};
 use crate::gbnf::GbnfError;
+use crate::generation::{EngineError, Generation, GrammarMode, Sampling, StopCause};
 use crate::http_client::{HttpConfig, HttpError};
 
 /// Which backend generates, as plain data (`--backend` on the command line, a field in a config file).
@@ -279,5 +279,4 @@ mod tests {
             PolicyError::Timeout
         );
     }
-
 }

@@ -77,7 +77,9 @@ impl Default for Sampling {
 }
 
 /// Who picks each generated token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Chooser {
     /// The model: its logits, greedy or sampled at the request's temperature, filtered by the grammar.
@@ -205,4 +207,3 @@ impl JsonScanner {
         self.done
     }
 }
-

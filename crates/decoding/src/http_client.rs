@@ -40,7 +40,12 @@ fn default_stall_ms() -> u64 {
 
 impl HttpConfig {
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), connect_timeout_ms: default_connect_ms(), stall_timeout_ms: default_stall_ms(), api_key_env: None }
+        Self {
+            url: url.into(),
+            connect_timeout_ms: default_connect_ms(),
+            stall_timeout_ms: default_stall_ms(),
+            api_key_env: None,
+        }
     }
 }
 
@@ -53,9 +58,17 @@ pub enum HttpError {
     #[error("{url} sent nothing for {secs:.1} s")]
     Stalled { url: String, secs: f64 },
     #[error("{url} answered HTTP {status}: {message}")]
-    Status { url: String, status: u16, message: String },
+    Status {
+        url: String,
+        status: u16,
+        message: String,
+    },
     #[error("{url} sent malformed {what}: {detail}")]
-    Malformed { url: String, what: &'static str, detail: String },
+    Malformed {
+        url: String,
+        what: &'static str,
+        detail: String,
+    },
     #[error("{url} closed the stream before its final event")]
     Closed { url: String },
     #[error("{url}: {reason}")]
@@ -70,7 +83,10 @@ pub const MAX_SSE_LINE_BYTES: usize = 1 << 20;
 /// newline cannot grow this process's memory.
 pub fn read_capped_line(reader: &mut impl BufRead, max: usize) -> std::io::Result<Option<String>> {
     let mut line = Vec::new();
-    let read = reader.by_ref().take(max as u64 + 1).read_until(b'\n', &mut line)?;
+    let read = reader
+        .by_ref()
+        .take(max as u64 + 1)
+        .read_until(b'\n', &mut line)?;
     if read == 0 {
         return Ok(None);
     }
@@ -80,11 +96,14 @@ pub fn read_capped_line(reader: &mut impl BufRead, max: usize) -> std::io::Resul
             line.pop();
         }
     } else if line.len() > max {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a line longer than {max} bytes")));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a line longer than {max} bytes"),
+        ));
     }
-    String::from_utf8(line)
-        .map(Some)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "a line that is not UTF-8"))
+    String::from_utf8(line).map(Some).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "a line that is not UTF-8")
+    })
 }
 
 /// One item of a server-sent-event stream.
@@ -128,7 +147,10 @@ impl SseStream {
             Err(RecvTimeoutError::Timeout) => {
                 let silent = self.last_event.elapsed();
                 if silent > self.stall {
-                    Err(HttpError::Stalled { url: self.url.clone(), secs: silent.as_secs_f64() })
+                    Err(HttpError::Stalled {
+                        url: self.url.clone(),
+                        secs: silent.as_secs_f64(),
+                    })
                 } else {
                     Ok(Poll::Pending)
                 }
@@ -152,7 +174,10 @@ pub struct HttpClient {
 
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClient").field("base", &self.base).field("stall", &self.stall).finish_non_exhaustive()
+        f.debug_struct("HttpClient")
+            .field("base", &self.base)
+            .field("stall", &self.stall)
+            .finish_non_exhaustive()
     }
 }
 
@@ -161,10 +186,21 @@ const MAX_JSON_BYTES: u64 = 8 << 20;
 
 impl HttpClient {
     pub fn new(config: &HttpConfig) -> Result<Self, HttpError> {
-        let bad = |reason: &str| HttpError::BadUrl { url: config.url.clone(), reason: reason.into() };
-        let rest = config.url.strip_prefix("http://").map(|r| r.trim_end_matches('/')).ok_or_else(|| {
-            bad(if config.url.starts_with("https://") { "https is not supported (no TLS in this build); use http or a local proxy" } else { "must start with http://" })
-        })?;
+        let bad = |reason: &str| HttpError::BadUrl {
+            url: config.url.clone(),
+            reason: reason.into(),
+        };
+        let rest = config
+            .url
+            .strip_prefix("http://")
+            .map(|r| r.trim_end_matches('/'))
+            .ok_or_else(|| {
+                bad(if config.url.starts_with("https://") {
+                    "https is not supported (no TLS in this build); use http or a local proxy"
+                } else {
+                    "must start with http://"
+                })
+            })?;
         if rest.is_empty() || rest.starts_with('/') {
             return Err(bad("no host"));
         }
@@ -174,7 +210,10 @@ impl HttpClient {
         }
         let bearer = match &config.api_key_env {
             None => None,
-            Some(var) => Some(std::env::var(var).map_err(|_| bad(&format!("api_key_env names {var}, which is not set")))?),
+            Some(var) => Some(
+                std::env::var(var)
+                    .map_err(|_| bad(&format!("api_key_env names {var}, which is not set")))?,
+            ),
         };
         let stall = Duration::from_millis(config.stall_timeout_ms);
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -186,8 +225,15 @@ impl HttpClient {
             .proxy(None)
             .build()
             .into();
-        let quick = (Duration::from_millis(config.connect_timeout_ms) + Duration::from_secs(10)).min(stall.max(Duration::from_secs(1)));
-        Ok(Self { agent, base: url, stall, quick, bearer })
+        let quick = (Duration::from_millis(config.connect_timeout_ms) + Duration::from_secs(10))
+            .min(stall.max(Duration::from_secs(1)));
+        Ok(Self {
+            agent,
+            base: url,
+            stall,
+            quick,
+            bearer,
+        })
     }
 
     pub fn base(&self) -> &str {
@@ -201,22 +247,37 @@ impl HttpClient {
     /// GET `path` and parse the JSON answer.
     pub fn get_json(&self, path: &str) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let mut req = self.agent.get(&url).config().timeout_global(Some(self.quick)).build();
+        let mut req = self
+            .agent
+            .get(&url)
+            .config()
+            .timeout_global(Some(self.quick))
+            .build();
         if let Some(b) = &self.bearer {
             req = req.header("authorization", format!("Bearer {b}"));
         }
-        let resp = req.call().map_err(|e| transport_error(&url, e, self.stall))?;
+        let resp = req
+            .call()
+            .map_err(|e| transport_error(&url, e, self.stall))?;
         json_body(&url, resp, self.stall)
     }
 
     /// POST a JSON body to `path` and parse the JSON answer.
     pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let mut req = self.agent.post(&url).config().timeout_global(Some(self.quick)).build().header("content-type", "application/json");
+        let mut req = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_global(Some(self.quick))
+            .build()
+            .header("content-type", "application/json");
         if let Some(b) = &self.bearer {
             req = req.header("authorization", format!("Bearer {b}"));
         }
-        let resp = req.send(body.to_string().as_bytes()).map_err(|e| transport_error(&url, e, self.quick))?;
+        let resp = req
+            .send(body.to_string().as_bytes())
+            .map_err(|e| transport_error(&url, e, self.quick))?;
         json_body(&url, resp, self.quick)
     }
 
@@ -245,7 +306,11 @@ impl HttpClient {
             match rx.recv_timeout(interval) {
                 Ok(result) => return result.map(Some),
                 Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return Err(HttpError::Closed { url: self.url(path) }),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(HttpError::Closed {
+                        url: self.url(path),
+                    });
+                }
             }
         }
     }
@@ -263,11 +328,20 @@ impl HttpClient {
             .name("forge-sse".into())
             .spawn(move || client.stream_worker(&worker_url, body, tx))
             .expect("spawn the SSE reader thread");
-        SseStream { rx, url, stall: self.stall, last_event: Instant::now() }
+        SseStream {
+            rx,
+            url,
+            stall: self.stall,
+            last_event: Instant::now(),
+        }
     }
 
     fn stream_worker(&self, url: &str, body: String, tx: SyncSender<Result<SseItem, HttpError>>) {
-        let mut req = self.agent.post(url).header("content-type", "application/json").header("accept", "text/event-stream");
+        let mut req = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
         if let Some(b) = &self.bearer {
             req = req.header("authorization", format!("Bearer {b}"));
         }
@@ -289,7 +363,11 @@ impl HttpClient {
                 Ok(Some(l)) => l,
                 Ok(None) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    let _ = tx.send(Err(HttpError::Malformed { url: url.to_string(), what: "event stream", detail: e.to_string() }));
+                    let _ = tx.send(Err(HttpError::Malformed {
+                        url: url.to_string(),
+                        what: "event stream",
+                        detail: e.to_string(),
+                    }));
                     return;
                 }
                 Err(e) => {
@@ -314,11 +392,13 @@ impl HttpClient {
                 if payload.trim() == "[DONE]" {
                     Ok(SseItem::Done)
                 } else {
-                    serde_json::from_str(&payload).map(SseItem::Data).map_err(|e| HttpError::Malformed {
-                        url: url.to_string(),
-                        what: "event data",
-                        detail: format!("{e} in {:?}", excerpt(&payload)),
-                    })
+                    serde_json::from_str(&payload)
+                        .map(SseItem::Data)
+                        .map_err(|e| HttpError::Malformed {
+                            url: url.to_string(),
+                            what: "event data",
+                            detail: format!("{e} in {:?}", excerpt(&payload)),
+                        })
                 }
             } else if line.starts_with(':') {
                 Ok(SseItem::KeepAlive)
@@ -328,10 +408,17 @@ impl HttpClient {
                 }
                 data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
                 continue;
-            } else if line.starts_with("event:") || line.starts_with("id:") || line.starts_with("retry:") {
+            } else if line.starts_with("event:")
+                || line.starts_with("id:")
+                || line.starts_with("retry:")
+            {
                 continue;
             } else {
-                Err(HttpError::Malformed { url: url.to_string(), what: "event stream", detail: format!("unexpected line {:?}", excerpt(&line)) })
+                Err(HttpError::Malformed {
+                    url: url.to_string(),
+                    what: "event stream",
+                    detail: format!("unexpected line {:?}", excerpt(&line)),
+                })
             };
             let stop = item.is_err();
             if tx.send(item).is_err() || stop {
@@ -341,11 +428,13 @@ impl HttpClient {
         }
         if !data.is_empty() {
             let payload = std::mem::take(&mut data);
-            let item = serde_json::from_str(&payload).map(SseItem::Data).map_err(|e| HttpError::Malformed {
-                url: url.to_string(),
-                what: "event data",
-                detail: format!("{e} in {:?}", excerpt(&payload)),
-            });
+            let item = serde_json::from_str(&payload)
+                .map(SseItem::Data)
+                .map_err(|e| HttpError::Malformed {
+                    url: url.to_string(),
+                    what: "event data",
+                    detail: format!("{e} in {:?}", excerpt(&payload)),
+                });
             let _ = tx.send(item);
         }
     }
@@ -359,7 +448,11 @@ fn excerpt(s: &str) -> String {
     e
 }
 
-fn json_body(url: &str, resp: ureq::http::Response<ureq::Body>, stall: Duration) -> Result<Value, HttpError> {
+fn json_body(
+    url: &str,
+    resp: ureq::http::Response<ureq::Body>,
+    stall: Duration,
+) -> Result<Value, HttpError> {
     if !resp.status().is_success() {
         return Err(status_error(url, resp));
     }
@@ -370,22 +463,38 @@ fn json_body(url: &str, resp: ureq::http::Response<ureq::Body>, stall: Duration)
         .reader()
         .read_to_string(&mut text)
         .map_err(|e| io_error(url, e, stall))?;
-    serde_json::from_str(&text).map_err(|e| HttpError::Malformed { url: url.to_string(), what: "JSON", detail: format!("{e} in {:?}", excerpt(&text)) })
+    serde_json::from_str(&text).map_err(|e| HttpError::Malformed {
+        url: url.to_string(),
+        what: "JSON",
+        detail: format!("{e} in {:?}", excerpt(&text)),
+    })
 }
 
 /// A non-2xx answer: the server's own message when it sent the usual `{"error": {"message": …}}`.
 fn status_error(url: &str, resp: ureq::http::Response<ureq::Body>) -> HttpError {
     let status = resp.status().as_u16();
     let mut text = String::new();
-    let _ = resp.into_body().into_with_config().limit(64 << 10).reader().read_to_string(&mut text);
+    let _ = resp
+        .into_body()
+        .into_with_config()
+        .limit(64 << 10)
+        .reader()
+        .read_to_string(&mut text);
     let message = serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| {
             let e = v.get("error")?;
-            e.get("message").and_then(Value::as_str).map(str::to_string).or_else(|| e.as_str().map(str::to_string))
+            e.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| e.as_str().map(str::to_string))
         })
         .unwrap_or_else(|| excerpt(text.trim()));
-    HttpError::Status { url: url.to_string(), status, message }
+    HttpError::Status {
+        url: url.to_string(),
+        status,
+        message,
+    }
 }
 
 fn transport_error(url: &str, e: ureq::Error, stall: Duration) -> HttpError {
@@ -393,19 +502,43 @@ fn transport_error(url: &str, e: ureq::Error, stall: Duration) -> HttpError {
     let url = url.to_string();
     match e {
         ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
-            HttpError::Unreachable { url, reason: "connection timed out".into() }
+            HttpError::Unreachable {
+                url,
+                reason: "connection timed out".into(),
+            }
         }
         ureq::Error::Timeout(_) => HttpError::Stalled { url, secs },
-        ureq::Error::HostNotFound => HttpError::Unreachable { url, reason: "host not found".into() },
-        ureq::Error::ConnectionFailed => HttpError::Unreachable { url, reason: "connection failed".into() },
+        ureq::Error::HostNotFound => HttpError::Unreachable {
+            url,
+            reason: "host not found".into(),
+        },
+        ureq::Error::ConnectionFailed => HttpError::Unreachable {
+            url,
+            reason: "connection failed".into(),
+        },
         ureq::Error::Io(io) => match io.kind() {
-            std::io::ErrorKind::ConnectionRefused => HttpError::Unreachable { url, reason: "connection refused".into() },
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Stalled { url, secs },
-            _ => HttpError::Io { url, reason: io.to_string() },
+            std::io::ErrorKind::ConnectionRefused => HttpError::Unreachable {
+                url,
+                reason: "connection refused".into(),
+            },
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                HttpError::Stalled { url, secs }
+            }
+            _ => HttpError::Io {
+                url,
+                reason: io.to_string(),
+            },
         },
         ureq::Error::BadUri(reason) => HttpError::BadUrl { url, reason },
-        ureq::Error::Protocol(p) => HttpError::Malformed { url, what: "HTTP", detail: p.to_string() },
-        other => HttpError::Io { url, reason: other.to_string() },
+        ureq::Error::Protocol(p) => HttpError::Malformed {
+            url,
+            what: "HTTP",
+            detail: p.to_string(),
+        },
+        other => HttpError::Io {
+            url,
+            reason: other.to_string(),
+        },
     }
 }
 
@@ -418,15 +551,24 @@ fn io_error(url: &str, e: std::io::Error, stall: Duration) -> HttpError {
             return HttpError::Stalled { url, secs };
         }
         if matches!(inner, ureq::Error::Protocol(_)) {
-            return HttpError::Malformed { url, what: "HTTP", detail: inner.to_string() };
+            return HttpError::Malformed {
+                url,
+                what: "HTTP",
+                detail: inner.to_string(),
+            };
         }
     }
     match e.kind() {
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Stalled { url, secs },
-        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
-            HttpError::Closed { url }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            HttpError::Stalled { url, secs }
         }
-        _ => HttpError::Io { url, reason: e.to_string() },
+        std::io::ErrorKind::UnexpectedEof
+        | std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::ConnectionAborted => HttpError::Closed { url },
+        _ => HttpError::Io {
+            url,
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -438,10 +580,19 @@ mod capped_line_tests {
     #[test]
     fn sse_lines_are_capped_and_line_endings_stripped() {
         let mut r = std::io::Cursor::new(b"data: 1\r\n\n: ping\nlast".to_vec());
-        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some("data: 1"));
+        assert_eq!(
+            read_capped_line(&mut r, 16).unwrap().as_deref(),
+            Some("data: 1")
+        );
         assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some(""));
-        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some(": ping"));
-        assert_eq!(read_capped_line(&mut r, 16).unwrap().as_deref(), Some("last"));
+        assert_eq!(
+            read_capped_line(&mut r, 16).unwrap().as_deref(),
+            Some(": ping")
+        );
+        assert_eq!(
+            read_capped_line(&mut r, 16).unwrap().as_deref(),
+            Some("last")
+        );
         assert_eq!(read_capped_line(&mut r, 16).unwrap(), None);
         // An endless line: refused after max + 1 bytes, not read to the end.
         let mut endless = std::io::Read::take(std::io::repeat(b'x'), 1 << 30);

@@ -38,13 +38,17 @@ impl OpenAiBackend {
         let listed: Vec<String> = models
             .get("data")
             .and_then(Value::as_array)
-            .ok_or_else(|| BackendError::Protocol(format!("{}/v1/models has no \"data\" list", client.base())))?
+            .ok_or_else(|| {
+                BackendError::Protocol(format!("{}/v1/models has no \"data\" list", client.base()))
+            })?
             .iter()
             .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
             .collect();
         let model = match model {
             Some(m) => m,
-            None => listed.first().cloned().ok_or_else(|| BackendError::Protocol(format!("{}/v1/models lists no model", client.base())))?,
+            None => listed.first().cloned().ok_or_else(|| {
+                BackendError::Protocol(format!("{}/v1/models lists no model", client.base()))
+            })?,
         };
         Ok(Self { client, model })
     }
@@ -117,8 +121,13 @@ impl Backend for OpenAiBackend {
                 Poll::Item(SseItem::Data(v)) => v,
             };
             if let Some(e) = event.get("error") {
-                let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string);
-                return Err(BackendError::Protocol(format!("{url} reported an error: {message}")));
+                let message = e
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| e.to_string(), str::to_string);
+                return Err(BackendError::Protocol(format!(
+                    "{url} reported an error: {message}"
+                )));
             }
             if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
                 usage = Some(u.clone());
@@ -127,9 +136,14 @@ impl Backend for OpenAiBackend {
                 timings = Some(t.clone());
             }
             let Some(choices) = event.get("choices").and_then(Value::as_array) else {
-                return Err(BackendError::Protocol(format!("{url} chunk without \"choices\": {}", excerpt(&event))));
+                return Err(BackendError::Protocol(format!(
+                    "{url} chunk without \"choices\": {}",
+                    excerpt(&event)
+                )));
             };
-            let Some(choice) = choices.first() else { continue };
+            let Some(choice) = choices.first() else {
+                continue;
+            };
             if let Some(piece) = choice.pointer("/delta/content").and_then(Value::as_str) {
                 if !piece.is_empty() {
                     first_token_ms.get_or_insert_with(|| started.elapsed().as_secs_f64() * 1e3);
@@ -140,12 +154,22 @@ impl Backend for OpenAiBackend {
             }
             match choice.get("finish_reason").and_then(Value::as_str) {
                 Some("length") => finish = Some(Finish::MaxTokens),
-                Some(_) => finish = Some(if scanner.complete() { Finish::JsonComplete } else { Finish::EndOfGeneration }),
+                Some(_) => {
+                    finish = Some(if scanner.complete() {
+                        Finish::JsonComplete
+                    } else {
+                        Finish::EndOfGeneration
+                    })
+                }
                 None => {}
             }
             // With a schema the server ends the answer itself (and sends `usage` after it); only free text
             // is cut here.
-            if finish.is_none() && req.stop_at_json_end && req.json_schema.is_none() && scanner.complete() {
+            if finish.is_none()
+                && req.stop_at_json_end
+                && req.json_schema.is_none()
+                && scanner.complete()
+            {
                 finish = Some(Finish::JsonComplete);
                 break;
             }
@@ -156,7 +180,9 @@ impl Backend for OpenAiBackend {
         let t = timings.unwrap_or(Value::Null);
         let n = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_f64);
         let input = n(&u, "/prompt_tokens").unwrap_or(0.0) as u32;
-        let cached = n(&u, "/prompt_tokens_details/cached_tokens").or_else(|| n(&t, "/cache_n")).unwrap_or(0.0) as u32;
+        let cached = n(&u, "/prompt_tokens_details/cached_tokens")
+            .or_else(|| n(&t, "/cache_n"))
+            .unwrap_or(0.0) as u32;
         let prefill_ms = n(&t, "/prompt_ms").unwrap_or_else(|| first_token_ms.unwrap_or(total_ms));
         Ok(Generation {
             text,
@@ -171,7 +197,6 @@ impl Backend for OpenAiBackend {
         })
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -200,8 +225,16 @@ mod tests {
         assert_eq!(body["response_format"]["type"], "json_schema");
         assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
         assert_eq!(body["model"], "qwen");
-        assert!(!body.to_string().contains("\\\"type\\\":\\\"final\\\""), "the prefill must not be sent: {body}");
-        assert!(chat_body("qwen", &request(None, None)).unwrap().get("response_format").is_none());
+        assert!(
+            !body.to_string().contains("\\\"type\\\":\\\"final\\\""),
+            "the prefill must not be sent: {body}"
+        );
+        assert!(
+            chat_body("qwen", &request(None, None))
+                .unwrap()
+                .get("response_format")
+                .is_none()
+        );
     }
 
     #[test]

@@ -11,10 +11,10 @@ use std::time::Instant;
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
 
 use crate::backend::{Backend, BackendConfig, BackendError, BackendRequest};
+use crate::gbnf::Grammar;
 use crate::generation::{
     self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
 };
-use crate::gbnf::Grammar;
 use crate::grammar::{self, Caps};
 use crate::prompt;
 pub use crate::prompt::Mode;
@@ -83,7 +83,8 @@ pub struct DecisionStats {
 /// How a policy opens the backend its config names. `forge_llama::open_backend` opens every kind (llama.cpp
 /// in process included); [`crate::remote::open`] opens the server kinds where llama.cpp is not linked.
 /// A function, not a dependency, so this crate builds without llama.cpp.
-pub type OpenBackend = fn(&BackendConfig, &Path, EngineConfig) -> Result<Box<dyn Backend>, BackendError>;
+pub type OpenBackend =
+    fn(&BackendConfig, &Path, EngineConfig) -> Result<Box<dyn Backend>, BackendError>;
 
 pub struct LlamaPolicy {
     config: LlamaConfig,
@@ -136,14 +137,19 @@ impl LlamaPolicy {
 
     /// The grammar and the prefix the runtime writes, for this request and mode (see [`plan`]).
     fn plan(&self, req: &DecisionRequest) -> Result<(Grammar, String), PolicyError> {
-        plan(self.config.mode, self.config.caps, req).map_err(|e| PolicyError::Runtime(e.to_string()))
+        plan(self.config.mode, self.config.caps, req)
+            .map_err(|e| PolicyError::Runtime(e.to_string()))
     }
 }
 
 /// The grammar one decision is constrained by, and the prefix the runtime writes for the model, for a request
 /// and mode. Built per step: the grounding changes with every observation. Pure: no model, no engine — the
 /// policy, the grammar-only baseline and the property tests all plan through here.
-pub fn plan(mode: Mode, caps: Caps, req: &DecisionRequest) -> Result<(Grammar, String), grammar::GrammarError> {
+pub fn plan(
+    mode: Mode,
+    caps: Caps,
+    req: &DecisionRequest,
+) -> Result<(Grammar, String), grammar::GrammarError> {
     let inputs = grammar::Inputs {
         tools: &req.tools,
         grounding: &req.grounding,
@@ -156,10 +162,13 @@ pub fn plan(mode: Mode, caps: Caps, req: &DecisionRequest) -> Result<(Grammar, S
         done: &req.succeeded_actions,
     };
     match (mode, &req.gap) {
-        (Mode::Guided, Gap::Tool { tool, result, .. }) => grammar::guided_tool(&inputs, tool, *result)
-            .and_then(|g| Ok((g, grammar::guided_tool_prefix(&inputs, tool)?))),
+        (Mode::Guided, Gap::Tool { tool, result, .. }) => {
+            grammar::guided_tool(&inputs, tool, *result)
+                .and_then(|g| Ok((g, grammar::guided_tool_prefix(&inputs, tool)?)))
+        }
         (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
-            grammar::guided_final(&inputs, evidence_ids).map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
+            grammar::guided_final(&inputs, evidence_ids)
+                .map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
         }
         // The final answer is offered once the gate could accept one: nothing required is missing.
         (Mode::Free, gap) => {
@@ -167,7 +176,8 @@ pub fn plan(mode: Mode, caps: Caps, req: &DecisionRequest) -> Result<(Grammar, S
                 Gap::Final { evidence_ids, .. } => Some(evidence_ids.as_slice()),
                 Gap::Tool { .. } => None,
             };
-            grammar::free(&inputs, runtime::decision::decision_schema(), final_ids).map(|g| (g, String::new()))
+            grammar::free(&inputs, runtime::decision::decision_schema(), final_ids)
+                .map(|g| (g, String::new()))
         }
     }
 }

@@ -18,7 +18,12 @@ pub fn system_prompt(tools: &[ToolCard]) -> String {
          Tools:\n",
     );
     for card in tools {
-        s.push_str(&format!("- {}({}): {}\n", card.name, signature(&card.arguments_schema), first_sentence(&card.description)));
+        s.push_str(&format!(
+            "- {}({}): {}\n",
+            card.name,
+            signature(&card.arguments_schema),
+            first_sentence(&card.description)
+        ));
         s.push_str(&argument_lines(&card.arguments_schema));
     }
     s.push_str(
@@ -42,7 +47,11 @@ pub fn signature(schema: &Value) -> String {
     props
         .iter()
         .map(|(name, p)| {
-            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            let opt = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                "?"
+            };
             format!("{name}{opt}: {}", type_name(p))
         })
         .collect::<Vec<_>>()
@@ -66,7 +75,12 @@ pub fn argument_lines(schema: &Value) -> String {
 fn type_name(p: &Value) -> String {
     let ty = p.get("type").and_then(Value::as_str).unwrap_or("any");
     match ty {
-        "array" => format!("{}[]", p.get("items").map(type_name).unwrap_or_else(|| "any".into())),
+        "array" => format!(
+            "{}[]",
+            p.get("items")
+                .map(type_name)
+                .unwrap_or_else(|| "any".into())
+        ),
         "integer" => match (p.get("minimum"), p.get("maximum")) {
             (Some(a), Some(b)) => format!("integer {a}..{b}"),
             _ => "integer".into(),
@@ -115,10 +129,16 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
     let mut s = format!("Task: {}\n", req.task.trim());
     s.push_str(&render_state(&req.state));
     if let Some(repair) = &req.repair {
-        s.push_str(&format!("Your previous reply was rejected ({}): {}\n", repair.error_code, repair.error));
+        s.push_str(&format!(
+            "Your previous reply was rejected ({}): {}\n",
+            repair.error_code, repair.error
+        ));
     }
     if !req.missing.is_empty() && mode == Mode::Guided {
-        s.push_str(&format!("Still needed before the final answer: {}.\n", req.missing.join("; ")));
+        s.push_str(&format!(
+            "Still needed before the final answer: {}.\n",
+            req.missing.join("; ")
+        ));
     }
     let numbers = listed_numbers(req);
     match (mode, &req.gap) {
@@ -133,7 +153,13 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
                 s.push('\n');
             }
         }
-        (Mode::Guided, Gap::Final { evidence_ids, answer_template }) => {
+        (
+            Mode::Guided,
+            Gap::Final {
+                evidence_ids,
+                answer_template,
+            },
+        ) => {
             s.push_str(&numbers);
             s.push_str(&format!(
                 "Next: the final answer, citing {}. Fill this template with numbers and labels from the observations, \
@@ -171,7 +197,13 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
 
 /// `Numbers from the observations: 72, 78, ….` — empty when there are none.
 fn listed_numbers(req: &DecisionRequest) -> String {
-    let listed: Vec<&str> = req.grounding.numbers.iter().take(LISTED_NUMBERS).map(String::as_str).collect();
+    let listed: Vec<&str> = req
+        .grounding
+        .numbers
+        .iter()
+        .take(LISTED_NUMBERS)
+        .map(String::as_str)
+        .collect();
     if listed.is_empty() {
         return String::new();
     }
@@ -182,7 +214,11 @@ fn listed_numbers(req: &DecisionRequest) -> String {
 /// tokens stay cached), then everything else, budgets last (they change every step).
 pub fn render_state(state: &Value) -> String {
     let Some(obj) = state.as_object() else {
-        return if state.is_null() { String::new() } else { format!("State: {}\n", compact(state)) };
+        return if state.is_null() {
+            String::new()
+        } else {
+            format!("State: {}\n", compact(state))
+        };
     };
     let mut keys: Vec<&String> = obj.keys().collect();
     keys.sort_by_key(|k| {
@@ -205,7 +241,11 @@ pub fn render_state(state: &Value) -> String {
             Value::Array(items) => {
                 s.push_str(&format!("{k}:\n"));
                 for item in items {
-                    let line = if k.contains("observation") { render_observation(item) } else { compact(item) };
+                    let line = if k.contains("observation") {
+                        render_observation(item)
+                    } else {
+                        compact(item)
+                    };
                     s.push_str(&format!("- {line}\n"));
                 }
             }
@@ -214,7 +254,11 @@ pub fn render_state(state: &Value) -> String {
                 // Token and second counts are the runtime's business; a small model only misreads them as data.
                 let left: Vec<String> = ["steps_left", "tool_calls_left"]
                     .iter()
-                    .filter_map(|f| m.get(*f).map(|v| format!("{} {v}", f.trim_end_matches("_left").replace('_', " "))))
+                    .filter_map(|f| {
+                        m.get(*f).map(|v| {
+                            format!("{} {v}", f.trim_end_matches("_left").replace('_', " "))
+                        })
+                    })
                     .collect();
                 if !left.is_empty() {
                     s.push_str(&format!("{k} left: {}\n", left.join(", ")));
@@ -241,8 +285,15 @@ pub fn render_observation(o: &Value) -> String {
             let body: String = view.lines().map(|l| format!("\n  {l}")).collect();
             return format!("{id} ({tool}) ok:{body}");
         }
-        if let (Some(expression), Some(value)) = (result.get("expression").and_then(Value::as_str), result.get("value")) {
-            return format!("{id} ({tool}) ok: {} = {}", expression.trim(), compact(value));
+        if let (Some(expression), Some(value)) = (
+            result.get("expression").and_then(Value::as_str),
+            result.get("value"),
+        ) {
+            return format!(
+                "{id} ({tool}) ok: {} = {}",
+                expression.trim(),
+                compact(value)
+            );
         }
         let text = match result.get("summary").and_then(Value::as_str) {
             Some(summary) => summary.to_string(),
@@ -263,8 +314,14 @@ pub fn render_observation(o: &Value) -> String {
         format!("{id} ({tool}) ok: {text}")
     } else {
         let err = o.get("error");
-        let code = err.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("error");
-        let message = err.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or("");
+        let code = err
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_str)
+            .unwrap_or("error");
+        let message = err
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let mut line = format!("{id} ({tool}) failed: {code}: {message}");
         if let Some(args) = o.get("attempted_arguments") {
             line.push_str(&format!(" (arguments were {})", compact(args)));

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::backend::{Backend, BackendError, BackendRequest};
-use crate::generation::{Finish, Generation, JsonScanner, StopCause};
 use crate::gbnf;
+use crate::generation::{Finish, Generation, JsonScanner, StopCause};
 use crate::http_client::{HttpClient, HttpConfig, HttpError, Poll, SseItem, SseStream};
 
 /// How often the caller's cancel flag and deadline are polled while waiting for the server.
@@ -45,19 +45,37 @@ impl LlamaServerBackend {
         let client = HttpClient::new(config)?;
         let health = client.get_json("/health")?;
         if health.get("status").and_then(Value::as_str) != Some("ok") {
-            return Err(BackendError::Protocol(format!("{} /health is not ok: {health}", client.base())));
+            return Err(BackendError::Protocol(format!(
+                "{} /health is not ok: {health}",
+                client.base()
+            )));
         }
         let props = client.get_json("/props")?;
         if !props.is_object() {
-            return Err(BackendError::Protocol(format!("{} /props is not a JSON object", client.base())));
+            return Err(BackendError::Protocol(format!(
+                "{} /props is not a JSON object",
+                client.base()
+            )));
         }
         let facts = ServerFacts {
-            model_file: props.get("model_path").and_then(Value::as_str).map(|p| forge_model::inspect::redact(std::path::Path::new(p))),
+            model_file: props
+                .get("model_path")
+                .and_then(Value::as_str)
+                .map(|p| forge_model::inspect::redact(std::path::Path::new(p))),
             total_slots: props.get("total_slots").and_then(Value::as_u64),
-            n_ctx: props.pointer("/default_generation_settings/n_ctx").and_then(Value::as_u64),
-            build_info: props.get("build_info").and_then(Value::as_str).map(str::to_string),
+            n_ctx: props
+                .pointer("/default_generation_settings/n_ctx")
+                .and_then(Value::as_u64),
+            build_info: props
+                .get("build_info")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         };
-        Ok(Self { client, facts, grammars: HashMap::new() })
+        Ok(Self {
+            client,
+            facts,
+            grammars: HashMap::new(),
+        })
     }
 
     pub fn facts(&self) -> &ServerFacts {
@@ -65,21 +83,36 @@ impl LlamaServerBackend {
     }
 
     /// The model's chat template applied by the server, ending with the assistant header.
-    fn chat_prompt(&self, system: &str, user: &str, check: &mut dyn FnMut(u32) -> Option<StopCause>) -> Result<String, BackendError> {
+    fn chat_prompt(
+        &self,
+        system: &str,
+        user: &str,
+        check: &mut dyn FnMut(u32) -> Option<StopCause>,
+    ) -> Result<String, BackendError> {
         let body = json!({ "messages": [ {"role": "system", "content": system}, {"role": "user", "content": user} ] });
         let mut cause = None;
-        let answer = self.client.post_json_polled("/apply-template", &body, POLL, &mut || {
-            cause = check(0);
-            cause.is_some()
-        })?;
+        let answer = self
+            .client
+            .post_json_polled("/apply-template", &body, POLL, &mut || {
+                cause = check(0);
+                cause.is_some()
+            })?;
         let Some(answer) = answer else {
-            return Err(BackendError::stopped(cause.expect("stopped for a cause"), 0));
+            return Err(BackendError::stopped(
+                cause.expect("stopped for a cause"),
+                0,
+            ));
         };
         answer
             .get("prompt")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| BackendError::Protocol(format!("{}/apply-template answered without a \"prompt\" string", self.client.base())))
+            .ok_or_else(|| {
+                BackendError::Protocol(format!(
+                    "{}/apply-template answered without a \"prompt\" string",
+                    self.client.base()
+                ))
+            })
     }
 
     fn resumed_grammar(&mut self, grammar: &str, prefill: &str) -> Result<String, BackendError> {
@@ -124,7 +157,11 @@ pub fn completion_body(prompt: &str, req: &BackendRequest<'_>, grammar: Option<&
 
 impl Backend for LlamaServerBackend {
     fn describe(&self) -> String {
-        format!("llama-server {} ({})", self.client.base(), self.facts.model_file.as_deref().unwrap_or("model unknown"))
+        format!(
+            "llama-server {} ({})",
+            self.client.base(),
+            self.facts.model_file.as_deref().unwrap_or("model unknown")
+        )
     }
 
     fn generate(
@@ -163,17 +200,32 @@ fn read_completion(
         }
         let event = match stream.next(POLL)? {
             Poll::Pending | Poll::Item(SseItem::KeepAlive) => continue,
-            Poll::End | Poll::Item(SseItem::Done) => return Err(HttpError::Closed { url: format!("{base}/completion") }.into()),
+            Poll::End | Poll::Item(SseItem::Done) => {
+                return Err(HttpError::Closed {
+                    url: format!("{base}/completion"),
+                }
+                .into());
+            }
             Poll::Item(SseItem::Data(v)) => v,
         };
         if let Some(e) = event.get("error") {
-            let message = e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_string);
-            return Err(BackendError::Protocol(format!("{base}/completion reported an error: {message}")));
+            let message = e
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| e.to_string(), str::to_string);
+            return Err(BackendError::Protocol(format!(
+                "{base}/completion reported an error: {message}"
+            )));
         }
         let content = event
             .get("content")
             .and_then(Value::as_str)
-            .ok_or_else(|| BackendError::Protocol(format!("{base}/completion event without a \"content\" string: {}", excerpt(&event))))?;
+            .ok_or_else(|| {
+                BackendError::Protocol(format!(
+                    "{base}/completion event without a \"content\" string: {}",
+                    excerpt(&event)
+                ))
+            })?;
         text.push_str(content);
         content.bytes().for_each(|b| scanner.feed(b));
         generated += match event.get("tokens").and_then(Value::as_array) {
@@ -218,7 +270,14 @@ fn read_completion(
 
 pub(crate) fn excerpt(v: &Value) -> String {
     let s = v.to_string();
-    if s.len() > 160 { format!("{}…", &s[..s.char_indices().nth(160).map_or(s.len(), |(i, _)| i)]) } else { s }
+    if s.len() > 160 {
+        format!(
+            "{}…",
+            &s[..s.char_indices().nth(160).map_or(s.len(), |(i, _)| i)]
+        )
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]
@@ -234,7 +293,10 @@ mod tests {
             grammar: Some("root ::= \"{\\\"a\\\":\\\"\" [a-z]+ \"\\\"}\""),
             json_schema: None,
             grammar_mode: GrammarMode::CheckFirst,
-            sampling: Sampling { temperature, ..Sampling::default() },
+            sampling: Sampling {
+                temperature,
+                ..Sampling::default()
+            },
             max_new_tokens: 32,
             stop_at_json_end: true,
             banned_prefixes: &[],
@@ -252,7 +314,10 @@ mod tests {
         assert_eq!(greedy["stream"], true);
         assert_eq!(greedy["grammar"], "root ::= x");
         let sampled = completion_body("<prompt>", &request(0.7), None);
-        assert_eq!(sampled["samplers"], json!(["top_k", "top_p", "temperature"]));
+        assert_eq!(
+            sampled["samplers"],
+            json!(["top_k", "top_p", "temperature"])
+        );
         assert!(sampled.get("grammar").is_none());
     }
 
@@ -260,7 +325,15 @@ mod tests {
     fn the_grammar_sent_accepts_what_follows_the_prefill() {
         let req = request(0.0);
         let sent = gbnf::resume_text_after(req.grammar.unwrap(), req.prefill).unwrap();
-        assert!(gbnf::Grammar::parse(&sent).unwrap().accepts("abc\"}"), "{sent}");
-        assert!(!gbnf::Grammar::parse(&sent).unwrap().accepts("{\"a\":\"abc\"}"), "{sent}");
+        assert!(
+            gbnf::Grammar::parse(&sent).unwrap().accepts("abc\"}"),
+            "{sent}"
+        );
+        assert!(
+            !gbnf::Grammar::parse(&sent)
+                .unwrap()
+                .accepts("{\"a\":\"abc\"}"),
+            "{sent}"
+        );
     }
 }

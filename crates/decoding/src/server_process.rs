@@ -29,8 +29,18 @@ pub struct ServerOptions {
 
 impl ServerOptions {
     pub fn new(binary: impl Into<PathBuf>, model: impl Into<PathBuf>, parallel: u32) -> Self {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8) as u32;
-        Self { binary: binary.into(), model: model.into(), parallel, ctx_per_slot: 4096, threads, log: None, extra_args: Vec::new() }
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(8) as u32;
+        Self {
+            binary: binary.into(),
+            model: model.into(),
+            parallel,
+            ctx_per_slot: 4096,
+            threads,
+            log: None,
+            extra_args: Vec::new(),
+        }
     }
 }
 
@@ -73,22 +83,35 @@ impl LlamaServerProcess {
             attempt += 1;
             match Self::start_once(opts, ready_within) {
                 Err(ServerProcessError::ExitedEarly { log, .. })
-                    if attempt < 3 && port_taken(&log) => continue,
+                    if attempt < 3 && port_taken(&log) =>
+                {
+                    continue;
+                }
                 other => return other,
             }
         }
     }
 
-    fn start_once(opts: &ServerOptions, ready_within: Duration) -> Result<Self, ServerProcessError> {
-        let port = free_port().map_err(|e| ServerProcessError::Spawn(format!("no free port: {e}")))?;
+    fn start_once(
+        opts: &ServerOptions,
+        ready_within: Duration,
+    ) -> Result<Self, ServerProcessError> {
+        let port =
+            free_port().map_err(|e| ServerProcessError::Spawn(format!("no free port: {e}")))?;
         let (log, tmp, log_file) = match &opts.log {
             Some(p) => {
-                let f = std::fs::File::create(p).map_err(|e| ServerProcessError::Spawn(format!("log file {}: {e}", p.display())))?;
+                let f = std::fs::File::create(p).map_err(|e| {
+                    ServerProcessError::Spawn(format!("log file {}: {e}", p.display()))
+                })?;
                 (p.clone(), None, f)
             }
             None => {
-                let (t, f) = tempfile_path::TempLog::create()
-                    .map_err(|e| ServerProcessError::Spawn(format!("log file in {}: {e}", std::env::temp_dir().display())))?;
+                let (t, f) = tempfile_path::TempLog::create().map_err(|e| {
+                    ServerProcessError::Spawn(format!(
+                        "log file in {}: {e}",
+                        std::env::temp_dir().display()
+                    ))
+                })?;
                 (t.path.clone(), Some(t), f)
             }
         };
@@ -100,27 +123,54 @@ impl LlamaServerProcess {
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-np", &opts.parallel.to_string()])
             .args(["-c", &(opts.ctx_per_slot * opts.parallel).to_string()])
-            .args(["-t", &opts.threads.to_string(), "-tb", &opts.threads.to_string()])
+            .args([
+                "-t",
+                &opts.threads.to_string(),
+                "-tb",
+                &opts.threads.to_string(),
+            ])
             .args(&opts.extra_args)
             .stdin(Stdio::null())
-            .stdout(log_file.try_clone().map_err(|e| ServerProcessError::Spawn(e.to_string()))?)
+            .stdout(
+                log_file
+                    .try_clone()
+                    .map_err(|e| ServerProcessError::Spawn(e.to_string()))?,
+            )
             .stderr(log_file)
             .spawn()
             .map_err(|e| ServerProcessError::Spawn(format!("{}: {e}", opts.binary.display())))?;
-        let mut server = Self { child, url: format!("http://127.0.0.1:{port}"), log, _tmp_log: tmp };
-        let client = HttpClient::new(&HttpConfig { connect_timeout_ms: 500, stall_timeout_ms: 2_000, ..HttpConfig::new(&server.url) })
-            .expect("a loopback URL is valid");
+        let mut server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+            _tmp_log: tmp,
+        };
+        let client = HttpClient::new(&HttpConfig {
+            connect_timeout_ms: 500,
+            stall_timeout_ms: 2_000,
+            ..HttpConfig::new(&server.url)
+        })
+        .expect("a loopback URL is valid");
         let started = Instant::now();
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
-                return Err(ServerProcessError::ExitedEarly { status: status.to_string(), log: server.log_tail() });
+                return Err(ServerProcessError::ExitedEarly {
+                    status: status.to_string(),
+                    log: server.log_tail(),
+                });
             }
             // 503 while the model loads, refused before the socket is bound: keep waiting until the deadline.
-            if client.get_json("/health").is_ok_and(|v| v.get("status").and_then(|s| s.as_str()) == Some("ok")) {
+            if client
+                .get_json("/health")
+                .is_ok_and(|v| v.get("status").and_then(|s| s.as_str()) == Some("ok"))
+            {
                 return Ok(server);
             }
             if started.elapsed() > ready_within {
-                return Err(ServerProcessError::NotReady { secs: started.elapsed().as_secs_f64(), log: server.log_tail() });
+                return Err(ServerProcessError::NotReady {
+                    secs: started.elapsed().as_secs_f64(),
+                    log: server.log_tail(),
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -175,7 +225,9 @@ fn die_with_parent(command: &mut Command) {
             }
             // The parent may have died between fork and prctl: then no signal will come.
             if std::os::unix::process::parent_id() != parent {
-                return Err(std::io::Error::other("the starting process exited before llama-server started"));
+                return Err(std::io::Error::other(
+                    "the starting process exited before llama-server started",
+                ));
             }
             Ok(())
         });
@@ -194,11 +246,15 @@ impl Drop for LlamaServerProcess {
 /// llama-server's log when its `--port` was taken between our check and its bind.
 fn port_taken(log: &str) -> bool {
     let l = log.to_ascii_lowercase();
-    l.contains("address already in use") || l.contains("couldn't bind") || l.contains("failed to bind")
+    l.contains("address already in use")
+        || l.contains("couldn't bind")
+        || l.contains("failed to bind")
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 mod tempfile_path {
@@ -224,7 +280,10 @@ mod tempfile_path {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 std::hash::Hash::hash(&(nanos, n, std::process::id()), &mut h);
                 let tag = std::hash::Hasher::finish(&h);
-                let path = std::env::temp_dir().join(format!("forge-llama-server-{}-{tag:016x}.log", std::process::id()));
+                let path = std::env::temp_dir().join(format!(
+                    "forge-llama-server-{}-{tag:016x}.log",
+                    std::process::id()
+                ));
                 match create_exclusive(&path) {
                     Ok(f) => return Ok((Self { path }, f)),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
@@ -238,7 +297,11 @@ mod tempfile_path {
     /// Create `path` only if nothing (no file, no link) is there, readable by this user only.
     pub fn create_exclusive(path: &std::path::Path) -> std::io::Result<std::fs::File> {
         use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
     }
 
     impl Drop for TempLog {
@@ -259,7 +322,10 @@ mod log_file_tests {
         let (a, _fa) = TempLog::create().unwrap();
         let (b, _fb) = TempLog::create().unwrap();
         assert_ne!(a.path, b.path);
-        assert_eq!(std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let dir = std::env::temp_dir().join(format!("forge-log-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let planted = dir.join("planted.log");

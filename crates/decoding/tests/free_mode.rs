@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use forge_decoding::Mode;
 use forge_decoding::grammar::Caps;
 use forge_decoding::policy::{plan, repeat_prefixes};
-use forge_decoding::Mode;
 use runtime::decision::{Decision, parse_decision};
 use runtime::fixture::{Fixture, fixture_files};
 use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, RunControl};
@@ -16,7 +16,10 @@ use runtime::registry::ToolRegistry;
 use runtime::{RunConfig, Task};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Samples drawn per state (a state passes when each is valid and at least one is not an exact repeat).
@@ -70,10 +73,17 @@ impl<P: Policy> Policy for Probe<P> {
     fn name(&self) -> String {
         format!("probe:{}", self.inner.name())
     }
-    fn decide(&mut self, req: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        req: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
         self.states += 1;
         if let Some(problem) = free_mode_problem(req) {
-            self.problems.push(format!("step {} attempt {}: {problem}", req.step, req.attempt));
+            self.problems.push(format!(
+                "step {} attempt {}: {problem}",
+                req.step, req.attempt
+            ));
         }
         self.inner.decide(req, control)
     }
@@ -90,15 +100,36 @@ impl Policy for GrammarWalk {
     fn name(&self) -> String {
         format!("grammar-walk:{}", self.mode)
     }
-    fn decide(&mut self, req: &DecisionRequest, _: &RunControl) -> Result<PolicyOutput, PolicyError> {
-        let (grammar, _) = plan(self.mode, Caps::default(), req).map_err(|e| PolicyError::Runtime(e.to_string()))?;
+    fn decide(
+        &mut self,
+        req: &DecisionRequest,
+        _: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
+        let (grammar, _) = plan(self.mode, Caps::default(), req)
+            .map_err(|e| PolicyError::Runtime(e.to_string()))?;
         // Free mode masks exact repeats as the policy does; guided mode has one gap and no such mask.
-        let banned = if self.mode == Mode::Free { repeat_prefixes(req) } else { Vec::new() };
+        let banned = if self.mode == Mode::Free {
+            repeat_prefixes(req)
+        } else {
+            Vec::new()
+        };
         let text = (0..40)
-            .filter_map(|k| grammar.sample(self.seed.wrapping_mul(31).wrapping_add(u64::from(req.step) * 101 + k)))
+            .filter_map(|k| {
+                grammar.sample(
+                    self.seed
+                        .wrapping_mul(31)
+                        .wrapping_add(u64::from(req.step) * 101 + k),
+                )
+            })
             .find(|t| !banned.iter().any(|p| t.starts_with(p.as_str())))
             .ok_or_else(|| PolicyError::Runtime("no fresh decision in 40 samples".into()))?;
-        Ok(PolicyOutput { raw_text: text, input_tokens: 0, output_tokens: 1, prefill_tokens_saved: 0, temperature: None })
+        Ok(PolicyOutput {
+            raw_text: text,
+            input_tokens: 0,
+            output_tokens: 1,
+            prefill_tokens_saved: 0,
+            temperature: None,
+        })
     }
 }
 
@@ -113,10 +144,16 @@ fn every_scripted_fixture_state_offers_a_valid_free_decision() {
     let mut problems = Vec::new();
     for path in fixture_files(&root().join("fixtures")).unwrap() {
         let fixture = Fixture::load(&path).unwrap();
-        let Ok(task) = fixture.load_task() else { continue };
+        let Ok(task) = fixture.load_task() else {
+            continue;
+        };
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let config = fixture.config(&name, root().join("knowledge"), dir.path().join(&name));
-        let mut probe = Probe { inner: fixture.policy(), states: 0, problems: Vec::new() };
+        let mut probe = Probe {
+            inner: fixture.policy(),
+            states: 0,
+            problems: Vec::new(),
+        };
         runtime::run_task(&task, &mut probe, &config, &control(), &mut |_| {});
         states += probe.states;
         problems.extend(probe.problems.into_iter().map(|p| format!("{name}: {p}")));
@@ -143,8 +180,16 @@ fn every_suite_task_state_reached_by_grammar_walks_offers_a_valid_free_decision(
         let task = Task::load_checked(tasks_dir.join(name), root().join("knowledge")).unwrap();
         for (mode, seed) in [(Mode::Guided, 1), (Mode::Free, 2), (Mode::Free, 3)] {
             let run_id = format!("{name}-{mode}-{seed}");
-            let config = RunConfig::new(run_id.clone(), root().join("knowledge"), dir.path().join(&run_id));
-            let mut probe = Probe { inner: GrammarWalk { mode, seed }, states: 0, problems: Vec::new() };
+            let config = RunConfig::new(
+                run_id.clone(),
+                root().join("knowledge"),
+                dir.path().join(&run_id),
+            );
+            let mut probe = Probe {
+                inner: GrammarWalk { mode, seed },
+                states: 0,
+                problems: Vec::new(),
+            };
             let result = runtime::run_task(&task, &mut probe, &config, &control(), &mut |_| {});
             states += probe.states;
             problems.extend(probe.problems.into_iter().map(|p| format!("{run_id}: {p}")));
@@ -153,6 +198,9 @@ fn every_suite_task_state_reached_by_grammar_walks_offers_a_valid_free_decision(
             }
         }
     }
-    assert!(states >= names.len() * 3 * 2, "only {states} states visited");
+    assert!(
+        states >= names.len() * 3 * 2,
+        "only {states} states visited"
+    );
     assert_eq!(problems, Vec::<String>::new());
 }

@@ -254,45 +254,76 @@ fn aggregates_run_over_whole_observed_columns() {
     )));
     // A step that declares no result kind (older task files): a comparison or one aggregate, no chains.
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
-    assert!(open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("mean([Arrears rate]) <= 3.5")));
-    assert!(!open.accepts(&expr("mean([Arrears rate]) * 3.5")) && !open.accepts(&expr("2.8 + 3.4")));
-    assert!(!open.accepts(&expr("mean([Arrears rate]) <= 3.5 and 2.8 <= 3.4")), "no chains of comparisons either");
+    assert!(
+        open.accepts(&expr("mean([Arrears rate])"))
+            && open.accepts(&expr("mean([Arrears rate]) <= 3.5"))
+    );
+    assert!(
+        !open.accepts(&expr("mean([Arrears rate]) * 3.5")) && !open.accepts(&expr("2.8 + 3.4"))
+    );
+    assert!(
+        !open.accepts(&expr("mean([Arrears rate]) <= 3.5 and 2.8 <= 3.4")),
+        "no chains of comparisons either"
+    );
 }
 
 #[test]
 fn a_number_step_that_names_its_aggregate_gets_that_one() {
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();
-    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let expr = |e: &str| {
+        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
+    };
     let step = |focus: &'static str| {
-        let i = grammar::Inputs { focus, ..inputs(&cards, &g) };
+        let i = grammar::Inputs {
+            focus,
+            ..inputs(&cards, &g)
+        };
         grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap()
     };
     let average = step("compute the average arrears rate of all branches");
     assert!(average.accepts(&expr("mean([Arrears rate])")));
-    assert!(!average.accepts(&expr("sum([Arrears rate])")) && !average.accepts(&expr("max([Arrears rate])")));
+    assert!(
+        !average.accepts(&expr("sum([Arrears rate])"))
+            && !average.accepts(&expr("max([Arrears rate])"))
+    );
     let total = step("work out the total loans");
     assert!(total.accepts(&expr("sum([Loans])")) && !total.accepts(&expr("mean([Loans])")));
     // Two aggregates named, or none: every function stays open.
     let both = step("the total arrears rate against the average");
-    assert!(both.accepts(&expr("sum([Arrears rate])")) && both.accepts(&expr("mean([Arrears rate])")));
+    assert!(
+        both.accepts(&expr("sum([Arrears rate])")) && both.accepts(&expr("mean([Arrears rate])"))
+    );
     let none = step("compute the figure");
     assert!(none.accepts(&expr("count([Arrears rate])")) && none.accepts(&expr("sum([Loans])")));
     // The rule check is not narrowed: a rule compares an average and a row.
-    let i = grammar::Inputs { focus: "check that the average is at most 3.5 and the highest at most 5.4", ..inputs(&cards, &g) };
+    let i = grammar::Inputs {
+        focus: "check that the average is at most 3.5 and the highest at most 5.4",
+        ..inputs(&cards, &g)
+    };
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    assert!(check.accepts(&expr("mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4")));
+    assert!(check.accepts(&expr(
+        "mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5.4"
+    )));
 }
 
 #[test]
 fn a_rule_check_over_understood_rules_is_those_rules_in_any_order() {
     let cards = ToolRegistry::builtin().cards();
     let mut g = two_column_grounding();
-    g.rule_terms = vec!["mean(2.8, 3.4, 5.4) <= 3.5".into(), "max(2.8, 3.4, 5.4) <= 5".into()];
+    g.rule_terms = vec![
+        "mean(2.8, 3.4, 5.4) <= 3.5".into(),
+        "max(2.8, 3.4, 5.4) <= 5".into(),
+    ];
     let i = inputs(&cards, &g);
-    let expr = |e: &str| format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#);
+    let expr = |e: &str| {
+        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
+    };
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    for ok in ["mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5", "max(2.8, 3.4, 5.4) <= 5 and mean(2.8, 3.4, 5.4) <= 3.5"] {
+    for ok in [
+        "mean(2.8, 3.4, 5.4) <= 3.5 and max(2.8, 3.4, 5.4) <= 5",
+        "max(2.8, 3.4, 5.4) <= 5 and mean(2.8, 3.4, 5.4) <= 3.5",
+    ] {
         assert!(check.accepts(&expr(ok)), "{ok}");
         runtime_accepts(&expr(ok));
     }
@@ -314,15 +345,27 @@ fn once_the_rule_check_decides_the_verdict_the_answer_can_only_report_it() {
     let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&ids));
     let open = grammar::guided_final(&inputs(&cards, &g), &ids).unwrap();
     for verdict in ["met", "not met"] {
-        assert!(open.accepts(&answer(&format!("Average is 79; the lowest is North. The rule is {verdict}."))), "{verdict}");
+        assert!(
+            open.accepts(&answer(&format!(
+                "Average is 79; the lowest is North. The rule is {verdict}."
+            ))),
+            "{verdict}"
+        );
     }
     g.verdict = vec!["not met".into()];
     g.verdict_refused = vec!["met".into()];
     // The runtime's answer plan offers only the phrase of the verdict its rule reading established.
     g.answer_offers = vec![vec![], vec![], vec!["not met".into()]];
     let decided = grammar::guided_final(&inputs(&cards, &g), &ids).unwrap();
-    assert!(decided.accepts(&answer("Average is 79; the lowest is North. The rule is not met.")));
-    assert!(!decided.accepts(&answer("Average is 79; the lowest is North. The rule is met.")), "the rule check says not met");
+    assert!(decided.accepts(&answer(
+        "Average is 79; the lowest is North. The rule is not met."
+    )));
+    assert!(
+        !decided.accepts(&answer(
+            "Average is 79; the lowest is North. The rule is met."
+        )),
+        "the rule check says not met"
+    );
 }
 
 #[test]
@@ -354,22 +397,38 @@ fn a_step_that_names_a_column_draws_on_that_column_only() {
     runtime_accepts(&whole);
     // A chart is data: its line is the computed value itself, not a rounding an answer may print.
     for rounded in ["3.87", "3.9"] {
-        assert!(!plot.accepts(&chart("[Arrears rate]", rounded)), "a rounded line {rounded}");
+        assert!(
+            !plot.accepts(&chart("[Arrears rate]", rounded)),
+            "a rounded line {rounded}"
+        );
     }
     assert_eq!(
         grammar::guided_tool_prefix(&i, "plot").unwrap(),
         r#"{"type":"action","tool":"plot","arguments":{"column":""#
     );
-    assert!(!plot.accepts(&chart("[Loans]", "3.8666666666666667")), "another column");
-    assert!(!plot.accepts(&chart("[Arrears rate]", "3.5")), "a line that was not computed");
+    assert!(
+        !plot.accepts(&chart("[Loans]", "3.8666666666666667")),
+        "another column"
+    );
+    assert!(
+        !plot.accepts(&chart("[Arrears rate]", "3.5")),
+        "a line that was not computed"
+    );
     let listed = r#"{"type":"action","tool":"plot","arguments":{"labels":["Seafront","Millbrook","Eastgate"],"values":[2.8,3.4,5.4],"title":"Arrears","average":3.87}}"#;
-    assert!(!plot.accepts(listed), "a column observed is charted by reference, not spelled out");
+    assert!(
+        !plot.accepts(listed),
+        "a column observed is charted by reference, not spelled out"
+    );
     // The answer's slots: the average is a computed value, the highest row is that column's highest row.
     i.focus = "Look up the arrears rate of every branch and decide whether the limits hold.";
     i.answer_template = "Average <average>%; highest <highest branch>; limits <met / not met>.";
     // The runtime's answer plan: the mean of the column the task names, and its highest row.
     let mut g2 = g.clone();
-    g2.answer_offers = vec![vec!["3.87".into(), "3.9".into()], vec!["Eastgate".into()], vec![]];
+    g2.answer_offers = vec![
+        vec!["3.87".into(), "3.9".into()],
+        vec!["Eastgate".into()],
+        vec![],
+    ];
     i.grounding = &g2;
     let ids = vec!["obs-a-1".to_string(), "obs-b-2".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
@@ -398,7 +457,12 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
         &["obs-knowledge_search-1", "obs-calculator-2"],
     );
     let ids = g.evidence_ids.clone();
-    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), Some(&ids)).unwrap();
+    let free = grammar::free(
+        &inputs(&cards, &g),
+        runtime::decision::decision_schema(),
+        Some(&ids),
+    )
+    .unwrap();
     for text in [
         r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
         r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78"}}"#,
@@ -409,12 +473,21 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
     }
     assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
     // Before the gate could accept an answer, no final is offered at all.
-    let before = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), None).unwrap();
+    let before = grammar::free(
+        &inputs(&cards, &g),
+        runtime::decision::decision_schema(),
+        None,
+    )
+    .unwrap();
     assert!(!before.accepts(r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
     // With nothing observed, only a search can run: no calculation over the task's own numbers, no chart.
     let none = grounding(&[], &[], &[]);
-    let first =
-        grammar::free(&inputs(&cards, &none), runtime::decision::decision_schema(), None).unwrap();
+    let first = grammar::free(
+        &inputs(&cards, &none),
+        runtime::decision::decision_schema(),
+        None,
+    )
+    .unwrap();
     assert!(
         !first.accepts(r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":"x"}"#),
         "nothing to cite yet"
@@ -451,7 +524,12 @@ fn repeat_prefixes_are_what_the_grammar_would_write() {
         ]
     );
     let g = grounding(&["72", "78"], &[], &["obs-a-1"]);
-    let free = grammar::free(&inputs(&cards, &g), runtime::decision::decision_schema(), None).unwrap();
+    let free = grammar::free(
+        &inputs(&cards, &g),
+        runtime::decision::decision_schema(),
+        None,
+    )
+    .unwrap();
     for p in &prefixes {
         assert!(free.accepts_prefix(p), "{p}");
     }
@@ -564,10 +642,15 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
     );
     assert!(!free.contains("Next: call"), "{free}");
     assert!(
-        free.contains("Evidence the final answer still needs, in order:\n1. calculator: average them\n"),
+        free.contains(
+            "Evidence the final answer still needs, in order:\n1. calculator: average them\n"
+        ),
         "{free}"
     );
-    assert!(free.contains("Next: one tool call that produces item 1"), "{free}");
+    assert!(
+        free.contains("Next: one tool call that produces item 1"),
+        "{free}"
+    );
     let _: Value = json!(null);
 }
 
@@ -575,19 +658,41 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
 fn a_search_query_is_written_in_the_tasks_own_words() {
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();
-    let query = |q: &str| format!(r#"{{"type":"action","tool":"knowledge_search","arguments":{{"query":"{q}"}}}}"#);
-    let i = grammar::Inputs { focus: "find the arrears rate of each branch and the portfolio quality limits", ..inputs(&cards, &g) };
+    let query = |q: &str| {
+        format!(r#"{{"type":"action","tool":"knowledge_search","arguments":{{"query":"{q}"}}}}"#)
+    };
+    let i = grammar::Inputs {
+        focus: "find the arrears rate of each branch and the portfolio quality limits",
+        ..inputs(&cards, &g)
+    };
     let search = grammar::guided_tool(&i, "knowledge_search", None).unwrap();
-    for ok in ["arrears rate", "arrears rate branch portfolio quality limits", "branch", "rate limits"] {
+    for ok in [
+        "arrears rate",
+        "arrears rate branch portfolio quality limits",
+        "branch",
+        "rate limits",
+    ] {
         assert!(search.accepts(&query(ok)), "{ok}");
         runtime_accepts(&query(ok));
     }
     // Each word at most once, in the hint's order: a query cannot pad itself by repeating a word.
-    for bad in ["", "Seafront loans", "arrears  rate", "the", "arrears rate zzz", "rate rate", "branch branch branch", "limits arrears"] {
+    for bad in [
+        "",
+        "Seafront loans",
+        "arrears  rate",
+        "the",
+        "arrears rate zzz",
+        "rate rate",
+        "branch branch branch",
+        "limits arrears",
+    ] {
         assert!(!search.accepts(&query(bad)), "{bad:?}");
     }
     // Chinese: the hint's clauses are its words.
-    let zh = grammar::Inputs { focus: "查找每家门店的退货率和退货率考核规则", ..inputs(&cards, &g) };
+    let zh = grammar::Inputs {
+        focus: "查找每家门店的退货率和退货率考核规则",
+        ..inputs(&cards, &g)
+    };
     let search = grammar::guided_tool(&zh, "knowledge_search", None).unwrap();
     assert!(search.accepts(&query("查找每家门店的退货率和退货率考核规则")));
 }
@@ -597,14 +702,29 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
     // Shape of a real t=0.7 failure: "the lowest batch is Batch C with Routing Accuracy 70", where 70 is
     // the rule's minimum (grounded, so an open slot allowed it) and Batch C's value is 67.
     let cards = ToolRegistry::builtin().cards();
-    let mut g = grounding(&["82", "74", "67", "88", "70", "80", "78"], &["Batch A", "Batch B", "Batch C", "Batch D"], &["obs-a-1"]);
-    g.series = vec![series("Routing Accuracy", &[("Batch A", "82"), ("Batch B", "74"), ("Batch C", "67"), ("Batch D", "88")])];
+    let mut g = grounding(
+        &["82", "74", "67", "88", "70", "80", "78"],
+        &["Batch A", "Batch B", "Batch C", "Batch D"],
+        &["obs-a-1"],
+    );
+    g.series = vec![series(
+        "Routing Accuracy",
+        &[
+            ("Batch A", "82"),
+            ("Batch B", "74"),
+            ("Batch C", "67"),
+            ("Batch D", "88"),
+        ],
+    )];
     g.computed = vec!["77.75".into(), "77.8".into(), "78".into()];
     g.computed_exact = vec!["77.75".into()];
     let template = "Average is <average>; the lowest batch is <lowest batch> with Routing Accuracy <its value>.";
     // The runtime's answer plan (claims::answer_offers) for that template over this column.
     g.answer_offers = vec![vec!["78".into()], vec!["Batch C".into()], vec!["67".into()]];
-    let i = grammar::Inputs { answer_template: template, ..inputs(&cards, &g) };
+    let i = grammar::Inputs {
+        answer_template: template,
+        ..inputs(&cards, &g)
+    };
     let ids = vec!["obs-a-1".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
     let answer = |value: &str| {
@@ -620,9 +740,17 @@ fn a_value_slot_after_an_extreme_slot_offers_only_that_rows_value() {
     }
     // "Highest" names the other end, and its value follows it.
     g.answer_offers = vec![vec!["Batch D".into()], vec!["88".into()]];
-    let i = grammar::Inputs { answer_template: "The top is <highest batch> at <its value>.", ..inputs(&cards, &g) };
+    let i = grammar::Inputs {
+        answer_template: "The top is <highest batch> at <its value>.",
+        ..inputs(&cards, &g)
+    };
     let fin = grammar::guided_final(&i, &ids).unwrap();
-    let text = |label: &str, value: &str| format!("{}The top is {label} at {value}.\"}}", grammar::guided_final_prefix(&ids));
+    let text = |label: &str, value: &str| {
+        format!(
+            "{}The top is {label} at {value}.\"}}",
+            grammar::guided_final_prefix(&ids)
+        )
+    };
     assert!(fin.accepts(&text("Batch D", "88")));
     assert!(!fin.accepts(&text("Batch D", "67")));
 }

@@ -18,7 +18,10 @@ use forge_llama::{LlamaConfig, Mode, harness};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// Model benchmark: llama-bench first, then the runner's speed as ratios to it; writes evidence/bench/llama.json.
@@ -46,7 +49,11 @@ struct Cli {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
 }
 
 fn round(x: f64) -> f64 {
@@ -56,8 +63,12 @@ fn round(x: f64) -> f64 {
 fn main() {
     let cli = <Cli as clap::Parser>::parse();
     let root = root();
-    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let out = cli.out.unwrap_or_else(|| root.join("evidence/bench/llama.json"));
+    let model = cli
+        .gguf
+        .unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let out = cli
+        .out
+        .unwrap_or_else(|| root.join("evidence/bench/llama.json"));
     let runs = cli.runs;
     let free_runs = cli.free_runs;
     // Paired rounds (llama-bench and the runner in turn) for prompt processing and for generation.
@@ -71,13 +82,26 @@ fn main() {
         }
     };
     let config = EngineConfig::default();
-    let bench_bin = cli.llama_bench.unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
+    let bench_bin = cli
+        .llama_bench
+        .unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
     if !bench_bin.is_file() {
-        eprintln!("bench: no llama-bench at {} (run `cargo xtask llama-tools`)", bench_bin.display());
+        eprintln!(
+            "bench: no llama-bench at {} (run `cargo xtask llama-tools`)",
+            bench_bin.display()
+        );
         std::process::exit(2);
     }
-    let load_at_start = std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string();
-    eprintln!("bench: {} ({}), {} threads", info.file_name, info.quantization.as_deref().unwrap_or("?"), config.threads);
+    let load_at_start = std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    eprintln!(
+        "bench: {} ({}), {} threads",
+        info.file_name,
+        info.quantization.as_deref().unwrap_or("?"),
+        config.threads
+    );
 
     // --- the physical limit first: llama-bench with the same model and threads, in this run ---
     let reference = match llama_bench(&bench_bin, &model, config.threads) {
@@ -98,28 +122,46 @@ fn main() {
 
     // --- raw speed: prompt processing and generation ---
     let mut s = session.lock().unwrap();
-    let filler = "The agent reads observations, checks evidence and writes one JSON decision per step. ".repeat(12);
+    let filler =
+        "The agent reads observations, checks evidence and writes one JSON decision per step. "
+            .repeat(12);
     let pp_prompt = s.chat_prompt("You are a benchmark.", &filler).unwrap();
     let pp_tokens = s.count_tokens(&pp_prompt);
     let mut pp = Vec::new();
     for _ in 0..3 {
         s.clear_cache();
-        let g = s.generate(&raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1), &mut |_| None).unwrap();
+        let g = s
+            .generate(
+                &raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1),
+                &mut |_| None,
+            )
+            .unwrap();
         pp.push(g.prefill_tokens as f64 / (g.prefill_ms / 1e3));
     }
     let pp_tps = median(pp);
-    eprintln!("bench: prompt processing {pp_tps:.1} tok/s ({pp_tokens} tokens, cold cache, {}-token chunks)", config.prefill_chunk);
+    eprintln!(
+        "bench: prompt processing {pp_tps:.1} tok/s ({pp_tokens} tokens, cold cache, {}-token chunks)",
+        config.prefill_chunk
+    );
     drop(s);
     // The same prompt decoded in one llama.cpp call (what llama-bench's pp200 does): how much the runner's
     // cancellation-friendly chunking costs.
-    let one_batch = EngineConfig { prefill_chunk: config.n_batch, ..config };
+    let one_batch = EngineConfig {
+        prefill_chunk: config.n_batch,
+        ..config
+    };
     let pp_one_batch = {
         let single = engine::load(&model, one_batch).expect("model loads");
         let mut s1 = single.lock().unwrap();
         let mut v = Vec::new();
         for _ in 0..3 {
             s1.clear_cache();
-            let g = s1.generate(&raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1), &mut |_| None).unwrap();
+            let g = s1
+                .generate(
+                    &raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1),
+                    &mut |_| None,
+                )
+                .unwrap();
             v.push(g.prefill_tokens as f64 / (g.prefill_ms / 1e3));
         }
         median(v)
@@ -135,7 +177,11 @@ fn main() {
     for round in 0..pp_rounds {
         let t = config.threads.to_string();
         let p = pp_tokens.to_string();
-        let reference_tps = match run_llama_bench(&bench_bin, &model, &["-p", &p, "-n", "0", "-r", "1", "-t", &t]) {
+        let reference_tps = match run_llama_bench(
+            &bench_bin,
+            &model,
+            &["-p", &p, "-n", "0", "-r", "1", "-t", &t],
+        ) {
             Ok(rows) => rows.first().and_then(|r| r["avg_ts"].as_f64()),
             Err(e) => {
                 eprintln!("bench: llama-bench failed in round {round}: {e}");
@@ -147,14 +193,27 @@ fn main() {
             std::process::exit(2);
         };
         s.clear_cache();
-        let g = s.generate(&raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1), &mut |_| None).unwrap();
+        let g = s
+            .generate(
+                &raw(&pp_prompt, "", None, GrammarMode::CheckFirst, 1),
+                &mut |_| None,
+            )
+            .unwrap();
         let runner_tps = g.prefill_tokens as f64 / (g.prefill_ms / 1e3);
-        eprintln!("bench: paired round {round}: llama-bench {reference_tps:.1} tok/s, runner {runner_tps:.1} tok/s ({:.2}x)", runner_tps / reference_tps);
+        eprintln!(
+            "bench: paired round {round}: llama-bench {reference_tps:.1} tok/s, runner {runner_tps:.1} tok/s ({:.2}x)",
+            runner_tps / reference_tps
+        );
         pairs.push((reference_tps, runner_tps));
     }
     let paired_ratio = median(pairs.iter().map(|(r, x)| x / r).collect());
 
-    let count_prompt = s.chat_prompt("You write JSON.", "Count from 1 to 300 separated by commas, inside the \"numbers\" string.").unwrap();
+    let count_prompt = s
+        .chat_prompt(
+            "You write JSON.",
+            "Count from 1 to 300 separated by commas, inside the \"numbers\" string.",
+        )
+        .unwrap();
     let count_schema = json!({"type":"object","properties":{"numbers":{"type":"string","maxLength":480}},"required":["numbers"],"additionalProperties":false});
     let gbnf = engine::schema_to_gbnf(&count_schema).unwrap();
     let prefill = "{\"numbers\":\"1, 2, 3, ";
@@ -162,7 +221,11 @@ fn main() {
         let mut tps = Vec::new();
         let mut last = None;
         for _ in 0..3 {
-            let g = s.generate(&raw(&count_prompt, prefill, grammar, mode, 64), &mut |_| None).unwrap();
+            let g = s
+                .generate(&raw(&count_prompt, prefill, grammar, mode, 64), &mut |_| {
+                    None
+                })
+                .unwrap();
             tps.push(g.output_tokens as f64 / (g.decode_ms / 1e3));
             last = Some(g);
         }
@@ -182,15 +245,24 @@ fn main() {
     let mut tg_pairs = Vec::new();
     for round in 0..pp_rounds {
         let t = config.threads.to_string();
-        let reference_tps = run_llama_bench(&bench_bin, &model, &["-p", "0", "-n", "64", "-r", "1", "-t", &t])
-            .ok()
-            .and_then(|rows| rows.first().and_then(|r| r["avg_ts"].as_f64()));
+        let reference_tps = run_llama_bench(
+            &bench_bin,
+            &model,
+            &["-p", "0", "-n", "64", "-r", "1", "-t", &t],
+        )
+        .ok()
+        .and_then(|rows| rows.first().and_then(|r| r["avg_ts"].as_f64()));
         let Some(reference_tps) = reference_tps else {
             eprintln!("bench: llama-bench tg64 failed in round {round}");
             std::process::exit(2);
         };
         let mut tps = |grammar: Option<&str>| {
-            let g = s.generate(&raw(&count_prompt, prefill, grammar, GrammarMode::CheckFirst, 64), &mut |_| None).unwrap();
+            let g = s
+                .generate(
+                    &raw(&count_prompt, prefill, grammar, GrammarMode::CheckFirst, 64),
+                    &mut |_| None,
+                )
+                .unwrap();
             g.output_tokens as f64 / (g.decode_ms / 1e3)
         };
         let (greedy, grammar) = (tps(None), tps(Some(&gbnf)));
@@ -217,10 +289,21 @@ fn main() {
             // The first run of each mode starts from an empty KV cache; later ones reuse the system prompt.
             session.lock().unwrap().clear_cache();
         }
-        let spec = harness::spec_for(&root, "agent_eval_mini", &format!("bench-{mode}-{i}"), artifacts.path());
+        let spec = harness::spec_for(
+            &root,
+            "agent_eval_mini",
+            &format!("bench-{mode}-{i}"),
+            artifacts.path(),
+        );
         let mut cfg = LlamaConfig::new(&model, mode);
         cfg.engine = config;
-        let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
+        let run = harness::run_with_model(
+            &spec,
+            cfg,
+            &harness::control_for(&spec.budgets),
+            &mut |_| {},
+        )
+        .unwrap();
         let r = &run.result;
         let m = r.metrics.as_ref();
         eprintln!(
@@ -256,10 +339,19 @@ fn main() {
             "final_answer": r.final_answer,
         }));
     }
-    let guided: Vec<&Value> = run_reports.iter().filter(|r| r["mode"] == "guided").collect();
+    let guided: Vec<&Value> = run_reports
+        .iter()
+        .filter(|r| r["mode"] == "guided")
+        .collect();
     let latencies: Vec<f64> = run_reports
         .iter()
-        .flat_map(|r| r["decisions"].as_array().unwrap().iter().map(|d| d["latency_ms"].as_f64().unwrap()))
+        .flat_map(|r| {
+            r["decisions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["latency_ms"].as_f64().unwrap())
+        })
         .collect();
 
     let report = json!({
@@ -310,7 +402,13 @@ fn main() {
     eprintln!("bench: wrote {}", out.display());
 }
 
-fn raw<'a>(prompt: &'a str, prefill: &'a str, grammar: Option<&'a str>, mode: GrammarMode, n: u32) -> GenerateRequest<'a> {
+fn raw<'a>(
+    prompt: &'a str,
+    prefill: &'a str,
+    grammar: Option<&'a str>,
+    mode: GrammarMode,
+    n: u32,
+) -> GenerateRequest<'a> {
     GenerateRequest {
         prompt,
         prefill,
@@ -332,12 +430,28 @@ struct Reference {
 }
 
 fn run_llama_bench(bin: &Path, model: &Path, args: &[&str]) -> Result<Vec<Value>, String> {
-    let out = Command::new(bin).args(args).args(["-o", "json", "-m"]).arg(model).output().map_err(|e| format!("{}: {e}", bin.display()))?;
+    let out = Command::new(bin)
+        .args(args)
+        .args(["-o", "json", "-m"])
+        .arg(model)
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
     if !out.status.success() {
-        return Err(format!("{} exited {}: {}", bin.display(), out.status, String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
+        return Err(format!(
+            "{} exited {}: {}",
+            bin.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
     }
-    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("llama-bench output is not JSON: {e}"))?;
-    v.as_array().cloned().ok_or_else(|| "llama-bench output is not a JSON array".into())
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("llama-bench output is not JSON: {e}"))?;
+    v.as_array()
+        .cloned()
+        .ok_or_else(|| "llama-bench output is not a JSON array".into())
 }
 
 /// llama-bench pp200 / tg64 (3 repetitions each) and pp200 in 64-token batches, same model and threads.
@@ -352,7 +466,13 @@ fn llama_bench(bin: &Path, model: &Path, threads: i32) -> Result<Reference, Stri
     };
     let pp = pick(&rows, 200, 0)?;
     let tg = pick(&rows, 0, 64)?;
-    let small = run_llama_bench(bin, model, &["-p", "200", "-n", "0", "-b", "64", "-ub", "64", "-r", "3", "-t", &t])?;
+    let small = run_llama_bench(
+        bin,
+        model,
+        &[
+            "-p", "200", "-n", "0", "-b", "64", "-ub", "64", "-r", "3", "-t", &t,
+        ],
+    )?;
     let pp_batch64 = pick(&small, 200, 0)?;
     let manifest = bin.parent().map(|d| d.join("manifest.json"));
     let mut tools: Value = manifest
@@ -362,5 +482,10 @@ fn llama_bench(bin: &Path, model: &Path, threads: i32) -> Result<Reference, Stri
     if let Some(first) = rows.first() {
         tools["llama_bench_build"] = json!({ "commit": first["build_commit"], "number": first["build_number"], "cpu_info": first["cpu_info"] });
     }
-    Ok(Reference { pp, pp_batch64, tg, tools })
+    Ok(Reference {
+        pp,
+        pp_batch64,
+        tg,
+        tools,
+    })
 }

@@ -14,9 +14,9 @@ use clap::Parser;
 use forge_decoding::Mode;
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
-use forge_llama::eval::{self, Plan};
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_llama::eval::{self, Plan};
 
 /// Evaluate the task suite: tasks × policies × modes × temperatures × seeds, every run scored by its metrics.
 #[derive(Debug, Parser)]
@@ -115,14 +115,19 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
     };
     for task in &tasks {
         if !tasks_dir.join(task).join("task.json").is_file() {
-            return Err(format!("--tasks: no task folder {}", tasks_dir.join(task).display()));
+            return Err(format!(
+                "--tasks: no task folder {}",
+                tasks_dir.join(task).display()
+            ));
         }
     }
     let choosers = split(&cli.policies)
         .map(|p| match p {
             "model" => Ok(Chooser::Model),
             "grammar-only" => Ok(Chooser::GrammarUniform),
-            other => Err(format!("--policies: unknown policy {other:?} (model, grammar-only)")),
+            other => Err(format!(
+                "--policies: unknown policy {other:?} (model, grammar-only)"
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     if choosers.is_empty() {
@@ -141,8 +146,14 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let (model_path, model_name) = match cli.model.as_str() {
-        "0.5b" => (root.join("models/qwen2.5-coder-0.5b.gguf"), "qwen2.5-coder-0.5b".to_owned()),
-        "1.5b" => (root.join("models/qwen2.5-coder-1.5b.gguf"), "qwen2.5-coder-1.5b".to_owned()),
+        "0.5b" => (
+            root.join("models/qwen2.5-coder-0.5b.gguf"),
+            "qwen2.5-coder-0.5b".to_owned(),
+        ),
+        "1.5b" => (
+            root.join("models/qwen2.5-coder-1.5b.gguf"),
+            "qwen2.5-coder-1.5b".to_owned(),
+        ),
         path => {
             let p = PathBuf::from(path);
             let name = p
@@ -153,7 +164,9 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
         }
     };
     forge_model::inspect::quick_check(&model_path).map_err(|e| format!("--model: {e}"))?;
-    let out = cli.out.unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
+    let out = cli
+        .out
+        .unwrap_or_else(|| eval::out_dir(&root.join("evidence/eval"), &model_name));
     let parallel = usize::from(cli.parallel);
     let (backend, start_server) = match cli.backend.as_str() {
         "in-process" => {
@@ -163,10 +176,20 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
             (BackendConfig::InProcess, false)
         }
         "llama-server" => match &cli.url {
-            Some(u) => (BackendConfig::LlamaServer(HttpConfig::new(u.clone())), false),
-            None => (BackendConfig::LlamaServer(HttpConfig::new("http://127.0.0.1:0")), true),
+            Some(u) => (
+                BackendConfig::LlamaServer(HttpConfig::new(u.clone())),
+                false,
+            ),
+            None => (
+                BackendConfig::LlamaServer(HttpConfig::new("http://127.0.0.1:0")),
+                true,
+            ),
         },
-        other => return Err(format!("--backend: unknown backend {other:?} (in-process or llama-server)")),
+        other => {
+            return Err(format!(
+                "--backend: unknown backend {other:?} (in-process or llama-server)"
+            ));
+        }
     };
     if parallel > 1 && matches!(backend, BackendConfig::InProcess) {
         return Err(format!(
@@ -174,7 +197,10 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
         ));
     }
     if choosers.contains(&Chooser::GrammarUniform) && !matches!(backend, BackendConfig::InProcess) {
-        return Err("--policies grammar-only runs in process: add --policies model with a server backend".into());
+        return Err(
+            "--policies grammar-only runs in process: add --policies model with a server backend"
+                .into(),
+        );
     }
     if cli.report_only && cli.fresh {
         return Err("--report-only reads the records --fresh would delete".into());
@@ -240,7 +266,11 @@ fn main() -> ExitCode {
             eprintln!("eval: {e}");
             return ExitCode::from(1);
         }
-        eprintln!("eval: reports rewritten from {} records in {}", records.len(), out.display());
+        eprintln!(
+            "eval: reports rewritten from {} records in {}",
+            records.len(),
+            out.display()
+        );
         return ExitCode::SUCCESS;
     }
     // Kept alive for the whole evaluation; dropping it stops the server.
@@ -302,7 +332,12 @@ fn main() -> ExitCode {
             bar.set_position(done as u64);
             bar.set_message(format!(
                 "{successes}/{finished} ok; last {} {} {} t={} s{}: {}",
-                record.task, record.policy, record.mode, record.temperature, record.seed, record.stop_reason
+                record.task,
+                record.policy,
+                record.mode,
+                record.temperature,
+                record.seed,
+                record.stop_reason
             ));
         },
     );
@@ -339,10 +374,23 @@ fn main() -> ExitCode {
     let failed: Vec<String> = selected
         .iter()
         .filter(|r| fail_on.contains(&r.stop_reason))
-        .map(|r| format!("{} {} {} ({}: {})", r.task, r.policy, r.mode, r.stop_reason, r.error.as_deref().unwrap_or("")))
+        .map(|r| {
+            format!(
+                "{} {} {} ({}: {})",
+                r.task,
+                r.policy,
+                r.mode,
+                r.stop_reason,
+                r.error.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     if !failed.is_empty() {
-        eprintln!("eval: {} run(s) ended with a stop reason in --fail-on: {}", failed.len(), failed.join("; "));
+        eprintln!(
+            "eval: {} run(s) ended with a stop reason in --fail-on: {}",
+            failed.len(),
+            failed.join("; ")
+        );
         return ExitCode::from(1);
     }
     if require_scoring && !unscored.is_empty() {

@@ -16,13 +16,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use forge_decoding::backend::BackendConfig;
-use forge_llama::harness::{self, ModelRun};
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_llama::harness::{self, ModelRun};
 use forge_llama::{LlamaConfig, Mode};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// Guided runs in process, then through llama-server with -np 1/2/4; writes evidence/bench/server-throughput.json.
@@ -62,19 +65,38 @@ fn round(x: f64) -> f64 {
 }
 
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_string()
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 /// One configuration: `runs` runs with `in_flight` of them at a time (after one warm-up run).
-fn measure(label: &str, config: &LlamaConfig, tasks: &[String], runs: usize, in_flight: usize) -> Value {
+fn measure(
+    label: &str,
+    config: &LlamaConfig,
+    tasks: &[String],
+    runs: usize,
+    in_flight: usize,
+) -> Value {
     let root = root();
     let artifacts = tempfile::tempdir().expect("temp dir");
     let one = |i: usize, name: String| -> ModelRun {
         let spec = harness::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
-        harness::run_with_model(&spec, config.clone(), &harness::control_for(&spec.budgets), &mut |_| {}).expect("task loads")
+        harness::run_with_model(
+            &spec,
+            config.clone(),
+            &harness::control_for(&spec.budgets),
+            &mut |_| {},
+        )
+        .expect("task loads")
     };
     let warm = one(0, format!("{label}-warmup"));
-    eprintln!("throughput: {label} warm-up {:?} in {:.1}s", warm.result.status, warm.wall_ms / 1e3);
+    eprintln!(
+        "throughput: {label} warm-up {:?} in {:.1}s",
+        warm.result.status,
+        warm.wall_ms / 1e3
+    );
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<ModelRun>> = Mutex::new(Vec::new());
     let started = Instant::now();
@@ -94,9 +116,18 @@ fn measure(label: &str, config: &LlamaConfig, tasks: &[String], runs: usize, in_
     });
     let wall_s = started.elapsed().as_secs_f64();
     let runs_done = done.into_inner().unwrap();
-    let latencies: Vec<f64> = runs_done.iter().flat_map(|r| r.decisions.iter().map(|d| d.latency_ms)).collect();
-    let successes = runs_done.iter().filter(|r| r.result.metrics.as_ref().and_then(|m| m.task_success) == Some(true)).count();
-    let completed = runs_done.iter().filter(|r| r.result.status.as_str() == "completed").count();
+    let latencies: Vec<f64> = runs_done
+        .iter()
+        .flat_map(|r| r.decisions.iter().map(|d| d.latency_ms))
+        .collect();
+    let successes = runs_done
+        .iter()
+        .filter(|r| r.result.metrics.as_ref().and_then(|m| m.task_success) == Some(true))
+        .count();
+    let completed = runs_done
+        .iter()
+        .filter(|r| r.result.status.as_str() == "completed")
+        .count();
     let per_hour = runs as f64 / (wall_s / 3600.0);
     eprintln!(
         "throughput: {label}: {runs} runs, {in_flight} in flight, {wall_s:.1}s → {per_hour:.0} runs/h, decision p50 {:.0} ms p95 {:.0} ms, success {successes}/{runs}",
@@ -121,23 +152,49 @@ fn measure(label: &str, config: &LlamaConfig, tasks: &[String], runs: usize, in_
 fn main() {
     let cli = <Cli as clap::Parser>::parse();
     let root = root();
-    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let server_bin = cli.server.unwrap_or_else(|| server_process::default_binary(&root));
-    let out = cli.out.unwrap_or_else(|| root.join("evidence/bench/server-throughput.json"));
+    let model = cli
+        .gguf
+        .unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let server_bin = cli
+        .server
+        .unwrap_or_else(|| server_process::default_binary(&root));
+    let out = cli
+        .out
+        .unwrap_or_else(|| root.join("evidence/bench/server-throughput.json"));
     let runs = cli.runs;
     let parallel = cli.parallel;
-    let tasks: Vec<String> = cli.tasks.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
-    if let Some(unknown) = tasks.iter().find(|t| !root.join(harness::DEFAULT_TASKS_DIR).join(t).join("task.json").is_file()) {
-        eprintln!("throughput: no task {unknown:?} in {}", harness::DEFAULT_TASKS_DIR);
+    let tasks: Vec<String> = cli
+        .tasks
+        .iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if let Some(unknown) = tasks.iter().find(|t| {
+        !root
+            .join(harness::DEFAULT_TASKS_DIR)
+            .join(t)
+            .join("task.json")
+            .is_file()
+    }) {
+        eprintln!(
+            "throughput: no task {unknown:?} in {}",
+            harness::DEFAULT_TASKS_DIR
+        );
         std::process::exit(2);
     }
     if !server_bin.is_file() {
-        eprintln!("throughput: no llama-server at {} (run `cargo xtask llama-tools`)", server_bin.display());
+        eprintln!(
+            "throughput: no llama-server at {} (run `cargo xtask llama-tools`)",
+            server_bin.display()
+        );
         std::process::exit(2);
     }
     let load_at_start = loadavg();
     let opts = ServerOptions::new(&server_bin, &model, 1);
-    eprintln!("throughput: {} threads, {runs} runs per configuration, load {load_at_start}", opts.threads);
+    eprintln!(
+        "throughput: {} threads, {runs} runs per configuration, load {load_at_start}",
+        opts.threads
+    );
 
     let mut configs: Vec<Value> = Vec::new();
     // Written after every configuration, so a long benchmark interrupted halfway still leaves its numbers.
@@ -164,16 +221,29 @@ fn main() {
             "configurations": configs,
         });
         std::fs::create_dir_all(out.parent().expect("out has a parent")).expect("create out dir");
-        std::fs::write(&out, serde_json::to_string_pretty(&report).expect("serialises") + "\n").expect("write report");
+        std::fs::write(
+            &out,
+            serde_json::to_string_pretty(&report).expect("serialises") + "\n",
+        )
+        .expect("write report");
     };
-    let in_process = measure("in-process", &LlamaConfig::new(&model, Mode::Guided), &tasks, runs, 1);
+    let in_process = measure(
+        "in-process",
+        &LlamaConfig::new(&model, Mode::Guided),
+        &tasks,
+        runs,
+        1,
+    );
     // The in-process model is not needed any more; free its memory before the servers load theirs.
     forge_llama::engine::unload_all();
     let base = in_process["runs_per_hour"].as_f64().unwrap_or(f64::NAN);
     configs.push(in_process);
     write(&configs, false);
     for np in parallel {
-        let opts = ServerOptions { parallel: np, ..ServerOptions::new(&server_bin, &model, np) };
+        let opts = ServerOptions {
+            parallel: np,
+            ..ServerOptions::new(&server_bin, &model, np)
+        };
         let server = match LlamaServerProcess::start(&opts, Duration::from_secs(120)) {
             Ok(s) => s,
             Err(e) => {
@@ -183,8 +253,16 @@ fn main() {
         };
         let mut config = LlamaConfig::new(&model, Mode::Guided);
         config.backend = BackendConfig::LlamaServer(server.http_config());
-        let mut m = measure(&format!("llama-server -np {np}"), &config, &tasks, runs, np as usize);
-        m["ratio_to_in_process_sequential"] = json!(round(m["runs_per_hour"].as_f64().unwrap_or(f64::NAN) / base));
+        let mut m = measure(
+            &format!("llama-server -np {np}"),
+            &config,
+            &tasks,
+            runs,
+            np as usize,
+        );
+        m["ratio_to_in_process_sequential"] = json!(round(
+            m["runs_per_hour"].as_f64().unwrap_or(f64::NAN) / base
+        ));
         configs.push(m);
         drop(server);
         write(&configs, false);

@@ -28,8 +28,13 @@ struct Cli {
 
 fn main() {
     let cli = <Cli as clap::Parser>::parse();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let model = cli.gguf.unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let model = cli
+        .gguf
+        .unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
     let mut cfg = LlamaConfig::new(&model, cli.mode);
     cfg.temperature = cli.temperature;
     if let Some(seed) = cli.seed {
@@ -40,8 +45,18 @@ fn main() {
     let spec = harness::spec_for(&root, &task, "trace", artifacts.path());
     let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |e| {
         let data = e.data.to_string();
-        let cut: String = data.chars().take(if std::env::var_os("TRACE_FULL").is_some() { usize::MAX } else { 600 }).collect();
-        println!("{:>3} s{} a{} {:>7}ms {:<22} {}", e.seq, e.step, e.attempt, e.elapsed_ms, e.phase, cut);
+        let cut: String = data
+            .chars()
+            .take(if std::env::var_os("TRACE_FULL").is_some() {
+                usize::MAX
+            } else {
+                600
+            })
+            .collect();
+        println!(
+            "{:>3} s{} a{} {:>7}ms {:<22} {}",
+            e.seq, e.step, e.attempt, e.elapsed_ms, e.phase, cut
+        );
     })
     .unwrap();
     for d in &run.decisions {

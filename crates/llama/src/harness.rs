@@ -47,11 +47,16 @@ pub fn run_with_model(
 ) -> Result<ModelRun, HarnessError> {
     let task = Task::load_checked(&spec.task_dir, &spec.knowledge_dir)?;
     let mut policy = crate::policy(config);
-    let mut run_config = RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
+    let mut run_config =
+        RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     run_config.budgets = spec.budgets.clone();
     let started = Instant::now();
     let result = runtime::run_task(&task, &mut policy, &run_config, control, sink);
-    Ok(ModelRun { result, decisions: policy.take_stats(), wall_ms: started.elapsed().as_secs_f64() * 1e3 })
+    Ok(ModelRun {
+        result,
+        decisions: policy.take_stats(),
+        wall_ms: started.elapsed().as_secs_f64() * 1e3,
+    })
 }
 
 /// A control whose deadline is the budget's wall clock from now.

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use forge_decoding::backend::{Backend, BackendError, BackendRequest};
 
-use crate::engine::{self, Chooser, EngineConfig, GenerateRequest, Generation, SharedSession, StopCause};
+use crate::engine::{
+    self, Chooser, EngineConfig, GenerateRequest, Generation, SharedSession, StopCause,
+};
 
 /// The in-process llama.cpp session from the engine's process-wide cache.
 pub struct InProcessBackend {

@@ -24,7 +24,9 @@ pub fn open_backend(
     engine: EngineConfig,
 ) -> Result<Box<dyn Backend>, BackendError> {
     match config {
-        BackendConfig::InProcess => Ok(Box::new(in_process::InProcessBackend::load(model_path, engine)?)),
+        BackendConfig::InProcess => Ok(Box::new(in_process::InProcessBackend::load(
+            model_path, engine,
+        )?)),
         remote => forge_decoding::remote::open(remote),
     }
 }

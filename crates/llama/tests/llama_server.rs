@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use forge_decoding::backend::{BackendConfig, BackendRequest};
 use forge_decoding::generation::{EngineConfig, Finish, GrammarMode, Sampling};
-use forge_llama::harness::{self, ModelRun};
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
+use forge_llama::harness::{self, ModelRun};
 use forge_llama::{LlamaConfig, Mode};
 use runtime::policy::RunControl;
 use runtime::{RunStatus, StopReason};
@@ -31,15 +31,22 @@ fn tools_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
         return Some((binary, model));
     }
     if std::env::var("FORGE_REQUIRE_MODEL").is_ok_and(|v| v == "1") {
-        panic!("{test}: FORGE_REQUIRE_MODEL=1 but {} is missing; run `cargo xtask llama-tools`", binary.display());
+        panic!(
+            "{test}: FORGE_REQUIRE_MODEL=1 but {} is missing; run `cargo xtask llama-tools`",
+            binary.display()
+        );
     }
-    eprintln!("SKIPPED {test}: needs {} (run `cargo xtask llama-tools`)", binary.display());
+    eprintln!(
+        "SKIPPED {test}: needs {} (run `cargo xtask llama-tools`)",
+        binary.display()
+    );
     None
 }
 
 fn start_server(binary: PathBuf, model: PathBuf, parallel: u32) -> LlamaServerProcess {
     let opts = ServerOptions::new(binary, model, parallel);
-    LlamaServerProcess::start(&opts, Duration::from_secs(120)).unwrap_or_else(|e| panic!("llama-server did not start: {e}"))
+    LlamaServerProcess::start(&opts, Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("llama-server did not start: {e}"))
 }
 
 fn server_config(model: &std::path::Path, mode: Mode, backend: BackendConfig) -> LlamaConfig {
@@ -77,17 +84,35 @@ fn describe(run: &ModelRun) -> String {
 /// scripts/lib.sh).
 #[test]
 fn the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1() {
-    let Some((binary, _)) = tools_or_skip("the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1") else { return };
+    let Some((binary, _)) =
+        tools_or_skip("the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1")
+    else {
+        return;
+    };
     let manifest = binary.with_file_name("manifest.json");
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     let levels = &manifest["llama_cpp_optimisation"];
-    for (target, level) in [("ggml-base", "-O3"), ("ggml-cpu", "-O3"), ("llama", "-O1"), ("llama-common", "-O1"), ("cpp-httplib", "-O1")] {
+    for (target, level) in [
+        ("ggml-base", "-O3"),
+        ("ggml-cpu", "-O3"),
+        ("llama", "-O1"),
+        ("llama-common", "-O1"),
+        ("cpp-httplib", "-O1"),
+    ] {
         assert_eq!(levels[target], level, "{target} in {levels}");
     }
     // common is compiled in unity batches with json.cpp on its own (its JSON_ASSERT must not leak); ggml is not batched.
     let unity = &manifest["llama_cpp_unity_builds"];
-    assert_eq!(unity["llama-common"], serde_json::json!(["json.cpp"]), "{unity}");
-    assert!(unity["ggml-cpu"].is_null() && unity["llama"].is_array(), "{unity}");
+    assert_eq!(
+        unity["llama-common"],
+        serde_json::json!(["json.cpp"]),
+        "{unity}"
+    );
+    assert!(
+        unity["ggml-cpu"].is_null() && unity["llama"].is_array(),
+        "{unity}"
+    );
 }
 
 /// Two guided runs at once on a server with two slots: each completes with task success, its tokens and timings
@@ -96,16 +121,27 @@ fn the_linked_llama_cpp_has_its_kernels_at_o3_and_the_rest_at_o1() {
 #[test]
 fn two_guided_runs_in_parallel_on_two_slots_both_succeed() {
     let _serial = common::serial();
-    let Some((binary, model)) = tools_or_skip("two_guided_runs_in_parallel_on_two_slots_both_succeed") else { return };
+    let Some((binary, model)) =
+        tools_or_skip("two_guided_runs_in_parallel_on_two_slots_both_succeed")
+    else {
+        return;
+    };
     let server = start_server(binary, model.clone(), 2);
     let runs: Vec<ModelRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|i| {
-                let config = server_config(&model, Mode::Guided, BackendConfig::LlamaServer(server.http_config()));
+                let config = server_config(
+                    &model,
+                    Mode::Guided,
+                    BackendConfig::LlamaServer(server.http_config()),
+                );
                 s.spawn(move || run_task(&format!("server-parallel-{i}"), config, None))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("run thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("run thread"))
+            .collect()
     });
     for (i, run) in runs.iter().enumerate() {
         eprintln!("parallel run {i}: {}", describe(run));
@@ -113,23 +149,49 @@ fn two_guided_runs_in_parallel_on_two_slots_both_succeed() {
             eprintln!("  {d:?}");
         }
         let r = &run.result;
-        assert_eq!((r.status, r.stop_reason), (RunStatus::Completed, StopReason::Completed), "run {i}: {}", describe(run));
-        assert_eq!(r.metrics.as_ref().and_then(|m| m.task_success), Some(true), "run {i}: {}", describe(run));
-        assert!(run.decisions.iter().all(|d| d.input_tokens > 0 && d.output_tokens > 0), "run {i}: {:?}", run.decisions);
-        assert!(run.decisions.iter().skip(1).any(|d| d.reused_tokens > 0), "run {i}: {:?}", run.decisions);
+        assert_eq!(
+            (r.status, r.stop_reason),
+            (RunStatus::Completed, StopReason::Completed),
+            "run {i}: {}",
+            describe(run)
+        );
+        assert_eq!(
+            r.metrics.as_ref().and_then(|m| m.task_success),
+            Some(true),
+            "run {i}: {}",
+            describe(run)
+        );
+        assert!(
+            run.decisions
+                .iter()
+                .all(|d| d.input_tokens > 0 && d.output_tokens > 0),
+            "run {i}: {:?}",
+            run.decisions
+        );
+        assert!(
+            run.decisions.iter().skip(1).any(|d| d.reused_tokens > 0),
+            "run {i}: {:?}",
+            run.decisions
+        );
     }
 }
 
 #[test]
 fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on() {
     let _serial = common::serial();
-    let Some((binary, model)) = tools_or_skip("server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on") else {
+    let Some((binary, model)) = tools_or_skip(
+        "server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on",
+    ) else {
         return;
     };
     let server = start_server(binary, model.clone(), 2);
     let pid = server.pid();
     let http = server.http_config();
-    let config = server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http.clone()));
+    let config = server_config(
+        &model,
+        Mode::Guided,
+        BackendConfig::LlamaServer(http.clone()),
+    );
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
     let spec = harness::spec_for(&root, "agent_eval_mini", "server-killed", artifacts.path());
@@ -145,17 +207,31 @@ fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on(
             if model_calls == 2 {
                 killer = Some(std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(300));
-                    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().expect("kill runs")
+                    std::process::Command::new("kill")
+                        .args(["-9", &pid.to_string()])
+                        .status()
+                        .expect("kill runs")
                 }));
             }
         }
     })
     .unwrap();
     let killed = killer.map(|k| k.join().unwrap().success()).unwrap_or(false);
-    eprintln!("run with llama-server (pid {pid}) killed: {} phases={phases:?}", describe(&run));
-    assert!(killed, "the run never reached its second decision: {phases:?}");
+    eprintln!(
+        "run with llama-server (pid {pid}) killed: {} phases={phases:?}",
+        describe(&run)
+    );
+    assert!(
+        killed,
+        "the run never reached its second decision: {phases:?}"
+    );
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable),
+        "{}",
+        describe(&run)
+    );
     let error = r.error.as_ref().expect("a typed error");
     assert_eq!(error.code, "model_unavailable", "{error:?}");
     assert!(error.message.contains(&http.url), "{error:?}");
@@ -163,22 +239,47 @@ fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on(
 
     // The caller is still here: a new run against the dead URL fails the same typed way, at once.
     // (Refused once the socket is gone; "reset by peer" when the connect races the killed process's teardown.)
-    let again = run_task("server-dead", server_config(&model, Mode::Guided, BackendConfig::LlamaServer(http.clone())), None);
-    assert_eq!((again.result.status, again.result.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable));
+    let again = run_task(
+        "server-dead",
+        server_config(
+            &model,
+            Mode::Guided,
+            BackendConfig::LlamaServer(http.clone()),
+        ),
+        None,
+    );
+    assert_eq!(
+        (again.result.status, again.result.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable)
+    );
     let message = &again.result.error.as_ref().unwrap().message;
     assert!(message.contains(&http.url), "{}", describe(&again));
-    assert!(["connection refused", "reset by peer"].iter().any(|m| message.to_lowercase().contains(m)), "{}", describe(&again));
+    assert!(
+        ["connection refused", "reset by peer"]
+            .iter()
+            .any(|m| message.to_lowercase().contains(m)),
+        "{}",
+        describe(&again)
+    );
 }
 
 #[test]
 fn openai_chat_backend_against_llama_servers_v1_endpoint() {
     let _serial = common::serial();
-    let Some((binary, model)) = tools_or_skip("openai_chat_backend_against_llama_servers_v1_endpoint") else { return };
+    let Some((binary, model)) =
+        tools_or_skip("openai_chat_backend_against_llama_servers_v1_endpoint")
+    else {
+        return;
+    };
     let server = start_server(binary, model.clone(), 2);
-    let config = BackendConfig::OpenaiChat { http: HttpConfig::new(format!("{}/v1", server.url())), model: None };
+    let config = BackendConfig::OpenaiChat {
+        http: HttpConfig::new(format!("{}/v1", server.url())),
+        model: None,
+    };
 
     // One schema-constrained generation: the answer is JSON of that schema, with token counts from `usage`.
-    let mut b = forge_llama::open_backend(&config, &model, EngineConfig::default()).expect("connects");
+    let mut b =
+        forge_llama::open_backend(&config, &model, EngineConfig::default()).expect("connects");
     assert!(b.describe().starts_with("openai-chat"), "{}", b.describe());
     let schema = serde_json::json!({
         "type": "object",
@@ -199,19 +300,38 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
     };
     let g = b.generate(&request, &mut |_| None).expect("generates");
     eprintln!("openai-chat answer: {g:?}");
-    let v: serde_json::Value = serde_json::from_str(&g.text).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", g.text));
+    let v: serde_json::Value =
+        serde_json::from_str(&g.text).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", g.text));
     assert!(v["city"].is_string() && v["population"].is_i64(), "{v}");
     assert!(g.input_tokens > 0 && g.output_tokens > 0, "{g:?}");
-    assert!(matches!(g.finish, Finish::JsonComplete | Finish::EndOfGeneration), "{g:?}");
+    assert!(
+        matches!(g.finish, Finish::JsonComplete | Finish::EndOfGeneration),
+        "{g:?}"
+    );
 
     // A whole guided run: the schema carries what the prefill would have written. Whatever the 0.5B model
     // makes of it, the run ends in a known pair and never as a transport failure.
-    let run = run_task("openai-guided", server_config(&model, Mode::Guided, config), None);
+    let run = run_task(
+        "openai-guided",
+        server_config(&model, Mode::Guided, config),
+        None,
+    );
     eprintln!("guided run via openai-chat: {}", describe(&run));
     let r = &run.result;
     assert_eq!(r.stop_reason.status(), r.status);
-    assert!(!matches!(r.stop_reason, StopReason::ModelUnavailable | StopReason::RuntimeError), "{}", describe(&run));
-    assert!(r.steps >= 1 && !run.decisions.is_empty(), "{}", describe(&run));
+    assert!(
+        !matches!(
+            r.stop_reason,
+            StopReason::ModelUnavailable | StopReason::RuntimeError
+        ),
+        "{}",
+        describe(&run)
+    );
+    assert!(
+        r.steps >= 1 && !run.decisions.is_empty(),
+        "{}",
+        describe(&run)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -230,7 +350,10 @@ enum Completion {
 
 /// A loopback HTTP server that answers `/health`, `/props` and `/apply-template` like llama-server, `/completion`
 /// as told, and `/health` with `health_body` when given.
-fn fake_server(completion: Completion, health_body: Option<&'static str>) -> (String, Arc<AtomicBool>) {
+fn fake_server(
+    completion: Completion,
+    health_body: Option<&'static str>,
+) -> (String, Arc<AtomicBool>) {
     let (url, done, _bodies) = recording_fake_server(completion, health_body);
     (url, done)
 }
@@ -239,7 +362,10 @@ fn fake_server(completion: Completion, health_body: Option<&'static str>) -> (St
 type Bodies = Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
 
 /// [`fake_server`], also keeping the JSON body of every `/completion` request.
-fn recording_fake_server(completion: Completion, health_body: Option<&'static str>) -> (String, Arc<AtomicBool>, Bodies) {
+fn recording_fake_server(
+    completion: Completion,
+    health_body: Option<&'static str>,
+) -> (String, Arc<AtomicBool>, Bodies) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let done = Arc::new(AtomicBool::new(false));
@@ -257,7 +383,13 @@ fn recording_fake_server(completion: Completion, health_body: Option<&'static st
     (url, done, bodies)
 }
 
-fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&str>, stop: &AtomicBool, seen: &std::sync::Mutex<Vec<serde_json::Value>>) {
+fn answer(
+    mut stream: TcpStream,
+    completion: Completion,
+    health_body: Option<&str>,
+    stop: &AtomicBool,
+    seen: &std::sync::Mutex<Vec<serde_json::Value>>,
+) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut head = String::new();
     let mut length = 0usize;
@@ -278,18 +410,36 @@ fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&st
     let _ = reader.read_exact(&mut body);
     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let json = |s: &mut TcpStream, body: &str| {
-        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
     };
     match path.as_str() {
         "/health" => json(&mut stream, health_body.unwrap_or(r#"{"status":"ok"}"#)),
-        "/props" => json(&mut stream, r#"{"total_slots":1,"model_path":"/somewhere/fake.gguf"}"#),
-        "/apply-template" => json(&mut stream, r#"{"prompt":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"}"#),
+        "/props" => json(
+            &mut stream,
+            r#"{"total_slots":1,"model_path":"/somewhere/fake.gguf"}"#,
+        ),
+        "/apply-template" => json(
+            &mut stream,
+            r#"{"prompt":"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"}"#,
+        ),
         "/completion" => {
-            seen.lock().unwrap().push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+            seen.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            );
             match completion {
                 Completion::Garbage => {
-                    let _ = write!(stream, "data: {{\"content\": \"{{\\\"type\\\"\", \"tokens\": [1]}}\n\ndata: {{not json at all\n\n");
+                    let _ = write!(
+                        stream,
+                        "data: {{\"content\": \"{{\\\"type\\\"\", \"tokens\": [1]}}\n\ndata: {{not json at all\n\n"
+                    );
                 }
                 Completion::NotADecision => {
                     let _ = write!(
@@ -306,7 +456,10 @@ fn answer(mut stream: TcpStream, completion: Completion, health_body: Option<&st
             }
         }
         _ => {
-            let _ = write!(stream, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
         }
     }
 }
@@ -376,29 +529,58 @@ fn repairs_run_at_temperature_zero_on_the_wire_and_in_the_trace() {
 
 fn fake_run(name: &str, http: HttpConfig, control: RunControl) -> ModelRun {
     // No model is loaded for a server backend: the model path is never read.
-    let config = server_config(std::path::Path::new("models/not-needed.gguf"), Mode::Guided, BackendConfig::LlamaServer(http));
+    let config = server_config(
+        std::path::Path::new("models/not-needed.gguf"),
+        Mode::Guided,
+        BackendConfig::LlamaServer(http),
+    );
     run_task(name, config, Some(control))
 }
 
 #[test]
 fn malformed_json_in_the_stream_ends_the_run_model_unavailable() {
     let (url, done) = fake_server(Completion::Garbage, None);
-    let run = fake_run("fake-garbage", HttpConfig::new(&url), RunControl::new(Instant::now() + Duration::from_secs(30)));
+    let run = fake_run(
+        "fake-garbage",
+        HttpConfig::new(&url),
+        RunControl::new(Instant::now() + Duration::from_secs(30)),
+    );
     done.store(true, Ordering::SeqCst);
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable),
+        "{}",
+        describe(&run)
+    );
     let message = &r.error.as_ref().unwrap().message;
-    assert!(message.contains("malformed event data") && message.contains("not json at all"), "{message}");
+    assert!(
+        message.contains("malformed event data") && message.contains("not json at all"),
+        "{message}"
+    );
 }
 
 #[test]
 fn malformed_health_answer_is_model_unavailable_before_the_first_decision() {
     let (url, done) = fake_server(Completion::Garbage, Some("<html>proxy error</html>"));
-    let run = fake_run("fake-health", HttpConfig::new(&url), RunControl::new(Instant::now() + Duration::from_secs(30)));
+    let run = fake_run(
+        "fake-health",
+        HttpConfig::new(&url),
+        RunControl::new(Instant::now() + Duration::from_secs(30)),
+    );
     done.store(true, Ordering::SeqCst);
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable), "{}", describe(&run));
-    assert!(r.error.as_ref().unwrap().message.contains("malformed JSON"), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable),
+        "{}",
+        describe(&run)
+    );
+    assert!(
+        r.error.as_ref().unwrap().message.contains("malformed JSON"),
+        "{}",
+        describe(&run)
+    );
     assert!(run.decisions.is_empty());
 }
 
@@ -406,40 +588,101 @@ fn malformed_health_answer_is_model_unavailable_before_the_first_decision() {
 fn a_stalling_server_is_cut_off_by_the_run_deadline() {
     let (url, done) = fake_server(Completion::Stall, None);
     // The stall timeout is far away; the run's deadline is what ends the wait.
-    let http = HttpConfig { stall_timeout_ms: 600_000, ..HttpConfig::new(&url) };
-    let run = fake_run("fake-stall-deadline", http, RunControl::new(Instant::now() + Duration::from_millis(1500)));
+    let http = HttpConfig {
+        stall_timeout_ms: 600_000,
+        ..HttpConfig::new(&url)
+    };
+    let run = fake_run(
+        "fake-stall-deadline",
+        http,
+        RunControl::new(Instant::now() + Duration::from_millis(1500)),
+    );
     done.store(true, Ordering::SeqCst);
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Stopped, StopReason::Timeout),
+        "{}",
+        describe(&run)
+    );
 }
 
 #[test]
 fn a_stalling_server_is_cut_off_by_the_stall_timeout() {
     let (url, done) = fake_server(Completion::Stall, None);
-    let http = HttpConfig { stall_timeout_ms: 300, ..HttpConfig::new(&url) };
-    let run = fake_run("fake-stall", http, RunControl::new(Instant::now() + Duration::from_secs(600)));
+    let http = HttpConfig {
+        stall_timeout_ms: 300,
+        ..HttpConfig::new(&url)
+    };
+    let run = fake_run(
+        "fake-stall",
+        http,
+        RunControl::new(Instant::now() + Duration::from_secs(600)),
+    );
     done.store(true, Ordering::SeqCst);
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable), "{}", describe(&run));
-    assert!(r.error.as_ref().unwrap().message.contains("sent nothing for"), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable),
+        "{}",
+        describe(&run)
+    );
+    assert!(
+        r.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("sent nothing for"),
+        "{}",
+        describe(&run)
+    );
 }
 
 #[test]
 fn a_server_that_is_down_is_model_unavailable_with_the_reason() {
     // Bind and drop: nothing listens on this port now.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let run = fake_run("fake-down", HttpConfig::new(format!("http://127.0.0.1:{port}")), RunControl::new(Instant::now() + Duration::from_secs(30)));
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = fake_run(
+        "fake-down",
+        HttpConfig::new(format!("http://127.0.0.1:{port}")),
+        RunControl::new(Instant::now() + Duration::from_secs(30)),
+    );
     let r = &run.result;
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable), "{}", describe(&run));
-    assert!(r.error.as_ref().unwrap().message.contains("connection refused"), "{}", describe(&run));
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable),
+        "{}",
+        describe(&run)
+    );
+    assert!(
+        r.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("connection refused"),
+        "{}",
+        describe(&run)
+    );
 }
 
 #[test]
 fn bad_urls_are_refused_with_the_reason() {
-    for (url, needle) in [("https://gpu:8000", "https is not supported"), ("gpu:8000", "must start with http://"), ("http://", "no host")] {
-        let err = forge_llama::open_backend(&BackendConfig::LlamaServer(HttpConfig::new(url)), std::path::Path::new("x"), EngineConfig::default())
-            .err()
-            .unwrap_or_else(|| panic!("{url} accepted"));
+    for (url, needle) in [
+        ("https://gpu:8000", "https is not supported"),
+        ("gpu:8000", "must start with http://"),
+        ("http://", "no host"),
+    ] {
+        let err = forge_llama::open_backend(
+            &BackendConfig::LlamaServer(HttpConfig::new(url)),
+            std::path::Path::new("x"),
+            EngineConfig::default(),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{url} accepted"));
         assert!(err.to_string().contains(needle), "{url}: {err}");
     }
 }
@@ -467,19 +710,38 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         verdict_refused: Vec::new(),
         answer_offers: Vec::new(),
     };
-    let inputs = Inputs { tools: &cards, grounding: &grounding, answer_template: "<lowest> is lowest.", focus: "", caps: Caps::default(), done: &[] };
+    let inputs = Inputs {
+        tools: &cards,
+        grounding: &grounding,
+        answer_template: "<lowest> is lowest.",
+        focus: "",
+        caps: Caps::default(),
+        done: &[],
+    };
     let continuations = [
         ("knowledge_search", "batch release rule\"}}"),
         ("calculator", "(79 + 72) / 2\"}}"),
-        ("plot", "\"A\",\"B\"],\"values\":[79,72],\"title\":\"Yield\",\"average\":72}}"),
+        (
+            "plot",
+            "\"A\",\"B\"],\"values\":[79,72],\"title\":\"Yield\",\"average\":72}}",
+        ),
     ];
     for card in &cards {
-        let gbnf = grammar::guided_tool(&inputs, &card.name, Some(ResultKind::Number).filter(|_| card.name == "calculator"))
-            .unwrap()
-            .render();
+        let gbnf = grammar::guided_tool(
+            &inputs,
+            &card.name,
+            Some(ResultKind::Number).filter(|_| card.name == "calculator"),
+        )
+        .unwrap()
+        .render();
         let prefix = grammar::guided_tool_prefix(&inputs, &card.name).unwrap();
-        let resumed = resume_after(&gbnf, &prefix).unwrap_or_else(|e| panic!("{}: {e}\n{gbnf}", card.name));
-        assert!(!accepts(&resumed, "").unwrap(), "{}: a bare prefix is not a decision", card.name);
+        let resumed =
+            resume_after(&gbnf, &prefix).unwrap_or_else(|e| panic!("{}: {e}\n{gbnf}", card.name));
+        assert!(
+            !accepts(&resumed, "").unwrap(),
+            "{}: a bare prefix is not a decision",
+            card.name
+        );
         if let Some((_, rest)) = continuations.iter().find(|(t, _)| *t == card.name) {
             let whole = format!("{prefix}{rest}");
             let before = accepts(&gbnf, &whole).unwrap();
@@ -488,14 +750,20 @@ fn real_guided_grammars_resume_after_their_prefixes() {
             assert!(after, "{}: {whole}\n{resumed}", card.name);
         }
     }
-    let ids = ["obs-knowledge_search-1".to_string(), "obs-calculator-2".to_string()];
+    let ids = [
+        "obs-knowledge_search-1".to_string(),
+        "obs-calculator-2".to_string(),
+    ];
     let gbnf = grammar::guided_final(&inputs, &ids).unwrap().render();
     let prefix = grammar::guided_final_prefix(&ids);
     let resumed = resume_after(&gbnf, &prefix).unwrap();
     let rest = "A is lowest.\"}";
     assert!(accepts(&gbnf, &format!("{prefix}{rest}")).unwrap());
     assert!(accepts(&resumed, rest).unwrap(), "{resumed}");
-    assert!(!accepts(&resumed, "\"}").unwrap(), "an empty answer is refused");
+    assert!(
+        !accepts(&resumed, "\"}").unwrap(),
+        "an empty answer is refused"
+    );
 }
 
 /// Set in the helper process `a_server_dies_with_the_process_that_started_it` starts.
@@ -505,7 +773,11 @@ const ORPHAN_HELPER: &str = "FORGE_TEST_SERVER_HELPER";
 fn a_server_dies_with_the_process_that_started_it() {
     if std::env::var(ORPHAN_HELPER).is_ok_and(|v| v == "1") {
         // The helper: start a server, say its pid, and wait to be killed (Drop never runs then).
-        let Some((binary, model)) = tools_or_skip("a_server_dies_with_the_process_that_started_it (helper)") else { return };
+        let Some((binary, model)) =
+            tools_or_skip("a_server_dies_with_the_process_that_started_it (helper)")
+        else {
+            return;
+        };
         let server = start_server(binary, model, 1);
         println!("server-pid {}", server.pid());
         std::io::stdout().flush().unwrap();
@@ -513,9 +785,16 @@ fn a_server_dies_with_the_process_that_started_it() {
         return;
     }
     let _serial = common::serial();
-    let Some(_) = tools_or_skip("a_server_dies_with_the_process_that_started_it") else { return };
+    let Some(_) = tools_or_skip("a_server_dies_with_the_process_that_started_it") else {
+        return;
+    };
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["a_server_dies_with_the_process_that_started_it", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "a_server_dies_with_the_process_that_started_it",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ORPHAN_HELPER, "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -525,12 +804,19 @@ fn a_server_dies_with_the_process_that_started_it() {
         .lines()
         .map_while(Result::ok)
         // libtest prints "test <name> ... " on the same line first.
-        .find_map(|line| line.split("server-pid ").nth(1).and_then(|p| p.trim().parse().ok()))
+        .find_map(|line| {
+            line.split("server-pid ")
+                .nth(1)
+                .and_then(|p| p.trim().parse().ok())
+        })
         .expect("the helper printed its server's pid");
     let alive = |pid: u32| {
         // A killed server is a zombie until init reaps it: state `Z` counts as gone.
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
     };
     assert!(alive(pid), "the helper's server {pid} is running");
     helper.kill().unwrap(); // SIGKILL: no destructor runs in the helper
@@ -541,7 +827,12 @@ fn a_server_dies_with_the_process_that_started_it() {
     }
     let survived = alive(pid);
     if survived {
-        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
     }
-    assert!(!survived, "llama-server {pid} outlived the process that started it");
+    assert!(
+        !survived,
+        "llama-server {pid} outlived the process that started it"
+    );
 }

@@ -6,7 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use forge_llama::engine::{self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause};
+use forge_llama::engine::{
+    self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause,
+};
 use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
 use runtime::policy::{Policy, PolicyError, RunControl};
 use runtime::{RunStatus, StopReason};
@@ -14,20 +16,35 @@ use runtime::{RunStatus, StopReason};
 #[test]
 fn inspect_reports_the_real_model() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("inspect_reports_the_real_model") else { return };
+    let Some(path) = common::model_or_skip("inspect_reports_the_real_model") else {
+        return;
+    };
     let info = forge_llama::inspect(&path).expect("the fetched model inspects cleanly");
     assert_eq!(info.architecture, "qwen2");
     assert_eq!(info.quantization.as_deref(), Some("Q4_K_M"));
     assert!(info.chat_template_present);
     assert_eq!(info.context_length, Some(32768));
-    assert!((400_000_000..700_000_000).contains(&info.parameter_count), "{}", info.parameter_count);
+    assert!(
+        (400_000_000..700_000_000).contains(&info.parameter_count),
+        "{}",
+        info.parameter_count
+    );
     assert_eq!(info.file_name, path.file_name().unwrap().to_string_lossy());
     assert_eq!(info.sha256.len(), 64);
     if info.bytes == 491_400_064 {
-        assert_eq!(info.sha256, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32");
+        assert_eq!(
+            info.sha256,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+        );
     }
-    let runtime = info.runtime.expect("engine feature reports llama.cpp build info");
-    assert!(runtime.system_info.contains("CPU"), "{}", runtime.system_info);
+    let runtime = info
+        .runtime
+        .expect("engine feature reports llama.cpp build info");
+    assert!(
+        runtime.system_info.contains("CPU"),
+        "{}",
+        runtime.system_info
+    );
     // Cached by size + mtime: a second inspection does not hash 500 MB again.
     let again = forge_llama::inspect(&path).unwrap();
     assert_ne!(again.sha256_source, "computed");
@@ -37,7 +54,11 @@ fn inspect_reports_the_real_model() {
 #[test]
 fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("truncated_copy_is_model_unavailable_with_only_the_file_name") else { return };
+    let Some(path) =
+        common::model_or_skip("truncated_copy_is_model_unavailable_with_only_the_file_name")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("half-model.gguf");
     let bytes = std::fs::read(&path).unwrap();
@@ -64,15 +85,23 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
         &mut |_| {},
     )
     .unwrap();
-    assert_eq!((run.result.status, run.result.stop_reason), (RunStatus::Failed, StopReason::ModelUnavailable));
+    assert_eq!(
+        (run.result.status, run.result.stop_reason),
+        (RunStatus::Failed, StopReason::ModelUnavailable)
+    );
     let error = run.result.error.expect("a public error");
-    assert!(error.message.contains("half-model.gguf") && !error.message.contains(&dir_text), "{error:?}");
+    assert!(
+        error.message.contains("half-model.gguf") && !error.message.contains(&dir_text),
+        "{error:?}"
+    );
 }
 
 #[test]
 fn guided_run_completes_agent_eval_mini() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("guided_run_completes_agent_eval_mini") else { return };
+    let Some(path) = common::model_or_skip("guided_run_completes_agent_eval_mini") else {
+        return;
+    };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
     let spec = harness::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
@@ -85,17 +114,37 @@ fn guided_run_completes_agent_eval_mini() {
     )
     .unwrap();
     let r = &run.result;
-    eprintln!("guided run: {:?}/{:?} in {:.1}s, answer: {:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
+    eprintln!(
+        "guided run: {:?}/{:?} in {:.1}s, answer: {:?}",
+        r.status,
+        r.stop_reason,
+        run.wall_ms / 1e3,
+        r.final_answer
+    );
     for d in &run.decisions {
         eprintln!("  {d:?}");
     }
-    assert_eq!((r.status, r.stop_reason), (RunStatus::Completed, StopReason::Completed), "{:?}", r.error);
+    assert_eq!(
+        (r.status, r.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        r.error
+    );
     let metrics = r.metrics.as_ref().expect("metrics");
-    assert_eq!(metrics.task_success, Some(true), "{metrics:?} answer={:?}", r.final_answer);
+    assert_eq!(
+        metrics.task_success,
+        Some(true),
+        "{metrics:?} answer={:?}",
+        r.final_answer
+    );
     let answer = r.final_answer.as_deref().unwrap();
     assert!(answer.contains("79") && answer.contains("72"), "{answer}");
     // KV reuse: every decision after the first reused the shared prefix.
-    assert!(run.decisions.iter().skip(1).all(|d| d.reused_tokens > 0), "{:?}", run.decisions);
+    assert!(
+        run.decisions.iter().skip(1).all(|d| d.reused_tokens > 0),
+        "{:?}",
+        run.decisions
+    );
     assert!(metrics.prefill_tokens_saved > 0);
     assert_eq!(phases.last().map(String::as_str), Some("run.finished"));
 }
@@ -103,7 +152,9 @@ fn guided_run_completes_agent_eval_mini() {
 #[test]
 fn free_runs_never_fail_on_their_grammar() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("free_runs_never_fail_on_their_grammar") else { return };
+    let Some(path) = common::model_or_skip("free_runs_never_fail_on_their_grammar") else {
+        return;
+    };
     let root = common::workspace_root();
     // AgentEval Mini, and a task whose free runs once ended at their first token ("the grammar allows no
     // token here") or in a banned repeat's dead end.
@@ -120,12 +171,37 @@ fn free_runs_never_fail_on_their_grammar() {
         .unwrap();
         let r = &run.result;
         let success = r.metrics.as_ref().and_then(|m| m.task_success);
-        eprintln!("free run {task}: {:?}/{:?} in {:.1}s, task_success={success:?}, answer={:?}", r.status, r.stop_reason, run.wall_ms / 1e3, r.final_answer);
-        assert_eq!(r.stop_reason.status(), r.status, "status and stop_reason must pair");
-        assert!(!matches!(r.stop_reason, StopReason::RuntimeError | StopReason::ModelUnavailable), "{task}: {:?}", r.error);
-        assert!(r.error.as_ref().is_none_or(|e| e.code != "policy_failed"), "{task}: {:?}", r.error);
+        eprintln!(
+            "free run {task}: {:?}/{:?} in {:.1}s, task_success={success:?}, answer={:?}",
+            r.status,
+            r.stop_reason,
+            run.wall_ms / 1e3,
+            r.final_answer
+        );
+        assert_eq!(
+            r.stop_reason.status(),
+            r.status,
+            "status and stop_reason must pair"
+        );
+        assert!(
+            !matches!(
+                r.stop_reason,
+                StopReason::RuntimeError | StopReason::ModelUnavailable
+            ),
+            "{task}: {:?}",
+            r.error
+        );
+        assert!(
+            r.error.as_ref().is_none_or(|e| e.code != "policy_failed"),
+            "{task}: {:?}",
+            r.error
+        );
         // The grammar makes every output a decision: nothing was invalid.
-        assert_eq!(r.metrics.as_ref().map(|m| m.invalid_decisions), Some(0), "{task}");
+        assert_eq!(
+            r.metrics.as_ref().map(|m| m.invalid_decisions),
+            Some(0),
+            "{task}"
+        );
     }
 }
 
@@ -136,58 +212,121 @@ const TWO_WAYS: &str = "root ::= \"{\\\"k\\\":\\\"\" (\"abc\" | \"xyz\") \"\\\"}
 #[test]
 fn generation_steps_back_from_a_dead_end_its_banned_repeats_make() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("generation_steps_back_from_a_dead_end_its_banned_repeats_make") else { return };
+    let Some(path) =
+        common::model_or_skip("generation_steps_back_from_a_dead_end_its_banned_repeats_make")
+    else {
+        return;
+    };
     let session = engine::load(&path, EngineConfig::default()).unwrap();
     let mut s = session.lock().unwrap();
-    let prompt = s.chat_prompt("You reply with JSON only.", r#"Reply with exactly {"k":"abc"}"#).unwrap();
+    let prompt = s
+        .chat_prompt(
+            "You reply with JSON only.",
+            r#"Reply with exactly {"k":"abc"}"#,
+        )
+        .unwrap();
     let banned = vec![r#"{"k":"abc""#.to_string()];
     let request = |chooser, seed| GenerateRequest {
         prompt: &prompt,
         prefill: "",
         grammar: Some(TWO_WAYS),
         grammar_mode: GrammarMode::CheckFirst,
-        sampling: Sampling { chooser, seed, ..Sampling::default() },
+        sampling: Sampling {
+            chooser,
+            seed,
+            ..Sampling::default()
+        },
         max_new_tokens: 32,
         stop_at_json_end: true,
         banned_prefixes: &banned,
     };
     // Unbanned, the model writes what it was asked for: the banned way is the likelier one.
-    let free = s.generate(&GenerateRequest { banned_prefixes: &[], ..request(Chooser::Model, 1) }, &mut |_| None).unwrap();
+    let free = s
+        .generate(
+            &GenerateRequest {
+                banned_prefixes: &[],
+                ..request(Chooser::Model, 1)
+            },
+            &mut |_| None,
+        )
+        .unwrap();
     assert_eq!(free.text, r#"{"k":"abc"}"#);
-    let backed_out = s.generate(&request(Chooser::Model, 1), &mut |_| None).unwrap();
+    let backed_out = s
+        .generate(&request(Chooser::Model, 1), &mut |_| None)
+        .unwrap();
     assert_eq!(backed_out.text, r#"{"k":"xyz"}"#);
     // The grammar-only chooser: no prompt read, any allowed way, never the banned one.
     for seed in 0..6 {
-        let uniform = s.generate_uniform(&request(Chooser::GrammarUniform, seed), &mut |_| None).unwrap();
+        let uniform = s
+            .generate_uniform(&request(Chooser::GrammarUniform, seed), &mut |_| None)
+            .unwrap();
         assert_eq!(uniform.text, r#"{"k":"xyz"}"#, "seed {seed}");
         assert_eq!(uniform.input_tokens, 0);
     }
     let both: std::collections::BTreeSet<String> = (0..12)
         .map(|seed| {
-            let r = GenerateRequest { banned_prefixes: &[], ..request(Chooser::GrammarUniform, seed) };
+            let r = GenerateRequest {
+                banned_prefixes: &[],
+                ..request(Chooser::GrammarUniform, seed)
+            };
             s.generate_uniform(&r, &mut |_| None).unwrap().text
         })
         .collect();
-    assert_eq!(both.len(), 2, "a uniform draw takes both ways over a dozen seeds: {both:?}");
+    assert_eq!(
+        both.len(),
+        2,
+        "a uniform draw takes both ways over a dozen seeds: {both:?}"
+    );
 }
 
 #[test]
 fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("the_grammar_only_policy_runs_a_task_without_reading_the_prompt") else { return };
+    let Some(path) =
+        common::model_or_skip("the_grammar_only_policy_runs_a_task_without_reading_the_prompt")
+    else {
+        return;
+    };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "grammar-only-test", artifacts.path());
+    let spec = harness::spec_for(
+        &root,
+        "agent_eval_mini",
+        "grammar-only-test",
+        artifacts.path(),
+    );
     let mut config = LlamaConfig::new(&path, Mode::Guided);
     config.chooser = Chooser::GrammarUniform;
     config.temperature = 0.7;
-    let run = harness::run_with_model(&spec, config, &harness::control_for(&spec.budgets), &mut |_| {}).unwrap();
+    let run = harness::run_with_model(
+        &spec,
+        config,
+        &harness::control_for(&spec.budgets),
+        &mut |_| {},
+    )
+    .unwrap();
     let r = &run.result;
-    eprintln!("grammar-only run: {:?}/{:?}, answer={:?}", r.status, r.stop_reason, r.final_answer);
+    eprintln!(
+        "grammar-only run: {:?}/{:?}, answer={:?}",
+        r.status, r.stop_reason, r.final_answer
+    );
     assert_eq!(r.stop_reason.status(), r.status);
-    assert!(!matches!(r.stop_reason, StopReason::RuntimeError | StopReason::ModelUnavailable), "{:?}", r.error);
+    assert!(
+        !matches!(
+            r.stop_reason,
+            StopReason::RuntimeError | StopReason::ModelUnavailable
+        ),
+        "{:?}",
+        r.error
+    );
     assert!(!run.decisions.is_empty());
-    assert!(run.decisions.iter().all(|d| d.input_tokens == 0 && d.prefill_tokens == 0), "{:?}", run.decisions);
+    assert!(
+        run.decisions
+            .iter()
+            .all(|d| d.input_tokens == 0 && d.prefill_tokens == 0),
+        "{:?}",
+        run.decisions
+    );
 }
 
 fn long_request<'a>(prompt: &'a str) -> GenerateRequest<'a> {
@@ -206,10 +345,15 @@ fn long_request<'a>(prompt: &'a str) -> GenerateRequest<'a> {
 #[test]
 fn cancellation_during_generation_stops_within_one_token() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("cancellation_during_generation_stops_within_one_token") else { return };
+    let Some(path) = common::model_or_skip("cancellation_during_generation_stops_within_one_token")
+    else {
+        return;
+    };
     let session = engine::load(&path, EngineConfig::default()).unwrap();
     let mut s = session.lock().unwrap();
-    let prompt = s.chat_prompt("You count.", "Count from 1 to 100, separated by commas.").unwrap();
+    let prompt = s
+        .chat_prompt("You count.", "Count from 1 to 100, separated by commas.")
+        .unwrap();
     let mut polls_after_cancel = 0;
     let err = s
         .generate(&long_request(&prompt), &mut |generated| {
@@ -241,18 +385,29 @@ fn cancellation_during_generation_stops_within_one_token() {
     let raised = raiser.join().unwrap();
     assert_eq!(result, Err(PolicyError::Cancelled));
     // The flag is polled before every llama.cpp call (one token, or one prefill chunk of 64 tokens).
-    eprintln!("decide() returned {:?} after the cancel flag went up", returned.duration_since(raised));
+    eprintln!(
+        "decide() returned {:?} after the cancel flag went up",
+        returned.duration_since(raised)
+    );
 }
 
 #[test]
 fn deadline_during_generation_is_a_timeout() {
     let _serial = common::serial();
-    let Some(path) = common::model_or_skip("deadline_during_generation_is_a_timeout") else { return };
+    let Some(path) = common::model_or_skip("deadline_during_generation_is_a_timeout") else {
+        return;
+    };
     let session = engine::load(&path, EngineConfig::default()).unwrap();
     {
         let mut s = session.lock().unwrap();
-        let prompt = s.chat_prompt("You count.", "Count from 1 to 100, separated by commas.").unwrap();
-        let err = s.generate(&long_request(&prompt), &mut |g| (g >= 5).then_some(StopCause::Timeout)).unwrap_err();
+        let prompt = s
+            .chat_prompt("You count.", "Count from 1 to 100, separated by commas.")
+            .unwrap();
+        let err = s
+            .generate(&long_request(&prompt), &mut |g| {
+                (g >= 5).then_some(StopCause::Timeout)
+            })
+            .unwrap_err();
         assert_eq!(err, EngineError::Timeout { generated: 5 });
     }
     // A whole run whose deadline passes while the model works ends stopped/timeout. The model's policy is
@@ -262,15 +417,26 @@ fn deadline_during_generation_is_a_timeout() {
     let artifacts = tempfile::tempdir().unwrap();
     let spec = harness::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
     let task = runtime::Task::load_checked(&spec.task_dir, &spec.knowledge_dir).unwrap();
-    let mut config = runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
+    let mut config =
+        runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     config.budgets = spec.budgets.clone();
     let control = RunControl::new(Instant::now() + Duration::from_millis(50));
     let mut policy = AfterDeadline(forge_llama::policy(LlamaConfig::new(&path, Mode::Guided)));
     let mut phases = Vec::new();
-    let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| phases.push(e.phase.clone()));
-    assert_eq!((result.status, result.stop_reason), (RunStatus::Stopped, StopReason::Timeout), "{phases:?}");
+    let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| {
+        phases.push(e.phase.clone())
+    });
+    assert_eq!(
+        (result.status, result.stop_reason),
+        (RunStatus::Stopped, StopReason::Timeout),
+        "{phases:?}"
+    );
     // The deadline hit inside the first model call (not between steps): no decision was ever made.
-    assert!(phases.contains(&"model.started".to_string()) && !phases.iter().any(|p| p.starts_with("decision.")), "{phases:?}");
+    assert!(
+        phases.contains(&"model.started".to_string())
+            && !phases.iter().any(|p| p.starts_with("decision.")),
+        "{phases:?}"
+    );
 }
 
 /// The model's own policy, called only once the run's deadline has passed.
@@ -280,7 +446,11 @@ impl Policy for AfterDeadline {
     fn name(&self) -> String {
         self.0.name()
     }
-    fn decide(&mut self, request: &runtime::policy::DecisionRequest, control: &RunControl) -> Result<runtime::policy::PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        request: &runtime::policy::DecisionRequest,
+        control: &RunControl,
+    ) -> Result<runtime::policy::PolicyOutput, PolicyError> {
         while !control.past_deadline() {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -295,7 +465,11 @@ fn sample_request() -> runtime::policy::DecisionRequest {
         task: "Count the batches in the knowledge base and explain every step in detail.".into(),
         tools: runtime::registry::ToolRegistry::builtin().cards(),
         state: serde_json::json!({"observations": [], "feedback": [], "budget": {}}),
-        gap: runtime::policy::Gap::Tool { tool: "knowledge_search".into(), hint: "find the batches".into(), result: None },
+        gap: runtime::policy::Gap::Tool {
+            tool: "knowledge_search".into(),
+            hint: "find the batches".into(),
+            result: None,
+        },
         missing: vec!["knowledge_search: find the batches".into()],
         grounding: runtime::policy::Grounding::default(),
         answer_template: "There are <count> batches.".into(),

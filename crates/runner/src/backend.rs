@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use forge_server::{BackendError, ModelBackend, ModelEntry, Mode};
+use forge_server::{BackendError, Mode, ModelBackend, ModelEntry};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::{Value, json};
 
@@ -156,8 +156,7 @@ impl ModelBackend for LlamaBackend {
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
-        let mut config =
-            forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
+        let mut config = forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

@@ -372,9 +372,17 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
     let tasks_dir = root.join("fixtures").join("tasks");
     let task = match args.task.clone() {
         Some(t) => t,
-        None => forge_server::tasks::default_task(&tasks_dir, &root.join("knowledge")).context("no task folder under fixtures/tasks/ loads; pass --task NAME")?,
+        None => forge_server::tasks::default_task(&tasks_dir, &root.join("knowledge"))
+            .context("no task folder under fixtures/tasks/ loads; pass --task NAME")?,
     };
-    let spec = RunSpec { task, mode, temperature: args.temperature, budgets: budgets_json(&budgets), policy, model: None };
+    let spec = RunSpec {
+        task,
+        mode,
+        temperature: args.temperature,
+        budgets: budgets_json(&budgets),
+        policy,
+        model: None,
+    };
     let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
     let artifact_dir = root.join(".runs").join("cli").join(&run_id);
     std::fs::create_dir_all(&artifact_dir)?;
@@ -385,7 +393,12 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         models_dir: model_dir(root, &args.model),
         gguf_flag: None,
     });
-    let executor = RuntimeExecutor { root: root.to_path_buf(), tasks_dir, knowledge_dir: root.join("knowledge"), backend };
+    let executor = RuntimeExecutor {
+        root: root.to_path_buf(),
+        tasks_dir,
+        knowledge_dir: root.join("knowledge"),
+        backend,
+    };
     let json = args.json;
     let mut sink = |event: Value| {
         if json {
@@ -418,10 +431,19 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&result)?);
         // The claims gate's verdict on the answer, one line per claim: an abstention reads as one.
         if let Some(verification) = result.get("verification").filter(|v| !v.is_null()) {
-            println!("verification: {}", verification["status"].as_str().unwrap_or("?"));
+            println!(
+                "verification: {}",
+                verification["status"].as_str().unwrap_or("?")
+            );
             for claim in verification["claims"].as_array().into_iter().flatten() {
                 let field = |k: &str| claim[k].as_str().unwrap_or_default().to_owned();
-                println!("  {} = {} — {}: {}", field("part"), field("stated"), field("status"), field("detail"));
+                println!(
+                    "  {} = {} — {}: {}",
+                    field("part"),
+                    field("stated"),
+                    field("status"),
+                    field("detail")
+                );
             }
         }
         println!("artifacts: {}", artifact_dir.display());

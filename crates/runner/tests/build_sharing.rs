@@ -5,9 +5,9 @@
 //! Read from cargo's unit graph, so the checks run in seconds and build nothing.
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -29,11 +29,21 @@ fn units(args: &[&str]) -> Units {
         .arg(workspace_manifest())
         .arg("--target-dir")
         .arg(scratch.path())
-        .args(["--locked", "--offline", "--unit-graph", "-Z", "unstable-options"])
+        .args([
+            "--locked",
+            "--offline",
+            "--unit-graph",
+            "-Z",
+            "unstable-options",
+        ])
         .env("RUSTC_BOOTSTRAP", "1")
         .output()
         .expect("cargo runs");
-    assert!(out.status.success(), "cargo {args:?} --unit-graph: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo {args:?} --unit-graph: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let graph: Value = serde_json::from_slice(&out.stdout).expect("unit graph is JSON");
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
@@ -52,7 +62,12 @@ fn units(args: &[&str]) -> Units {
             } else {
                 format!("{}@{fragment}", source.rsplit('/').next().unwrap_or(source))
             };
-            let features = u["features"].as_array().expect("features").iter().map(text).collect();
+            let features = u["features"]
+                .as_array()
+                .expect("features")
+                .iter()
+                .map(text)
+                .collect();
             (
                 package,
                 text(&u["target"]["name"]),
@@ -81,7 +96,10 @@ fn not_built_by(wanted: &Units, built: &Units, who: &str) -> Vec<String> {
                 .filter(|t| t.0 == u.0 && t.1 == u.1 && t.2 == u.2)
                 .map(|t| format!("{:?} opt {} debug {}", t.3, t.4, t.5))
                 .collect();
-            format!("{} {} ({}): {who} {:?} opt {} debug {} — built {instead:?}", u.0, u.1, u.2, u.3, u.4, u.5)
+            format!(
+                "{} {} ({}): {who} {:?} opt {} debug {} — built {instead:?}",
+                u.0, u.1, u.2, u.3, u.4, u.5
+            )
         })
         .collect()
 }
@@ -90,7 +108,9 @@ fn not_built_by(wanted: &Units, built: &Units, who: &str) -> Vec<String> {
 fn the_runners_build_is_a_subset_of_the_tests_build() {
     let runner = units(&["build", "-p", "runner"]);
     assert!(
-        runner.iter().any(|u| u.0.starts_with("llama-cpp-sys-2") && u.2 == "run-custom-build"),
+        runner
+            .iter()
+            .any(|u| u.0.starts_with("llama-cpp-sys-2") && u.2 == "run-custom-build"),
         "the runner's build includes llama.cpp's build script"
     );
     let missing = not_built_by(&runner, tests_build(), "runner");
@@ -120,14 +140,21 @@ fn the_xtask_build_is_a_subset_of_the_tests_build() {
 /// verbs and `cargo test --workspace`: that must compile nothing but the doctests it always compiles on the fly.
 #[test]
 fn the_test_commands_one_build_is_the_tests_build() {
-    let script = std::fs::read_to_string(workspace_manifest().with_file_name("scripts/test-all.sh"))
-        .expect("scripts/test-all.sh is readable");
+    let script =
+        std::fs::read_to_string(workspace_manifest().with_file_name("scripts/test-all.sh"))
+            .expect("scripts/test-all.sh is readable");
     assert!(
-        script.lines().any(|l| l.trim() == "cargo build --workspace --all-targets"),
+        script
+            .lines()
+            .any(|l| l.trim() == "cargo build --workspace --all-targets"),
         "scripts/test-all.sh builds with the command this test checks"
     );
     let all_targets = units(&["build", "--workspace", "--all-targets"]);
-    let tests: Units = tests_build().iter().filter(|u| u.2 != "doctest").cloned().collect();
+    let tests: Units = tests_build()
+        .iter()
+        .filter(|u| u.2 != "doctest")
+        .cloned()
+        .collect();
     let missing = not_built_by(&tests, &all_targets, "tests");
     assert!(
         missing.is_empty(),

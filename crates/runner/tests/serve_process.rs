@@ -294,7 +294,12 @@ fn sigterm_cancels_the_running_run_seals_the_queued_ones_as_shutdown_and_exits_0
     let mut server = Server::start(&runs, &models, &[]);
     let running = submit(&server, &held_run());
     let queued: Vec<String> = (0..2)
-        .map(|_| submit(&server, &json!({ "policy": "scripted:fixtures/happy.json" })))
+        .map(|_| {
+            submit(
+                &server,
+                &json!({ "policy": "scripted:fixtures/happy.json" }),
+            )
+        })
         .collect();
     // The held run is inside the runtime (its run.started is saved) before the signal.
     eventually(Duration::from_secs(30), "the held run is running", || {
@@ -303,28 +308,43 @@ fn sigterm_cancels_the_running_run_seals_the_queued_ones_as_shutdown_and_exits_0
     });
 
     signal(&server.child, "TERM");
-    let status = wait_exit(&mut server.child, Duration::from_secs(5))
-        .unwrap_or_else(|| panic!("still running 5 s after SIGTERM: {}", server.stderr_so_far()));
+    let status = wait_exit(&mut server.child, Duration::from_secs(5)).unwrap_or_else(|| {
+        panic!(
+            "still running 5 s after SIGTERM: {}",
+            server.stderr_so_far()
+        )
+    });
     assert_eq!(status.code(), Some(0), "{}", server.stderr_so_far());
 
     // A successor on the same directory: the lock was released, and nothing needs sealing again.
     let next = Server::start(&runs, &models, &[]);
-    for (id, started) in std::iter::once((&running, true)).chain(queued.iter().map(|q| (q, false))) {
+    for (id, started) in std::iter::once((&running, true)).chain(queued.iter().map(|q| (q, false)))
+    {
         let (code, snap) = next.request("GET", &format!("/agent/runs/{id}"), None);
         assert_eq!(code, 200, "{snap}");
         assert_eq!(
-            (snap["status"].as_str(), snap["result"]["stop_reason"].as_str()),
+            (
+                snap["status"].as_str(),
+                snap["result"]["stop_reason"].as_str()
+            ),
             (Some("cancelled"), Some("shutdown")),
             "{id}: {snap}"
         );
         let events = snap["events"].as_array().unwrap();
-        let finished: Vec<&Value> = events.iter().filter(|e| e["phase"] == "run.finished").collect();
+        let finished: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["phase"] == "run.finished")
+            .collect();
         assert_eq!(finished.len(), 1, "exactly one run.finished: {snap}");
         assert_eq!(finished[0]["data"]["stop_reason"], "shutdown");
         assert_eq!(events.last().unwrap()["phase"], "run.finished");
         // Only the running run went through the runtime; the queued ones never started.
         assert_eq!(snap["started_at_ms"].is_u64(), started, "{snap}");
-        assert_eq!(events.iter().any(|e| e["phase"] == "run.started"), started, "{snap}");
+        assert_eq!(
+            events.iter().any(|e| e["phase"] == "run.started"),
+            started,
+            "{snap}"
+        );
     }
 }
 
@@ -349,13 +369,21 @@ fn a_second_signal_exits_at_once_while_the_first_shutdown_waits_for_an_open_requ
 
     signal(&server.child, "TERM");
     let mut seen = String::new();
-    eventually(Duration::from_secs(10), "the first signal starts the shutdown", || {
-        seen.push_str(&server.stderr_so_far());
-        seen.contains("shutting down").then_some(())
-    });
+    eventually(
+        Duration::from_secs(10),
+        "the first signal starts the shutdown",
+        || {
+            seen.push_str(&server.stderr_so_far());
+            seen.contains("shutting down").then_some(())
+        },
+    );
     signal(&server.child, "INT");
-    let status = wait_exit(&mut server.child, Duration::from_secs(5))
-        .unwrap_or_else(|| panic!("still running 5 s after the second signal: {seen}{}", server.stderr_so_far()));
+    let status = wait_exit(&mut server.child, Duration::from_secs(5)).unwrap_or_else(|| {
+        panic!(
+            "still running 5 s after the second signal: {seen}{}",
+            server.stderr_so_far()
+        )
+    });
     assert_eq!(status.code(), Some(130), "{seen}{}", server.stderr_so_far());
     drop(open);
 }
@@ -376,12 +404,21 @@ const ANSWER_BOUND: Duration = Duration::from_millis(100);
 
 #[test]
 fn status_and_polling_answer_within_the_bound_during_a_cold_model_load() {
-    let Some(models) = real_model_dir() else { return };
+    let Some(models) = real_model_dir() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&tmp.path().join(".runs"), &models, &[]);
     let (_, status) = server.request("GET", "/status", None);
-    assert_eq!(status["model"]["loaded"], json!([]), "a fresh process has nothing loaded: {status}");
-    let id = submit(&server, &json!({ "policy": "model", "budgets": { "max_steps": 1 } }));
+    assert_eq!(
+        status["model"]["loaded"],
+        json!([]),
+        "a fresh process has nothing loaded: {status}"
+    );
+    let id = submit(
+        &server,
+        &json!({ "policy": "model", "budgets": { "max_steps": 1 } }),
+    );
 
     // Until the model is loaded, every /status and every poll of the run answers within the bound.
     let mut answers: Vec<(&str, Duration)> = Vec::new();
@@ -398,14 +435,28 @@ fn status_and_polling_answer_within_the_bound_during_a_cold_model_load() {
         if status["model"]["loading"] == "qwen2.5-coder-0.5b.gguf" {
             saw_loading = true;
         }
-        assert!(snap["terminal"] == false || status["model"]["loaded"] != json!([]), "the run ended without loading the model: {snap}");
+        assert!(
+            snap["terminal"] == false || status["model"]["loaded"] != json!([]),
+            "the run ended without loading the model: {snap}"
+        );
         (status["model"]["loaded"] == json!(["qwen2.5-coder-0.5b.gguf"])).then_some(())
     });
-    assert!(saw_loading, "the load was never visible as `loading` in /status ({} answers)", answers.len());
+    assert!(
+        saw_loading,
+        "the load was never visible as `loading` in /status ({} answers)",
+        answers.len()
+    );
     let slowest = answers.iter().map(|(_, d)| *d).max().unwrap_or_default();
-    eprintln!("{} answers while the model loaded, slowest {slowest:?}", answers.len());
+    eprintln!(
+        "{} answers while the model loaded, slowest {slowest:?}",
+        answers.len()
+    );
     let slow: Vec<_> = answers.iter().filter(|(_, d)| *d > ANSWER_BOUND).collect();
-    assert!(slow.is_empty(), "answers slower than {ANSWER_BOUND:?} during the load: {slow:?} of {}", answers.len());
+    assert!(
+        slow.is_empty(),
+        "answers slower than {ANSWER_BOUND:?} during the load: {slow:?} of {}",
+        answers.len()
+    );
     let (code, _) = server.request("POST", &format!("/agent/runs/{id}/cancel"), None);
     assert!(code == 200 || code == 409, "cancel answered {code}");
 }
@@ -416,25 +467,48 @@ fn status_and_polling_answer_within_the_bound_during_a_cold_model_load() {
 /// by the next start). Real model; skipped without it.
 #[test]
 fn sigterm_during_a_real_model_load_exits_within_5_s_with_the_run_sealed_cancelled_shutdown() {
-    let Some(models) = real_model_dir() else { return };
+    let Some(models) = real_model_dir() else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join(".runs");
     let mut server = Server::start(&runs, &models, &[]);
-    let id = submit(&server, &json!({ "policy": "model", "budgets": { "max_steps": 1 } }));
-    eventually(Duration::from_secs(60), "the model load is under way", || {
-        let (_, status) = server.request("GET", "/status", None);
-        (status["model"]["loading"] == "qwen2.5-coder-0.5b.gguf").then_some(())
-    });
+    let id = submit(
+        &server,
+        &json!({ "policy": "model", "budgets": { "max_steps": 1 } }),
+    );
+    eventually(
+        Duration::from_secs(60),
+        "the model load is under way",
+        || {
+            let (_, status) = server.request("GET", "/status", None);
+            (status["model"]["loading"] == "qwen2.5-coder-0.5b.gguf").then_some(())
+        },
+    );
     signal(&server.child, "TERM");
-    let exited = wait_exit(&mut server.child, Duration::from_secs(5))
-        .unwrap_or_else(|| panic!("still running 5 s after SIGTERM: {}", server.stderr_so_far()));
+    let exited = wait_exit(&mut server.child, Duration::from_secs(5)).unwrap_or_else(|| {
+        panic!(
+            "still running 5 s after SIGTERM: {}",
+            server.stderr_so_far()
+        )
+    });
     assert!(exited.success(), "{exited}: {}", server.stderr_so_far());
     let read = |f: &str| -> Value {
-        serde_json::from_slice(&std::fs::read(runs.join(&id).join(f)).unwrap_or_else(|e| panic!("{f}: {e}"))).unwrap()
+        serde_json::from_slice(
+            &std::fs::read(runs.join(&id).join(f)).unwrap_or_else(|e| panic!("{f}: {e}")),
+        )
+        .unwrap()
     };
     let meta = read("meta.json");
     assert_eq!(meta["status"], "cancelled", "{meta}");
     assert_eq!(read("result.json")["stop_reason"], "shutdown");
     let events = std::fs::read_to_string(runs.join(&id).join("events.jsonl")).unwrap();
-    assert_eq!(events.lines().filter(|l| l.contains("\"run.finished\"")).count(), 1, "{events}");
+    assert_eq!(
+        events
+            .lines()
+            .filter(|l| l.contains("\"run.finished\""))
+            .count(),
+        1,
+        "{events}"
+    );
 }

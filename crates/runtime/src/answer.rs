@@ -7,21 +7,25 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::{self, NumberMention};
 use crate::language::lexicon::{is_cjk_script, lexicon};
+use crate::numbers::{self, NumberMention};
 
 /// Words that negate a phrase when they precede it in the same clause (within [`NEGATION_WINDOW`] words).
-const NEGATION_WORDS: [&str; 8] = ["not", "no", "never", "cannot", "neither", "nor", "without", "none"];
+const NEGATION_WORDS: [&str; 8] = [
+    "not", "no", "never", "cannot", "neither", "nor", "without", "none",
+];
 /// `n't` forms written without the apostrophe (an apostrophe form is recognised by its suffix).
 const BARE_NT_FORMS: [&str; 15] = [
-    "isnt", "arent", "wasnt", "werent", "doesnt", "dont", "didnt", "cant", "couldnt", "wont", "wouldnt", "shouldnt",
-    "hasnt", "havent", "mustnt",
+    "isnt", "arent", "wasnt", "werent", "doesnt", "dont", "didnt", "cant", "couldnt", "wont",
+    "wouldnt", "shouldnt", "hasnt", "havent", "mustnt",
 ];
 /// `fails to`, `failed to` …: the first word of a two-word negation cue ending in `to`.
 const FAIL_FORMS: [&str; 4] = ["fail", "fails", "failed", "failing"];
 /// Words that start a new clause: a negation before them does not reach a phrase after them.
-const CLAUSE_WORDS: [&str; 12] =
-    ["and", "or", "but", "so", "yet", "while", "because", "which", "that", "although", "though", "whereas"];
+const CLAUSE_WORDS: [&str; 12] = [
+    "and", "or", "but", "so", "yet", "while", "because", "which", "that", "although", "though",
+    "whereas",
+];
 /// A word after a phrase that makes the phrase part of a rate's name ("pass rate").
 const RATE_WORDS: [&str; 2] = ["rate", "rates"];
 /// The same for CJK ("达成率").
@@ -29,7 +33,9 @@ const RATE_CJK: char = '率';
 /// How many words before a phrase a negation cue may stand.
 pub const NEGATION_WINDOW: usize = 3;
 /// Words that negate a CJK phrase they directly precede.
-const CJK_NEGATIONS: [&str; 12] = ["不", "未", "没", "没有", "无", "非", "并未", "并不", "未能", "不能", "无法", "尚未"];
+const CJK_NEGATIONS: [&str; 12] = [
+    "不", "未", "没", "没有", "无", "非", "并未", "并不", "未能", "不能", "无法", "尚未",
+];
 
 /// The words that state a task's verdict. `task.json` writes it as `{"true": [...], "false": [...]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +56,17 @@ impl Default for VerdictPhrases {
     fn default() -> Self {
         let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
         VerdictPhrases {
-            met: list(&["met", "meets", "satisfies", "eligible", "may be released", "can be released", "满足", "达成", "符合"]),
+            met: list(&[
+                "met",
+                "meets",
+                "satisfies",
+                "eligible",
+                "may be released",
+                "can be released",
+                "满足",
+                "达成",
+                "符合",
+            ]),
             not_met: list(&[
                 "not met",
                 "unmet",
@@ -100,8 +116,14 @@ impl VerdictPhrases {
                 return Err(VerdictPhrasesError::Blank { side });
             }
         }
-        if let Some(phrase) = self.met.iter().find(|m| self.not_met.iter().any(|n| normalize(n).trim() == normalize(m).trim())) {
-            return Err(VerdictPhrasesError::Both { phrase: phrase.clone() });
+        if let Some(phrase) = self.met.iter().find(|m| {
+            self.not_met
+                .iter()
+                .any(|n| normalize(n).trim() == normalize(m).trim())
+        }) {
+            return Err(VerdictPhrasesError::Both {
+                phrase: phrase.clone(),
+            });
         }
         Ok(())
     }
@@ -143,7 +165,11 @@ pub fn verdict_of(text: &str, phrases: &VerdictPhrases) -> Verdict {
         }
     }
     let covered = |o: &Occurrence| {
-        found.iter().any(|(_, other)| other.start <= o.start && o.end <= other.end && other.end - other.start > o.end - o.start)
+        found.iter().any(|(_, other)| {
+            other.start <= o.start
+                && o.end <= other.end
+                && other.end - other.start > o.end - o.start
+        })
     };
     let (mut met, mut not_met) = (false, false);
     for (is_met, occurrence) in &found {
@@ -169,7 +195,9 @@ pub fn verdict_of(text: &str, phrases: &VerdictPhrases) -> Verdict {
 /// rounding with at least one decimal). "179", "79.5" do not state 79; "79.0" and "79%" do; "82%" does
 /// not state 81.5.
 pub fn mentions_value(text: &str, value: f64, masked: &[&str]) -> bool {
-    numbers_outside(text, masked).iter().any(|m| m.stands_for(value))
+    numbers_outside(text, masked)
+        .iter()
+        .any(|m| m.stands_for(value))
 }
 
 /// Every number `text` states outside the `masked` strings (row labels such as "Plant 7", observation ids
@@ -188,8 +216,14 @@ pub fn result_masks(result: &serde_json::Value) -> Vec<String> {
     fn walk(value: &Value, key: Option<&str>, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, Some(k), out)),
-            Value::Array(items) => items.iter().for_each(|v| walk(v, key.filter(|k| *k == "labels"), out)),
-            Value::String(s) if matches!(key, Some("label" | "labels" | "key" | "id" | "chunk_id")) => out.push(s.clone()),
+            Value::Array(items) => items
+                .iter()
+                .for_each(|v| walk(v, key.filter(|k| *k == "labels"), out)),
+            Value::String(s)
+                if matches!(key, Some("label" | "labels" | "key" | "id" | "chunk_id")) =>
+            {
+                out.push(s.clone())
+            }
             _ => {}
         }
     }
@@ -203,9 +237,16 @@ pub fn result_masks(result: &serde_json::Value) -> Vec<String> {
 /// "Site C"; "Site C is below the 70 minimum" states nothing for it). Another number or label in
 /// between ends the claim, and so does a sentence break (`.` `;` `。` `；` `!` `?`).
 /// Numbers inside `masked` strings (labels, observation ids) are names, not claims.
-pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]) -> Vec<(usize, NumberMention)> {
+pub fn row_claims(
+    text: &str,
+    labels: &[&str],
+    masked: &[&str],
+    columns: &[&str],
+) -> Vec<(usize, NumberMention)> {
     let mut occurrences: Vec<(usize, usize, usize)> = Vec::new();
-    let mut order: Vec<usize> = (0..labels.len()).filter(|&i| !labels[i].trim().is_empty()).collect();
+    let mut order: Vec<usize> = (0..labels.len())
+        .filter(|&i| !labels[i].trim().is_empty())
+        .collect();
     // Longest first: "Plant 72" is found whole before "Plant 7" is looked for.
     order.sort_by_key(|&i| std::cmp::Reverse(labels[i].trim().len()));
     for i in order {
@@ -217,15 +258,25 @@ pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]
     }
     occurrences.sort();
     let mentions = numbers_outside(text, masked);
-    let mut column_names: Vec<String> = columns.iter().map(|c| normalize(c.trim())).filter(|c| !c.is_empty()).collect();
+    let mut column_names: Vec<String> = columns
+        .iter()
+        .map(|c| normalize(c.trim()))
+        .filter(|c| !c.is_empty())
+        .collect();
     column_names.sort_by_key(|c| std::cmp::Reverse(c.len()));
     let column_words: Vec<String> = column_names
         .iter()
-        .flat_map(|c| c.split(|ch: char| !ch.is_alphanumeric()).map(str::to_owned).collect::<Vec<_>>())
+        .flat_map(|c| {
+            c.split(|ch: char| !ch.is_alphanumeric())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
         .filter(|w| !w.is_empty())
         .collect();
     let links_only = |gap: &str| {
-        if gap.contains(['.', ';', '!', '?', '。', '；', '！', '？']) || gap.chars().any(|c| c.is_ascii_digit()) {
+        if gap.contains(['.', ';', '!', '?', '。', '；', '！', '？'])
+            || gap.chars().any(|c| c.is_ascii_digit())
+        {
             return false;
         }
         let mut rest = normalize(gap);
@@ -245,7 +296,10 @@ pub fn row_claims(text: &str, labels: &[&str], masked: &[&str], columns: &[&str]
     mentions
         .into_iter()
         .filter_map(|m| {
-            let &(_, end, label) = occurrences.iter().rev().find(|&&(_, end, _)| end <= m.start)?;
+            let &(_, end, label) = occurrences
+                .iter()
+                .rev()
+                .find(|&&(_, end, _)| end <= m.start)?;
             links_only(&text[end..m.start]).then_some((label, m))
         })
         .collect()
@@ -281,16 +335,21 @@ fn find_whole_ci(hay: &str, needle: &str) -> Vec<(usize, usize)> {
         if start < from {
             continue;
         }
-        let Some(end) = match_ci_at(hay, start, &wanted) else { continue };
+        let Some(end) = match_ci_at(hay, start, &wanted) else {
+            continue;
+        };
         let before = hay[..start].chars().next_back();
         let mut after = hay[end..].chars();
         let (next, next_but_one) = (after.next(), after.next());
-        let cuts_before = first.is_some_and(is_latin_word_char) && before.is_some_and(is_latin_word_char);
+        let cuts_before =
+            first.is_some_and(is_latin_word_char) && before.is_some_and(is_latin_word_char);
         // "Plant 7" must not mask the start of "Plant 72" or of "Plant 7.5".
         let continues_number = last.is_some_and(|c| c.is_ascii_digit())
             && matches!(next, Some('.' | ','))
             && next_but_one.is_some_and(|c| c.is_ascii_digit());
-        let cuts_after = (last.is_some_and(is_latin_word_char) && next.is_some_and(is_latin_word_char)) || continues_number;
+        let cuts_after = (last.is_some_and(is_latin_word_char)
+            && next.is_some_and(is_latin_word_char))
+            || continues_number;
         if !cuts_before && !cuts_after {
             out.push((start, end));
             from = end;
@@ -322,7 +381,16 @@ fn is_latin_word_char(c: char) -> bool {
 
 /// Lower case, typographic apostrophes folded to `'`.
 fn normalize(text: &str) -> String {
-    text.to_lowercase().chars().map(|c| if matches!(c, '\u{2019}' | '\u{2018}' | '`' | '\u{00B4}') { '\'' } else { c }).collect()
+    text.to_lowercase()
+        .chars()
+        .map(|c| {
+            if matches!(c, '\u{2019}' | '\u{2018}' | '`' | '\u{00B4}') {
+                '\''
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,7 +420,11 @@ fn tokenize(text: &str) -> Vec<Token> {
             continue;
         }
         if !is_latin_word_char(c) {
-            tokens.push(Token { kind: Kind::Break, start, end: start + c.len_utf8() });
+            tokens.push(Token {
+                kind: Kind::Break,
+                start,
+                end: start + c.len_utf8(),
+            });
             i += 1;
             continue;
         }
@@ -360,8 +432,11 @@ fn tokenize(text: &str) -> Vec<Token> {
         while j < chars.len() {
             let c = chars[j].1;
             let joins = matches!(c, '\'' | '-' | '.')
-                && chars.get(j + 1).is_some_and(|&(_, n)| is_latin_word_char(n))
-                && (c != '.' || (chars[j - 1].1.is_ascii_digit() && chars[j + 1].1.is_ascii_digit()));
+                && chars
+                    .get(j + 1)
+                    .is_some_and(|&(_, n)| is_latin_word_char(n))
+                && (c != '.'
+                    || (chars[j - 1].1.is_ascii_digit() && chars[j + 1].1.is_ascii_digit()));
             if is_latin_word_char(c) || joins {
                 j += 1;
             } else {
@@ -369,7 +444,11 @@ fn tokenize(text: &str) -> Vec<Token> {
             }
         }
         let end = chars.get(j).map_or(text.len(), |&(at, _)| at);
-        tokens.push(Token { kind: Kind::Word, start, end });
+        tokens.push(Token {
+            kind: Kind::Word,
+            start,
+            end,
+        });
         i = j;
     }
     tokens
@@ -407,8 +486,15 @@ impl Reader {
         if phrase.is_empty() {
             return Vec::new();
         }
-        let found = if phrase.chars().any(is_cjk_script) { self.cjk_occurrences(phrase) } else { self.latin_occurrences(phrase) };
-        found.into_iter().filter(|o| !self.names_a_rate(o)).collect()
+        let found = if phrase.chars().any(is_cjk_script) {
+            self.cjk_occurrences(phrase)
+        } else {
+            self.latin_occurrences(phrase)
+        };
+        found
+            .into_iter()
+            .filter(|o| !self.names_a_rate(o))
+            .collect()
     }
 
     /// "pass rate", "达成率": the phrase is the first half of a noun.
@@ -423,13 +509,21 @@ impl Reader {
 
     /// Token-sequence matches: whole words, punctuation inside the phrase matched as written.
     fn latin_occurrences(&self, phrase: &str) -> Vec<Occurrence> {
-        let wanted: Vec<&str> = tokenize(phrase).iter().map(|t| &phrase[t.start..t.end]).collect();
+        let wanted: Vec<&str> = tokenize(phrase)
+            .iter()
+            .map(|t| &phrase[t.start..t.end])
+            .collect();
         let n = wanted.len();
         if n == 0 || n > self.tokens.len() {
             return Vec::new();
         }
         (0..=self.tokens.len() - n)
-            .filter(|&i| self.tokens[i..i + n].iter().zip(&wanted).all(|(t, w)| self.word(t) == *w))
+            .filter(|&i| {
+                self.tokens[i..i + n]
+                    .iter()
+                    .zip(&wanted)
+                    .all(|(t, w)| self.word(t) == *w)
+            })
             .map(|i| Occurrence {
                 start: self.tokens[i].start,
                 end: self.tokens[i + n - 1].end,
@@ -453,7 +547,11 @@ impl Reader {
                 return false;
             }
             // "not only met but exceeded" affirms.
-            let not_only = word == "not" && self.tokens.get(j + 1).is_some_and(|t| self.word(t) == "only");
+            let not_only = word == "not"
+                && self
+                    .tokens
+                    .get(j + 1)
+                    .is_some_and(|t| self.word(t) == "only");
             if is_negation_word(word) && !not_only {
                 return true;
             }
@@ -475,7 +573,11 @@ impl Reader {
             .match_indices(phrase)
             .map(|(start, matched)| {
                 let before = self.text[..start].trim_end();
-                Occurrence { start, end: start + matched.len(), negated: CJK_NEGATIONS.iter().any(|cue| before.ends_with(cue)) }
+                Occurrence {
+                    start,
+                    end: start + matched.len(),
+                    negated: CJK_NEGATIONS.iter().any(|cue| before.ends_with(cue)),
+                }
             })
             .collect()
     }
@@ -491,27 +593,58 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         let text = normalize(text);
-        tokenize(&text).iter().map(|t| text[t.start..t.end].to_owned()).collect()
+        tokenize(&text)
+            .iter()
+            .map(|t| text[t.start..t.end].to_owned())
+            .collect()
     }
 
     fn claimed(text: &str, labels: &[&str], columns: &[&str]) -> Vec<(String, String)> {
-        row_claims(text, labels, labels, columns).into_iter().map(|(i, m)| (labels[i].to_owned(), m.printed)).collect()
+        row_claims(text, labels, labels, columns)
+            .into_iter()
+            .map(|(i, m)| (labels[i].to_owned(), m.printed))
+            .collect()
     }
 
     #[test]
     fn a_number_written_right_after_a_row_label_is_claimed_for_that_row() {
         let labels = ["Site C", "Site B", "Plant 7", "Plant 72", "C医院"];
         let columns = ["Pass Rate", "满意度"];
-        let pairs = |items: &[(&str, &str)]| items.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
+        let pairs = |items: &[(&str, &str)]| {
+            items
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            claimed("Average is 78; the lowest site is Site C with Pass Rate 70. The rule is not met.", &labels, &columns),
+            claimed(
+                "Average is 78; the lowest site is Site C with Pass Rate 70. The rule is not met.",
+                &labels,
+                &columns
+            ),
             pairs(&[("Site C", "70")])
         );
-        assert_eq!(claimed("Site C (67) and Site B: 74%, with a value of 74", &labels, &columns), pairs(&[("Site C", "67"), ("Site B", "74")]));
-        assert_eq!(claimed("Plant 72 at 91 and Plant 7 at 88", &labels, &columns), pairs(&[("Plant 72", "91"), ("Plant 7", "88")]));
-        assert_eq!(claimed("满意度最低的是C医院，满意度为70%。", &labels, &columns), pairs(&[("C医院", "70")]));
+        assert_eq!(
+            claimed(
+                "Site C (67) and Site B: 74%, with a value of 74",
+                &labels,
+                &columns
+            ),
+            pairs(&[("Site C", "67"), ("Site B", "74")])
+        );
+        assert_eq!(
+            claimed("Plant 72 at 91 and Plant 7 at 88", &labels, &columns),
+            pairs(&[("Plant 72", "91"), ("Plant 7", "88")])
+        );
+        assert_eq!(
+            claimed("满意度最低的是C医院，满意度为70%。", &labels, &columns),
+            pairs(&[("C医院", "70")])
+        );
         // The row's own number is claimed; the threshold after other words is not.
-        assert_eq!(claimed("Site C (67) falls short of 70", &labels, &columns), pairs(&[("Site C", "67")]));
+        assert_eq!(
+            claimed("Site C (67) falls short of 70", &labels, &columns),
+            pairs(&[("Site C", "67")])
+        );
         // Other words, another number, or a sentence break between them: not a claim about the row.
         for text in [
             "Site C is below the 70 minimum",
@@ -525,33 +658,76 @@ mod tests {
 
     #[test]
     fn tokens_keep_contractions_compounds_and_decimals_whole() {
-        assert_eq!(words("It isn't met, non-compliant: 78.5."), ["it", "isn't", "met", ",", "non-compliant", ":", "78.5", "."]);
-        assert_eq!(words("Batch A的平均值"), ["batch", "a", "的", "平", "均", "值"]);
+        assert_eq!(
+            words("It isn't met, non-compliant: 78.5."),
+            ["it", "isn't", "met", ",", "non-compliant", ":", "78.5", "."]
+        );
+        assert_eq!(
+            words("Batch A的平均值"),
+            ["batch", "a", "的", "平", "均", "值"]
+        );
         assert_eq!(words("Doesn\u{2019}t meet"), ["doesn't", "meet"]);
     }
 
     #[test]
     fn masks_are_whole_and_case_insensitive() {
-        assert_eq!(mask("plant 7 and Plant 72", &["PLANT 7"]), "        and Plant 72");
+        assert_eq!(
+            mask("plant 7 and Plant 72", &["PLANT 7"]),
+            "        and Plant 72"
+        );
         assert_eq!(mask("Plant 7号", &["Plant 7"]), "       号");
-        assert_eq!(mask("Plant 7.5, Plant 7.", &["Plant 7"]), "Plant 7.5,        .");
-        assert_eq!(mask("value 79", &["79"]), "value 79", "a bare number is never a mask");
+        assert_eq!(
+            mask("Plant 7.5, Plant 7.", &["Plant 7"]),
+            "Plant 7.5,        ."
+        );
+        assert_eq!(
+            mask("value 79", &["79"]),
+            "value 79",
+            "a bare number is never a mask"
+        );
     }
 
     #[test]
     fn phrases_read_as_task_json_writes_them() {
-        let zh: VerdictPhrases = serde_json::from_str(r#"{"true": ["达成"], "false": ["未达成"]}"#).unwrap();
-        assert_eq!(zh, VerdictPhrases { met: vec!["达成".into()], not_met: vec!["未达成".into()] });
-        let error = serde_json::from_str::<VerdictPhrases>(r#"{"true": ["met"], "false": [], "maybe": []}"#).unwrap_err();
-        assert!(error.to_string().contains("unknown field `maybe`"), "{error}");
+        let zh: VerdictPhrases =
+            serde_json::from_str(r#"{"true": ["达成"], "false": ["未达成"]}"#).unwrap();
+        assert_eq!(
+            zh,
+            VerdictPhrases {
+                met: vec!["达成".into()],
+                not_met: vec!["未达成".into()]
+            }
+        );
+        let error = serde_json::from_str::<VerdictPhrases>(
+            r#"{"true": ["met"], "false": [], "maybe": []}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("unknown field `maybe`"),
+            "{error}"
+        );
     }
 
     #[test]
     fn default_phrases_are_usable() {
         assert_eq!(VerdictPhrases::default().check(), Ok(()));
-        let both = VerdictPhrases { met: vec!["Met".into()], not_met: vec!["met ".into()] };
-        assert_eq!(both.check(), Err(VerdictPhrasesError::Both { phrase: "Met".into() }));
-        let empty = VerdictPhrases { met: vec![], not_met: vec!["x".into()] };
-        assert_eq!(empty.check(), Err(VerdictPhrasesError::Empty { side: "true" }));
+        let both = VerdictPhrases {
+            met: vec!["Met".into()],
+            not_met: vec!["met ".into()],
+        };
+        assert_eq!(
+            both.check(),
+            Err(VerdictPhrasesError::Both {
+                phrase: "Met".into()
+            })
+        );
+        let empty = VerdictPhrases {
+            met: vec![],
+            not_met: vec!["x".into()],
+        };
+        assert_eq!(
+            empty.check(),
+            Err(VerdictPhrasesError::Empty { side: "true" })
+        );
     }
 }

@@ -97,7 +97,11 @@ impl Budgets {
                 })
             })
             .collect();
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 
@@ -156,7 +160,12 @@ pub struct BudgetMeter {
 impl BudgetMeter {
     pub fn new(budgets: Budgets, started: Instant, caller_deadline: Instant) -> Self {
         let own = started + Duration::from_secs(budgets.wall_clock_s);
-        Self { budgets, usage: Usage::default(), started, deadline: own.min(caller_deadline) }
+        Self {
+            budgets,
+            usage: Usage::default(),
+            started,
+            deadline: own.min(caller_deadline),
+        }
     }
 
     pub fn remaining_time(&self) -> Duration {
@@ -211,7 +220,10 @@ impl BudgetMeter {
 
     /// min(per-decision cap, remaining output budget).
     pub fn max_new_tokens(&self) -> u32 {
-        let remaining = self.budgets.max_output_tokens.saturating_sub(self.usage.output_tokens);
+        let remaining = self
+            .budgets
+            .max_output_tokens
+            .saturating_sub(self.usage.output_tokens);
         remaining.min(u64::from(self.budgets.decision_max_new_tokens)) as u32
     }
 
@@ -222,7 +234,10 @@ impl BudgetMeter {
             tool_calls: self.usage.tool_calls,
             max_tool_calls: self.budgets.max_tool_calls,
             elapsed_ms: self.started.elapsed().as_millis() as u64,
-            wall_clock_ms: self.deadline.saturating_duration_since(self.started).as_millis() as u64,
+            wall_clock_ms: self
+                .deadline
+                .saturating_duration_since(self.started)
+                .as_millis() as u64,
             input_tokens: self.usage.input_tokens,
             max_input_tokens: self.budgets.max_input_tokens,
             output_tokens: self.usage.output_tokens,

@@ -57,9 +57,17 @@ pub fn check<'a>(
     let agrees = |s: &ColumnAggregate| match (&bars, &referenced) {
         (Some(bars), _) => same_values(&s.values, bars),
         (None, Some(reference)) => {
-            let fold = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            let fold = |t: &str| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            };
             fold(&reference.name) == fold(s.name)
-                && reference.rows.as_deref().is_none_or(|rows| fold(rows) == fold(s.rows))
+                && reference
+                    .rows
+                    .as_deref()
+                    .is_none_or(|rows| fold(rows) == fold(s.rows))
         }
         (None, None) => true,
     };
@@ -87,7 +95,11 @@ fn column_aggregate(record: &ObservationRecord, average: f64) -> Option<ColumnAg
     let [column] = result.get("columns")?.as_array()?.as_slice() else {
         return None;
     };
-    let values = column["values"].as_array()?.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>()?;
+    let values = column["values"]
+        .as_array()?
+        .iter()
+        .map(Value::as_f64)
+        .collect::<Option<Vec<f64>>>()?;
     Some(ColumnAggregate {
         observation: &record.id,
         expression: result["expression"].as_str().unwrap_or_default(),
@@ -112,7 +124,11 @@ fn same_values(column: &[f64], bars: &[f64]) -> bool {
         v.sort_by(f64::total_cmp);
         v
     };
-    column.len() == bars.len() && sorted(column).iter().zip(sorted(bars)).all(|(a, b)| (a - b).abs() < 1e-9)
+    column.len() == bars.len()
+        && sorted(column)
+            .iter()
+            .zip(sorted(bars))
+            .all(|(a, b)| (a - b).abs() < 1e-9)
 }
 
 #[cfg(test)]
@@ -144,9 +160,15 @@ mod tests {
     fn a_chart_by_reference_must_reference_the_column_its_average_was_computed_over() {
         let records = [hotels_mean()];
         let by_reference = |column: &str| {
-            json!({"column": column, "title": "t", "average": 78}).as_object().unwrap().clone()
+            json!({"column": column, "title": "t", "average": 78})
+                .as_object()
+                .unwrap()
+                .clone()
         };
-        assert_eq!(check(&by_reference("[Hotel | Occupancy]"), &records), Ok(()));
+        assert_eq!(
+            check(&by_reference("[Hotel | Occupancy]"), &records),
+            Ok(())
+        );
         assert_eq!(check(&by_reference("[occupancy]"), &records), Ok(()));
         let error = check(&by_reference("[Month | Occupancy]"), &records).unwrap_err();
         assert_eq!(error.code, "chart_average_of_other_column");
@@ -156,9 +178,15 @@ mod tests {
     #[test]
     fn a_chart_of_the_column_its_average_was_computed_over_agrees() {
         let records = [hotels_mean()];
-        assert_eq!(check(&chart(json!([82, 78.5, 63.5, 80, 86]), 78.0), &records), Ok(()));
+        assert_eq!(
+            check(&chart(json!([82, 78.5, 63.5, 80, 86]), 78.0), &records),
+            Ok(())
+        );
         // Sorted bars are the same column.
-        assert_eq!(check(&chart(json!([63.5, 78.5, 80, 82, 86]), 78.0), &records), Ok(()));
+        assert_eq!(
+            check(&chart(json!([63.5, 78.5, 80, 82, 86]), 78.0), &records),
+            Ok(())
+        );
     }
 
     #[test]
@@ -166,14 +194,26 @@ mod tests {
         // Occupancy by month under the hotels' average: the chart a 0.5B model drew, once certified.
         let error = check(&chart(json!([84.5, 88.0, 71.5]), 78.0), &[hotels_mean()]).unwrap_err();
         assert_eq!(error.code, "chart_average_of_other_column");
-        assert!(error.message.contains("mean([Hotel | Occupancy]) (obs-calculator-2)"), "{}", error.message);
+        assert!(
+            error
+                .message
+                .contains("mean([Hotel | Occupancy]) (obs-calculator-2)"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
     fn a_line_the_ledger_cannot_trace_is_not_checked() {
         // A target line, and an average of listed numbers: no column is claimed.
-        let listed = record("obs-calculator-1", json!({"expression": "mean(1, 2)", "value": 1.5}));
-        assert_eq!(check(&chart(json!([84.5, 88.0]), 75.0), &[hotels_mean()]), Ok(()));
+        let listed = record(
+            "obs-calculator-1",
+            json!({"expression": "mean(1, 2)", "value": 1.5}),
+        );
+        assert_eq!(
+            check(&chart(json!([84.5, 88.0]), 75.0), &[hotels_mean()]),
+            Ok(())
+        );
         assert_eq!(check(&chart(json!([84.5, 88.0]), 1.5), &[listed]), Ok(()));
         // No average line, or values that are not numbers: nothing to check.
         let mut no_line = chart(json!([84.5]), 78.0);

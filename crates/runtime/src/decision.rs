@@ -16,7 +16,10 @@ pub const DECISION_SCHEMA_TEXT: &str = include_str!("../../../schemas/decision.s
 /// The decision schema as JSON (for repair notes, `/agent/schema` and grammars).
 pub fn decision_schema() -> &'static Value {
     static SCHEMA: OnceLock<Value> = OnceLock::new();
-    SCHEMA.get_or_init(|| serde_json::from_str(DECISION_SCHEMA_TEXT).expect("schemas/decision.schema.json is valid JSON"))
+    SCHEMA.get_or_init(|| {
+        serde_json::from_str(DECISION_SCHEMA_TEXT)
+            .expect("schemas/decision.schema.json is valid JSON")
+    })
 }
 
 /// A validated decision. Serializes back to exactly the contract's shape.
@@ -71,7 +74,11 @@ pub enum DecisionError {
     #[error("{branch} decision is missing field(s): {}", fields.join(", "))]
     MissingField { branch: String, fields: Vec<String> },
     #[error("{branch} decision has unexpected field(s): {} (allowed: {})", fields.join(", "), allowed.join(", "))]
-    UnexpectedField { branch: String, fields: Vec<String>, allowed: Vec<String> },
+    UnexpectedField {
+        branch: String,
+        fields: Vec<String>,
+        allowed: Vec<String>,
+    },
     #[error("field {field:?} must be {expected}")]
     WrongType { field: String, expected: String },
     #[error("field {field:?} is out of range: {message}")]
@@ -100,8 +107,17 @@ impl DecisionError {
 
     /// Every code this module can produce (documentation and tests).
     pub const CODES: [&'static str; 11] = [
-        "empty_output", "invalid_json", "trailing_text", "not_object", "missing_type", "unknown_type",
-        "missing_field", "unexpected_field", "wrong_field_type", "field_out_of_range", "unknown_tool",
+        "empty_output",
+        "invalid_json",
+        "trailing_text",
+        "not_object",
+        "missing_type",
+        "unknown_type",
+        "missing_field",
+        "unexpected_field",
+        "wrong_field_type",
+        "field_out_of_range",
+        "unknown_tool",
     ];
 }
 
@@ -117,16 +133,35 @@ fn branches() -> &'static [Branch] {
     static BRANCHES: OnceLock<Vec<Branch>> = OnceLock::new();
     BRANCHES.get_or_init(|| {
         let schema = decision_schema();
-        let list = schema["oneOf"].as_array().expect("decision schema has oneOf");
+        let list = schema["oneOf"]
+            .as_array()
+            .expect("decision schema has oneOf");
         list.iter()
             .map(|branch| {
-                let properties = branch["properties"].as_object().expect("branch properties").clone();
-                let type_name = properties["type"]["const"].as_str().expect("branch type const").to_owned();
-                let required: Vec<&str> =
-                    branch["required"].as_array().expect("branch required").iter().filter_map(Value::as_str).collect();
-                let optional: Vec<&str> =
-                    properties.keys().map(String::as_str).filter(|k| !required.contains(k)).collect();
-                Branch { contract: ToolContract::new(&type_name, &required, &optional), type_name, properties }
+                let properties = branch["properties"]
+                    .as_object()
+                    .expect("branch properties")
+                    .clone();
+                let type_name = properties["type"]["const"]
+                    .as_str()
+                    .expect("branch type const")
+                    .to_owned();
+                let required: Vec<&str> = branch["required"]
+                    .as_array()
+                    .expect("branch required")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let optional: Vec<&str> = properties
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| !required.contains(k))
+                    .collect();
+                Branch {
+                    contract: ToolContract::new(&type_name, &required, &optional),
+                    type_name,
+                    properties,
+                }
             })
             .collect()
     })
@@ -148,7 +183,8 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
         return Err(DecisionError::Empty);
     }
     let mut deserializer = serde_json::Deserializer::from_str(trimmed);
-    let value = Value::deserialize(&mut deserializer).map_err(|e| DecisionError::NotJson(e.to_string()))?;
+    let value =
+        Value::deserialize(&mut deserializer).map_err(|e| DecisionError::NotJson(e.to_string()))?;
     if deserializer.end().is_err() {
         return Err(DecisionError::TrailingText);
     }
@@ -159,21 +195,30 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
     let type_value = object.get("type").ok_or(DecisionError::MissingType)?;
     let type_name = type_value
         .as_str()
-        .ok_or_else(|| DecisionError::WrongType { field: "type".into(), expected: "a string".into() })?;
+        .ok_or_else(|| DecisionError::WrongType {
+            field: "type".into(),
+            expected: "a string".into(),
+        })?;
     let branch = branches()
         .iter()
         .find(|b| b.type_name == type_name)
         .ok_or_else(|| DecisionError::UnknownType(clip(type_name, 40)))?;
 
     // Field names first, with stage 03's contract: missing before unexpected, both sorted.
-    branch.contract.check(object.keys().map(String::as_str)).map_err(|error| match error {
-        ContractError::Missing { tool, names } => DecisionError::MissingField { branch: tool, fields: names },
-        ContractError::Unexpected { tool, names } => DecisionError::UnexpectedField {
-            branch: tool,
-            fields: names.into_iter().map(|n| clip(&n, 40)).collect(),
-            allowed: branch.properties.keys().cloned().collect(),
-        },
-    })?;
+    branch
+        .contract
+        .check(object.keys().map(String::as_str))
+        .map_err(|error| match error {
+            ContractError::Missing { tool, names } => DecisionError::MissingField {
+                branch: tool,
+                fields: names,
+            },
+            ContractError::Unexpected { tool, names } => DecisionError::UnexpectedField {
+                branch: tool,
+                fields: names.into_iter().map(|n| clip(&n, 40)).collect(),
+                allowed: branch.properties.keys().cloned().collect(),
+            },
+        })?;
     for (field, rule) in &branch.properties {
         if let Some(value) = object.get(field) {
             check_value(field, value, rule)?;
@@ -195,7 +240,12 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
             answer: object["answer"].as_str().unwrap_or_default().to_owned(),
             evidence_ids: object["evidence_ids"]
                 .as_array()
-                .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default(),
         })),
         other => Err(DecisionError::UnknownType(other.to_owned())),
@@ -205,9 +255,13 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
 /// Checks one value against the subset of JSON Schema the decision schema uses.
 fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionError> {
     if let Some(constant) = rule.get("const")
-        && value != constant {
-            return Err(DecisionError::OutOfRange { field: field.into(), message: format!("must be {constant}") });
-        }
+        && value != constant
+    {
+        return Err(DecisionError::OutOfRange {
+            field: field.into(),
+            message: format!("must be {constant}"),
+        });
+    }
     if let Some(expected) = rule.get("type").and_then(Value::as_str) {
         let ok = match expected {
             "string" => value.is_string(),
@@ -219,38 +273,68 @@ fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionE
             _ => true,
         };
         if !ok {
-            return Err(DecisionError::WrongType { field: field.into(), expected: format!("of type {expected}") });
+            return Err(DecisionError::WrongType {
+                field: field.into(),
+                expected: format!("of type {expected}"),
+            });
         }
     }
     if let Some(allowed) = rule.get("enum").and_then(Value::as_array)
-        && !allowed.contains(value) {
-            if field == "tool" {
-                let known = allowed.iter().filter_map(Value::as_str).map(str::to_owned).collect();
-                return Err(DecisionError::UnknownTool { tool: clip(value.as_str().unwrap_or_default(), 64), known });
-            }
-            return Err(DecisionError::OutOfRange { field: field.into(), message: "not an allowed value".into() });
+        && !allowed.contains(value)
+    {
+        if field == "tool" {
+            let known = allowed
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            return Err(DecisionError::UnknownTool {
+                tool: clip(value.as_str().unwrap_or_default(), 64),
+                known,
+            });
         }
+        return Err(DecisionError::OutOfRange {
+            field: field.into(),
+            message: "not an allowed value".into(),
+        });
+    }
     if let Some(text) = value.as_str() {
         let chars = text.chars().count() as u64;
         if let Some(min) = rule.get("minLength").and_then(Value::as_u64)
-            && chars < min {
-                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at least {min} characters, got {chars}") });
-            }
+            && chars < min
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at least {min} characters, got {chars}"),
+            });
+        }
         if let Some(max) = rule.get("maxLength").and_then(Value::as_u64)
-            && chars > max {
-                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at most {max} characters, got {chars}") });
-            }
+            && chars > max
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at most {max} characters, got {chars}"),
+            });
+        }
     }
     if let Some(items) = value.as_array() {
         let len = items.len() as u64;
         if let Some(min) = rule.get("minItems").and_then(Value::as_u64)
-            && len < min {
-                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at least {min} items, got {len}") });
-            }
+            && len < min
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at least {min} items, got {len}"),
+            });
+        }
         if let Some(max) = rule.get("maxItems").and_then(Value::as_u64)
-            && len > max {
-                return Err(DecisionError::OutOfRange { field: field.into(), message: format!("at most {max} items, got {len}") });
-            }
+            && len > max
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at most {max} items, got {len}"),
+            });
+        }
         if let Some(item_rule) = rule.get("items") {
             for (index, item) in items.iter().enumerate() {
                 check_value(&format!("{field}[{index}]"), item, item_rule)?;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::scripted::{ScriptError, ScriptedDecision, ScriptedPolicy};
 use crate::policy::RunControl;
+use crate::policy::scripted::{ScriptError, ScriptedDecision, ScriptedPolicy};
 use crate::task::{Task, TaskError};
 use crate::{Budgets, RunConfig, RunResult, RunStatus, StopReason, ToolFault, TraceEvent};
 
@@ -55,10 +55,19 @@ pub enum FixtureError {
 impl Fixture {
     pub fn load(path: impl AsRef<Path>) -> Result<Fixture, ScriptError> {
         let path = path.as_ref();
-        let shown = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: shown.clone(), source })?;
+        let shown = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: shown.clone(),
+            source,
+        })?;
         let mut fixture: Fixture =
-            serde_json::from_str(&text).map_err(|source| ScriptError::Parse { path: shown, source })?;
+            serde_json::from_str(&text).map_err(|source| ScriptError::Parse {
+                path: shown,
+                source,
+            })?;
         fixture.source_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(fixture)
     }
@@ -81,7 +90,12 @@ impl Fixture {
     }
 
     /// A run configuration with this fixture's budgets, timeout override and faults.
-    pub fn config(&self, run_id: &str, knowledge_dir: impl Into<PathBuf>, artifact_dir: impl Into<PathBuf>) -> RunConfig {
+    pub fn config(
+        &self,
+        run_id: &str,
+        knowledge_dir: impl Into<PathBuf>,
+        artifact_dir: impl Into<PathBuf>,
+    ) -> RunConfig {
         let mut config = RunConfig::new(run_id, knowledge_dir, artifact_dir);
         config.budgets = self.budgets.clone();
         config.tool_timeout_ms = self.tool_timeout_ms;
@@ -99,7 +113,8 @@ impl Fixture {
     ) -> Result<RunResult, FixtureError> {
         let task = self.load_task()?;
         let config = self.config(run_id, knowledge_dir, artifact_dir);
-        let control = RunControl::new(Instant::now() + Duration::from_secs(config.budgets.wall_clock_s));
+        let control =
+            RunControl::new(Instant::now() + Duration::from_secs(config.budgets.wall_clock_s));
         let mut policy = self.policy();
         Ok(crate::run_task(&task, &mut policy, &config, &control, sink))
     }

@@ -10,9 +10,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::language::lexicon;
 use crate::numbers;
 use crate::observe::ObservationRecord;
-use crate::language::lexicon;
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -62,19 +62,26 @@ impl Series {
     /// The printed values at the column's lowest or highest row (`lowest`: `Some(true)` the lowest,
     /// `Some(false)` the highest, `None` both), the rows [`Self::extremes`] names.
     pub fn extreme_values(&self, lowest: Option<bool>) -> Vec<&str> {
-        let Some((low, high)) = self.extreme_rows() else { return Vec::new() };
+        let Some((low, high)) = self.extreme_rows() else {
+            return Vec::new();
+        };
         let rows: &[usize] = match lowest {
             Some(true) => &[low],
             Some(false) => &[high],
             None => &[low, high],
         };
-        rows.iter().filter_map(|&i| self.values.get(i).map(String::as_str)).collect()
+        rows.iter()
+            .filter_map(|&i| self.values.get(i).map(String::as_str))
+            .collect()
     }
 
     /// The labels of the rows holding the smallest and the largest value (the first such row on a tie).
     pub fn extremes(&self) -> Option<(&str, &str)> {
         let (low, high) = self.extreme_rows()?;
-        Some((self.labels.get(low)?.as_str(), self.labels.get(high)?.as_str()))
+        Some((
+            self.labels.get(low)?.as_str(),
+            self.labels.get(high)?.as_str(),
+        ))
     }
 
     /// The indices of the rows holding the smallest and the largest value (the first such row on a tie).
@@ -85,8 +92,14 @@ impl Series {
             .enumerate()
             .filter_map(|(i, v)| v.parse::<f64>().ok().map(|x| (i, x)))
             .collect();
-        let lowest = numbers.iter().copied().reduce(|a, b| if b.1 < a.1 { b } else { a })?;
-        let highest = numbers.iter().copied().reduce(|a, b| if b.1 > a.1 { b } else { a })?;
+        let lowest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 < a.1 { b } else { a })?;
+        let highest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })?;
         Some((lowest.0, highest.0))
     }
 }
@@ -115,7 +128,11 @@ impl GroundedValues {
         texts: &[&str],
     ) -> GroundedValues {
         let mut out = GroundedValues::default();
-        let results: Vec<&Value> = records.into_iter().filter(|r| r.ok).filter_map(|r| r.result.as_ref()).collect();
+        let results: Vec<&Value> = records
+            .into_iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| r.result.as_ref())
+            .collect();
         // Data first (every observation's cells, facts and cited text), then what was computed from it:
         // a computed value is grounded when its inputs are data, whichever order the calls came in (the
         // scorer, not grounding, judges causal order).
@@ -150,7 +167,10 @@ impl GroundedValues {
                 }
                 if let Some(label) = row["label"].as_str() {
                     self.add_label(label);
-                    let numbers = values.into_iter().flat_map(|m| m.values()).filter_map(Value::as_f64);
+                    let numbers = values
+                        .into_iter()
+                        .flat_map(|m| m.values())
+                        .filter_map(Value::as_f64);
                     self.add_row_values(label, numbers);
                 }
             }
@@ -178,12 +198,7 @@ impl GroundedValues {
         // A chart's values are the model's arguments, not data: its bars ground nothing new.
         let spec = &result["spec"];
         let bars = spec["values"].as_array().map_or(&[][..], Vec::as_slice);
-        for (i, label) in spec["labels"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        for (i, label) in spec["labels"].as_array().into_iter().flatten().enumerate() {
             if let Some(label) = label.as_str() {
                 self.add_label(label);
                 self.add_row_values(label, bars.get(i).and_then(Value::as_f64));
@@ -195,10 +210,13 @@ impl GroundedValues {
     /// spells is grounded in the data or is an observed table's row count (`… / 4`); a column reference
     /// is data by itself. The model's own numbers in, its own number out, is not evidence.
     fn add_computed(&mut self, result: &Value) {
-        let Some(expression) = result["expression"].as_str() else { return };
+        let Some(expression) = result["expression"].as_str() else {
+            return;
+        };
         let spelled = numbers::scan(&strip_references(expression));
         let from_data = spelled.iter().all(|m| {
-            self.values.iter().any(|v| m.stands_for(*v)) || (m.decimals == 0 && self.row_counts.iter().any(|n| *n as f64 == m.value))
+            self.values.iter().any(|v| m.stands_for(*v))
+                || (m.decimals == 0 && self.row_counts.iter().any(|n| *n as f64 == m.value))
         });
         if from_data {
             self.add_number(&result["value"]);
@@ -213,7 +231,9 @@ impl GroundedValues {
                 self.row_values.len() - 1
             }
         };
-        self.row_values[index].1.extend(values.into_iter().filter(|x| x.is_finite()));
+        self.row_values[index]
+            .1
+            .extend(values.into_iter().filter(|x| x.is_finite()));
     }
 
     fn add_number(&mut self, value: &Value) {
@@ -232,7 +252,9 @@ impl GroundedValues {
     /// of an observed table ("5 sites"). A small number is not grounded for being small: "3" is grounded
     /// only where the data holds a 3 (or a table has 3 rows).
     pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
-        let row_count = mention.decimals == 0 && !mention.percent && self.row_counts.iter().any(|n| *n as f64 == mention.value);
+        let row_count = mention.decimals == 0
+            && !mention.percent
+            && self.row_counts.iter().any(|n| *n as f64 == mention.value);
         row_count || self.values.iter().any(|v| mention.stands_for(*v))
     }
 }
@@ -272,7 +294,10 @@ impl Grounding {
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             let result = record.result.as_ref().unwrap_or(&Value::Null);
-            if let Some(value) = result["value"].as_f64().filter(|v| values.values.contains(v)) {
+            if let Some(value) = result["value"]
+                .as_f64()
+                .filter(|v| values.values.contains(v))
+            {
                 push_unique(&mut computed_exact, numbers::canonical(value));
                 for form in numbers::printed_forms(value) {
                     push_unique(&mut computed, form.clone());
@@ -320,16 +345,27 @@ impl Grounding {
             header.sort();
             header.dedup();
             header.retain(|h| !row_words.contains(h));
-            let named = header.iter().map(|h| words.iter().filter(|w| *w == h).count()).sum();
-            (named, row_words.iter().filter(|r| words.contains(r)).count())
+            let named = header
+                .iter()
+                .map(|h| words.iter().filter(|w| *w == h).count())
+                .sum();
+            (
+                named,
+                row_words.iter().filter(|r| words.contains(r)).count(),
+            )
         };
-        let mut scored: Vec<((usize, usize), &Series)> = self.series.iter().map(|s| (score(s), s)).collect();
+        let mut scored: Vec<((usize, usize), &Series)> =
+            self.series.iter().map(|s| (score(s), s)).collect();
         scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
         match scored.as_slice() {
             [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),
             // Tied by the very same words: the column they name whole, as the claims gate reads it.
             [(best, _), ..] if best.0 > 0 => {
-                let tied: Vec<&Series> = scored.iter().filter(|(s, _)| s == best).map(|(_, s)| *s).collect();
+                let tied: Vec<&Series> = scored
+                    .iter()
+                    .filter(|(s, _)| s == best)
+                    .map(|(_, s)| *s)
+                    .collect();
                 let headers: Vec<&str> = tied.iter().map(|s| s.name.as_str()).collect();
                 lexicon::named_whole(&headers, text).map(|i| tied[i])
             }
@@ -433,7 +469,11 @@ mod tests {
                 g.numbers
             );
         }
-        assert_eq!(g.counts, ["2"], "the table's row count, not every small number");
+        assert_eq!(
+            g.counts,
+            ["2"],
+            "the table's row count, not every small number"
+        );
         assert!(!g.numbers.contains(&"12345".to_string()));
         assert_eq!(g.labels, ["North", "South"]);
         assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);
@@ -462,7 +502,12 @@ mod tests {
         assert_eq!(g.focus("compute the average of the retrieved values"), None);
         assert_eq!(g.focus("staff and wait"), None);
         // The column the text keeps coming back to wins over one it mentions in passing.
-        assert_eq!(g.focus("the staff wait standard: look up the wait, average the wait").unwrap().name, "Wait time");
+        assert_eq!(
+            g.focus("the staff wait standard: look up the wait, average the wait")
+                .unwrap()
+                .name,
+            "Wait time"
+        );
     }
 
     #[test]
@@ -481,18 +526,32 @@ mod tests {
                           {"label": "August", "values": {"Occupancy": 88}}]}]}}),
         );
         let g = Grounding::build([&tables], &[]);
-        let by_hotel = g.focus("compute the average occupancy of all hotels").unwrap();
-        assert_eq!((by_hotel.name.as_str(), by_hotel.rows.as_str()), ("Occupancy", "Hotel"));
+        let by_hotel = g
+            .focus("compute the average occupancy of all hotels")
+            .unwrap();
+        assert_eq!(
+            (by_hotel.name.as_str(), by_hotel.rows.as_str()),
+            ("Occupancy", "Hotel")
+        );
         assert_eq!(g.focus("occupancy in each month").unwrap().rows, "Month");
         // A possessive names the rows too (a chart of the months' column was certified before).
-        assert_eq!(g.focus("chart each hotel's occupancy with the computed average as a line").unwrap().rows, "Hotel");
+        assert_eq!(
+            g.focus("chart each hotel's occupancy with the computed average as a line")
+                .unwrap()
+                .rows,
+            "Hotel"
+        );
         // Named neither way: still a tie, so no focus.
         assert_eq!(g.focus("compute the average occupancy"), None);
     }
 
     #[test]
     fn computed_values_are_the_results_of_tools_with_their_roundings() {
-        let data = record("obs-a-0", true, json!({"data": {"facts": [{"key": "a", "value": 1}, {"key": "b", "value": 2}, {"key": "c", "value": 3.5}]}}));
+        let data = record(
+            "obs-a-0",
+            true,
+            json!({"data": {"facts": [{"key": "a", "value": 1}, {"key": "b", "value": 2}, {"key": "c", "value": 3.5}]}}),
+        );
         let calc = record(
             "obs-b-1",
             true,
@@ -500,11 +559,19 @@ mod tests {
         );
         let g = Grounding::build([&data, &calc], &[]);
         assert!(g.computed.contains(&"83.3".to_string()), "{:?}", g.computed);
-        assert_eq!(g.computed_exact, vec![numbers::canonical(250.0 / 3.0)], "a chart's line is the value itself");
+        assert_eq!(
+            g.computed_exact,
+            vec![numbers::canonical(250.0 / 3.0)],
+            "a chart's line is the value itself"
+        );
         assert!(!g.computed.contains(&"3.5".to_string()));
         // The same call over numbers no observation of the data holds grounds nothing.
         let alone = Grounding::build([&calc], &[]);
-        assert!(alone.computed.is_empty() && !alone.numbers.contains(&"83.3".to_string()), "{:?}", alone.numbers);
+        assert!(
+            alone.computed.is_empty() && !alone.numbers.contains(&"83.3".to_string()),
+            "{:?}",
+            alone.numbers
+        );
     }
 
     #[test]
@@ -514,12 +581,27 @@ mod tests {
             true,
             json!({"data": {"tables": [{"rows": [{"label": "A", "values": {"x": 80}}, {"label": "B", "values": {"x": 85}}, {"label": "C", "values": {"x": 85}}]}]}}),
         );
-        let calc = record("obs-b-1", true, json!({"expression": "mean(80, 85, 85)", "value": 250.0 / 3.0}));
+        let calc = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean(80, 85, 85)", "value": 250.0 / 3.0}),
+        );
         let values = GroundedValues::collect([&table, &calc], &[]);
         let ok = |text: &str| values.grounds(&numbers::scan(text)[0]);
-        assert!(ok("83.3") && ok("83.33") && ok("3"), "3 = the table's row count");
+        assert!(
+            ok("83.3") && ok("83.33") && ok("3"),
+            "3 = the table's row count"
+        );
         // A whole number is not a rounding of 83.333…: "83" claims exactly 83. A small number is not
         // grounded for being small, and a sign is never dropped.
-        assert!(!ok("83.4") && !ok("83") && !ok("4") && !ok("2.5") && !ok("0") && !ok("1") && !ok("-80"));
+        assert!(
+            !ok("83.4")
+                && !ok("83")
+                && !ok("4")
+                && !ok("2.5")
+                && !ok("0")
+                && !ok("1")
+                && !ok("-80")
+        );
     }
 }

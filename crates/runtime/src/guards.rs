@@ -5,7 +5,9 @@
 //! repeat. This module only counts; the loop emits the guard event and stops.
 
 use serde_json::{Map, Value};
-use stop_conditions::{StopConfigError, StopController, StopDecision, StopFacts, StopReason as StageStopReason};
+use stop_conditions::{
+    StopConfigError, StopController, StopDecision, StopFacts, StopReason as StageStopReason,
+};
 
 use crate::tools::artifacts::canonical_json;
 
@@ -55,7 +57,10 @@ pub struct Guards {
 }
 
 impl Guards {
-    pub fn new(repeated_action_limit: u32, no_progress_limit: u32) -> Result<Self, StopConfigError> {
+    pub fn new(
+        repeated_action_limit: u32,
+        no_progress_limit: u32,
+    ) -> Result<Self, StopConfigError> {
         // The step budget is the loop's own controller's business; these controllers get an
         // unreachable step limit so only the repeat rule can fire.
         Ok(Self {
@@ -70,7 +75,10 @@ impl Guards {
 
     fn repeated(controller: &StopController, history: &[String]) -> bool {
         let actions: Vec<&str> = history.iter().map(String::as_str).collect();
-        let facts = StopFacts { action_history: &actions, ..StopFacts::default() };
+        let facts = StopFacts {
+            action_history: &actions,
+            ..StopFacts::default()
+        };
         controller.decide(facts) == StopDecision::Stop(StageStopReason::RepeatedAction)
     }
 
@@ -102,7 +110,9 @@ impl Guards {
 
 /// Canonical `{tool, arguments}` text.
 pub fn signature(tool: &str, arguments: &Map<String, Value>) -> String {
-    canonical_json(&serde_json::json!({ "tool": tool, "arguments": Value::Object(arguments.clone()) }))
+    canonical_json(
+        &serde_json::json!({ "tool": tool, "arguments": Value::Object(arguments.clone()) }),
+    )
 }
 
 /// blake3 of a tool's digest basis, tagged with the tool so two tools never collide.

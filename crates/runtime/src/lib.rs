@@ -8,11 +8,11 @@ pub mod answer;
 pub mod budget;
 pub mod claims;
 pub mod consistency;
-pub mod language;
 pub mod decision;
 pub mod fixture;
 pub mod grounding;
 pub mod guards;
+pub mod language;
 pub mod metrics;
 pub mod numbers;
 pub mod observe;
@@ -25,9 +25,11 @@ pub mod trace;
 
 use serde::{Deserialize, Serialize};
 
-pub use agent_loop::{run_task, RunConfig, RunError, RunResult, ToolFault, ToolFaultError, UnfinishedResult};
-pub use budget::{BudgetSnapshot, Budgets, FieldError};
+pub use agent_loop::{
+    RunConfig, RunError, RunResult, ToolFault, ToolFaultError, UnfinishedResult, run_task,
+};
 pub use answer::{Verdict, VerdictPhrases};
+pub use budget::{BudgetSnapshot, Budgets, FieldError};
 pub use metrics::{GroundTruth, Metrics};
 pub use task::Task;
 pub use tools::ArtifactRecord;
@@ -80,10 +82,14 @@ impl StopReason {
     pub fn status(self) -> RunStatus {
         match self {
             Self::Completed => RunStatus::Completed,
-            Self::MaxSteps | Self::ToolBudget | Self::TokenBudget | Self::Timeout | Self::LoopDetected => {
-                RunStatus::Stopped
+            Self::MaxSteps
+            | Self::ToolBudget
+            | Self::TokenBudget
+            | Self::Timeout
+            | Self::LoopDetected => RunStatus::Stopped,
+            Self::InvalidDecision | Self::ModelUnavailable | Self::RuntimeError => {
+                RunStatus::Failed
             }
-            Self::InvalidDecision | Self::ModelUnavailable | Self::RuntimeError => RunStatus::Failed,
             Self::Cancelled | Self::Shutdown => RunStatus::Cancelled,
         }
     }

@@ -97,8 +97,9 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
     let strip_sign = |text: &str| -> Option<usize> {
         let c = text.chars().next()?;
         let next = text[c.len_utf8()..].chars().next()?;
-        (matches!(c, '-' | MINUS_SIGN | '\u{2013}') && (next.is_ascii_digit() || CURRENCY.contains(&next)))
-            .then_some(c.len_utf8())
+        (matches!(c, '-' | MINUS_SIGN | '\u{2013}')
+            && (next.is_ascii_digit() || CURRENCY.contains(&next)))
+        .then_some(c.len_utf8())
     };
     let mut signs = 0;
     if let Some(len) = strip_sign(text) {
@@ -129,7 +130,9 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
         }
         let is_unit_word = rest.chars().count() <= MAX_UNIT_CHARS
             && (rest == "%"
-                || rest.chars().all(|c| c.is_alphabetic() || matches!(c, '/' | '²' | '³' | '°' | '‰' | 'µ' | '·')));
+                || rest.chars().all(|c| {
+                    c.is_alphabetic() || matches!(c, '/' | '²' | '³' | '°' | '‰' | 'µ' | '·')
+                }));
         if !is_unit_word {
             return None;
         }
@@ -137,7 +140,11 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
     } else if mention.percent {
         unit = Some("%".into());
     }
-    let value = if negative && mention.value != 0.0 { -mention.value } else { mention.value };
+    let value = if negative && mention.value != 0.0 {
+        -mention.value
+    } else {
+        mention.value
+    };
     Some(Quantity { value, unit })
 }
 
@@ -183,7 +190,8 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         let before = text[..i - sign_len].chars().next_back();
         let negative = sign_len > 0
             && before.is_none_or(|c| {
-                matches!(c, ' ' | '(' | '[' | '\t' | '\n' | ':' | '=' | '\u{a0}') || crate::language::lexicon::is_cjk(c)
+                matches!(c, ' ' | '(' | '[' | '\t' | '\n' | ':' | '=' | '\u{a0}')
+                    || crate::language::lexicon::is_cjk(c)
             });
         if negative {
             start = i - sign_len;
@@ -214,11 +222,22 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         }
         let percent = bytes.get(j) == Some(&b'%');
         let end = if percent { j + 1 } else { j };
-        let printed = if negative { format!("-{digits}") } else { digits };
+        let printed = if negative {
+            format!("-{digits}")
+        } else {
+            digits
+        };
         if let Ok(value) = printed.parse::<f64>()
             && value.is_finite()
         {
-            out.push(NumberMention { value, printed, decimals, start, end, percent });
+            out.push(NumberMention {
+                value,
+                printed,
+                decimals,
+                start,
+                end,
+                percent,
+            });
         }
         i = j.max(i + 1);
     }
@@ -239,7 +258,10 @@ fn thousands_groups(text: &str, from: usize) -> (String, usize) {
         let group_start = k + c.len_utf8();
         let group = text.as_bytes().get(group_start..group_start + 3);
         let is_group = group.is_some_and(|g| g.iter().all(u8::is_ascii_digit))
-            && text.as_bytes().get(group_start + 3).is_none_or(|b| !b.is_ascii_digit());
+            && text
+                .as_bytes()
+                .get(group_start + 3)
+                .is_none_or(|b| !b.is_ascii_digit());
         if !is_group {
             break;
         }
@@ -257,7 +279,11 @@ pub fn canonical(value: f64) -> String {
         format!("{}", value as i64)
     } else {
         let text = format!("{value}");
-        if text.contains('e') { format!("{value:.6}") } else { text }
+        if text.contains('e') {
+            format!("{value:.6}")
+        } else {
+            text
+        }
     }
 }
 
@@ -273,7 +299,11 @@ pub fn printed_forms(value: f64) -> Vec<String> {
     }
     for decimals in rounding_decimals().filter(|d| keeps_two_significant_digits(*d, value)) {
         let text = format!("{value:.prec$}", prec = decimals as usize);
-        let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_owned() } else { text };
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            text
+        };
         let text = if text == "-0" { "0".to_owned() } else { text };
         if !forms.contains(&text) {
             forms.push(text);
@@ -298,20 +328,32 @@ mod tests {
     fn scan_reads_people_numbers() {
         assert_eq!(values("Average 79, lowest 72."), [79.0, 72.0]);
         assert_eq!(values("revenue 1,250 and 72,78"), [1250.0, 72.0, 78.0]);
-        assert_eq!(values("2021-2024 change -3.5 (−2)"), [2021.0, 2024.0, -3.5, -2.0]);
+        assert_eq!(
+            values("2021-2024 change -3.5 (−2)"),
+            [2021.0, 2024.0, -3.5, -2.0]
+        );
         // Chinese prose puts no space before a sign; a hyphen between digits or after a letter is still a dash.
         assert_eq!(values("平均值为-1.1%，最低为−2.4%"), [-1.1, -2.4]);
         assert_eq!(values("Q3-2 line-4"), [3.0, 2.0, 4.0]);
         assert_eq!(values("uptime 99.2% in Q3"), [99.2, 3.0]);
         assert_eq!(values("平均值为79，最低72"), [79.0, 72.0]);
         let m = &scan("is 83.30%")[0];
-        assert_eq!((m.printed.as_str(), m.decimals, m.percent), ("83.30", 2, true));
+        assert_eq!(
+            (m.printed.as_str(), m.decimals, m.percent),
+            ("83.30", 2, true)
+        );
     }
 
     #[test]
     fn rounding_rule() {
         let third = 250.0 / 3.0;
-        for (printed, ok) in [("83.3", true), ("83.33", true), ("83", false), ("83.4", false), ("83.32", false)] {
+        for (printed, ok) in [
+            ("83.3", true),
+            ("83.33", true),
+            ("83", false),
+            ("83.4", false),
+            ("83.32", false),
+        ] {
             let m = &scan(printed)[0];
             assert_eq!(m.stands_for(third), ok, "{printed}");
         }
@@ -326,12 +368,26 @@ mod tests {
         assert!(scan("0.12")[0].stands_for(0.123));
         assert!(!scan("10")[0].stands_for(9.6));
         // A whole number stands only for itself: "82%" is neither 81.5 nor 82.5; "81.5" and "79.0" are exact.
-        for (printed, value, ok) in [("82%", 81.5, false), ("82", 82.5, false), ("81.5%", 81.5, true), ("79.0", 79.0, true), ("1,250", 1250.4, false), ("1,250.4", 1250.4, true)] {
-            assert_eq!(scan(printed)[0].stands_for(value), ok, "{printed} for {value}");
+        for (printed, value, ok) in [
+            ("82%", 81.5, false),
+            ("82", 82.5, false),
+            ("81.5%", 81.5, true),
+            ("79.0", 79.0, true),
+            ("1,250", 1250.4, false),
+            ("1,250.4", 1250.4, true),
+        ] {
+            assert_eq!(
+                scan(printed)[0].stands_for(value),
+                ok,
+                "{printed} for {value}"
+            );
         }
         // Float noise from a calculator is not a rounding: 82 is 81.99999999999999.
         assert!(scan("82")[0].stands_for(81.99999999999999));
-        assert_eq!(printed_forms(small)[..2], ["3.7".to_owned(), "3.67".to_owned()]);
+        assert_eq!(
+            printed_forms(small)[..2],
+            ["3.7".to_owned(), "3.67".to_owned()]
+        );
     }
 
     #[test]
@@ -343,7 +399,16 @@ mod tests {
         assert_eq!(q("$4.50"), Some((4.5, Some("$".into()))));
         assert_eq!(q("30 min"), Some((30.0, Some("min".into()))));
         assert_eq!(q("80分"), Some((80.0, Some("分".into()))));
-        for text in ["n/a", "72 (est.)", "3–5", "Q3", "", "4.5.6", "$4.50 USD", "North"] {
+        for text in [
+            "n/a",
+            "72 (est.)",
+            "3–5",
+            "Q3",
+            "",
+            "4.5.6",
+            "$4.50 USD",
+            "North",
+        ] {
             assert_eq!(q(text), None, "{text}");
         }
     }
@@ -354,7 +419,11 @@ mod tests {
         let dollars = |v: f64| Some((v, Some("$".to_owned())));
         assert_eq!(q("-3.1"), Some((-3.1, None)));
         assert_eq!(q("\u{2212}3.1"), Some((-3.1, None)), "U+2212 minus sign");
-        assert_eq!(q("\u{2013}3.1"), Some((-3.1, None)), "an en dash glued to the number at the start of a cell is a minus");
+        assert_eq!(
+            q("\u{2013}3.1"),
+            Some((-3.1, None)),
+            "an en dash glued to the number at the start of a cell is a minus"
+        );
         assert_eq!(q("(3.1)"), Some((-3.1, None)), "accounting negative");
         assert_eq!(q("($3.10)"), dollars(-3.1));
         assert_eq!(q("(3.1%)"), Some((-3.1, Some("%".into()))));
@@ -368,7 +437,19 @@ mod tests {
         assert_eq!(q("-12 400"), Some((-12400.0, None)));
         assert_eq!(q("(0)"), Some((0.0, None)));
         // Not one number: a detached sign, a double sign, a range, an en dash alone (a missing marker).
-        for text in ["- 3", "(-3)", "-$-3", "--3", "\u{2013}", "\u{2013} 3", "3\u{2013}5", "()", "(North)", "-", "\u{2212}"] {
+        for text in [
+            "- 3",
+            "(-3)",
+            "-$-3",
+            "--3",
+            "\u{2013}",
+            "\u{2013} 3",
+            "3\u{2013}5",
+            "()",
+            "(North)",
+            "-",
+            "\u{2212}",
+        ] {
             assert_eq!(q(text), None, "{text}");
         }
     }
@@ -376,29 +457,58 @@ mod tests {
     #[test]
     fn thousands_separators_in_cells_and_prose() {
         let q = |s: &str| parse_quantity(s).map(|q| q.value);
-        for text in ["12,400", "12 400", "12\u{00A0}400", "12\u{202F}400", "12\u{2009}400"] {
+        for text in [
+            "12,400",
+            "12 400",
+            "12\u{00A0}400",
+            "12\u{202F}400",
+            "12\u{2009}400",
+        ] {
             assert_eq!(q(text), Some(12400.0), "{text:?}");
-            assert_eq!(values(&format!("output {text} units")), [12400.0], "{text:?}");
+            assert_eq!(
+                values(&format!("output {text} units")),
+                [12400.0],
+                "{text:?}"
+            );
         }
         assert_eq!(q("1 234 567.5"), Some(1234567.5));
         assert_eq!(q("$12 400"), Some(12400.0));
         assert_eq!(q("12 400 min"), Some(12400.0));
         // European `12.400,5` is out of scope: it is not silently read as one (wrong) number.
-        for text in ["12.400,5", "1.234.567", "12 40", "12 4000", "1234 567", "12 400 500,1"] {
+        for text in [
+            "12.400,5",
+            "1.234.567",
+            "12 40",
+            "12 4000",
+            "1234 567",
+            "12 400 500,1",
+        ] {
             assert_eq!(q(text), None, "{text}");
         }
         // In prose: a four-digit first group is a year or a count, not a thousands group.
         assert_eq!(values("in 2024 150 units"), [2024.0, 150.0]);
         assert_eq!(values("12 4000"), [12.0, 4000.0]);
         assert_eq!(values("12, 400"), [12.0, 400.0]);
-        assert_eq!(values("1,234 567"), [1234.0, 567.0], "separators do not mix");
+        assert_eq!(
+            values("1,234 567"),
+            [1234.0, 567.0],
+            "separators do not mix"
+        );
         let m = &scan("about 12\u{202F}400 kWh")[0];
-        assert_eq!((m.printed.as_str(), m.start, m.end), ("12400", 6, 6 + 2 + 3 + 3));
+        assert_eq!(
+            (m.printed.as_str(), m.start, m.end),
+            ("12400", 6, 6 + 2 + 3 + 3)
+        );
     }
 
     #[test]
     fn units_with_symbols_stay_attached() {
-        for (cell, value, unit) in [("5 °C", 5.0, "°C"), ("-2.5 °F", -2.5, "°F"), ("3 ‰", 3.0, "‰"), ("40 µg/m³", 40.0, "µg/m³")] {
+        for (cell, value, unit) in [
+            ("5 °C", 5.0, "°C"),
+            ("-2.5 °F", -2.5, "°F"),
+            ("3 ‰", 3.0, "‰"),
+            ("40 µg/m³", 40.0, "µg/m³"),
+        ] {
             let q = parse_quantity(cell).unwrap_or_else(|| panic!("{cell}"));
             assert_eq!((q.value, q.unit.as_deref()), (value, Some(unit)), "{cell}");
         }
@@ -409,7 +519,11 @@ mod tests {
     fn scan_reads_the_minus_sign_like_a_hyphen() {
         assert_eq!(values("change \u{2212}3.5 and (\u{2212}2)"), [-3.5, -2.0]);
         assert_eq!(values("\u{2212}4%"), [-4.0]);
-        assert_eq!(values("2021\u{2212}2024"), [2021.0, 2024.0], "glued to a number on the left: not a sign");
+        assert_eq!(
+            values("2021\u{2212}2024"),
+            [2021.0, 2024.0],
+            "glued to a number on the left: not a sign"
+        );
         let m = &scan("x \u{2212}3")[0];
         assert_eq!((m.printed.as_str(), m.start, m.end), ("-3", 2, 6));
     }
@@ -420,7 +534,10 @@ mod tests {
         assert_eq!(canonical(-0.0), "0");
         assert_eq!(canonical(98.96666666666667), "98.96666666666667");
         assert_eq!(printed_forms(79.0), ["79"]);
-        assert_eq!(printed_forms(250.0 / 3.0), ["83.3", "83.33", "83.333", "83.3333"]);
+        assert_eq!(
+            printed_forms(250.0 / 3.0),
+            ["83.3", "83.33", "83.333", "83.3333"]
+        );
         assert_eq!(printed_forms(98.25), ["98.2", "98.25"]);
         assert_eq!(printed_forms(81.5), ["81.5"]);
     }

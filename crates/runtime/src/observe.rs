@@ -112,12 +112,23 @@ impl Ledger {
             }
         };
         // Tools usually put these in `result` themselves; add them only when they did not.
-        result.entry("summary").or_insert_with(|| Value::String(output.summary.clone()));
+        result
+            .entry("summary")
+            .or_insert_with(|| Value::String(output.summary.clone()));
         if !output.citations.is_empty() && !result.contains_key("citations") {
-            result.insert("citations".into(), serde_json::to_value(&output.citations).unwrap_or(Value::Null));
+            result.insert(
+                "citations".into(),
+                serde_json::to_value(&output.citations).unwrap_or(Value::Null),
+            );
         }
-        if !output.artifacts.is_empty() && !result.contains_key("artifact") && !result.contains_key("artifacts") {
-            result.insert("artifacts".into(), serde_json::to_value(&output.artifacts).unwrap_or(Value::Null));
+        if !output.artifacts.is_empty()
+            && !result.contains_key("artifact")
+            && !result.contains_key("artifacts")
+        {
+            result.insert(
+                "artifacts".into(),
+                serde_json::to_value(&output.artifacts).unwrap_or(Value::Null),
+            );
         }
         result.insert("tool_latency_ms".into(), Value::from(latency_ms));
         let record = ObservationRecord {
@@ -157,9 +168,15 @@ impl Ledger {
         self.push(record, ObservationStatus::RetryableError)
     }
 
-    fn push(&mut self, record: ObservationRecord, status: ObservationStatus) -> Result<&ObservationRecord, StateError> {
+    fn push(
+        &mut self,
+        record: ObservationRecord,
+        status: ObservationStatus,
+    ) -> Result<&ObservationRecord, StateError> {
         let tool = record.tool.clone();
-        self.state.record(&tool, status, record).map(|observation| observation.payload())
+        self.state
+            .record(&tool, status, record)
+            .map(|observation| observation.payload())
     }
 
     pub fn records(&self) -> impl Iterator<Item = &ObservationRecord> + Clone {
@@ -183,11 +200,18 @@ impl Ledger {
     pub fn compact_view(&self) -> Vec<Value> {
         let records: Vec<&ObservationRecord> = self.records().collect();
         let start = records.len().saturating_sub(VIEW_OBSERVATIONS);
-        records[start..].iter().map(|record| compact(record)).collect()
+        records[start..]
+            .iter()
+            .map(|record| compact(record))
+            .collect()
     }
 
     pub fn into_records(self) -> Vec<ObservationRecord> {
-        self.state.into_observations().into_iter().map(|o| o.payload().clone()).collect()
+        self.state
+            .into_observations()
+            .into_iter()
+            .map(|o| o.payload().clone())
+            .collect()
     }
 }
 

@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use structured_tool_execution::{ContractError, ToolContract};
 
-
 /// The registry file, compiled in: the single source of truth.
 pub const REGISTRY_JSON: &str = include_str!("../../../schemas/tool_registry.json");
 
@@ -71,7 +70,15 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
 /// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number;
 /// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists;
 /// `task-words` = words of the task's own text (the step's hint in guided mode), e.g. a search query.
-pub const GRAMMAR_ROLES: &[&str] = &["text", "expression", "label", "number", "computed", "column", "task-words"];
+pub const GRAMMAR_ROLES: &[&str] = &[
+    "text",
+    "expression",
+    "label",
+    "number",
+    "computed",
+    "column",
+    "task-words",
+];
 
 /// One tool's entry.
 #[derive(Debug, Clone)]
@@ -172,9 +179,10 @@ impl ArgumentError {
             ArgumentError::WrongType { field, .. } | ArgumentError::OutOfRange { field, .. } => {
                 Some(field)
             }
-            ArgumentError::Alternatives { groups, given, .. } => {
-                given.first().or_else(|| groups.first().and_then(|g| g.first())).map(String::as_str)
-            }
+            ArgumentError::Alternatives { groups, given, .. } => given
+                .first()
+                .or_else(|| groups.first().and_then(|g| g.first()))
+                .map(String::as_str),
         }
     }
 }
@@ -319,14 +327,25 @@ impl ToolRegistry {
 
         // Exactly one group of alternatives, whole: a chart by column reference or by labels and values.
         if !spec.alternatives.is_empty() {
-            let present = |g: &Vec<String>| g.iter().filter(|f| args.contains_key(f.as_str())).count();
-            let whole = spec.alternatives.iter().filter(|g| present(g) == g.len()).count();
+            let present =
+                |g: &Vec<String>| g.iter().filter(|f| args.contains_key(f.as_str())).count();
+            let whole = spec
+                .alternatives
+                .iter()
+                .filter(|g| present(g) == g.len())
+                .count();
             let touched = spec.alternatives.iter().filter(|g| present(g) > 0).count();
             if whole != 1 || touched != 1 {
                 return Err(ArgumentError::Alternatives {
                     tool: spec.name.clone(),
                     groups: spec.alternatives.clone(),
-                    given: spec.alternatives.iter().flatten().filter(|f| args.contains_key(f.as_str())).cloned().collect(),
+                    given: spec
+                        .alternatives
+                        .iter()
+                        .flatten()
+                        .filter(|f| args.contains_key(f.as_str()))
+                        .cloned()
+                        .collect(),
                 });
             }
         }
@@ -344,7 +363,9 @@ impl ToolRegistry {
                 }
             }
         }
-        if !spec.same_length.is_empty() && spec.same_length.iter().all(|f| normalized.contains_key(f)) {
+        if !spec.same_length.is_empty()
+            && spec.same_length.iter().all(|f| normalized.contains_key(f))
+        {
             let lengths: Vec<usize> = spec
                 .same_length
                 .iter()
@@ -462,12 +483,17 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
     }
     let alternatives: Vec<Vec<String>> = match entry.get("x-alternatives") {
         None => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| err(format!("`x-alternatives` must be a list of lists of names: {e}")))?,
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            err(format!(
+                "`x-alternatives` must be a list of lists of names: {e}"
+            ))
+        })?,
     };
     for field in alternatives.iter().flatten() {
         if !properties.iter().any(|(n, _)| n == field) || required.contains(field) {
-            return Err(err(format!("`x-alternatives` names `{field}`, which is not an optional property")));
+            return Err(err(format!(
+                "`x-alternatives` names `{field}`, which is not an optional property"
+            )));
         }
     }
     let result_kinds: Vec<ResultKind> = match entry.get("x-result-kinds") {

@@ -12,8 +12,8 @@
 
 use serde_json::Value;
 
-use crate::language::lexicon::{self, lexicon, Hit};
 pub use crate::language::lexicon::Op as Comparison;
+use crate::language::lexicon::{self, Hit, lexicon};
 
 /// What a rule aggregates before comparing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,9 +77,17 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
     let lex = lexicon();
     // `min_average`, `Min wait`: "min" is an operator only as the key's first word (elsewhere, minutes).
     let first_is_min = words(&bare).first().is_some_and(|w| w == "min");
-    let hits = lexicon::scan(&bare.replace('_', " "), lex.key_comparisons.iter().map(|c| c.phrase.as_str()));
+    let hits = lexicon::scan(
+        &bare.replace('_', " "),
+        lex.key_comparisons.iter().map(|c| c.phrase.as_str()),
+    );
     let comparison = match hits.first() {
-        Some(hit) => lex.key_comparisons.iter().find(|c| c.phrase == hit.entry)?.op,
+        Some(hit) => {
+            lex.key_comparisons
+                .iter()
+                .find(|c| c.phrase == hit.entry)?
+                .op
+        }
         None if first_is_min => Comparison::AtLeast,
         None => return None,
     };
@@ -91,7 +99,12 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
     } else {
         Aggregate::EachRow
     };
-    Some(FactRule { key: key.to_owned(), aggregate, comparison, threshold })
+    Some(FactRule {
+        key: key.to_owned(),
+        aggregate,
+        comparison,
+        threshold,
+    })
 }
 
 /// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
@@ -110,7 +123,12 @@ pub fn reading(result: &Value) -> RuleReading {
         .collect();
     let mut out = RuleReading::default();
     if facts.is_empty() {
-        for text in result["citations"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()) {
+        for text in result["citations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+        {
             let read = read_sentences(text);
             out.rules.extend(read.rules);
             out.uncertain.extend(read.uncertain);
@@ -120,7 +138,11 @@ pub fn reading(result: &Value) -> RuleReading {
     }
     let mut unique: Vec<FactRule> = Vec::new();
     for rule in std::mem::take(&mut out.rules) {
-        let same = |r: &FactRule| r.aggregate == rule.aggregate && r.comparison == rule.comparison && r.threshold == rule.threshold;
+        let same = |r: &FactRule| {
+            r.aggregate == rule.aggregate
+                && r.comparison == rule.comparison
+                && r.threshold == rule.threshold
+        };
         if !unique.iter().any(same) {
             unique.push(rule);
         }
@@ -131,7 +153,9 @@ pub fn reading(result: &Value) -> RuleReading {
 
 /// The number a threshold is: the first number in `text` after optional spaces and a currency sign.
 fn number_right_after(text: &str) -> Option<f64> {
-    let trimmed = text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '$' | '£' | '€' | '¥' | '￥' | ':' | '：'));
+    let trimmed = text.trim_start_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '$' | '£' | '€' | '¥' | '￥' | ':' | '：')
+    });
     let first = crate::numbers::scan(trimmed).into_iter().next()?;
     (first.start == 0).then_some(first.value)
 }
@@ -155,18 +179,36 @@ fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
     let hits: Vec<Hit> = lexicon::scan(clause, lex.comparisons.iter().map(|c| c.phrase.as_str()));
     for hit in hits {
         let phrase = lex.comparisons.iter().find(|c| c.phrase == hit.entry)?;
-        let threshold = if phrase.after { number_right_before(&clause[..hit.start]) } else { number_right_after(&clause[hit.end..]) };
+        let threshold = if phrase.after {
+            number_right_before(&clause[..hit.start])
+        } else {
+            number_right_after(&clause[hit.end..])
+        };
         let Some(threshold) = threshold else { continue };
         // What the comparison is about stands before it (before the number, for a trailing phrase).
         let subject_end = if phrase.after {
-            crate::numbers::scan(&clause[..hit.start]).last().map_or(hit.start, |m| m.start)
+            crate::numbers::scan(&clause[..hit.start])
+                .last()
+                .map_or(hit.start, |m| m.start)
         } else {
             hit.start
         };
         let before = &clause[..subject_end];
-        let negations = lexicon::scan(before, lex.negations.iter().chain(&lex.universal_negations).map(String::as_str));
-        let universal = negations.iter().any(|h| lex.universal_negations.iter().any(|u| u == h.entry));
-        let comparison = if negations.len() % 2 == 1 { phrase.op.negated() } else { phrase.op };
+        let negations = lexicon::scan(
+            before,
+            lex.negations
+                .iter()
+                .chain(&lex.universal_negations)
+                .map(String::as_str),
+        );
+        let universal = negations
+            .iter()
+            .any(|h| lex.universal_negations.iter().any(|u| u == h.entry));
+        let comparison = if negations.len() % 2 == 1 {
+            phrase.op.negated()
+        } else {
+            phrase.op
+        };
         let named = lexicon::aggregates_in(before);
         let aggregate = if universal {
             Aggregate::EachRow
@@ -179,7 +221,12 @@ fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
         } else {
             return Some(Err(clause.trim().to_owned()));
         };
-        return Some(Ok(FactRule { key: clause.trim().to_owned(), aggregate, comparison, threshold }));
+        return Some(Ok(FactRule {
+            key: clause.trim().to_owned(),
+            aggregate,
+            comparison,
+            threshold,
+        }));
     }
     None
 }
@@ -208,8 +255,14 @@ pub fn read_sentences(text: &str) -> RuleReading {
         sentence.clear();
     };
     while let Some(c) = chars.next() {
-        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) || matches!(c, '。' | '！' | '？');
-        if ends || c == '\n' && chars.peek().is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#')) {
+        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace())
+            || matches!(c, '。' | '！' | '？');
+        if ends
+            || c == '\n'
+                && chars
+                    .peek()
+                    .is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#'))
+        {
             flush(&mut sentence, &mut out);
         } else {
             sentence.push(if c == '\n' { ' ' } else { c });
@@ -222,19 +275,30 @@ pub fn read_sentences(text: &str) -> RuleReading {
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
 /// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
 /// is not clear — also for a single column neither names.
-pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Option<(String, Vec<(String, f64)>)> {
+pub fn column_values(
+    result: &Value,
+    rules: &[FactRule],
+    context: &str,
+) -> Option<(String, Vec<(String, f64)>)> {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     // The header of each column's row-label column (`Hotel`, `Month`), index for index.
     let mut row_kinds: Vec<String> = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
         let row_kind = table["label_column"].as_str().unwrap_or_default();
         for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else { continue };
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
             let values: Vec<(String, f64)> = table["rows"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|row| Some((row["label"].as_str()?.to_owned(), row["values"][name].as_f64()?)))
+                .filter_map(|row| {
+                    Some((
+                        row["label"].as_str()?.to_owned(),
+                        row["values"][name].as_f64()?,
+                    ))
+                })
                 .collect();
             if !values.is_empty() {
                 columns.push((name.to_owned(), values));
@@ -257,7 +321,8 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             .map(|w| singular(&w))
             .collect();
         // CJK text has no spaces: a header word there is found inside the key.
-        let found = |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
+        let found =
+            |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
         if !header_words.is_empty() && header_words.iter().all(found) {
             header_words.len()
         } else if key_lower.contains(&column.to_lowercase()) {
@@ -281,7 +346,11 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             .iter()
             .map(|r| r.key.as_str())
             .chain([context])
-            .any(|text| crate::language::lexicon::content_words(text).iter().any(|w| header.contains(w)));
+            .any(|text| {
+                crate::language::lexicon::content_words(text)
+                    .iter()
+                    .any(|w| header.contains(w))
+            });
         return if named { columns.pop() } else { None };
     }
     // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first
@@ -291,8 +360,11 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
             return at_top;
         }
         for text in texts {
-            let named: Vec<usize> =
-                at_top.iter().copied().filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0).collect();
+            let named: Vec<usize> = at_top
+                .iter()
+                .copied()
+                .filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0)
+                .collect();
             if named.len() == 1 {
                 return named;
             }
@@ -307,14 +379,20 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
     for rule in rules {
         // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
         // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
-        let scores: Vec<usize> =
-            columns.iter().enumerate().map(|(i, (name, _))| names(name, &without_row_words(&rule.key, &row_kinds[i]))).collect();
+        let scores: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| names(name, &without_row_words(&rule.key, &row_kinds[i])))
+            .collect();
         let top = scores.iter().copied().max().unwrap_or(0);
         if top == 0 {
             continue;
         }
         named_any = true;
-        let at_top = by_rows_named((0..columns.len()).filter(|&i| scores[i] == top).collect(), &[rule.key.as_str(), context]);
+        let at_top = by_rows_named(
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[rule.key.as_str(), context],
+        );
         if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
             return None;
         }
@@ -335,13 +413,20 @@ pub fn column_values(result: &Value, rules: &[FactRule], context: &str) -> Optio
                     .into_iter()
                     .map(|w| {
                         let w = singular(&w);
-                        if w.is_ascii() { context_words.iter().filter(|c| **c == w).count() } else { context.matches(w.as_str()).count() }
+                        if w.is_ascii() {
+                            context_words.iter().filter(|c| **c == w).count()
+                        } else {
+                            context.matches(w.as_str()).count()
+                        }
                     })
                     .sum()
             })
             .collect();
         let top = scores.iter().copied().max().unwrap_or(0);
-        let at_top = by_rows_named((0..columns.len()).filter(|&i| scores[i] == top).collect(), &[context]);
+        let at_top = by_rows_named(
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[context],
+        );
         if top > 0 && at_top.len() == 1 {
             chosen = Some(at_top[0]);
         }
@@ -385,14 +470,23 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     let mut holds = true;
     for rule in &rules {
         let (value, what) = match (rule.aggregate, rule.comparison) {
-            (Aggregate::Mean, _) => (values.iter().sum::<f64>() / values.len() as f64, format!("average {column}")),
+            (Aggregate::Mean, _) => (
+                values.iter().sum::<f64>() / values.len() as f64,
+                format!("average {column}"),
+            ),
             (Aggregate::Sum, _) => (values.iter().sum::<f64>(), format!("total {column}")),
             (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => {
-                let (label, v) = rows.iter().min_by(|a, b| a.1.total_cmp(&b.1)).expect("non-empty");
+                let (label, v) = rows
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .expect("non-empty");
                 (*v, format!("lowest row {label}"))
             }
             (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => {
-                let (label, v) = rows.iter().max_by(|a, b| a.1.total_cmp(&b.1)).expect("non-empty");
+                let (label, v) = rows
+                    .iter()
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .expect("non-empty");
                 (*v, format!("highest row {label}"))
             }
         };
@@ -408,7 +502,10 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
             if ok { "holds" } else { "fails" }
         ));
     }
-    Some(RuleVerdict { holds, explanation: parts.join("; ") })
+    Some(RuleVerdict {
+        holds,
+        explanation: parts.join("; "),
+    })
 }
 
 /// The rules as calculator comparisons over their column, in the order the knowledge states them
@@ -416,7 +513,9 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
 /// when the rules are understood. Empty when they are not (no rules, or no one clear column).
 pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
-    let Some((column, _)) = column_values(result, &rules, context) else { return Vec::new() };
+    let Some((column, _)) = column_values(result, &rules, context) else {
+        return Vec::new();
+    };
     // The column by reference (`mean([Wait]) <= 30`): the same few tokens for 5 rows or 500, and the
     // calculator resolves it from the observed table, so no value can be mistyped or left out.
     let reference = column_reference(result, &column);
@@ -429,7 +528,11 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
                 (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => "min",
                 (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => "max",
             };
-            format!("{function}({reference}) {} {}", rule.comparison.symbol(), crate::numbers::canonical(rule.threshold))
+            format!(
+                "{function}({reference}) {} {}",
+                rule.comparison.symbol(),
+                crate::numbers::canonical(rule.threshold)
+            )
         })
         .collect()
 }
@@ -440,13 +543,23 @@ pub fn column_reference(result: &Value, column: &str) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|t| t["columns"].as_array().into_iter().flatten().any(|c| c["name"] == column))
+        .filter(|t| {
+            t["columns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["name"] == column)
+        })
         .collect();
     match tables.as_slice() {
         [_, _, ..] => {
             // The first table holding it is the one `column_values` chose when the rows tell them apart.
             let rows = tables[0]["label_column"].as_str().unwrap_or_default();
-            if rows.is_empty() { format!("[{column}]") } else { format!("[{rows} | {column}]") }
+            if rows.is_empty() {
+                format!("[{column}]")
+            } else {
+                format!("[{rows} | {column}]")
+            }
         }
         _ => format!("[{column}]"),
     }
@@ -461,14 +574,38 @@ mod tests {
     #[test]
     fn keys_people_write() {
         let r = |k: &str| understand(k, 1.0).map(|r| (r.aggregate, r.comparison));
-        assert_eq!(r("average_gte"), Some((Aggregate::Mean, Comparison::AtLeast)));
-        assert_eq!(r("every_batch_gte"), Some((Aggregate::EachRow, Comparison::AtLeast)));
-        assert_eq!(r("average_lte"), Some((Aggregate::Mean, Comparison::AtMost)));
-        assert_eq!(r("Minimum average uptime"), Some((Aggregate::Mean, Comparison::AtLeast)));
-        assert_eq!(r("Maximum wait at any clinic"), Some((Aggregate::EachRow, Comparison::AtMost)));
-        assert_eq!(r("Total output at least"), Some((Aggregate::Sum, Comparison::AtLeast)));
-        assert_eq!(r("最低平均满意度"), Some((Aggregate::Mean, Comparison::AtLeast)));
-        assert_eq!(r("单店退货率上限"), Some((Aggregate::EachRow, Comparison::AtMost)));
+        assert_eq!(
+            r("average_gte"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("every_batch_gte"),
+            Some((Aggregate::EachRow, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("average_lte"),
+            Some((Aggregate::Mean, Comparison::AtMost))
+        );
+        assert_eq!(
+            r("Minimum average uptime"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("Maximum wait at any clinic"),
+            Some((Aggregate::EachRow, Comparison::AtMost))
+        );
+        assert_eq!(
+            r("Total output at least"),
+            Some((Aggregate::Sum, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("最低平均满意度"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("单店退货率上限"),
+            Some((Aggregate::EachRow, Comparison::AtMost))
+        );
         assert_eq!(r("Results to parents"), None);
         assert_eq!(r("Budget"), None);
     }
@@ -484,21 +621,57 @@ mod tests {
     #[test]
     fn verdicts() {
         let data = [("A", 72.0), ("B", 78.0), ("C", 81.0), ("D", 85.0)];
-        let met = verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "check the score of every batch").unwrap();
+        let met = verdict(
+            &result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]),
+            "check the score of every batch",
+        )
+        .unwrap();
         assert!(met.holds, "{}", met.explanation);
-        assert!(met.explanation.contains("lowest row A 72 >= 70 (holds)"), "{}", met.explanation);
-        let unmet = verdict(&result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]), "check the score of every batch").unwrap();
+        assert!(
+            met.explanation.contains("lowest row A 72 >= 70 (holds)"),
+            "{}",
+            met.explanation
+        );
+        let unmet = verdict(
+            &result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]),
+            "check the score of every batch",
+        )
+        .unwrap();
         assert!(!unmet.holds);
-        assert!(verdict(&result(&data, &[("Budget", 3.0)]), "check the score of every batch").is_none());
+        assert!(
+            verdict(
+                &result(&data, &[("Budget", 3.0)]),
+                "check the score of every batch"
+            )
+            .is_none()
+        );
         assert!(verdict(&result(&data, &[]), "check the score of every batch").is_none());
         // A single column neither the rules nor the task name is not the rules' column: no verdict is read.
-        assert!(verdict(&result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]), "").is_none());
-        assert!(verdict(&result(&data, &[("average_gte", 78.0)]), "check the tariff of every site").is_none());
+        assert!(
+            verdict(
+                &result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]),
+                ""
+            )
+            .is_none()
+        );
+        assert!(
+            verdict(
+                &result(&data, &[("average_gte", 78.0)]),
+                "check the tariff of every site"
+            )
+            .is_none()
+        );
     }
 
     #[test]
     fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
-        let r = result(&[("A", 28.0), ("B", 35.0), ("C", 31.5)], &[("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
+        let r = result(
+            &[("A", 28.0), ("B", 35.0), ("C", 31.5)],
+            &[
+                ("Maximum average wait", 30.0),
+                ("Maximum wait at any clinic", 40.0),
+            ],
+        );
         let terms = calculator_terms(&r, "the score of each clinic");
         assert_eq!(terms, ["mean([Score]) <= 30", "max([Score]) <= 40"]);
         let joined = terms.join(" and ");
@@ -509,43 +682,81 @@ mod tests {
                 columns: vec![("Score".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
             }],
         };
-        let computed = crate::tools::calculator::evaluate_with(&joined, &columns).unwrap().value;
-        assert_eq!(computed, crate::tools::calculator::CalcValue::Boolean(verdict(&r, "the score of each clinic").unwrap().holds));
-        assert!(calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty());
+        let computed = crate::tools::calculator::evaluate_with(&joined, &columns)
+            .unwrap()
+            .value;
+        assert_eq!(
+            computed,
+            crate::tools::calculator::CalcValue::Boolean(
+                verdict(&r, "the score of each clinic").unwrap().holds
+            )
+        );
+        assert!(
+            calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty()
+        );
     }
 
     #[test]
     fn rules_people_write_as_sentences() {
         let read = |text: &str| -> Vec<(Aggregate, Comparison, f64)> {
-            sentence_rules(text).into_iter().map(|r| (r.aggregate, r.comparison, r.threshold)).collect()
+            sentence_rules(text)
+                .into_iter()
+                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .collect()
         };
         use Aggregate::*;
         use Comparison::*;
         assert_eq!(
-            read("For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."),
+            read(
+                "For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."
+            ),
             [(Mean, AtMost, 2.6), (EachRow, AtMost, 3.2)]
         );
         assert_eq!(
-            read("The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."),
+            read(
+                "The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."
+            ),
             [(Mean, AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
         );
         assert_eq!(
-            read("The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."),
+            read(
+                "The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."
+            ),
             [(Mean, AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
         );
-        assert_eq!(read("The total output must exceed 1,250 units."), [(Sum, Above, 1250.0)]);
-        assert_eq!(read("Every line must not exceed 4%."), [(EachRow, AtMost, 4.0)]);
-        assert_eq!(read("- Each site: at least 90\n- Average: at most 12.5\n"), [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]);
         assert_eq!(
-            read("本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"),
+            read("The total output must exceed 1,250 units."),
+            [(Sum, Above, 1250.0)]
+        );
+        assert_eq!(
+            read("Every line must not exceed 4%."),
+            [(EachRow, AtMost, 4.0)]
+        );
+        assert_eq!(
+            read("- Each site: at least 90\n- Average: at most 12.5\n"),
+            [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]
+        );
+        assert_eq!(
+            read(
+                "本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"
+            ),
             [(Mean, AtMost, 3.5), (EachRow, AtMost, 5.0)]
         );
-        assert_eq!(read("平均满意度不低于85，且任何科室不得低于80。"), [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]);
+        assert_eq!(
+            read("平均满意度不低于85，且任何科室不得低于80。"),
+            [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
+        );
         assert_eq!(read("六月十八日全场满三百元减五十元。"), []);
         // No quantity word, no number after the phrase, or no comparison: not a rule.
-        assert_eq!(read("Tyre warmers run at 80 °C for at least 45 minutes before a stop."), []);
+        assert_eq!(
+            read("Tyre warmers run at 80 °C for at least 45 minutes before a stop."),
+            []
+        );
         assert_eq!(read("Every crew trains at least twice a week."), []);
-        assert_eq!(read("The 2024 season had 9 rounds with 362 stops in all."), []);
+        assert_eq!(
+            read("The 2024 season had 9 rounds with 362 stops in all."),
+            []
+        );
     }
 
     #[test]
@@ -554,12 +765,19 @@ mod tests {
             "rows": [{"label": "A", "values": {"Stops": 38, "Pit stop (s)": 2.4, "Fastest (s)": 2.1}},
                      {"label": "B", "values": {"Stops": 35, "Pit stop (s)": 3.0, "Fastest (s)": 2.4}}]});
         let rule = "The team needs the average pit stop time to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds.";
-        let result = json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&result, ""), ["mean([Pit stop (s)]) <= 2.6", "max([Pit stop (s)]) <= 3.2"]);
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
+        assert_eq!(
+            calculator_terms(&result, ""),
+            ["mean([Pit stop (s)]) <= 2.6", "max([Pit stop (s)]) <= 3.2"]
+        );
         assert!(!verdict(&result, "").unwrap().holds, "mean 2.7 > 2.6");
         let with_facts = json!({"data": {"tables": [table], "facts": [{"key": "Maximum average pit stop", "value": 2.8}]},
             "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&with_facts, ""), ["mean([Pit stop (s)]) <= 2.8"]);
+        assert_eq!(
+            calculator_terms(&with_facts, ""),
+            ["mean([Pit stop (s)]) <= 2.8"]
+        );
         // Two columns named by different rules: not one clear column, so nothing is said.
         let two = json!({"data": {"tables": [table], "facts": []},
             "citations": [{"text": "The average pit stop must be at most 3, and every crew needs at least 30 stops."}]});
@@ -572,9 +790,19 @@ mod tests {
             "rows": [{"label": "A", "values": {"Calls answered": 800, "Answer time (s)": 42}},
                      {"label": "B", "values": {"Calls answered": 500, "Answer time (s)": 50}}]});
         let result = json!({"data": {"tables": [table], "facts": [{"key": "average_lte", "value": 45}, {"key": "every_team_lte", "value": 60}]}});
-        assert!(calculator_terms(&result, "").is_empty(), "two columns, no context: unclear");
-        let task = "Does the centre keep its service rule? Compute the average answer time of the teams.";
-        assert_eq!(calculator_terms(&result, task), ["mean([Answer time (s)]) <= 45", "max([Answer time (s)]) <= 60"]);
+        assert!(
+            calculator_terms(&result, "").is_empty(),
+            "two columns, no context: unclear"
+        );
+        let task =
+            "Does the centre keep its service rule? Compute the average answer time of the teams.";
+        assert_eq!(
+            calculator_terms(&result, task),
+            [
+                "mean([Answer time (s)]) <= 45",
+                "max([Answer time (s)]) <= 60"
+            ]
+        );
         assert!(!verdict(&result, task).unwrap().holds, "mean 46 > 45");
         // A task naming both columns equally says nothing.
         assert!(calculator_terms(&result, "calls answered and answer time").is_empty());
@@ -602,7 +830,13 @@ mod tests {
             "rows": [{"label": "July", "values": {"Occupancy": 84.5}}, {"label": "August", "values": {"Occupancy": 88}}]});
         let rule = "The bonus is paid when the average occupancy across the group's hotels is at least 75% and no hotel is below 65%.";
         let result = json!({"data": {"tables": [by_hotel, by_month], "facts": []}, "citations": [{"text": rule}]});
-        assert_eq!(calculator_terms(&result, ""), ["mean([Hotel | Occupancy]) >= 75", "min([Hotel | Occupancy]) >= 65"]);
+        assert_eq!(
+            calculator_terms(&result, ""),
+            [
+                "mean([Hotel | Occupancy]) >= 75",
+                "min([Hotel | Occupancy]) >= 65"
+            ]
+        );
         assert!(!verdict(&result, "").unwrap().holds, "Parkside 63.5 < 65");
         // Rows named nowhere: still two candidates, nothing is said.
         let vague = json!({"data": {"tables": [by_hotel, by_month], "facts": []},

@@ -38,7 +38,10 @@ pub enum Gap {
         result: Option<ResultKind>,
     },
     /// All required evidence exists: write the final answer citing these ids.
-    Final { evidence_ids: Vec<String>, answer_template: String },
+    Final {
+        evidence_ids: Vec<String>,
+        answer_template: String,
+    },
 }
 
 impl RequiredEvidence {
@@ -96,13 +99,23 @@ pub struct Task {
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not a valid task file: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
     #[error("{path}: knowledge file {file}: {message}")]
-    Knowledge { path: String, file: String, message: String },
+    Knowledge {
+        path: String,
+        file: String,
+        message: String,
+    },
 }
 
 impl Task {
@@ -111,17 +124,28 @@ impl Task {
         let dir = dir.as_ref().to_path_buf();
         let path = dir.join("task.json");
         let shown = display_name(&dir, "task.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| TaskError::Read { path: shown.clone(), source })?;
-        let file: TaskFile =
-            serde_json::from_str(&text).map_err(|source| TaskError::Parse { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| TaskError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let file: TaskFile = serde_json::from_str(&text).map_err(|source| TaskError::Parse {
+            path: shown.clone(),
+            source,
+        })?;
         let task = Task { file, dir };
-        task.check().map_err(|message| TaskError::Invalid { path: shown, message })?;
+        task.check().map_err(|message| TaskError::Invalid {
+            path: shown,
+            message,
+        })?;
         Ok(task)
     }
 
     /// [`Task::load`], then the task against its knowledge: every file exists, is safe to read and
     /// parses, and evidence that labels values (a chart) has a table with a numeric column to draw from.
-    pub fn load_checked(dir: impl AsRef<Path>, knowledge_dir: impl AsRef<Path>) -> Result<Task, TaskError> {
+    pub fn load_checked(
+        dir: impl AsRef<Path>,
+        knowledge_dir: impl AsRef<Path>,
+    ) -> Result<Task, TaskError> {
         let task = Task::load(dir)?;
         task.check_knowledge(knowledge_dir.as_ref())?;
         Ok(task)
@@ -132,16 +156,21 @@ impl Task {
         let path = display_name(&self.dir, "task.json");
         let mut has_table = false;
         for file in &self.file.knowledge_files {
-            let source = crate::tools::knowledge::parse_source(knowledge_dir, file).map_err(|e| TaskError::Knowledge {
-                path: path.clone(),
-                file: file.clone(),
-                message: e.to_string(),
-            })?;
+            let source =
+                crate::tools::knowledge::parse_source(knowledge_dir, file).map_err(|e| {
+                    TaskError::Knowledge {
+                        path: path.clone(),
+                        file: file.clone(),
+                        message: e.to_string(),
+                    }
+                })?;
             has_table |= source.has_numeric_table();
         }
         let registry = crate::registry::ToolRegistry::builtin();
         for item in &self.file.required_evidence {
-            let labels_rows = registry.spec(&item.tool).is_some_and(|spec| takes_labels(&spec.arguments_schema));
+            let labels_rows = registry
+                .spec(&item.tool)
+                .is_some_and(|spec| takes_labels(&spec.arguments_schema));
             if labels_rows && !has_table {
                 return Err(TaskError::Invalid {
                     path,
@@ -158,7 +187,10 @@ impl Task {
     fn check(&self) -> Result<(), String> {
         let file = &self.file;
         if file.format_version != 1 {
-            return Err(format!("format_version must be 1, got {}", file.format_version));
+            return Err(format!(
+                "format_version must be 1, got {}",
+                file.format_version
+            ));
         }
         if file.text.trim().is_empty() {
             return Err("text must not be empty".into());
@@ -171,7 +203,10 @@ impl Task {
         let mut seen: Vec<String> = Vec::new();
         for evidence in &file.required_evidence {
             if !known.contains(&evidence.tool.as_str()) {
-                return Err(format!("required_evidence names unknown tool {:?}", evidence.tool));
+                return Err(format!(
+                    "required_evidence names unknown tool {:?}",
+                    evidence.tool
+                ));
             }
             let name = evidence.describe();
             if seen.contains(&name) {
@@ -189,7 +224,9 @@ impl Task {
             seen.push(name);
         }
         if let Some(phrases) = &file.verdict_phrases {
-            phrases.check().map_err(|e| format!("verdict_phrases: {e}"))?;
+            phrases
+                .check()
+                .map_err(|e| format!("verdict_phrases: {e}"))?;
         }
         for name in &file.knowledge_files {
             let plain = !name.is_empty()
@@ -197,7 +234,9 @@ impl Task {
                 && !name.starts_with('.')
                 && name.ends_with(".md");
             if !plain {
-                return Err(format!("knowledge_files entry {name:?} must be a plain .md file name"));
+                return Err(format!(
+                    "knowledge_files entry {name:?} must be a plain .md file name"
+                ));
             }
         }
         Ok(())
@@ -217,7 +256,11 @@ impl Task {
     }
 
     pub fn required_tools(&self) -> Vec<&str> {
-        self.file.required_evidence.iter().map(|e| e.tool.as_str()).collect()
+        self.file
+            .required_evidence
+            .iter()
+            .map(|e| e.tool.as_str())
+            .collect()
     }
 
     pub fn required_evidence(&self) -> &[RequiredEvidence] {
@@ -231,15 +274,28 @@ impl Task {
 
     /// The index of the rule check (the `boolean` evidence item), if the task declares one.
     pub fn rule_check(&self) -> Option<usize> {
-        self.file.required_evidence.iter().position(|e| e.result == Some(ResultKind::Boolean))
-    }
-
-    /// For each required item, the id of the latest observation it accepts (in ledger order).
-    pub fn evidence<'a>(&self, records: impl IntoIterator<Item = &'a ObservationRecord> + Clone) -> Vec<Option<String>> {
         self.file
             .required_evidence
             .iter()
-            .map(|item| records.clone().into_iter().filter(|r| item.accepts(r)).last().map(|r| r.id.clone()))
+            .position(|e| e.result == Some(ResultKind::Boolean))
+    }
+
+    /// For each required item, the id of the latest observation it accepts (in ledger order).
+    pub fn evidence<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a ObservationRecord> + Clone,
+    ) -> Vec<Option<String>> {
+        self.file
+            .required_evidence
+            .iter()
+            .map(|item| {
+                records
+                    .clone()
+                    .into_iter()
+                    .filter(|r| item.accepts(r))
+                    .last()
+                    .map(|r| r.id.clone())
+            })
             .collect()
     }
 
@@ -248,7 +304,11 @@ impl Task {
         let found = self.evidence(records);
         for (item, id) in self.file.required_evidence.iter().zip(&found) {
             if id.is_none() {
-                return Gap::Tool { tool: item.tool.clone(), hint: item.hint.clone(), result: item.result };
+                return Gap::Tool {
+                    tool: item.tool.clone(),
+                    hint: item.hint.clone(),
+                    result: item.result,
+                };
             }
         }
         Gap::Final {
@@ -258,21 +318,39 @@ impl Task {
     }
 
     /// Every required item still without an accepted observation, in causal order.
-    pub fn missing<'a>(&self, records: impl IntoIterator<Item = &'a ObservationRecord> + Clone) -> Vec<&RequiredEvidence> {
+    pub fn missing<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a ObservationRecord> + Clone,
+    ) -> Vec<&RequiredEvidence> {
         let found = self.evidence(records);
-        self.file.required_evidence.iter().zip(found).filter(|(_, id)| id.is_none()).map(|(item, _)| item).collect()
+        self.file
+            .required_evidence
+            .iter()
+            .zip(found)
+            .filter(|(_, id)| id.is_none())
+            .map(|(item, _)| item)
+            .collect()
     }
 }
 
 /// Whether an argument schema takes row labels (`x-grammar: label`, directly or as array items).
 fn takes_labels(schema: &Value) -> bool {
     schema["properties"].as_object().is_some_and(|props| {
-        props.values().any(|p| p["x-grammar"] == "label" || p["items"]["x-grammar"] == "label")
+        props
+            .values()
+            .any(|p| p["x-grammar"] == "label" || p["items"]["x-grammar"] == "label")
     })
 }
 
 /// A path for messages: the folder's last component and the file, never an absolute path.
 pub(crate) fn display_name(dir: &Path, file: &str) -> String {
-    let last = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if last.is_empty() { file.to_owned() } else { format!("{last}/{file}") }
+    let last = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if last.is_empty() {
+        file.to_owned()
+    } else {
+        format!("{last}/{file}")
+    }
 }

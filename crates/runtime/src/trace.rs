@@ -16,7 +16,13 @@ use crate::budget::BudgetSnapshot;
 pub const MAX_TRACE_EVENTS: usize = 800;
 
 /// Keys never exported, at any depth (compared case-insensitively).
-pub const FORBIDDEN_KEYS: [&str; 5] = ["thought", "thoughts", "reasoning", "analysis", "chain_of_thought"];
+pub const FORBIDDEN_KEYS: [&str; 5] = [
+    "thought",
+    "thoughts",
+    "reasoning",
+    "analysis",
+    "chain_of_thought",
+];
 
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,7 +46,12 @@ impl TraceEvent {
     /// queued, interrupted by a restart, or that failed to start). It follows the `kept` events already
     /// written and continues `last`, the last of them (its step, clock, observations and budget); without
     /// one it starts from step 0 with `budget`.
-    pub fn finishing(kept: u64, last: Option<&TraceEvent>, data: Value, budget: BudgetSnapshot) -> TraceEvent {
+    pub fn finishing(
+        kept: u64,
+        last: Option<&TraceEvent>,
+        data: Value,
+        budget: BudgetSnapshot,
+    ) -> TraceEvent {
         TraceEvent {
             seq: kept + 1,
             step: last.map_or(0, |e| e.step),
@@ -65,7 +76,11 @@ pub struct Tracer<'s> {
 
 impl<'s> Tracer<'s> {
     /// `redactions` maps known directories (knowledge, artifacts, task) to placeholders.
-    pub fn new(started: Instant, sink: &'s mut dyn FnMut(&TraceEvent), redactions: Vec<(&Path, &'static str)>) -> Self {
+    pub fn new(
+        started: Instant,
+        sink: &'s mut dyn FnMut(&TraceEvent),
+        redactions: Vec<(&Path, &'static str)>,
+    ) -> Self {
         let mut pairs: Vec<(String, &'static str)> = Vec::new();
         for (path, label) in redactions {
             let text = path.to_string_lossy().into_owned();
@@ -78,17 +93,38 @@ impl<'s> Tracer<'s> {
         }
         // Longest first so a nested directory wins over its parent.
         pairs.sort_by_key(|pair| std::cmp::Reverse(pair.0.len()));
-        Self { started, events: Vec::new(), dropped: 0, sink, redactions: pairs }
+        Self {
+            started,
+            events: Vec::new(),
+            dropped: 0,
+            sink,
+            redactions: pairs,
+        }
     }
 
     /// Records one event unless the cap is reached. The last two slots are reserved for the
     /// truncation marker and `run.finished`, so the final event always survives.
-    pub fn emit(&mut self, phase: &str, step: u32, attempt: u32, data: Value, observation_count: u32, budget: BudgetSnapshot) {
+    pub fn emit(
+        &mut self,
+        phase: &str,
+        step: u32,
+        attempt: u32,
+        data: Value,
+        observation_count: u32,
+        budget: BudgetSnapshot,
+    ) {
         let finishing = phase == "run.finished";
         if !finishing && self.events.len() >= MAX_TRACE_EVENTS - 2 {
             if self.dropped == 0 {
                 let marker = serde_json::json!({ "reason": "event cap reached", "max_events": MAX_TRACE_EVENTS });
-                self.push("trace.truncated", step, attempt, marker, observation_count, budget);
+                self.push(
+                    "trace.truncated",
+                    step,
+                    attempt,
+                    marker,
+                    observation_count,
+                    budget,
+                );
             }
             self.dropped += 1;
             return;
@@ -96,7 +132,15 @@ impl<'s> Tracer<'s> {
         self.push(phase, step, attempt, data, observation_count, budget);
     }
 
-    fn push(&mut self, phase: &str, step: u32, attempt: u32, data: Value, observation_count: u32, budget: BudgetSnapshot) {
+    fn push(
+        &mut self,
+        phase: &str,
+        step: u32,
+        attempt: u32,
+        data: Value,
+        observation_count: u32,
+        budget: BudgetSnapshot,
+    ) {
         let event = TraceEvent {
             seq: self.events.len() as u64 + 1,
             step,
@@ -148,7 +192,9 @@ pub fn sanitize(value: Value, redactions: &[(String, &'static str)]) -> Value {
                 .map(|(key, value)| (key, sanitize(value, redactions)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.into_iter().map(|v| sanitize(v, redactions)).collect()),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| sanitize(v, redactions)).collect())
+        }
         Value::String(text) => Value::String(redact_text(&text, redactions)),
         other => other,
     }
@@ -182,7 +228,12 @@ pub fn redact_text(text: &str, redactions: &[(String, &'static str)]) -> String 
         word.clear();
     };
     for ch in out.chars() {
-        if ch.is_whitespace() || matches!(ch, '"' | '\'' | '`' | '(' | ')' | ',' | ';' | '<' | '>' | '[' | ']' | '{' | '}') {
+        if ch.is_whitespace()
+            || matches!(
+                ch,
+                '"' | '\'' | '`' | '(' | ')' | ',' | ';' | '<' | '>' | '[' | ']' | '{' | '}'
+            )
+        {
             flush(&mut word, &mut result);
             result.push(ch);
         } else {
@@ -197,23 +248,42 @@ fn looks_like_absolute_path(word: &str) -> bool {
     let unix = word
         .strip_prefix('/')
         .or_else(|| word.strip_prefix("~/"))
-        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_') && rest.contains('/'));
+        .is_some_and(|rest| {
+            rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+                && rest.contains('/')
+        });
     let bytes = word.as_bytes();
-    let windows = bytes.len() > 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && (bytes[2] == b'\\' || bytes[2] == b'/');
+    let windows = bytes.len() > 3
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && (bytes[2] == b'\\' || bytes[2] == b'/');
     unix || windows
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StopReason;
     use crate::agent_loop::{RunError, UnfinishedResult};
     use crate::budget::Budgets;
-    use crate::StopReason;
     use pretty_assertions::assert_eq;
 
     fn event(seq: u64, step: u32, observation_count: u32) -> TraceEvent {
-        let budget = BudgetSnapshot { steps: step, elapsed_ms: 40, ..Default::default() };
-        TraceEvent { seq, step, attempt: 1, phase: "tool.finished".into(), elapsed_ms: 40, data: Value::Null, observation_count, budget }
+        let budget = BudgetSnapshot {
+            steps: step,
+            elapsed_ms: 40,
+            ..Default::default()
+        };
+        TraceEvent {
+            seq,
+            step,
+            attempt: 1,
+            phase: "tool.finished".into(),
+            elapsed_ms: 40,
+            data: Value::Null,
+            observation_count,
+            budget,
+        }
     }
 
     /// A seal written by the service continues the trace where the runtime left it (number, step, clock,
@@ -222,27 +292,57 @@ mod tests {
     fn a_finishing_event_continues_the_last_kept_event_or_starts_the_trace() {
         let last = event(7, 3, 2);
         let next = TraceEvent::finishing(7, Some(&last), Value::Null, BudgetSnapshot::default());
-        assert_eq!((next.seq, next.step, next.attempt, next.phase.as_str()), (8, 3, 0, "run.finished"));
-        assert_eq!((next.elapsed_ms, next.observation_count, next.budget), (40, 2, last.budget));
+        assert_eq!(
+            (next.seq, next.step, next.attempt, next.phase.as_str()),
+            (8, 3, 0, "run.finished")
+        );
+        assert_eq!(
+            (next.elapsed_ms, next.observation_count, next.budget),
+            (40, 2, last.budget)
+        );
 
-        let budgets = Budgets { max_steps: 5, wall_clock_s: 30, ..Budgets::default() };
+        let budgets = Budgets {
+            max_steps: 5,
+            wall_clock_s: 30,
+            ..Budgets::default()
+        };
         let first = TraceEvent::finishing(0, None, Value::Null, BudgetSnapshot::unused(&budgets));
         assert_eq!((first.seq, first.step, first.observation_count), (1, 0, 0));
-        assert_eq!((first.budget.max_steps, first.budget.wall_clock_ms, first.budget.steps), (5, 30_000, 0));
+        assert_eq!(
+            (
+                first.budget.max_steps,
+                first.budget.wall_clock_ms,
+                first.budget.steps
+            ),
+            (5, 30_000, 0)
+        );
     }
 
     /// The event's data says who sealed the run; the result file says which run and how many events instead.
     #[test]
     fn an_unfinished_result_is_event_data_or_a_result_file() {
-        let error = RunError { code: "interrupted".into(), message: "the service restarted".into() };
+        let error = RunError {
+            code: "interrupted".into(),
+            message: "the service restarted".into(),
+        };
         let seal = UnfinishedResult::new(StopReason::RuntimeError, 2, Some(error), "server");
         let data = serde_json::to_value(&seal).unwrap();
         assert_eq!(data["status"], "failed");
-        assert_eq!((data["sealed_by"].as_str(), data["reason"].as_str()), (Some("server"), Some("interrupted")));
-        assert!(data.get("run_id").is_none() && data.get("events").is_none() && data.get("verification").is_none());
+        assert_eq!(
+            (data["sealed_by"].as_str(), data["reason"].as_str()),
+            (Some("server"), Some("interrupted"))
+        );
+        assert!(
+            data.get("run_id").is_none()
+                && data.get("events").is_none()
+                && data.get("verification").is_none()
+        );
         assert!(data["final_answer"].is_null() && data["metrics"].is_null());
         let result = serde_json::to_value(seal.for_run("run-1", 9)).unwrap();
-        assert_eq!((result["run_id"].as_str(), result["events"].as_u64()), (Some("run-1"), Some(9)));
+        assert_eq!(
+            (result["run_id"].as_str(), result["events"].as_u64()),
+            (Some("run-1"), Some(9))
+        );
         assert!(result.get("sealed_by").is_none());
     }
 }

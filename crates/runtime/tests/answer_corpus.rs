@@ -2,7 +2,9 @@
 //! whole words, negation (English and Chinese) and stated numbers — the cases a substring scorer got wrong.
 
 use pretty_assertions::assert_eq;
-use runtime::answer::{mentions_value, numbers_outside, phrase_present, verdict_of, Verdict, VerdictPhrases};
+use runtime::answer::{
+    Verdict, VerdictPhrases, mentions_value, numbers_outside, phrase_present, verdict_of,
+};
 
 fn phrases(met: &[&str], not_met: &[&str]) -> VerdictPhrases {
     VerdictPhrases {
@@ -13,10 +15,19 @@ fn phrases(met: &[&str], not_met: &[&str]) -> VerdictPhrases {
 
 /// (answer, expected verdict) with the default phrases.
 const DEFAULT_VERDICTS: &[(&str, Verdict)] = &[
-    ("The release rule is met and the build is eligible.", Verdict::Met),
+    (
+        "The release rule is met and the build is eligible.",
+        Verdict::Met,
+    ),
     ("met and eligible", Verdict::Met),
-    ("Average 79 (meets 78); lowest 72 (meets 70), so the rule is met.", Verdict::Met),
-    ("The rule is unmet, the build is ineligible.", Verdict::NotMet),
+    (
+        "Average 79 (meets 78); lowest 72 (meets 70), so the rule is met.",
+        Verdict::Met,
+    ),
+    (
+        "The rule is unmet, the build is ineligible.",
+        Verdict::NotMet,
+    ),
     ("The rule is unmet", Verdict::NotMet),
     ("The build is ineligible for release.", Verdict::NotMet),
     ("The average does not meet the minimum.", Verdict::NotMet),
@@ -30,9 +41,15 @@ const DEFAULT_VERDICTS: &[(&str, Verdict)] = &[
     ("The target has not been met.", Verdict::NotMet),
     ("The plant fails to meet the target.", Verdict::NotMet),
     ("The plant failed to be eligible.", Verdict::NotMet),
-    ("The rule is not met but the build is eligible.", Verdict::Both),
+    (
+        "The rule is not met but the build is eligible.",
+        Verdict::Both,
+    ),
     ("The rule is met, the build is not eligible.", Verdict::Both),
-    ("The metric is reported in metres with metadata.", Verdict::Neither),
+    (
+        "The metric is reported in metres with metadata.",
+        Verdict::Neither,
+    ),
     ("Average 79; lowest batch A at 72.", Verdict::Neither),
     ("The pass rate is 79%.", Verdict::Neither),
     ("The build may be released.", Verdict::Met),
@@ -72,24 +89,44 @@ fn task_phrases_read_verdicts() {
     let zh = phrases(&["达成"], &["未达成"]);
     let pass = phrases(&["passes"], &["fails"]);
     let cases: &[(&str, &VerdictPhrases, Verdict)] = &[
-        ("No batch fails, so the build may ship.", &ship, Verdict::Met),
+        (
+            "No batch fails, so the build may ship.",
+            &ship,
+            Verdict::Met,
+        ),
         ("No batch fails.", &pass, Verdict::Neither),
         ("Batch C fails the minimum.", &pass, Verdict::NotMet),
         ("The build may not ship.", &ship, Verdict::NotMet),
         ("The rule is not met.", &met_only, Verdict::NotMet),
         ("The rule is met.", &met_only, Verdict::Met),
         ("The metric improved.", &met_only, Verdict::Neither),
-        ("The target was met in 2023 but Batch C fails.", &met_only, Verdict::Both),
+        (
+            "The target was met in 2023 but Batch C fails.",
+            &met_only,
+            Verdict::Both,
+        ),
         ("目标未达成。", &zh, Verdict::NotMet),
         ("目标达成。", &zh, Verdict::Met),
         ("目标没有达成。", &zh, Verdict::NotMet),
         ("目标并非未达成。", &zh, Verdict::Neither),
         ("It passes, it never fails.", &pass, Verdict::Met),
-        ("The pass rate is 80% and the fail rate 20%.", &phrases(&["pass"], &["fail"]), Verdict::Neither),
-        ("All checks pass; the pass rates are high.", &phrases(&["pass"], &["fail"]), Verdict::Met),
+        (
+            "The pass rate is 80% and the fail rate 20%.",
+            &phrases(&["pass"], &["fail"]),
+            Verdict::Neither,
+        ),
+        (
+            "All checks pass; the pass rates are high.",
+            &phrases(&["pass"], &["fail"]),
+            Verdict::Met,
+        ),
     ];
     for (text, phrases, expected) in cases {
-        assert_eq!(verdict_of(text, phrases), *expected, "{text:?} with {phrases:?}");
+        assert_eq!(
+            verdict_of(text, phrases),
+            *expected,
+            "{text:?} with {phrases:?}"
+        );
     }
 }
 
@@ -106,12 +143,20 @@ fn phrases_are_whole_words_and_negation_aware() {
         ("The build is not eligible.", "not eligible", true),
         ("No batch fails.", "fails", false),
         ("Batch C fails.", "fails", true),
-        ("It is not, however, relevant: Batch C fails.", "fails", true),
+        (
+            "It is not, however, relevant: Batch C fails.",
+            "fails",
+            true,
+        ),
         ("Not only is it late, and it fails.", "fails", true),
         ("not  MET", "not met", true),
         ("It does not meet the target.", "does not meet", true),
         ("It doesn't really fully meet it.", "meet", false),
-        ("We did not check all four batches and it is met.", "met", true),
+        (
+            "We did not check all four batches and it is met.",
+            "met",
+            true,
+        ),
         ("The lowest is Batch A.", "Batch A", true),
         ("The lowest is Batch AB.", "Batch A", false),
         ("Lowest: plant 7.", "Plant 7", true),
@@ -129,7 +174,11 @@ fn phrases_are_whole_words_and_negation_aware() {
         ("met", "", false),
     ];
     for (text, phrase, expected) in cases {
-        assert_eq!(phrase_present(text, phrase), *expected, "{phrase:?} in {text:?}");
+        assert_eq!(
+            phrase_present(text, phrase),
+            *expected,
+            "{phrase:?} in {text:?}"
+        );
     }
 }
 
@@ -161,7 +210,11 @@ fn numbers_are_read_by_value_outside_masks() {
         ("No number here.", 79.0, &[], false),
     ];
     for (text, value, masks, expected) in cases {
-        assert_eq!(mentions_value(text, *value, masks), *expected, "{value} in {text:?} masking {masks:?}");
+        assert_eq!(
+            mentions_value(text, *value, masks),
+            *expected,
+            "{value} in {text:?} masking {masks:?}"
+        );
     }
 }
 
@@ -169,7 +222,10 @@ fn numbers_are_read_by_value_outside_masks() {
 fn numbers_outside_masks_keep_offsets() {
     let text = "Plant 7 averages 81.5 (obs-calculator-2), Plant 72 is lowest at 64%.";
     let found = numbers_outside(text, &["Plant 7", "obs-calculator-2"]);
-    let printed: Vec<(&str, &str)> = found.iter().map(|m| (m.printed.as_str(), &text[m.start..m.end])).collect();
+    let printed: Vec<(&str, &str)> = found
+        .iter()
+        .map(|m| (m.printed.as_str(), &text[m.start..m.end]))
+        .collect();
     assert_eq!(printed, [("81.5", "81.5"), ("72", "72"), ("64", "64%")]);
 }
 
@@ -187,7 +243,11 @@ fn fill(template: &str, pick: usize) -> String {
         out.push_str(&rest[..open]);
         let slot = &rest[open + 1..close];
         let alternatives: Vec<&str> = slot.split(" / ").collect();
-        out.push_str(if alternatives.len() > 1 { alternatives[pick].trim() } else { "North" });
+        out.push_str(if alternatives.len() > 1 {
+            alternatives[pick].trim()
+        } else {
+            "North"
+        });
         rest = &rest[close + 1..];
     }
     out + rest
@@ -199,7 +259,9 @@ fn every_task_template_reads_as_the_verdict_it_is_filled_with() {
     let mut checked = Vec::new();
     for entry in std::fs::read_dir(tasks).unwrap() {
         let path = entry.unwrap().path().join("task.json");
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let task: serde_json::Value = serde_json::from_str(&text).unwrap();
         let template = task["answer_template"].as_str().unwrap();
         if !template.contains(" / ") {
@@ -211,7 +273,12 @@ fn every_task_template_reads_as_the_verdict_it_is_filled_with() {
         };
         for (pick, verdict) in [(0, Verdict::Met), (1, Verdict::NotMet)] {
             let answer = fill(template, pick);
-            assert_eq!(verdict_of(&answer, &phrases), verdict, "{}: {answer}", path.display());
+            assert_eq!(
+                verdict_of(&answer, &phrases),
+                verdict,
+                "{}: {answer}",
+                path.display()
+            );
         }
         checked.push(task["name"].as_str().unwrap().to_owned());
     }

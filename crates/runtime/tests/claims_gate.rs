@@ -36,12 +36,22 @@ fn run_repaired(
 #[test]
 fn an_ungrounded_number_is_never_accepted() {
     let o = run_fixture("claims_ungrounded_number");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Stopped, StopReason::LoopDetected));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Stopped, StopReason::LoopDetected)
+    );
     assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
     assert_eq!(o.result.final_answer, None);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
     let message = rejected.data["message"].as_str().unwrap();
-    assert!(message.contains("80") && message.contains("obs-calculator-2"), "{message}");
+    assert!(
+        message.contains("80") && message.contains("obs-calculator-2"),
+        "{message}"
+    );
     // The model is told why, in the feedback its next decision sees.
     let m = o.metrics();
     assert_eq!((m.recoverable_failures, m.recovered), (2, 0));
@@ -50,14 +60,26 @@ fn an_ungrounded_number_is_never_accepted() {
 #[test]
 fn a_printed_rounding_is_grounded_and_a_wrong_rounding_is_not() {
     let o = run_fixture("claims_rounding");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     // 78.4 rounds nothing observed; 78.3 is `(72 + 78 + 85) / 3`, a mean over a divisor no data states
     // (three of four batches): the model's own number, not evidence.
     assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
     assert!(o.result.final_answer.as_deref().unwrap().contains("79"));
-    let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+    let accepted = o
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
     assert_eq!(accepted.data["accepted"], true);
-    assert_eq!(accepted.data["claims"]["status"], "verified", "{}", accepted.data);
+    assert_eq!(
+        accepted.data["claims"]["status"], "verified",
+        "{}",
+        accepted.data
+    );
     // Verified, yet the scorer still fails the run: the right mean came after the chart (causal order).
     assert_eq!(o.metrics().task_success, Some(false));
     assert_eq!(o.metrics().recovered, 2);
@@ -66,26 +88,64 @@ fn a_printed_rounding_is_grounded_and_a_wrong_rounding_is_not() {
 #[test]
 fn a_verdict_contradicting_the_declared_rule_check_is_rejected_then_repaired() {
     let o = run_fixture("claims_verdict_repaired");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
     let message = rejected.data["message"].as_str().unwrap();
     // The runtime's own reading of the rule in the knowledge decides, not the model's rule check.
-    assert!(message.contains("obs-knowledge_search-1") && message.contains("\"missed\""), "{message}");
-    assert!(o.result.final_answer.as_deref().unwrap().ends_with("missed."));
-    let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+    assert!(
+        message.contains("obs-knowledge_search-1") && message.contains("\"missed\""),
+        "{message}"
+    );
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .ends_with("missed.")
+    );
+    let accepted = o
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
     assert_eq!(accepted.data["claims"]["verdict"], false);
-    assert_eq!(accepted.data["claims"]["rule_source"], "obs-knowledge_search-1");
+    assert_eq!(
+        accepted.data["claims"]["rule_source"],
+        "obs-knowledge_search-1"
+    );
     assert_eq!(o.metrics().task_success, Some(true));
 }
 
 #[test]
 fn a_verdict_contradicting_rules_stated_as_facts_is_rejected_then_repaired() {
     let o = run_fixture("claims_legacy_verdict");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let message = o.events.iter().find(|e| e.phase == "final.validated").unwrap().data["message"].as_str().unwrap().to_owned();
-    assert!(message.contains("obs-knowledge_search-1") && message.contains("average_gte"), "{message}");
+    let message = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap()
+        .data["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("obs-knowledge_search-1") && message.contains("average_gte"),
+        "{message}"
+    );
     assert_eq!(o.metrics().task_success, Some(true));
 }
 
@@ -94,9 +154,20 @@ fn the_happy_chains_pass_the_gate_with_their_claims_recorded() {
     for name in ["happy", "router_happy"] {
         let o = run_fixture(name);
         assert_eq!(o.result.status, RunStatus::Completed, "{name}");
-        let accepted = o.events.iter().rev().find(|e| e.phase == "final.validated").unwrap();
+        let accepted = o
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.phase == "final.validated")
+            .unwrap();
         assert_eq!(accepted.data["accepted"], true, "{name}");
-        assert!(!accepted.data["claims"]["numbers"].as_array().unwrap().is_empty(), "{name}");
+        assert!(
+            !accepted.data["claims"]["numbers"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{name}"
+        );
     }
 }
 
@@ -124,7 +195,10 @@ impl runtime::policy::Policy for Spy {
 fn once_the_rule_check_has_run_the_grounding_carries_the_verdict_it_decides() {
     let fixture = common::fixture("claims_verdict_repaired");
     let task = common::task("clinic_wait_times");
-    let mut spy = Spy { inner: fixture.policy(), requests: Vec::new() };
+    let mut spy = Spy {
+        inner: fixture.policy(),
+        requests: Vec::new(),
+    };
     let o = common::run_with(&task, &mut spy, |_| {});
     assert_eq!(o.result.stop_reason, StopReason::Completed);
     let phrases = task.verdict_phrases();
@@ -144,7 +218,9 @@ fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
     // count of rows, so the gate refuses it; the repaired "3.7%" is accepted.
     let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
     let final_stating = |average: &str| {
-        format!(r#"{{"type": "final", "answer": "平均退货率为{average}%，退货率最高的门店是北区门店，本季度退货目标未达成。", "evidence_ids": {ids}}}"#)
+        format!(
+            r#"{{"type": "final", "answer": "平均退货率为{average}%，退货率最高的门店是北区门店，本季度退货目标未达成。", "evidence_ids": {ids}}}"#
+        )
     };
     let actions = [
         r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "门店退货率 退货率考核规则"}}"#,
@@ -153,10 +229,24 @@ fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
         r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["东区门店", "西区门店", "南区门店", "北区门店", "中心门店"], "values": [3.2, 4.1, 2.8, 4.6, 3.8], "average": 3.7, "title": "门店退货率"}}"#,
     ];
     let o = run_repaired("store_return_rate_zh", &actions, final_stating, "4", "3.7");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["ungrounded_number"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
-    assert!(rejected.data["message"].as_str().unwrap().contains("states 4,"), "{}", rejected.data);
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert!(
+        rejected.data["message"]
+            .as_str()
+            .unwrap()
+            .contains("states 4,"),
+        "{}",
+        rejected.data
+    );
     assert!(o.result.final_answer.as_deref().unwrap().contains("3.7%"));
     assert_eq!(o.metrics().task_success, Some(true));
 }
@@ -178,12 +268,28 @@ fn a_grounded_number_stated_for_the_wrong_row_is_rejected_then_repaired() {
         r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Batch A", "Batch B", "Batch C", "Batch D", "Batch E"], "values": [82, 74, 67, 88, 79], "average": 78, "title": "Routing Accuracy by batch"}}"#,
     ];
     let o = run_repaired("tool_router_bench", &actions, final_stating, "70", "67");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["misattributed_number"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
     let message = rejected.data["message"].as_str().unwrap();
-    assert!(message.contains("Batch C 70") && message.contains("Batch C = 67"), "{message}");
-    assert!(o.result.final_answer.as_deref().unwrap().contains("Routing Accuracy 67."));
+    assert!(
+        message.contains("Batch C 70") && message.contains("Batch C = 67"),
+        "{message}"
+    );
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .contains("Routing Accuracy 67.")
+    );
     assert_eq!(o.metrics().task_success, Some(true));
     assert_eq!(o.metrics().recovered, 1);
 }
@@ -205,36 +311,90 @@ fn a_whole_number_for_a_value_with_decimals_is_rejected_then_repaired() {
         r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "81.5 >= 80 and 77.0 >= 75"}}"#,
         r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Falcons", "Harriers", "Kestrels", "Ospreys", "Merlins", "Buzzards"], "values": [82.5, 79.0, 84.5, 77.0, 81.0, 85.0], "average": 81.5, "title": "Pass completion by team"}}"#,
     ];
-    let o = run_repaired("team_pass_completion", &actions, final_stating, "82", "81.5");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    let o = run_repaired(
+        "team_pass_completion",
+        &actions,
+        final_stating,
+        "82",
+        "81.5",
+    );
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["ungrounded_number"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
-    assert!(rejected.data["message"].as_str().unwrap().contains("states 82"), "{}", rejected.data);
-    assert!(o.result.final_answer.as_deref().unwrap().starts_with("81.5%"));
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert!(
+        rejected.data["message"]
+            .as_str()
+            .unwrap()
+            .contains("states 82"),
+        "{}",
+        rejected.data
+    );
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .starts_with("81.5%")
+    );
     assert_eq!(o.metrics().task_success, Some(true));
     assert_eq!(o.metrics().recovered, 1);
 }
 
 /// The accepted final's verification, from its `final.validated` event.
 fn verification(o: &common::Outcome) -> serde_json::Value {
-    o.events.iter().rev().find(|e| e.phase == "final.validated" && e.data["accepted"] == true).expect("an accepted final").data["claims"].clone()
+    o.events
+        .iter()
+        .rev()
+        .find(|e| e.phase == "final.validated" && e.data["accepted"] == true)
+        .expect("an accepted final")
+        .data["claims"]
+        .clone()
 }
 
 #[test]
 fn two_verdict_choices_that_disagree_are_rejected_then_repaired() {
     let o = run_fixture("claims_verdicts_disagree");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["verdicts_disagree"]);
-    assert_eq!(verification(&o)["status"], "verified", "{}", verification(&o));
-    assert_eq!(o.metrics().outcome, Some(runtime::metrics::Outcome::Correct));
+    assert_eq!(
+        verification(&o)["status"],
+        "verified",
+        "{}",
+        verification(&o)
+    );
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
 }
 
 #[test]
 fn a_label_slot_naming_the_wrong_row_is_rejected_then_repaired() {
     let o = run_fixture("claims_wrong_row");
     assert_eq!(rejections(&o), ["wrong_row"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
-    assert!(rejected.data["message"].as_str().unwrap().contains("Shuttle kiln"), "{}", rejected.data);
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert!(
+        rejected.data["message"]
+            .as_str()
+            .unwrap()
+            .contains("Shuttle kiln"),
+        "{}",
+        rejected.data
+    );
     assert_eq!(verification(&o)["status"], "verified");
 }
 
@@ -248,26 +408,62 @@ fn a_value_slot_filled_with_a_label_is_rejected_then_repaired() {
 #[test]
 fn the_right_aggregate_over_the_wrong_column_is_rejected_then_recomputed() {
     let o = run_fixture("claims_wrong_quantity");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert_eq!(rejections(&o), ["wrong_quantity"]);
-    let rejected = o.events.iter().find(|e| e.phase == "final.validated").unwrap();
-    assert!(rejected.data["message"].as_str().unwrap().contains("[Turbidity]"), "{}", rejected.data);
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert!(
+        rejected.data["message"]
+            .as_str()
+            .unwrap()
+            .contains("[Turbidity]"),
+        "{}",
+        rejected.data
+    );
     let v = verification(&o);
     assert_eq!(v["status"], "verified", "{v}");
-    assert!(o.result.final_answer.as_deref().unwrap().contains("0.9 NTU"));
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .contains("0.9 NTU")
+    );
 }
 
 #[test]
 fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     let o = run_fixture("claims_no_rule_abstains");
-    assert_eq!((o.result.status, o.result.stop_reason), (RunStatus::Completed, StopReason::Completed));
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
     assert!(rejections(&o).is_empty());
     let v = o.result.verification.clone().expect("verification");
     assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
     let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
     assert_eq!(verdict.status, "unverified");
-    assert!(verdict.detail.contains("the model's own comparison"), "{}", verdict.detail);
-    assert!(v.claims.iter().filter(|c| c.kind != "verdict").all(|c| c.status == "verified"), "{v:?}");
+    assert!(
+        verdict.detail.contains("the model's own comparison"),
+        "{}",
+        verdict.detail
+    );
+    assert!(
+        v.claims
+            .iter()
+            .filter(|c| c.kind != "verdict")
+            .all(|c| c.status == "verified"),
+        "{v:?}"
+    );
     // The task's expected outcome is an abstention: this run is right, and counted as such.
-    assert_eq!(o.metrics().outcome, Some(runtime::metrics::Outcome::Correct));
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
 }

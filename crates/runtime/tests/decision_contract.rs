@@ -3,7 +3,7 @@
 //! registry's tool list.
 
 use pretty_assertions::assert_eq;
-use runtime::decision::{decision_schema, parse_decision, Decision, DecisionError};
+use runtime::decision::{Decision, DecisionError, decision_schema, parse_decision};
 use runtime::registry::ToolRegistry;
 use serde_json::Value;
 
@@ -13,34 +13,103 @@ fn tools() -> Vec<&'static str> {
 
 /// (text, expected code or "ok").
 const CORPUS: &[(&str, &str)] = &[
-    (r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"batches"}}"#, "ok"),
-    (r#"  {"type": "action", "tool": "calculator", "arguments": {"expression": "1+1"}}  "#, "ok"),
+    (
+        r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"batches"}}"#,
+        "ok",
+    ),
+    (
+        r#"  {"type": "action", "tool": "calculator", "arguments": {"expression": "1+1"}}  "#,
+        "ok",
+    ),
     (r#"{"type":"action","tool":"plot","arguments":{}}"#, "ok"),
-    (r#"{"type":"final","answer":"79","evidence_ids":["obs-calculator-2"]}"#, "ok"),
-    (r#"{"type":"final","answer":"done","evidence_ids":[]}"#, "ok"),
-    (r#"{"arguments":{},"tool":"calculator","type":"action"}"#, "ok"),
-    (r#"{"type":"action","tool":"calculator","arguments":{"expression":"1"},"reasoning":"because"}"#, "unexpected_field"),
-    (r#"{"type":"action","tool":"calculator","arguments":{"expression":"1"},"thought":"hmm"}"#, "unexpected_field"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[],"analysis":"..."}"#, "unexpected_field"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[],"decision_summary":"..."}"#, "unexpected_field"),
-    (r#"{"tool":"calculator","arguments":{"expression":"1"}}"#, "missing_type"),
+    (
+        r#"{"type":"final","answer":"79","evidence_ids":["obs-calculator-2"]}"#,
+        "ok",
+    ),
+    (
+        r#"{"type":"final","answer":"done","evidence_ids":[]}"#,
+        "ok",
+    ),
+    (
+        r#"{"arguments":{},"tool":"calculator","type":"action"}"#,
+        "ok",
+    ),
+    (
+        r#"{"type":"action","tool":"calculator","arguments":{"expression":"1"},"reasoning":"because"}"#,
+        "unexpected_field",
+    ),
+    (
+        r#"{"type":"action","tool":"calculator","arguments":{"expression":"1"},"thought":"hmm"}"#,
+        "unexpected_field",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[],"analysis":"..."}"#,
+        "unexpected_field",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[],"decision_summary":"..."}"#,
+        "unexpected_field",
+    ),
+    (
+        r#"{"tool":"calculator","arguments":{"expression":"1"}}"#,
+        "missing_type",
+    ),
     (r#"{"type":"action","tool":"calculator"}"#, "missing_field"),
     (r#"{"type":"action","arguments":{}}"#, "missing_field"),
     (r#"{"type":"final","answer":"x"}"#, "missing_field"),
     (r#"{"type":"final","evidence_ids":[]}"#, "missing_field"),
-    (r#"{"type":"tool_call","tool":"calculator","arguments":{}}"#, "unknown_type"),
-    (r#"{"type":"ACTION","tool":"calculator","arguments":{}}"#, "unknown_type"),
-    (r#"{"type":7,"tool":"calculator","arguments":{}}"#, "wrong_field_type"),
-    (r#"{"type":"action","tool":"web_search","arguments":{}}"#, "unknown_tool"),
-    (r#"{"type":"action","tool":"Calculator","arguments":{}}"#, "unknown_tool"),
-    (r#"{"type":"action","tool":"calculator","arguments":"1+1"}"#, "wrong_field_type"),
-    (r#"{"type":"action","tool":"calculator","arguments":[]}"#, "wrong_field_type"),
-    (r#"{"type":"action","tool":3,"arguments":{}}"#, "wrong_field_type"),
-    (r#"{"type":"final","answer":"","evidence_ids":[]}"#, "field_out_of_range"),
-    (r#"{"type":"final","answer":79,"evidence_ids":[]}"#, "wrong_field_type"),
-    (r#"{"type":"final","answer":"x","evidence_ids":"obs-plot-3"}"#, "wrong_field_type"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[3]}"#, "wrong_field_type"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[""]}"#, "field_out_of_range"),
+    (
+        r#"{"type":"tool_call","tool":"calculator","arguments":{}}"#,
+        "unknown_type",
+    ),
+    (
+        r#"{"type":"ACTION","tool":"calculator","arguments":{}}"#,
+        "unknown_type",
+    ),
+    (
+        r#"{"type":7,"tool":"calculator","arguments":{}}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"action","tool":"web_search","arguments":{}}"#,
+        "unknown_tool",
+    ),
+    (
+        r#"{"type":"action","tool":"Calculator","arguments":{}}"#,
+        "unknown_tool",
+    ),
+    (
+        r#"{"type":"action","tool":"calculator","arguments":"1+1"}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"action","tool":"calculator","arguments":[]}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"action","tool":3,"arguments":{}}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"final","answer":"","evidence_ids":[]}"#,
+        "field_out_of_range",
+    ),
+    (
+        r#"{"type":"final","answer":79,"evidence_ids":[]}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":"obs-plot-3"}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[3]}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[""]}"#,
+        "field_out_of_range",
+    ),
     (r#"["action"]"#, "not_object"),
     (r#""final""#, "not_object"),
     (r#"null"#, "not_object"),
@@ -51,11 +120,26 @@ const NOT_ONE_JSON_VALUE: &[(&str, &str)] = &[
     ("", "empty_output"),
     ("   \n ", "empty_output"),
     ("I will search first.", "invalid_json"),
-    ("```json\n{\"type\":\"final\",\"answer\":\"x\",\"evidence_ids\":[]}\n```", "invalid_json"),
-    (r#"Sure! {"type":"final","answer":"x","evidence_ids":[]}"#, "invalid_json"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[]} I hope this helps"#, "trailing_text"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[]}{"type":"final","answer":"y","evidence_ids":[]}"#, "trailing_text"),
-    (r#"{"type":"final","answer":"x","evidence_ids":[]"#, "invalid_json"),
+    (
+        "```json\n{\"type\":\"final\",\"answer\":\"x\",\"evidence_ids\":[]}\n```",
+        "invalid_json",
+    ),
+    (
+        r#"Sure! {"type":"final","answer":"x","evidence_ids":[]}"#,
+        "invalid_json",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[]} I hope this helps"#,
+        "trailing_text",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[]}{"type":"final","answer":"y","evidence_ids":[]}"#,
+        "trailing_text",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[]"#,
+        "invalid_json",
+    ),
 ];
 
 fn code(result: &Result<Decision, DecisionError>) -> &'static str {
@@ -69,7 +153,11 @@ fn code(result: &Result<Decision, DecisionError>) -> &'static str {
 fn parser_codes_match_the_corpus() {
     let tools = tools();
     for (text, expected) in CORPUS.iter().chain(NOT_ONE_JSON_VALUE) {
-        assert_eq!(code(&parse_decision(text, &tools)), *expected, "for {text:?}");
+        assert_eq!(
+            code(&parse_decision(text, &tools)),
+            *expected,
+            "for {text:?}"
+        );
     }
 }
 
@@ -89,8 +177,16 @@ fn parser_and_schema_agree_on_every_json_value() {
 fn schema_tool_enum_is_the_registry() {
     let schema = decision_schema();
     let branches = schema["oneOf"].as_array().unwrap();
-    let action = branches.iter().find(|b| b["properties"]["type"]["const"] == "action").unwrap();
-    let listed: Vec<&str> = action["properties"]["tool"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let action = branches
+        .iter()
+        .find(|b| b["properties"]["type"]["const"] == "action")
+        .unwrap();
+    let listed: Vec<&str> = action["properties"]["tool"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert_eq!(listed, tools());
     assert_eq!(runtime::decision::decision_types(), vec!["action", "final"]);
 }
@@ -114,16 +210,32 @@ fn accepted_decisions_round_trip_in_contract_form() {
 #[test]
 fn errors_name_the_offending_field_but_not_its_value() {
     let tools = tools();
-    let error = parse_decision(r#"{"type":"action","tool":"calculator","arguments":{},"reasoning":"SECRET-CHAIN"}"#, &tools)
-        .unwrap_err();
+    let error = parse_decision(
+        r#"{"type":"action","tool":"calculator","arguments":{},"reasoning":"SECRET-CHAIN"}"#,
+        &tools,
+    )
+    .unwrap_err();
     let message = error.to_string();
     assert!(message.contains("reasoning"), "{message}");
     assert!(!message.contains("SECRET-CHAIN"), "{message}");
-    let error = parse_decision(r#"{"type":"action","tool":"web_search","arguments":{}}"#, &tools).unwrap_err();
-    assert!(error.to_string().contains("web_search") && error.to_string().contains("calculator"), "{error}");
-    let long_tool = format!(r#"{{"type":"action","tool":"{}","arguments":{{}}}}"#, "x".repeat(500));
+    let error = parse_decision(
+        r#"{"type":"action","tool":"web_search","arguments":{}}"#,
+        &tools,
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("web_search") && error.to_string().contains("calculator"),
+        "{error}"
+    );
+    let long_tool = format!(
+        r#"{{"type":"action","tool":"{}","arguments":{{}}}}"#,
+        "x".repeat(500)
+    );
     let error = parse_decision(&long_tool, &tools).unwrap_err();
-    assert!(error.to_string().len() < 300, "model-supplied text is clipped in messages");
+    assert!(
+        error.to_string().len() < 300,
+        "model-supplied text is clipped in messages"
+    );
 }
 
 #[test]
@@ -131,7 +243,11 @@ fn every_code_is_documented() {
     let tools = tools();
     for (text, _) in CORPUS.iter().chain(NOT_ONE_JSON_VALUE) {
         if let Err(error) = parse_decision(text, &tools) {
-            assert!(DecisionError::CODES.contains(&error.code()), "{}", error.code());
+            assert!(
+                DecisionError::CODES.contains(&error.code()),
+                "{}",
+                error.code()
+            );
         }
     }
 }

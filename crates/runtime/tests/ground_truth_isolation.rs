@@ -21,7 +21,11 @@ impl Policy for Spy {
     fn name(&self) -> String {
         "spy".into()
     }
-    fn decide(&mut self, request: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        request: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
         self.requests.push(serde_json::to_value(request).unwrap());
         self.inner.decide(request, control)
     }
@@ -46,23 +50,42 @@ const CANARY_EXPECTED: &str = r#"{
 
 #[test]
 fn no_request_carries_any_expected_key_or_value() {
-    for (task_name, fixture_name) in [("agent_eval_mini", "happy"), ("tool_router_bench", "router_happy")] {
+    for (task_name, fixture_name) in [
+        ("agent_eval_mini", "happy"),
+        ("tool_router_bench", "router_happy"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let task_dir = dir.path().join(task_name);
-        copy_task(&common::fixtures_dir().join("tasks").join(task_name), &task_dir);
+        copy_task(
+            &common::fixtures_dir().join("tasks").join(task_name),
+            &task_dir,
+        );
         std::fs::write(task_dir.join("expected.json"), CANARY_EXPECTED).unwrap();
         let task = Task::load(&task_dir).unwrap();
         let fixture = common::fixture(fixture_name);
-        let mut spy = Spy { inner: fixture.policy(), requests: Vec::new() };
+        let mut spy = Spy {
+            inner: fixture.policy(),
+            requests: Vec::new(),
+        };
         let o = common::run_with(&task, &mut spy, |_| {});
         assert_eq!(o.result.status, RunStatus::Completed);
         assert_eq!(spy.requests.len(), 4);
         let shown = serde_json::to_string(&spy.requests).unwrap();
         for canary in [
-            "CANARY", "canary_field_kq7", "913377", "424242", "contains_all", "contains_any", "protected_stop_reasons",
-            "causal_order", "expected",
+            "CANARY",
+            "canary_field_kq7",
+            "913377",
+            "424242",
+            "contains_all",
+            "contains_any",
+            "protected_stop_reasons",
+            "causal_order",
+            "expected",
         ] {
-            assert!(!shown.contains(canary), "{task_name}: the policy saw {canary}");
+            assert!(
+                !shown.contains(canary),
+                "{task_name}: the policy saw {canary}"
+            );
         }
         // The run was still scored against the canary truth, so the file was really read.
         let m = o.metrics();
@@ -75,31 +98,64 @@ fn no_request_carries_any_expected_key_or_value() {
 fn real_expected_values_reach_the_policy_only_through_observations() {
     let fixture = common::fixture("happy");
     let task = common::task("agent_eval_mini");
-    let mut spy = Spy { inner: fixture.policy(), requests: Vec::new() };
+    let mut spy = Spy {
+        inner: fixture.policy(),
+        requests: Vec::new(),
+    };
     let o = common::run_with(&task, &mut spy, |_| {});
     assert_eq!(o.result.stop_reason, StopReason::Completed);
     // Before any observation the request holds no number of the ground truth.
     let first = spy.requests[0].to_string();
     for value in ["72", "78", "79", "81", "85"] {
-        assert!(!first.contains(value), "first request shows {value} before any tool ran: {first}");
+        assert!(
+            !first.contains(value),
+            "first request shows {value} before any tool ran: {first}"
+        );
     }
     // The request is exactly the documented shape.
     let keys: Vec<&String> = spy.requests[0].as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
         [
-            "step", "attempt", "task", "tools", "state", "gap", "missing", "grounding", "answer_template",
-            "succeeded_actions", "repair", "max_new_tokens"
+            "step",
+            "attempt",
+            "task",
+            "tools",
+            "state",
+            "gap",
+            "missing",
+            "grounding",
+            "answer_template",
+            "succeeded_actions",
+            "repair",
+            "max_new_tokens"
         ]
     );
     // Grounding grows only from observations: the final step may use the observed values.
     let last = &spy.requests[3]["grounding"];
     for value in ["72", "79", "85"] {
-        assert!(last["numbers"].as_array().unwrap().iter().any(|n| n == value), "{last}");
+        assert!(
+            last["numbers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n == value),
+            "{last}"
+        );
     }
-    let state_keys: Vec<&String> = spy.requests[3]["state"].as_object().unwrap().keys().collect();
+    let state_keys: Vec<&String> = spy.requests[3]["state"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
     assert_eq!(state_keys, ["observations", "feedback", "budget"]);
-    assert_eq!(spy.requests[3]["state"]["observations"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        spy.requests[3]["state"]["observations"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     assert_eq!(spy.requests[3]["gap"]["kind"], "final");
 }
 
@@ -107,17 +163,30 @@ fn real_expected_values_reach_the_policy_only_through_observations() {
 fn repair_request_carries_the_error_and_schema_but_not_the_invalid_text() {
     let fixture = common::fixture("repair_invalid_json");
     let task = common::task("agent_eval_mini");
-    let mut spy = Spy { inner: fixture.policy(), requests: Vec::new() };
+    let mut spy = Spy {
+        inner: fixture.policy(),
+        requests: Vec::new(),
+    };
     common::run_with(&task, &mut spy, |_| {});
     let repair = &spy.requests[1];
     assert_eq!(repair["attempt"], 1);
     assert_eq!(repair["repair"]["error_code"], "invalid_json");
-    assert_eq!(repair["repair"]["schema"]["$id"], "forge/decision.schema.json");
+    assert_eq!(
+        repair["repair"]["schema"]["$id"],
+        "forge/decision.schema.json"
+    );
     let shown = repair.to_string();
-    assert!(!shown.contains("Hope this helps") && !shown.contains("Sure!"), "{shown}");
+    assert!(
+        !shown.contains("Hope this helps") && !shown.contains("Sure!"),
+        "{shown}"
+    );
     let second = &spy.requests[2];
     assert_eq!(second["repair"]["error_code"], "unexpected_field");
-    assert!(!second.to_string().contains("I should look up the numbers first"));
+    assert!(
+        !second
+            .to_string()
+            .contains("I should look up the numbers first")
+    );
 }
 
 #[test]
@@ -127,7 +196,10 @@ fn state_view_keeps_the_last_10_observations_and_4_feedback_messages() {
         .map(|i| format!(r#"{{"type":"action","tool":"knowledge_search","arguments":{{"query":"q{i}","top_k":{}}}}}"#, 9 + i))
         .collect();
     texts.push(r#"{"type":"final","answer":"x","evidence_ids":[]}"#.into());
-    let mut spy = Spy { inner: ScriptedPolicy::from_texts(texts), requests: Vec::new() };
+    let mut spy = Spy {
+        inner: ScriptedPolicy::from_texts(texts),
+        requests: Vec::new(),
+    };
     let task = common::task("agent_eval_mini");
     let o = common::run_with(&task, &mut spy, |config| config.budgets.max_steps = 12);
     assert_eq!(o.result.stop_reason, StopReason::MaxSteps);
@@ -140,5 +212,8 @@ fn state_view_keeps_the_last_10_observations_and_4_feedback_messages() {
     for observation in observations {
         assert!(observation.to_string().len() < 3_500);
     }
-    assert_eq!(last["state"]["budget"]["steps_left"], 0, "steps left after the current one");
+    assert_eq!(
+        last["state"]["budget"]["steps_left"], 0,
+        "steps left after the current one"
+    );
 }

@@ -809,17 +809,31 @@ fn operator_tables_are_the_parsers_levels() {
     };
     for op in BinOp::SUM.into_iter().chain(BinOp::PRODUCT) {
         assert_eq!(top(&format!("6 {} 3", op.symbol())), op);
-        assert_eq!(top(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())), op, "chains");
+        assert_eq!(
+            top(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())),
+            op,
+            "chains"
+        );
     }
     for op in BinOp::COMPARISON {
         assert_eq!(top(&format!("6 {} 3", op.symbol())), op);
-        assert_eq!(code_of(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())), "syntax_error", "does not chain");
+        assert_eq!(
+            code_of(&format!("6 {} 3 {} 2", op.symbol(), op.symbol())),
+            "syntax_error",
+            "does not chain"
+        );
     }
     // A product binds tighter than a sum: the sum is on top whichever comes first.
     for sum in BinOp::SUM {
         for product in BinOp::PRODUCT {
-            assert_eq!(top(&format!("6 {} 3 {} 2", sum.symbol(), product.symbol())), sum);
-            assert_eq!(top(&format!("6 {} 3 {} 2", product.symbol(), sum.symbol())), sum);
+            assert_eq!(
+                top(&format!("6 {} 3 {} 2", sum.symbol(), product.symbol())),
+                sum
+            );
+            assert_eq!(
+                top(&format!("6 {} 3 {} 2", product.symbol(), sum.symbol())),
+                sum
+            );
         }
     }
 }

@@ -43,7 +43,8 @@ fn agent_eval_mini_table_and_rule_facts_are_found() {
     .unwrap();
     let table = "kb-agent_eval_mini-task-success-by-batch";
     let rule = "kb-agent_eval_mini-release-rule";
-    let row = |label: &str, value: i64| json!({ "label": label, "values": { "Task Success": value } });
+    let row =
+        |label: &str, value: i64| json!({ "label": label, "values": { "Task Success": value } });
     assert_eq!(
         out.result["data"],
         json!({
@@ -86,7 +87,10 @@ fn agent_eval_mini_table_and_rule_facts_are_found() {
     assert_ne!(aggregate, file_hash);
     assert_eq!(
         out.summary,
-        format!("3 passage(s): {}; 1 table(s) (4 rows), 2 fact(s)", ids.join(", "))
+        format!(
+            "3 passage(s): {}; 1 table(s) (4 rows), 2 fact(s)",
+            ids.join(", ")
+        )
     );
     assert_eq!(out.result["summary"], json!(out.summary));
     // The view the model reads has the rows as `label = value` and the rule's facts.
@@ -95,8 +99,14 @@ fn agent_eval_mini_table_and_rule_facts_are_found() {
         view.contains("Task Success (%): Batch A = 72, Batch B = 78, Batch C = 81, Batch D = 85 (4 rows; lowest Batch A = 72; highest Batch D = 85)"),
         "{view}"
     );
-    assert!(view.contains("Facts: average_gte = 78; every_batch_gte = 70"), "{view}");
-    assert!(view.contains(&format!("[{rule}] AgentEval Mini > Release rule")), "{view}");
+    assert!(
+        view.contains("Facts: average_gte = 78; every_batch_gte = 70"),
+        "{view}"
+    );
+    assert!(
+        view.contains(&format!("[{rule}] AgentEval Mini > Release rule")),
+        "{view}"
+    );
     // The observation shows the citations too, with the same ids.
     assert_eq!(out.result["citations"][0]["id"], json!(out.citations[0].id));
     assert_eq!(out.result["top_k"], json!(3));
@@ -136,7 +146,11 @@ fn unrelated_query_ranks_the_unrelated_section_first() {
     assert_eq!(out.citations[0].chunk_id, "hardware-and-environment");
     // Neither section holds data, so the data is empty rather than invented.
     assert_eq!(out.result["data"], json!({ "tables": [], "facts": [] }));
-    assert!(out.summary.ends_with("0 table(s) (0 rows), 0 fact(s)"), "{}", out.summary);
+    assert!(
+        out.summary.ends_with("0 table(s) (0 rows), 0 fact(s)"),
+        "{}",
+        out.summary
+    );
 }
 
 #[test]
@@ -162,7 +176,10 @@ fn second_task_has_its_own_data_and_only_allowed_files_are_read() {
     )
     .unwrap();
     let table = &out.result["data"]["tables"][0];
-    assert_eq!(table["columns"], json!([{ "name": "Routing Accuracy", "unit": "%", "count": 5, "missing": [] }]));
+    assert_eq!(
+        table["columns"],
+        json!([{ "name": "Routing Accuracy", "unit": "%", "count": 5, "missing": [] }])
+    );
     let values: Vec<i64> = table["rows"]
         .as_array()
         .unwrap()
@@ -219,7 +236,12 @@ fn data_follows_the_file_not_the_code() {
         out.result["data"]["tables"][0]["rows"][2],
         json!({ "label": "Batch C", "values": { "Task Success": 91.5 } })
     );
-    assert!(out.result["view"].as_str().unwrap().contains("Batch C = 91.5"));
+    assert!(
+        out.result["view"]
+            .as_str()
+            .unwrap()
+            .contains("Batch C = 91.5")
+    );
 }
 
 #[test]
@@ -268,19 +290,32 @@ fn corrupt_files_are_knowledge_corrupt_with_a_reason() {
         (Vec::new(), "no section"),
         (b"  \n\n\t\n".to_vec(), "no section"),
         (b"---\n\n***\n".to_vec(), "no section"),
-        (format!("# T\n\n| Row | Value |\n|---|---|\n{many_rows}").into_bytes(), "201 rows; at most 200"),
-        (format!("# T\n\n{wide_header}|\n{wide_rule}|\n").into_bytes(), "33 columns; at most 32"),
-        (format!("# T\n\n{many_facts}").into_bytes(), "101 `key: number` lines; at most 100"),
+        (
+            format!("# T\n\n| Row | Value |\n|---|---|\n{many_rows}").into_bytes(),
+            "201 rows; at most 200",
+        ),
+        (
+            format!("# T\n\n{wide_header}|\n{wide_rule}|\n").into_bytes(),
+            "33 columns; at most 32",
+        ),
+        (
+            format!("# T\n\n{many_facts}").into_bytes(),
+            "101 `key: number` lines; at most 100",
+        ),
         (vec![b'a'; 1024 * 1024 + 1], "larger than"),
     ];
     for (contents, reason) in cases {
         let (code, message) = corrupt_code(&contents);
         assert_eq!(code, "knowledge_corrupt", "{message}");
-        assert!(message.contains(reason), "expected {reason:?} in {message:?}");
+        assert!(
+            message.contains(reason),
+            "expected {reason:?} in {message:?}"
+        );
         assert!(message.starts_with("broken.md"), "{message}");
     }
     // The line of the offending table is named.
-    let (_, message) = corrupt_code(format!("# T\n\nintro\n\n| Row | Value |\n|---|---|\n{many_rows}").as_bytes());
+    let (_, message) =
+        corrupt_code(format!("# T\n\nintro\n\n| Row | Value |\n|---|---|\n{many_rows}").as_bytes());
     assert!(message.contains("table at line 5"), "{message}");
 }
 

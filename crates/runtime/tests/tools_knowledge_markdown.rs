@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(knowledge::RESULT_SCHEMA).unwrap();
-    assert!(jsonschema::meta::is_valid(&schema), "the result schema is a valid JSON Schema");
+    assert!(
+        jsonschema::meta::is_valid(&schema),
+        "the result schema is a valid JSON Schema"
+    );
     jsonschema::validator_for(&schema).expect("knowledge result schema compiles")
 }
 
@@ -26,7 +29,11 @@ fn search_in(files: &[(&str, &str)], query: &str, top_k: usize) -> Result<ToolOu
         fs::write(dir.path().join(name), text).unwrap();
     }
     let names: Vec<String> = files.iter().map(|(n, _)| (*n).to_owned()).collect();
-    let out = knowledge::search(&SearchRequest::new(query, top_k).unwrap(), dir.path(), &names)?;
+    let out = knowledge::search(
+        &SearchRequest::new(query, top_k).unwrap(),
+        dir.path(),
+        &names,
+    )?;
     assert_valid(&out.result);
     Ok(out)
 }
@@ -37,8 +44,14 @@ fn search_one(text: &str, query: &str) -> ToolOutput {
 
 fn assert_valid(result: &Value) {
     let validator = schema();
-    let errors: Vec<String> = validator.iter_errors(result).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "result does not match the schema: {errors:?}\n{result:#}");
+    let errors: Vec<String> = validator
+        .iter_errors(result)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema: {errors:?}\n{result:#}"
+    );
 }
 
 fn view(out: &ToolOutput) -> &str {
@@ -51,7 +64,12 @@ fn table_values(table: &Value, column: &str) -> Vec<(String, Value)> {
         .unwrap()
         .iter()
         .filter(|r| !r["values"][column].is_null())
-        .map(|r| (r["label"].as_str().unwrap().to_owned(), r["values"][column].clone()))
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_owned(),
+                r["values"][column].clone(),
+            )
+        })
         .collect()
 }
 
@@ -101,14 +119,20 @@ fn a_table_with_any_header_gives_every_numeric_column() {
         json!({ "count": 3, "lowest": { "label": "Abbey Road", "value": 28 }, "highest": { "label": "Bridgend", "value": 35 } })
     );
     let v = view(&out);
-    assert!(v.contains("Table: Clinic | Visits | Wait (min) | Uptime (%) | Cost ($)"), "{v}");
+    assert!(
+        v.contains("Table: Clinic | Visits | Wait (min) | Uptime (%) | Cost ($)"),
+        "{v}"
+    );
     assert!(
         v.contains("Wait (min): Abbey Road = 28, Bridgend = 35, Castle Hill = 31.5 (3 rows; lowest Abbey Road = 28; highest Bridgend = 35)"),
         "{v}"
     );
     assert!(v.contains("Visits: Abbey Road = 1140,"), "{v}");
     // The table itself is not repeated as prose.
-    assert!(!v.contains('|') || v.lines().all(|l| !l.starts_with('|')), "{v}");
+    assert!(
+        !v.contains('|') || v.lines().all(|l| !l.starts_with('|')),
+        "{v}"
+    );
 }
 
 #[test]
@@ -123,10 +147,16 @@ fn rules_as_bullets_become_facts_and_sentences_stay_prose() {
         ])
     );
     let v = view(&out);
-    assert!(v.contains("Facts: Maximum average wait = 30 min; Maximum wait at any clinic = 40 min"), "{v}");
+    assert!(
+        v.contains("Facts: Maximum average wait = 30 min; Maximum wait at any clinic = 40 min"),
+        "{v}"
+    );
     // A time is not one quantity, and a sentence with numbers is prose the model reads.
     assert!(v.contains("Opening hours: 08:00 to 20:00"), "{v}");
-    assert!(v.contains("until June the average target was 35 minutes"), "{v}");
+    assert!(
+        v.contains("until June the average target was 35 minutes"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -135,9 +165,19 @@ fn a_sentence_rule_is_a_passage_without_facts() {
     let out = search_one(text, "literacy target reading");
     assert_eq!(out.citations[0].chunk_id, "literacy-target");
     assert_eq!(out.result["data"]["facts"], json!([]));
-    assert!(view(&out).contains("at least 70 and no school scores below 60"), "{}", view(&out));
+    assert!(
+        view(&out).contains("at least 70 and no school scores below 60"),
+        "{}",
+        view(&out)
+    );
     let table = &out.result["data"]["tables"][0];
-    assert_eq!(table_values(table, "Reading"), [("Ashgrove".into(), json!(72)), ("Dunmore".into(), json!(64))]);
+    assert_eq!(
+        table_values(table, "Reading"),
+        [
+            ("Ashgrove".into(), json!(72)),
+            ("Dunmore".into(), json!(64))
+        ]
+    );
 }
 
 #[test]
@@ -162,12 +202,24 @@ fn two_tables_in_one_section_and_a_numeric_first_column() {
     assert_eq!(tables.len(), 2);
     // All-numeric table: the first column labels the rows.
     assert_eq!(tables[0]["label_column"], "Year");
-    assert_eq!(tables[0]["columns"], json!([{ "name": "Revenue", "unit": "$k", "count": 2, "missing": [] }, { "name": "Growth", "unit": "%", "count": 2, "missing": [] }]));
-    assert_eq!(tables[0]["rows"][0], json!({ "label": "2022", "values": { "Revenue": 1250, "Growth": 4.5 } }));
+    assert_eq!(
+        tables[0]["columns"],
+        json!([{ "name": "Revenue", "unit": "$k", "count": 2, "missing": [] }, { "name": "Growth", "unit": "%", "count": 2, "missing": [] }])
+    );
+    assert_eq!(
+        tables[0]["rows"][0],
+        json!({ "label": "2022", "values": { "Revenue": 1250, "Growth": 4.5 } })
+    );
     // A text column further right labels the rows; the numeric first column is a series.
     assert_eq!(tables[1]["label_column"], "Region");
-    assert_eq!(tables[1]["columns"], json!([{ "name": "Quarter", "unit": null, "count": 2, "missing": [] }, { "name": "Spend", "unit": "$", "count": 2, "missing": [] }]));
-    assert_eq!(out.summary, "1 passage(s): kb-note-figures; 2 table(s) (4 rows), 0 fact(s)");
+    assert_eq!(
+        tables[1]["columns"],
+        json!([{ "name": "Quarter", "unit": null, "count": 2, "missing": [] }, { "name": "Spend", "unit": "$", "count": 2, "missing": [] }])
+    );
+    assert_eq!(
+        out.summary,
+        "1 passage(s): kb-note-figures; 2 table(s) (4 rows), 0 fact(s)"
+    );
     let v = view(&out);
     assert_eq!(v.matches("Table: ").count(), 2, "{v}");
     assert!(v.contains("Revenue ($k): 2022 = 1250, 2023 = 1310"), "{v}");
@@ -207,10 +259,22 @@ fn malformed_tables_give_sensible_data() {
 | Batch A | 72 |
 ";
     let out = search_one(text, "ragged mixed duplicate names separator");
-    let tables: Vec<&Value> = out.result["data"]["tables"].as_array().unwrap().iter().collect();
-    let by_heading = |h: &str| *tables.iter().find(|t| t["heading"].as_str().unwrap().ends_with(h)).unwrap();
+    let tables: Vec<&Value> = out.result["data"]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    let by_heading = |h: &str| {
+        *tables
+            .iter()
+            .find(|t| t["heading"].as_str().unwrap().ends_with(h))
+            .unwrap()
+    };
     let ragged = by_heading("Ragged");
-    assert_eq!(ragged["columns"], json!([{ "name": "Score", "unit": null, "count": 2, "missing": ["East"] }]));
+    assert_eq!(
+        ragged["columns"],
+        json!([{ "name": "Score", "unit": null, "count": 2, "missing": ["East"] }])
+    );
     // Short rows are padded, extra cells dropped, unlabelled rows skipped, empty cells absent and listed as missing.
     assert_eq!(
         ragged["rows"],
@@ -235,7 +299,10 @@ fn malformed_tables_give_sensible_data() {
     assert_eq!(tables.len(), 3);
     let v = view(&out);
     assert!(v.contains("| Batch | Score | | Batch A | 72 |"), "{v}");
-    assert!(v.contains("Rows: A | 72 | 30 min; B | n/a | 2 h; C | 75 (est.) | 1 h"), "{v}");
+    assert!(
+        v.contains("Rows: A | 72 | 30 min; B | n/a | 2 h; C | 75 (est.) | 1 h"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -245,7 +312,13 @@ fn prose_only_files_are_sources_not_errors() {
     assert_eq!(out.citations[0].chunk_id, "preamble");
     assert_eq!(out.citations[0].heading, "(preamble)");
     assert_eq!(out.result["data"], json!({ "tables": [], "facts": [] }));
-    assert!(view(&out).starts_with("[kb-note-preamble] (preamble)\nSome notes without any heading. The review"), "{}", view(&out));
+    assert!(
+        view(&out).starts_with(
+            "[kb-note-preamble] (preamble)\nSome notes without any heading. The review"
+        ),
+        "{}",
+        view(&out)
+    );
 
     let headings_only = search_one("# Only a title\n", "title");
     assert_eq!(headings_only.citations[0].chunk_id, "only-a-title");
@@ -278,8 +351,17 @@ fn chinese_headings_labels_and_queries() {
     assert_eq!(out.citations[0].id, "kb-hospital_zh-各医院满意度");
     let table = &out.result["data"]["tables"][0];
     assert_eq!(table["label_column"], "医院");
-    assert_eq!(table_values(table, "满意度"), [("东区医院".into(), json!(92.5)), ("西区医院".into(), json!(88.5))]);
-    assert_eq!(table["columns"][1], json!({ "name": "满意度", "unit": "%", "count": 2, "missing": [] }));
+    assert_eq!(
+        table_values(table, "满意度"),
+        [
+            ("东区医院".into(), json!(92.5)),
+            ("西区医院".into(), json!(88.5))
+        ]
+    );
+    assert_eq!(
+        table["columns"][1],
+        json!({ "name": "满意度", "unit": "%", "count": 2, "missing": [] })
+    );
 
     let rule = search_in(&[("hospital_zh.md", text)], "考核标准", 1).unwrap();
     assert_eq!(rule.citations[0].chunk_id, "满意度考核标准");
@@ -290,7 +372,11 @@ fn chinese_headings_labels_and_queries() {
             { "citation_id": "kb-hospital_zh-满意度考核标准", "key": "单家医院满意度下限", "value": 85, "unit": "%" },
         ])
     );
-    assert!(view(&rule).contains("Facts: 平均满意度下限 = 90%; 单家医院满意度下限 = 85%"), "{}", view(&rule));
+    assert!(
+        view(&rule).contains("Facts: 平均满意度下限 = 90%; 单家医院满意度下限 = 85%"),
+        "{}",
+        view(&rule)
+    );
 }
 
 #[test]
@@ -301,7 +387,10 @@ fn duplicate_headings_get_distinct_citations() {
     ids.sort();
     assert_eq!(ids, ["notes", "notes-2"]);
     let headings: Vec<&str> = out.citations.iter().map(|c| c.heading.as_str()).collect();
-    assert!(headings.contains(&"Site A > Notes") && headings.contains(&"Site B > Notes"), "{headings:?}");
+    assert!(
+        headings.contains(&"Site A > Notes") && headings.contains(&"Site B > Notes"),
+        "{headings:?}"
+    );
 }
 
 #[test]
@@ -311,7 +400,11 @@ fn code_fences_are_neither_tables_nor_headings_nor_facts() {
     assert_eq!(out.citations.len(), 1);
     assert_eq!(out.citations[0].chunk_id, "setup");
     assert_eq!(out.result["data"], json!({ "tables": [], "facts": [] }));
-    assert!(view(&out).contains("# not a heading | a | b |"), "{}", view(&out));
+    assert!(
+        view(&out).contains("# not a heading | a | b |"),
+        "{}",
+        view(&out)
+    );
 }
 
 #[test]
@@ -320,7 +413,10 @@ fn long_prose_is_clipped_at_a_word_and_the_view_stays_small() {
     let text = format!("# Notes\n\n{}\n", sentence.repeat(20));
     let out = search_one(&text, "committee");
     let prose = view(&out).lines().nth(1).unwrap();
-    assert!(prose.chars().count() <= knowledge::MAX_PROSE_CHARS + 1, "{prose}");
+    assert!(
+        prose.chars().count() <= knowledge::MAX_PROSE_CHARS + 1,
+        "{prose}"
+    );
     assert!(prose.ends_with('…') && !prose.ends_with(" …"), "{prose}");
     // The full section text stays available in the citation, clipped to its own limit.
     assert!(out.citations[0].text.chars().count() <= knowledge::MAX_CITATION_CHARS);
@@ -334,16 +430,42 @@ fn parse_source_reads_one_file_without_a_query() {
     assert_eq!(parsed.source_id(), "clinics");
     assert!(parsed.has_numeric_table());
     let (passage, table) = parsed.tables().next().unwrap();
-    assert_eq!((passage.citation_id(), table.rows.len()), ("kb-clinics-wait-times-by-clinic", 3));
-    let facts: Vec<(&str, f64)> = parsed.facts().map(|(_, f)| (f.key.as_str(), f.value)).collect();
-    assert_eq!(facts, [("Maximum average wait", 30.0), ("Maximum wait at any clinic", 40.0)]);
+    assert_eq!(
+        (passage.citation_id(), table.rows.len()),
+        ("kb-clinics-wait-times-by-clinic", 3)
+    );
+    let facts: Vec<(&str, f64)> = parsed
+        .facts()
+        .map(|(_, f)| (f.key.as_str(), f.value))
+        .collect();
+    assert_eq!(
+        facts,
+        [
+            ("Maximum average wait", 30.0),
+            ("Maximum wait at any clinic", 40.0)
+        ]
+    );
 
-    fs::write(dir.path().join("prose.md"), "# Just prose\n\nNothing structured.\n").unwrap();
+    fs::write(
+        dir.path().join("prose.md"),
+        "# Just prose\n\nNothing structured.\n",
+    )
+    .unwrap();
     let prose = knowledge::parse_source(dir.path(), "prose.md").unwrap();
     assert!(!prose.has_numeric_table());
     assert_eq!(prose.facts().count(), 0);
-    assert_eq!(knowledge::parse_source(dir.path(), "../x.md").unwrap_err().code, "knowledge_source_invalid");
-    assert_eq!(knowledge::parse_source(dir.path(), "absent.md").unwrap_err().code, "knowledge_missing");
+    assert_eq!(
+        knowledge::parse_source(dir.path(), "../x.md")
+            .unwrap_err()
+            .code,
+        "knowledge_source_invalid"
+    );
+    assert_eq!(
+        knowledge::parse_source(dir.path(), "absent.md")
+            .unwrap_err()
+            .code,
+        "knowledge_missing"
+    );
 }
 
 #[test]
@@ -353,30 +475,73 @@ fn caps_are_exactly_at_the_documented_limits() {
         format!("# T\n\n| Row | Value |\n|---|---|\n{body}")
     };
     let out = search_one(&rows(knowledge::MAX_TABLE_ROWS), "row value");
-    assert_eq!(out.result["data"]["tables"][0]["rows"].as_array().unwrap().len(), 200);
-    assert!(view(&out).contains("… (140 more) (200 rows; lowest r0 = 0; highest r199 = 199)"), "{}", view(&out));
-    let error = search_in(&[("note.md", &rows(knowledge::MAX_TABLE_ROWS + 1))], "row", 3).unwrap_err();
+    assert_eq!(
+        out.result["data"]["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        200
+    );
+    assert!(
+        view(&out).contains("… (140 more) (200 rows; lowest r0 = 0; highest r199 = 199)"),
+        "{}",
+        view(&out)
+    );
+    let error = search_in(
+        &[("note.md", &rows(knowledge::MAX_TABLE_ROWS + 1))],
+        "row",
+        3,
+    )
+    .unwrap_err();
     assert_eq!((error.code, error.retryable), ("knowledge_corrupt", false));
 
     let facts = |n: usize| -> String { (0..n).map(|i| format!("- limit {i}: {i}\n")).collect() };
-    let out = search_one(&format!("# Limits\n\n{}", facts(knowledge::MAX_FACTS_PER_FILE)), "limit");
+    let out = search_one(
+        &format!("# Limits\n\n{}", facts(knowledge::MAX_FACTS_PER_FILE)),
+        "limit",
+    );
     assert_eq!(out.result["data"]["facts"].as_array().unwrap().len(), 100);
-    let error = search_in(&[("note.md", &format!("# L\n\n{}", facts(101)))], "limit", 3).unwrap_err();
-    assert!(error.message.contains("the line after the limit is line 103"), "{}", error.message);
+    let error = search_in(
+        &[("note.md", &format!("# L\n\n{}", facts(101)))],
+        "limit",
+        3,
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("the line after the limit is line 103"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]
 fn facts_repeated_verbatim_across_passages_appear_once() {
     let text = "# A\n\nalpha\n\n- Minimum score: 70\n\n# B\n\nalpha\n\n- Minimum score: 70\n- Maximum score: 90\n";
     let out = search_one(text, "alpha score");
-    let keys: Vec<&str> = out.result["data"]["facts"].as_array().unwrap().iter().map(|f| f["key"].as_str().unwrap()).collect();
-    assert_eq!(keys.iter().filter(|k| **k == "Minimum score").count(), 1, "{keys:?}");
+    let keys: Vec<&str> = out.result["data"]["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys.iter().filter(|k| **k == "Minimum score").count(),
+        1,
+        "{keys:?}"
+    );
     assert_eq!(keys.len(), 2);
 }
 
 #[test]
 fn full_result_and_view_snapshot() {
-    let out = search_in(&[("clinic_waits.md", CLINICS)], "wait of each clinic and the wait-time standard", 3).unwrap();
+    let out = search_in(
+        &[("clinic_waits.md", CLINICS)],
+        "wait of each clinic and the wait-time standard",
+        3,
+    )
+    .unwrap();
     insta::assert_json_snapshot!("clinic_waits_result", out.result, {
         ".source_blake3" => "[blake3]",
         ".citations[].source_blake3" => "[blake3]",
@@ -440,9 +605,20 @@ proptest! {
 fn the_result_schema_names_what_changed_from_the_seed() {
     let schema: Value = serde_json::from_str(knowledge::RESULT_SCHEMA).unwrap();
     let comment = schema["$comment"].as_str().unwrap();
-    assert!(comment.starts_with("Differences from the seed"), "{comment}");
-    for name in ["data.batches", "data.release_rule", "data.tables", "data.facts"] {
-        assert!(comment.contains(name), "{name} missing from the schema's $comment");
+    assert!(
+        comment.starts_with("Differences from the seed"),
+        "{comment}"
+    );
+    for name in [
+        "data.batches",
+        "data.release_rule",
+        "data.tables",
+        "data.facts",
+    ] {
+        assert!(
+            comment.contains(name),
+            "{name} missing from the schema's $comment"
+        );
     }
 }
 
@@ -459,8 +635,16 @@ fn a_matching_table_is_never_crowded_out_by_prose() {
     let tables = out.result["data"]["tables"].as_array().unwrap();
     assert_eq!(tables.len(), 1, "{}", out.result);
     assert!(!out.result["data"]["facts"].as_array().unwrap().is_empty());
-    let scores: Vec<f64> = out.result["citations"].as_array().unwrap().iter().map(|c| c["score"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "hits stay in score order: {scores:?}");
+    let scores: Vec<f64> = out.result["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["score"].as_f64().unwrap())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "hits stay in score order: {scores:?}"
+    );
     // With one hit asked for, the best-ranked passage is what comes back.
     let one = search_in(&[("lib.md", text)], "判断第三季度的借阅量考核是否达标", 1).unwrap();
     assert_eq!(one.result["citations"].as_array().unwrap().len(), 1);
@@ -476,13 +660,29 @@ fn a_query_about_the_subject_still_gets_the_documents_table() {
 ## Literacy target\n\nThe Northfield Trust meets its literacy target when the average is at least 70.\n\n\
 ## Budget\n\nThe Northfield Trust budget for the literacy target is 38,500.\n";
     let other = "# Unrelated\n\n| Shop | Sales |\n|---|---|\n| A | 1 |\n";
-    let out = search_in(&[("trust.md", text), ("other.md", other)], "Northfield Trust literacy target", 3).unwrap();
+    let out = search_in(
+        &[("trust.md", text), ("other.md", other)],
+        "Northfield Trust literacy target",
+        3,
+    )
+    .unwrap();
     let tables = out.result["data"]["tables"].as_array().unwrap();
     assert_eq!(tables.len(), 1, "{}", out.result);
     assert_eq!(tables[0]["columns"][0]["name"], "Reading", "{}", out.result);
-    let headings: Vec<&str> = out.result["citations"].as_array().unwrap().iter().map(|c| c["heading"].as_str().unwrap()).collect();
-    assert!(headings.iter().any(|h| h.contains("Literacy target")), "{headings:?}");
-    assert!(!headings.iter().any(|h| h.contains("Unrelated")), "{headings:?}");
+    let headings: Vec<&str> = out.result["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["heading"].as_str().unwrap())
+        .collect();
+    assert!(
+        headings.iter().any(|h| h.contains("Literacy target")),
+        "{headings:?}"
+    );
+    assert!(
+        !headings.iter().any(|h| h.contains("Unrelated")),
+        "{headings:?}"
+    );
     // A query that matches nothing in the document still gets no table out of thin air.
     assert!(search_in(&[("trust.md", text)], "zzz qqq", 3).is_err());
 }

@@ -16,7 +16,8 @@ fn repo() -> PathBuf {
 }
 
 fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    serde_json::from_str(&fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn task_dirs() -> Vec<PathBuf> {
@@ -38,8 +39,12 @@ fn every_task_hint_retrieves_what_its_ground_truth_requires() {
     for dir in task_dirs() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let task = read_json(&dir.join("task.json"));
-        let files: Vec<String> =
-            task["knowledge_files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
+        let files: Vec<String> = task["knowledge_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_owned())
+            .collect();
         let hint = task["required_evidence"]
             .as_array()
             .unwrap()
@@ -48,8 +53,12 @@ fn every_task_hint_retrieves_what_its_ground_truth_requires() {
             .and_then(|e| e["hint"].as_str())
             .unwrap_or_else(|| panic!("{name}: no knowledge_search hint"));
         let request = SearchRequest::new(hint, knowledge::DEFAULT_TOP_K).unwrap();
-        let out = knowledge::search(&request, &repo().join("knowledge"), &files).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(validator.is_valid(&out.result), "{name}: result does not match the schema");
+        let out = knowledge::search(&request, &repo().join("knowledge"), &files)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            validator.is_valid(&out.result),
+            "{name}: result does not match the schema"
+        );
         // Judged by the scorer itself, in either expected.json format.
         let expected = Expected::load(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
         let record = ObservationRecord {
@@ -75,8 +84,14 @@ fn every_task_hint_retrieves_what_its_ground_truth_requires() {
     // Compact: a typical note's view with top_k = 3 is a couple of hundred tokens, not thousands.
     view_chars.sort();
     let median = view_chars[view_chars.len() / 2].0;
-    assert!(median < 1_500, "median view is {median} characters: {view_chars:?}");
-    assert!(view_chars.iter().all(|(chars, _)| *chars < 2_500), "{view_chars:?}");
+    assert!(
+        median < 1_500,
+        "median view is {median} characters: {view_chars:?}"
+    );
+    assert!(
+        view_chars.iter().all(|(chars, _)| *chars < 2_500),
+        "{view_chars:?}"
+    );
 }
 
 #[test]
@@ -93,7 +108,11 @@ fn every_knowledge_file_parses_and_tables_have_numbers() {
         let parsed = knowledge::parse_source(&dir, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!parsed.passages().is_empty(), "{name}");
         for (passage, table) in parsed.tables() {
-            assert!(table.has_numeric_column(), "{name}: table in {} has no numeric column", passage.heading());
+            assert!(
+                table.has_numeric_column(),
+                "{name}: table in {} has no numeric column",
+                passage.heading()
+            );
             assert!(!table.rows.is_empty(), "{name}");
         }
     }
@@ -111,10 +130,21 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let task = read_json(&dir.join("task.json"));
         let expected = read_json(&dir.join("expected.json"));
-        let Some(truth) = expected["final_answer"]["verdict"].as_bool() else { continue };
-        let files: Vec<String> =
-            task["knowledge_files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
-        let hint = task["required_evidence"].as_array().unwrap().iter().find(|e| e["tool"] == "knowledge_search").unwrap()["hint"]
+        let Some(truth) = expected["final_answer"]["verdict"].as_bool() else {
+            continue;
+        };
+        let files: Vec<String> = task["knowledge_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap().to_owned())
+            .collect();
+        let hint = task["required_evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["tool"] == "knowledge_search")
+            .unwrap()["hint"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -123,11 +153,21 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
         let context = task["text"].as_str().unwrap().to_owned();
         match runtime::rules::verdict(&out.result, &context) {
             Some(verdict) => {
-                assert_eq!(verdict.holds, truth, "{name}: the rules read {:?} against ground truth {truth}", verdict.explanation);
+                assert_eq!(
+                    verdict.holds, truth,
+                    "{name}: the rules read {:?} against ground truth {truth}",
+                    verdict.explanation
+                );
                 let terms = runtime::rules::calculator_terms(&out.result, &context).join(" and ");
                 let columns = runtime::tools::calculator::TableColumns::from_results([&out.result]);
-                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns).map(|e| e.value).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
-                assert_eq!(computed, runtime::tools::calculator::CalcValue::Boolean(truth), "{name}: {terms}");
+                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns)
+                    .map(|e| e.value)
+                    .unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
+                assert_eq!(
+                    computed,
+                    runtime::tools::calculator::CalcValue::Boolean(truth),
+                    "{name}: {terms}"
+                );
                 understood.push(name.clone());
             }
             None => not_understood.push(name.clone()),
@@ -135,19 +175,37 @@ fn understood_rules_agree_with_every_tasks_ground_truth() {
         // A model's query is often one word of the hint ("occupancy"), which can bring back a second
         // table with the same column (occupancy by month beside occupancy by hotel): whatever the
         // tables, a rule that is read at all must be read right.
-        for word in hint.split(|c: char| c.is_whitespace() || "，。、；".contains(c)).filter(|w| w.chars().count() >= 3) {
+        for word in hint
+            .split(|c: char| c.is_whitespace() || "，。、；".contains(c))
+            .filter(|w| w.chars().count() >= 3)
+        {
             let request = SearchRequest::new(word, knowledge::DEFAULT_TOP_K).unwrap();
             // A stop word ("find") matches nothing: a typed error, nothing to read.
-            let Ok(out) = knowledge::search(&request, &repo().join("knowledge"), &files) else { continue };
+            let Ok(out) = knowledge::search(&request, &repo().join("knowledge"), &files) else {
+                continue;
+            };
             if let Some(verdict) = runtime::rules::verdict(&out.result, &context) {
-                assert_eq!(verdict.holds, truth, "{name}, query {word:?}: the rules read {:?}", verdict.explanation);
+                assert_eq!(
+                    verdict.holds, truth,
+                    "{name}, query {word:?}: the rules read {:?}",
+                    verdict.explanation
+                );
                 let terms = runtime::rules::calculator_terms(&out.result, &context).join(" and ");
                 let columns = runtime::tools::calculator::TableColumns::from_results([&out.result]);
-                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns).map(|e| e.value).unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
-                assert_eq!(computed, runtime::tools::calculator::CalcValue::Boolean(truth), "{name}, query {word:?}: {terms}");
+                let computed = runtime::tools::calculator::evaluate_with(&terms, &columns)
+                    .map(|e| e.value)
+                    .unwrap_or_else(|e| panic!("{name}: {terms}: {e}"));
+                assert_eq!(
+                    computed,
+                    runtime::tools::calculator::CalcValue::Boolean(truth),
+                    "{name}, query {word:?}: {terms}"
+                );
             }
         }
     }
     eprintln!("rules understood: {understood:?}\nnot understood: {not_understood:?}");
-    assert!(understood.len() * 4 >= (understood.len() + not_understood.len()) * 3, "fewer than 3 in 4 tasks' rules understood: not {not_understood:?}");
+    assert!(
+        understood.len() * 4 >= (understood.len() + not_understood.len()) * 3,
+        "fewer than 3 in 4 tasks' rules understood: not {not_understood:?}"
+    );
 }

@@ -14,12 +14,22 @@ use serde_json::{Value, json};
 fn search_one(text: &str, query: &str) -> ToolOutput {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("note.md"), text).unwrap();
-    let out = knowledge::search(&SearchRequest::new(query, 4).unwrap(), dir.path(), &["note.md".to_owned()])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = knowledge::search(
+        &SearchRequest::new(query, 4).unwrap(),
+        dir.path(),
+        &["note.md".to_owned()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let schema: Value = serde_json::from_str(knowledge::RESULT_SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&out.result).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "result does not match the schema: {errors:#?}");
+    let errors: Vec<String> = validator
+        .iter_errors(&out.result)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not match the schema: {errors:#?}"
+    );
     out
 }
 
@@ -49,7 +59,12 @@ fn summary_rows_are_apart_from_rows_and_stats() {
 ";
     let out = search_one(text, "sales by store");
     let table = first_table(&out);
-    let labels: Vec<&str> = table["rows"].as_array().unwrap().iter().map(|r| r["label"].as_str().unwrap()).collect();
+    let labels: Vec<&str> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
     assert_eq!(labels, ["North", "Total Care Clinic", "South"]);
     assert_eq!(
         table["summary_rows"],
@@ -60,11 +75,29 @@ fn summary_rows_are_apart_from_rows_and_stats() {
         ])
     );
     assert_eq!(table["stats"]["Sales"]["count"], 3);
-    assert_eq!(table["stats"]["Sales"]["highest"], json!({ "label": "South", "value": 1500 }));
-    assert_eq!(table["columns"][0], json!({ "name": "Sales", "unit": "$", "count": 3, "missing": [] }));
-    assert!(view(&out).contains("Stated Total (sum): Sales = 3000, Staff = 9"), "{}", view(&out));
-    assert!(view(&out).contains("(3 rows; lowest Total Care Clinic = 500; highest South = 1500)"), "{}", view(&out));
-    assert!(out.summary.contains("1 table(s) (3 rows)"), "{}", out.summary);
+    assert_eq!(
+        table["stats"]["Sales"]["highest"],
+        json!({ "label": "South", "value": 1500 })
+    );
+    assert_eq!(
+        table["columns"][0],
+        json!({ "name": "Sales", "unit": "$", "count": 3, "missing": [] })
+    );
+    assert!(
+        view(&out).contains("Stated Total (sum): Sales = 3000, Staff = 9"),
+        "{}",
+        view(&out)
+    );
+    assert!(
+        view(&out).contains("(3 rows; lowest Total Care Clinic = 500; highest South = 1500)"),
+        "{}",
+        view(&out)
+    );
+    assert!(
+        out.summary.contains("1 table(s) (3 rows)"),
+        "{}",
+        out.summary
+    );
 }
 
 #[test]
@@ -100,10 +133,17 @@ fn missing_cells_are_gaps_in_a_numeric_column() {
         ])
     );
     assert_eq!(table["stats"]["Uptime"]["count"], 2);
-    assert!(view(&out).contains("(2 rows; no value: South, East, Central;"), "{}", view(&out));
+    assert!(
+        view(&out).contains("(2 rows; no value: South, East, Central;"),
+        "{}",
+        view(&out)
+    );
 
     // Any other text in the column: not a series.
-    let out = search_one("## Uptime\n\n| Site | Uptime |\n|---|---|\n| A | 99 |\n| B | down |\n| C | n/a |\n", "uptime");
+    let out = search_one(
+        "## Uptime\n\n| Site | Uptime |\n|---|---|\n| A | 99 |\n| B | down |\n| C | n/a |\n",
+        "uptime",
+    );
     assert_eq!(first_table(&out)["columns"], json!([]));
 }
 
@@ -125,9 +165,17 @@ fn negative_numbers_survive_into_the_table_json() {
         assert_eq!(row["values"]["Change"], json!(-3.1), "{row}");
         assert_eq!(row["values"]["Net"], json!(-3.1), "{row}");
     }
-    let growth: Vec<f64> = table["rows"].as_array().unwrap().iter().map(|r| r["values"]["Growth"].as_f64().unwrap()).collect();
+    let growth: Vec<f64> = table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["values"]["Growth"].as_f64().unwrap())
+        .collect();
     assert_eq!(growth, [-3.1, -3.1, -3.1, 2.0]);
-    assert_eq!(table["stats"]["Growth"]["lowest"], json!({ "label": "hyphen", "value": -3.1 }));
+    assert_eq!(
+        table["stats"]["Growth"]["lowest"],
+        json!({ "label": "hyphen", "value": -3.1 })
+    );
     assert_eq!(table["columns"][1]["unit"], "$");
     assert!(view(&out).contains("hyphen = -3.1"), "{}", view(&out));
 }
@@ -147,22 +195,42 @@ fn thousands_separators_and_units_stay_attached() {
 ";
     let out = search_one(text, "plants");
     let table = first_table(&out);
-    let units: Vec<(&str, &Value)> =
-        table["columns"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), &c["unit"])).collect();
+    let units: Vec<(&str, &Value)> = table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), &c["unit"]))
+        .collect();
     assert_eq!(
         units,
-        [("Output", &json!(null)), ("Distance", &json!("km")), ("Price", &json!("$")), ("Share", &json!("%")), ("Wait", &json!("min"))]
+        [
+            ("Output", &json!(null)),
+            ("Distance", &json!("km")),
+            ("Price", &json!("$")),
+            ("Share", &json!("%")),
+            ("Wait", &json!("min"))
+        ]
     );
     for row in table["rows"].as_array().unwrap() {
         assert_eq!(row["values"]["Output"], json!(12400), "{row}");
     }
-    assert_eq!(table["rows"][0]["values"], json!({ "Output": 12400, "Distance": 1.2, "Price": 4.5, "Share": 12, "Wait": 42 }));
+    assert_eq!(
+        table["rows"][0]["values"],
+        json!({ "Output": 12400, "Distance": 1.2, "Price": 4.5, "Share": 12, "Wait": 42 })
+    );
 }
 
 #[test]
 fn european_decimals_are_not_silently_misread() {
-    let out = search_one("## Output\n\n| Plant | Output |\n|---|---|\n| A | 12.400,5 |\n| B | 9.100,0 |\n", "output");
-    assert_eq!(first_table(&out)["columns"], json!([]), "not a series, so no wrong number");
+    let out = search_one(
+        "## Output\n\n| Plant | Output |\n|---|---|\n| A | 12.400,5 |\n| B | 9.100,0 |\n",
+        "output",
+    );
+    assert_eq!(
+        first_table(&out)["columns"],
+        json!([]),
+        "not a series, so no wrong number"
+    );
 }
 
 #[test]
@@ -186,7 +254,10 @@ fn the_label_column_is_the_first_text_column_wherever_it_stands() {
             { "name": "Late", "unit": null, "count": 2, "missing": ["East"] },
         ])
     );
-    assert_eq!(table["rows"][0], json!({ "label": "North", "values": { "Week": 1, "Late": 4 } }));
+    assert_eq!(
+        table["rows"][0],
+        json!({ "label": "North", "values": { "Week": 1, "Late": 4 } })
+    );
 }
 
 #[test]
@@ -206,21 +277,44 @@ Output last week:
 The night shift ran on line B only.
 ";
     let out = search_one(text, "output per line");
-    assert_eq!(out.result["data"]["facts"], json!([]), "the items are not also facts");
+    assert_eq!(
+        out.result["data"]["facts"],
+        json!([]),
+        "the items are not also facts"
+    );
     let table = first_table(&out);
     assert_eq!(table["label_column"], "");
     assert_eq!(table["heading"], "Plant report > Output per line (units)");
-    assert_eq!(table["columns"], json!([{ "name": "Output per line", "unit": "units", "count": 3, "missing": [] }]));
+    assert_eq!(
+        table["columns"],
+        json!([{ "name": "Output per line", "unit": "units", "count": 3, "missing": [] }])
+    );
     let rows: Vec<(&str, f64)> = table["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["label"].as_str().unwrap(), r["values"]["Output per line"].as_f64().unwrap()))
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap(),
+                r["values"]["Output per line"].as_f64().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(rows, [("Line A", 120.0), ("Line B", 95.0), ("Line C", 130.0)]);
-    assert_eq!(table["summary_rows"], json!([{ "label": "Total", "kind": "sum", "values": { "Output per line": 345 } }]));
+    assert_eq!(
+        rows,
+        [("Line A", 120.0), ("Line B", 95.0), ("Line C", 130.0)]
+    );
+    assert_eq!(
+        table["summary_rows"],
+        json!([{ "label": "Total", "kind": "sum", "values": { "Output per line": 345 } }])
+    );
     assert!(view(&out).starts_with("[kb-note-output-per-line-units] Plant report > Output per line (units)\nOutput last week:"), "{}", view(&out));
-    assert!(view(&out).contains("Table: Output per line (units)\nOutput per line (units): Line A = 120"), "{}", view(&out));
+    assert!(
+        view(&out)
+            .contains("Table: Output per line (units)\nOutput per line (units): Line A = 120"),
+        "{}",
+        view(&out)
+    );
     assert!(!view(&out).contains("Facts:"), "{}", view(&out));
 
     // Units from the items when the heading has none; the preamble's column is `Value`.
@@ -241,11 +335,19 @@ fn a_bullet_list_that_states_a_rule_stays_facts() {
 ";
     let out = search_one(text, "wait-time standard");
     assert_eq!(out.result["data"]["tables"], json!([]));
-    let keys: Vec<&str> = out.result["data"]["facts"].as_array().unwrap().iter().map(|f| f["key"].as_str().unwrap()).collect();
+    let keys: Vec<&str> = out.result["data"]["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["key"].as_str().unwrap())
+        .collect();
     assert_eq!(keys, ["Maximum average wait", "North", "South"]);
 
     // Mixed units, or a single item: facts as before.
-    let out = search_one("## Figures\n\n- Wait: 30 min\n- Budget: $1,250\n", "figures");
+    let out = search_one(
+        "## Figures\n\n- Wait: 30 min\n- Budget: $1,250\n",
+        "figures",
+    );
     assert_eq!(out.result["data"]["tables"], json!([]));
     assert_eq!(out.result["data"]["facts"].as_array().unwrap().len(), 2);
 }
@@ -253,7 +355,11 @@ fn a_bullet_list_that_states_a_rule_stays_facts() {
 #[test]
 fn tables_of_26_and_200_rows_parse() {
     // The cap counts every body row as written, summary rows included: 199 rows and an Average fit.
-    for (n, average) in [(26usize, true), (knowledge::MAX_TABLE_ROWS - 1, true), (knowledge::MAX_TABLE_ROWS, false)] {
+    for (n, average) in [
+        (26usize, true),
+        (knowledge::MAX_TABLE_ROWS - 1, true),
+        (knowledge::MAX_TABLE_ROWS, false),
+    ] {
         let mut text = "## Scores\n\n| Name | Score |\n|---|---|\n".to_owned();
         for i in 0..n {
             text.push_str(&format!("| Row {i} | {} |\n", i * 10));
@@ -263,10 +369,17 @@ fn tables_of_26_and_200_rows_parse() {
         }
         let out = search_one(&text, "scores");
         let table = first_table(&out);
-        assert_eq!(table["rows"].as_array().unwrap().len(), n, "{n} rows; the Average row is a summary row");
+        assert_eq!(
+            table["rows"].as_array().unwrap().len(),
+            n,
+            "{n} rows; the Average row is a summary row"
+        );
         assert_eq!(table["columns"][0]["count"], n);
         assert_eq!(table["stats"]["Score"]["highest"]["value"], (n - 1) * 10);
-        assert_eq!(table["summary_rows"].as_array().unwrap().len(), usize::from(average));
+        assert_eq!(
+            table["summary_rows"].as_array().unwrap().len(),
+            usize::from(average)
+        );
     }
     // One more is still a typed error, naming the line and the limit.
     let mut text = "## Scores\n\n| Name | Score |\n|---|---|\n".to_owned();

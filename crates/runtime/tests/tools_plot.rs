@@ -419,7 +419,15 @@ fn observed_column(n: usize) -> runtime::tools::calculator::TableColumns {
             labels: (0..n).map(|i| format!("Depot {i:03}")).collect(),
             columns: vec![(
                 "Fuel use".into(),
-                (0..n).map(|i| if i == 3 { None } else { Some(40.0 + (i % 20) as f64) }).collect(),
+                (0..n)
+                    .map(|i| {
+                        if i == 3 {
+                            None
+                        } else {
+                            Some(40.0 + (i % 20) as f64)
+                        }
+                    })
+                    .collect(),
             )],
         }],
     }
@@ -440,31 +448,70 @@ fn a_chart_by_column_reference_draws_every_row_and_says_what_it_thins_or_leaves_
             columns: &columns,
         };
         let args = json!({"column": "[Fuel use]", "title": "Fuel use per depot", "average": 45.5});
-        let out = call_tool("plot", args.as_object().unwrap(), &mut ctx).expect("a chart by reference");
+        let out =
+            call_tool("plot", args.as_object().unwrap(), &mut ctx).expect("a chart by reference");
         let spec = &out.result["spec"];
         // Every row with a value is a bar, in table order; the row without one is named, not drawn.
-        assert_eq!(spec["labels"].as_array().unwrap().len(), rows - 1, "{rows} rows");
+        assert_eq!(
+            spec["labels"].as_array().unwrap().len(),
+            rows - 1,
+            "{rows} rows"
+        );
         assert_eq!(spec["values"].as_array().unwrap().len(), rows - 1);
         assert_eq!(spec["labels"][3], "Depot 004");
         assert_eq!(spec["column"], "[Depot | Fuel use]");
         assert_eq!(spec["missing"], json!(["Depot 003"]));
         assert_eq!(spec["labelled_every"].as_u64(), labelled_every);
         let summary = out.result["summary"].as_str().unwrap();
-        assert!(summary.contains("no bar for Depot 003 (no value)"), "{summary}");
-        assert_eq!(summary.contains("th bar labelled"), labelled_every.is_some(), "{summary}");
+        assert!(
+            summary.contains("no bar for Depot 003 (no value)"),
+            "{summary}"
+        );
+        assert_eq!(
+            summary.contains("th bar labelled"),
+            labelled_every.is_some(),
+            "{summary}"
+        );
         let png = fs::read(dir.path().join(out.artifacts[0].file_name.as_str())).unwrap();
         assert!(png.starts_with(b"\x89PNG"));
     }
     // An unknown column is the calculator's own refusal, named; a listed chart still stops at its cap.
     let columns = observed_column(5);
-    let mut ctx = ToolContext { knowledge_dir: knowledge, allowed_sources: &[], artifact_dir: dir.path(), artifacts: &mut store, columns: &columns };
-    let err = call_tool("plot", json!({"column": "[Wait]", "title": "t"}).as_object().unwrap(), &mut ctx).unwrap_err();
+    let mut ctx = ToolContext {
+        knowledge_dir: knowledge,
+        allowed_sources: &[],
+        artifact_dir: dir.path(),
+        artifacts: &mut store,
+        columns: &columns,
+    };
+    let err = call_tool(
+        "plot",
+        json!({"column": "[Wait]", "title": "t"})
+            .as_object()
+            .unwrap(),
+        &mut ctx,
+    )
+    .unwrap_err();
     assert_eq!(err.code, "unknown_column", "{err:?}");
     assert!(err.message.contains("[Fuel use]"), "{}", err.message);
-    let err = call_tool("plot", json!({"column": "Fuel use", "title": "t"}).as_object().unwrap(), &mut ctx).unwrap_err();
+    let err = call_tool(
+        "plot",
+        json!({"column": "Fuel use", "title": "t"})
+            .as_object()
+            .unwrap(),
+        &mut ctx,
+    )
+    .unwrap_err();
     assert_eq!(err.code, "invalid_arguments", "{err:?}");
     let many: Vec<String> = (0..61).map(|i| format!("r{i}")).collect();
-    let err = call_tool("plot", json!({"labels": many, "values": vec![1.0; 61], "title": "t"}).as_object().unwrap(), &mut ctx).unwrap_err();
+    let err = call_tool(
+        "plot",
+        json!({"labels": many, "values": vec![1.0; 61], "title": "t"})
+            .as_object()
+            .unwrap(),
+        &mut ctx,
+    )
+    .unwrap_err();
     assert_eq!(err.code, "plot_too_many_points");
     assert!(err.message.contains("by reference"), "{}", err.message);
 }
@@ -476,15 +523,25 @@ fn a_chart_gives_its_bars_one_way_only() {
         (json!({"column": "[Wait]", "title": "t"}), true),
         (json!({"labels": ["a"], "values": [1], "title": "t"}), true),
         (json!({"title": "t"}), false),
-        (json!({"column": "[Wait]", "labels": ["a"], "values": [1], "title": "t"}), false),
-        (json!({"column": "[Wait]", "values": [1], "title": "t"}), false),
+        (
+            json!({"column": "[Wait]", "labels": ["a"], "values": [1], "title": "t"}),
+            false,
+        ),
+        (
+            json!({"column": "[Wait]", "values": [1], "title": "t"}),
+            false,
+        ),
         (json!({"labels": ["a"], "title": "t"}), false),
     ] {
         let result = registry.validate_arguments("plot", args.as_object().unwrap());
         assert_eq!(result.is_ok(), ok, "{args}: {result:?}");
         if let Err(e) = result {
             assert!(matches!(e, ArgumentError::Alternatives { .. }), "{e}");
-            assert!(e.to_string().contains("give exactly one of column, or labels and values"), "{e}");
+            assert!(
+                e.to_string()
+                    .contains("give exactly one of column, or labels and values"),
+                "{e}"
+            );
         }
     }
 }

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use runtime::policy::scripted::{ScriptedDecision, ScriptedPolicy};
-use runtime::trace::{is_forbidden_key, redact_text, sanitize, Tracer, MAX_TRACE_EVENTS};
-use runtime::{Budgets, BudgetSnapshot, StopReason, TraceEvent};
-use serde_json::{json, Value};
+use runtime::trace::{MAX_TRACE_EVENTS, Tracer, is_forbidden_key, redact_text, sanitize};
+use runtime::{BudgetSnapshot, Budgets, StopReason, TraceEvent};
+use serde_json::{Value, json};
 
 fn walk<'a>(value: &'a Value, visit: &mut dyn FnMut(Option<&'a str>, &'a Value)) {
     match value {
@@ -27,31 +27,52 @@ fn walk<'a>(value: &'a Value, visit: &mut dyn FnMut(Option<&'a str>, &'a Value))
     }
 }
 
-fn assert_clean(name: &str, events: &[TraceEvent], raw_texts: &[String], forbidden_paths: &[String]) {
+fn assert_clean(
+    name: &str,
+    events: &[TraceEvent],
+    raw_texts: &[String],
+    forbidden_paths: &[String],
+) {
     let trace = serde_json::to_value(events).unwrap();
     let text = trace.to_string();
     for raw in raw_texts.iter().filter(|r| r.trim().len() >= 12) {
         // A raw output never appears as a stored string (a parsed, canonical decision may).
         let quoted = serde_json::to_string(raw).unwrap();
-        assert!(!text.contains(&quoted), "{name}: raw model text stored: {raw}");
+        assert!(
+            !text.contains(&quoted),
+            "{name}: raw model text stored: {raw}"
+        );
         if serde_json::from_str::<Value>(raw).is_err() {
             let probe: String = raw.chars().take(40).collect();
-            assert!(!text.contains(&serde_json::to_string(&probe).unwrap()[1..probe.len()]), "{name}: invalid output leaked: {raw}");
+            assert!(
+                !text.contains(&serde_json::to_string(&probe).unwrap()[1..probe.len()]),
+                "{name}: invalid output leaked: {raw}"
+            );
         }
     }
     for path in forbidden_paths {
-        assert!(!text.contains(path.as_str()), "{name}: absolute path {path} in trace");
+        assert!(
+            !text.contains(path.as_str()),
+            "{name}: absolute path {path} in trace"
+        );
     }
     walk(&trace, &mut |key, value| {
         if let Some(key) = key {
             assert!(!is_forbidden_key(key), "{name}: reasoning-like key {key}");
         }
         if let Value::String(s) = value {
-            assert!(!s.starts_with('/') || !s[1..].contains('/'), "{name}: absolute path {s}");
+            assert!(
+                !s.starts_with('/') || !s[1..].contains('/'),
+                "{name}: absolute path {s}"
+            );
         }
     });
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "{name}: seq not contiguous");
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "{name}: seq not contiguous"
+    );
     assert_eq!(events.last().unwrap().phase, "run.finished", "{name}");
     assert!(events.len() <= MAX_TRACE_EVENTS, "{name}");
 }
@@ -60,7 +81,8 @@ fn assert_clean(name: &str, events: &[TraceEvent], raw_texts: &[String], forbidd
 fn no_fixture_trace_holds_raw_text_paths_or_reasoning_keys() {
     let root = common::repo_root().to_string_lossy().into_owned();
     let mut checked = 0;
-    let schema: Value = serde_json::from_str(include_str!("../../../schemas/trace_event.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schemas/trace_event.schema.json")).unwrap();
     let event_schema = jsonschema::validator_for(&schema).expect("trace event schema compiles");
     for path in runtime::fixture::fixture_files(&common::fixtures_dir()).unwrap() {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
@@ -68,14 +90,26 @@ fn no_fixture_trace_holds_raw_text_paths_or_reasoning_keys() {
         let o = common::run_fixture(&name);
         let raw: Vec<String> = fixture.decisions.iter().map(|d| d.text.clone()).collect();
         let artifacts = o.artifact_dir.path().to_string_lossy().into_owned();
-        assert_clean(&name, &o.events, &raw, &[root.clone(), artifacts, "/home/".into(), "/tmp/".into()]);
+        assert_clean(
+            &name,
+            &o.events,
+            &raw,
+            &[root.clone(), artifacts, "/home/".into(), "/tmp/".into()],
+        );
         for event in &o.events {
             let value = serde_json::to_value(event).unwrap();
-            assert!(event_schema.is_valid(&value), "{name}: event {} does not match trace_event.schema.json: {value}", event.seq);
+            assert!(
+                event_schema.is_valid(&value),
+                "{name}: event {} does not match trace_event.schema.json: {value}",
+                event.seq
+            );
         }
         // The same holds for the result the server stores next to the trace.
         let result = serde_json::to_string(&o.result).unwrap();
-        assert!(!result.contains(&root) && !result.contains("/home/") && !result.contains("/tmp/"), "{name}: {result}");
+        assert!(
+            !result.contains(&root) && !result.contains("/home/") && !result.contains("/tmp/"),
+            "{name}: {result}"
+        );
         checked += 1;
     }
     assert!(checked >= 20, "only {checked} fixtures found");
@@ -87,12 +121,18 @@ fn reasoning_keys_and_paths_are_scrubbed_from_tool_and_policy_data() {
     let task = common::task("agent_eval_mini");
     let mut policy = ScriptedPolicy::new(vec![ScriptedDecision {
         error: Some(runtime::policy::scripted::ScriptedErrorKind::Runtime),
-        message: Some(format!("failed reading {}/weights.bin and C:\\models\\q.gguf", common::knowledge_dir().display())),
+        message: Some(format!(
+            "failed reading {}/weights.bin and C:\\models\\q.gguf",
+            common::knowledge_dir().display()
+        )),
         ..ScriptedDecision::default()
     }]);
     let o = common::run_with(&task, &mut policy, |_| {});
     let text = o.trace_json();
-    assert!(text.contains("<knowledge>/weights.bin") && text.contains("<path>"), "{text}");
+    assert!(
+        text.contains("<knowledge>/weights.bin") && text.contains("<path>"),
+        "{text}"
+    );
     assert!(!text.contains("C:\\\\models"), "{text}");
     assert_eq!(o.result.stop_reason, StopReason::RuntimeError);
 }
@@ -111,9 +151,19 @@ fn trace_is_capped_at_800_events_and_keeps_run_finished() {
     let mut policy = ScriptedPolicy::new(decisions);
     let task = common::task("agent_eval_mini");
     let o = common::run_with(&task, &mut policy, |config| {
-        config.budgets = Budgets { max_steps: 100, max_input_tokens: 1_000_000, max_output_tokens: 100_000, ..Budgets::default() };
+        config.budgets = Budgets {
+            max_steps: 100,
+            max_input_tokens: 1_000_000,
+            max_output_tokens: 100_000,
+            ..Budgets::default()
+        };
     });
-    assert_eq!(o.result.stop_reason, StopReason::MaxSteps, "{:?}", o.result.error);
+    assert_eq!(
+        o.result.stop_reason,
+        StopReason::MaxSteps,
+        "{:?}",
+        o.result.error
+    );
     assert_eq!(o.events.len(), MAX_TRACE_EVENTS);
     assert_eq!(o.result.events as usize, MAX_TRACE_EVENTS);
     assert_eq!(o.events[MAX_TRACE_EVENTS - 2].phase, "trace.truncated");
@@ -132,14 +182,35 @@ fn tracer_cap_holds_for_any_event_count() {
         let mut sink = |_: &TraceEvent| seen += 1;
         let mut tracer = Tracer::new(Instant::now(), &mut sink, vec![]);
         for i in 0..total {
-            tracer.emit("tool.started", 1, 1, json!({ "i": i }), 0, BudgetSnapshot::default());
+            tracer.emit(
+                "tool.started",
+                1,
+                1,
+                json!({ "i": i }),
+                0,
+                BudgetSnapshot::default(),
+            );
         }
-        tracer.emit("run.finished", 1, 0, json!({}), 0, BudgetSnapshot::default());
+        tracer.emit(
+            "run.finished",
+            1,
+            0,
+            json!({}),
+            0,
+            BudgetSnapshot::default(),
+        );
         let events = tracer.into_events();
         assert!(events.len() <= MAX_TRACE_EVENTS, "{total}");
         assert_eq!(events.last().unwrap().phase, "run.finished");
-        let truncated = events.iter().filter(|e| e.phase == "trace.truncated").count();
-        assert_eq!(truncated, usize::from(total > MAX_TRACE_EVENTS - 2), "{total}");
+        let truncated = events
+            .iter()
+            .filter(|e| e.phase == "trace.truncated")
+            .count();
+        assert_eq!(
+            truncated,
+            usize::from(total > MAX_TRACE_EVENTS - 2),
+            "{total}"
+        );
         assert_eq!(seen, events.len(), "the sink sees exactly the kept events");
     }
 }
@@ -185,8 +256,15 @@ fn redact_volatile(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                if matches!(key.as_str(), "elapsed_ms" | "wall_clock_ms" | "latency_ms" | "tool_latency_ms" | "total_latency_ms" | "model_latency_ms")
-                    || key.ends_with("blake3")
+                if matches!(
+                    key.as_str(),
+                    "elapsed_ms"
+                        | "wall_clock_ms"
+                        | "latency_ms"
+                        | "tool_latency_ms"
+                        | "total_latency_ms"
+                        | "model_latency_ms"
+                ) || key.ends_with("blake3")
                     || key == "bytes"
                     || key == "score"
                 {
@@ -223,7 +301,10 @@ fn happy_trace_snapshot() {
 fn wall_clock_budget_bounds_the_policy() {
     // A policy that would think for 5 s is interrupted by the 1 s run deadline.
     let task = common::task("agent_eval_mini");
-    let mut policy = ScriptedPolicy::new(vec![ScriptedDecision { sleep_ms: 5_000, ..ScriptedDecision::text("{}") }]);
+    let mut policy = ScriptedPolicy::new(vec![ScriptedDecision {
+        sleep_ms: 5_000,
+        ..ScriptedDecision::text("{}")
+    }]);
     let started = Instant::now();
     let o = common::run_with(&task, &mut policy, |config| config.budgets.wall_clock_s = 1);
     assert!(started.elapsed() < Duration::from_secs(3));
@@ -233,12 +314,17 @@ fn wall_clock_budget_bounds_the_policy() {
 
 #[test]
 fn the_trace_schema_refuses_what_the_runtime_never_emits() {
-    let schema: Value = serde_json::from_str(include_str!("../../../schemas/trace_event.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schemas/trace_event.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let o = common::run_fixture("happy");
     let good = serde_json::to_value(&o.events[0]).unwrap();
     assert!(validator.is_valid(&good));
-    for (field, value) in [("phase", json!("model.thinking")), ("seq", json!(0)), ("raw_output", json!("..."))] {
+    for (field, value) in [
+        ("phase", json!("model.thinking")),
+        ("seq", json!(0)),
+        ("raw_output", json!("...")),
+    ] {
         let mut bad = good.clone();
         bad[field] = value;
         assert!(!validator.is_valid(&bad), "{field}");

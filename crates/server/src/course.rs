@@ -43,7 +43,8 @@ fn stage_dirs(root: &Path) -> Result<Vec<(String, PathBuf)>, CourseError> {
                 bytes.len() > 3 && bytes[..2].iter().all(u8::is_ascii_digit) && bytes[2] == b'-';
             // A linked stage folder is not a stage folder (file_type does not follow links).
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            (is_stage && is_dir && entry.path().join("Cargo.toml").is_file()).then(|| (id, entry.path()))
+            (is_stage && is_dir && entry.path().join("Cargo.toml").is_file())
+                .then(|| (id, entry.path()))
         })
         .collect();
     stages.sort();
@@ -145,8 +146,16 @@ pub fn guide(root: &Path, id: &str, lang: &str) -> Result<Value, CourseError> {
 
 /// `GET /course/progress`: `learn/progress.json` as written by `cargo xtask`, when present.
 pub fn progress(root: &Path) -> Value {
-    let read = crate::safe_fs::read_under(root, Path::new("learn/progress.json"), crate::safe_fs::MAX_SERVED_BYTES)
-        .and_then(|b| String::from_utf8(b).map_err(|_| crate::safe_fs::SafeReadError::NotAFile { path: "learn/progress.json (not UTF-8)".into() }));
+    let read = crate::safe_fs::read_under(
+        root,
+        Path::new("learn/progress.json"),
+        crate::safe_fs::MAX_SERVED_BYTES,
+    )
+    .and_then(|b| {
+        String::from_utf8(b).map_err(|_| crate::safe_fs::SafeReadError::NotAFile {
+            path: "learn/progress.json (not UTF-8)".into(),
+        })
+    });
     match read {
         Err(e) if e.is_not_found() => {
             json!({ "present": false, "progress": null, "error": null })

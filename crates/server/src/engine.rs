@@ -12,7 +12,7 @@ use runtime::policy::{Policy, RunControl};
 use serde_json::{Map, Value, json};
 
 use crate::error::FieldError;
-use crate::model::{FailingPolicy, ModelBackend, Mode};
+use crate::model::{FailingPolicy, Mode, ModelBackend};
 use crate::models::ModelEntry;
 
 /// Where the next decision comes from.
@@ -110,35 +110,57 @@ impl Executor for RuntimeExecutor {
     ) -> Result<Value, ExecError> {
         // A scripted fixture brings its own task, budgets and injected tool faults (that is what makes
         // it reproduce a given outcome); a model run uses the request's task and budgets.
-        let (task_name, config, mut policy): (String, runtime::RunConfig, Box<dyn Policy>) = match &spec.policy {
-            PolicyChoice::Model => {
-                let budgets = budgets_from_json(&spec.budgets)
-                    .map_err(|errs| ExecError { code: "invalid_budgets", message: format!("{errs:?}") })?;
-                let mut config = runtime::RunConfig::new(run_id, &self.knowledge_dir, artifact_dir);
-                config.budgets = budgets;
-                (spec.task.clone(), config, self.model_policy(spec))
-            }
-            PolicyChoice::Scripted { fixture } => {
-                let f = runtime::fixture::Fixture::load(self.root.join(fixture))
-                    .map_err(|e| ExecError { code: "invalid_fixture", message: format!("scripted fixture {fixture:?}: {e}") })?;
-                let config = f.config(run_id, &self.knowledge_dir, artifact_dir);
-                (f.task.clone(), config, Box::new(f.policy()))
-            }
-        };
+        let (task_name, config, mut policy): (String, runtime::RunConfig, Box<dyn Policy>) =
+            match &spec.policy {
+                PolicyChoice::Model => {
+                    let budgets = budgets_from_json(&spec.budgets).map_err(|errs| ExecError {
+                        code: "invalid_budgets",
+                        message: format!("{errs:?}"),
+                    })?;
+                    let mut config =
+                        runtime::RunConfig::new(run_id, &self.knowledge_dir, artifact_dir);
+                    config.budgets = budgets;
+                    (spec.task.clone(), config, self.model_policy(spec))
+                }
+                PolicyChoice::Scripted { fixture } => {
+                    let f =
+                        runtime::fixture::Fixture::load(self.root.join(fixture)).map_err(|e| {
+                            ExecError {
+                                code: "invalid_fixture",
+                                message: format!("scripted fixture {fixture:?}: {e}"),
+                            }
+                        })?;
+                    let config = f.config(run_id, &self.knowledge_dir, artifact_dir);
+                    (f.task.clone(), config, Box::new(f.policy()))
+                }
+            };
         let task_dir = self.tasks_dir.join(&task_name);
-        let task = runtime::task::Task::load(&task_dir)
-            .map_err(|e| ExecError { code: "invalid_task", message: format!("task {task_name:?}: {e}") })?;
+        let task = runtime::task::Task::load(&task_dir).map_err(|e| ExecError {
+            code: "invalid_task",
+            message: format!("task {task_name:?}: {e}"),
+        })?;
         let wall = Duration::from_secs(config.budgets.wall_clock_s);
-        let control = RunControl { cancel, shutdown, deadline: Instant::now() + wall };
+        let control = RunControl {
+            cancel,
+            shutdown,
+            deadline: Instant::now() + wall,
+        };
         let mut forward = |event: &runtime::trace::TraceEvent| match serde_json::to_value(event) {
             Ok(v) => sink(v),
             Err(e) => eprintln!("forge-server: trace event not serialisable: {e}"),
         };
         let result = runtime::run_task(&task, policy.as_mut(), &config, &control, &mut forward);
-        let mut value = serde_json::to_value(&result).map_err(|e| ExecError { code: "runtime_error", message: format!("result not serialisable: {e}") })?;
+        let mut value = serde_json::to_value(&result).map_err(|e| ExecError {
+            code: "runtime_error",
+            message: format!("result not serialisable: {e}"),
+        })?;
         // Which model produced (or was to produce) this run; a scripted run names none.
         if spec.policy == PolicyChoice::Model {
-            value["model"] = spec.model.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+            value["model"] = spec
+                .model
+                .as_ref()
+                .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+                .unwrap_or(Value::Null);
         }
         Ok(value)
     }
@@ -156,20 +178,39 @@ pub fn budgets_from_json(value: &Value) -> Result<runtime::Budgets, Vec<FieldErr
     let obj = match value {
         Value::Null => &empty,
         Value::Object(m) => m,
-        other => return Err(vec![fe("budgets", format!("must be an object, got {}", runtime::decision::json_type_name(other)))]),
+        other => {
+            return Err(vec![fe(
+                "budgets",
+                format!(
+                    "must be an object, got {}",
+                    runtime::decision::json_type_name(other)
+                ),
+            )]);
+        }
     };
     let allowed: Vec<&str> = budget_fields().collect();
     let mut errors = Vec::new();
     for (key, v) in obj {
         let field = format!("budgets.{key}");
         if !allowed.contains(&key.as_str()) {
-            errors.push(fe(&field, format!("unknown budget; allowed: {}", allowed.join(", "))));
+            errors.push(fe(
+                &field,
+                format!("unknown budget; allowed: {}", allowed.join(", ")),
+            ));
         } else if v.as_u64().is_none() {
-            errors.push(fe(&field, format!("must be a non-negative integer, got {v}")));
-        } else if let Some(&(_, min, max)) = runtime::Budgets::RANGES.iter().find(|(f, _, _)| f == key) {
+            errors.push(fe(
+                &field,
+                format!("must be a non-negative integer, got {v}"),
+            ));
+        } else if let Some(&(_, min, max)) =
+            runtime::Budgets::RANGES.iter().find(|(f, _, _)| f == key)
+        {
             let n = v.as_u64().unwrap_or(0);
             if n < min || n > max {
-                errors.push(fe(&field, format!("must be between {min} and {max}, got {n}")));
+                errors.push(fe(
+                    &field,
+                    format!("must be between {min} and {max}, got {n}"),
+                ));
             }
         }
     }
@@ -178,7 +219,11 @@ pub fn budgets_from_json(value: &Value) -> Result<runtime::Budgets, Vec<FieldErr
     }
     let b: runtime::Budgets = serde_json::from_value(Value::Object(obj.clone()))
         .map_err(|e| vec![fe("budgets", format!("not a valid budgets object: {e}"))])?;
-    b.validate().map_err(|errs| errs.into_iter().map(|e| fe(&format!("budgets.{}", e.field), e.message)).collect::<Vec<_>>())?;
+    b.validate().map_err(|errs| {
+        errs.into_iter()
+            .map(|e| fe(&format!("budgets.{}", e.field), e.message))
+            .collect::<Vec<_>>()
+    })?;
     Ok(b)
 }
 
@@ -200,6 +245,8 @@ pub fn agent_schema() -> Value {
 }
 
 fn fe(field: &str, message: String) -> FieldError {
-    FieldError { field: field.to_string(), message }
+    FieldError {
+        field: field.to_string(),
+        message,
+    }
 }
-

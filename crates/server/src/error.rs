@@ -18,7 +18,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), fields: Vec::new() }
+        Self {
+            status,
+            code,
+            message: message.into(),
+            fields: Vec::new(),
+        }
     }
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(400, code, message)
@@ -27,8 +32,16 @@ impl ApiError {
         Self::new(404, code, message)
     }
     pub fn invalid_fields(fields: Vec<FieldError>) -> Self {
-        let list: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.field, f.message)).collect();
-        Self { status: 400, code: "invalid_request", message: list.join("; "), fields }
+        let list: Vec<String> = fields
+            .iter()
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect();
+        Self {
+            status: 400,
+            code: "invalid_request",
+            message: list.join("; "),
+            fields,
+        }
     }
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "internal_error", message)

@@ -19,7 +19,11 @@ pub enum EvaluationError {
 
 /// `evidence/eval/<model>/<file>`, read with no link followed (a committed link to `/proc/self/environ`
 /// is refused) and size-capped.
-fn read_report_file(root: &Path, model: &str, file: &str) -> Result<Vec<u8>, crate::safe_fs::SafeReadError> {
+fn read_report_file(
+    root: &Path,
+    model: &str,
+    file: &str,
+) -> Result<Vec<u8>, crate::safe_fs::SafeReadError> {
     crate::safe_fs::read_under(
         &root.join(EVAL_DIR),
         &Path::new(model).join(file),

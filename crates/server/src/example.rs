@@ -17,7 +17,16 @@ use serde::Serialize;
 use crate::error::ApiError;
 
 /// Directory names never included, wherever they appear.
-const EXCLUDED_DIRS: &[&str] = &[".git", "target", "models", ".runs", "learn", "evidence", "node_modules", "__pycache__"];
+const EXCLUDED_DIRS: &[&str] = &[
+    ".git",
+    "target",
+    "models",
+    ".runs",
+    "learn",
+    "evidence",
+    "node_modules",
+    "__pycache__",
+];
 /// Top-level build-output folders with a prefix (e.g. `target-llama`).
 const EXCLUDED_DIR_PREFIXES: &[&str] = &["target-", "target_"];
 /// Larger files are listed under `skipped` rather than served (weights and data dumps do not belong here).
@@ -63,19 +72,26 @@ pub struct Enumeration {
 #[derive(Debug, thiserror::Error)]
 pub enum ExampleError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("zip failed: {0}")]
     Zip(String),
     #[error(transparent)]
     Chain(#[from] crate::sources::ChainError),
-    #[error("the example package is the git-tracked files of {root}, and git cannot list them: {reason}")]
+    #[error(
+        "the example package is the git-tracked files of {root}, and git cannot list them: {reason}"
+    )]
     NotTracked { root: String, reason: String },
 }
 
 impl From<ExampleError> for ApiError {
     fn from(e: ExampleError) -> Self {
         match e {
-            ExampleError::NotTracked { .. } => ApiError::new(503, "example_unavailable", e.to_string()),
+            ExampleError::NotTracked { .. } => {
+                ApiError::new(503, "example_unavailable", e.to_string())
+            }
             other => ApiError::internal(other.to_string()),
         }
     }
@@ -83,7 +99,10 @@ impl From<ExampleError> for ApiError {
 
 /// The paths git tracks below `root` (index entries, relative to `root`), as raw bytes.
 fn tracked_files(root: &Path) -> Result<Vec<Vec<u8>>, ExampleError> {
-    let not_tracked = |reason: String| ExampleError::NotTracked { root: root.display().to_string(), reason };
+    let not_tracked = |reason: String| ExampleError::NotTracked {
+        root: root.display().to_string(),
+        reason,
+    };
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(root)
@@ -96,9 +115,16 @@ fn tracked_files(root: &Path) -> Result<Vec<Vec<u8>>, ExampleError> {
         .output()
         .map_err(|e| not_tracked(e.to_string()))?;
     if !out.status.success() {
-        return Err(not_tracked(String::from_utf8_lossy(&out.stderr).trim().to_owned()));
+        return Err(not_tracked(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
     }
-    let mut paths: Vec<Vec<u8>> = out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).map(<[u8]>::to_vec).collect();
+    let mut paths: Vec<Vec<u8>> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
     paths.sort();
     paths.dedup();
     Ok(paths)
@@ -112,32 +138,50 @@ pub struct ExamplePackage {
 
 impl ExamplePackage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), zip_cache: Mutex::new(None) }
+        Self {
+            root: root.into(),
+            zip_cache: Mutex::new(None),
+        }
     }
 
     /// List the tracked files now. Symlinks are skipped (never followed), as are excluded folders.
     pub fn enumerate(&self) -> Result<Enumeration, ExampleError> {
         let mut found: Vec<(String, PathBuf, u64)> = Vec::new();
         let mut skipped = Vec::new();
-        select(&self.root, tracked_files(&self.root)?, &mut found, &mut skipped)?;
+        select(
+            &self.root,
+            tracked_files(&self.root)?,
+            &mut found,
+            &mut skipped,
+        )?;
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let mut files = Vec::new();
         let mut total = 0u64;
         let chain = crate::sources::chain()?;
         for (rel, abs, len) in found {
             if len > MAX_FILE_BYTES {
-                skipped.push(Skipped { path: rel, reason: format!("larger than {MAX_FILE_BYTES} bytes") });
+                skipped.push(Skipped {
+                    path: rel,
+                    reason: format!("larger than {MAX_FILE_BYTES} bytes"),
+                });
                 continue;
             }
             if total + len > MAX_TOTAL_BYTES {
-                skipped.push(Skipped { path: rel, reason: format!("package limit of {MAX_TOTAL_BYTES} bytes reached") });
+                skipped.push(Skipped {
+                    path: rel,
+                    reason: format!("package limit of {MAX_TOTAL_BYTES} bytes reached"),
+                });
                 continue;
             }
-            let data = match crate::safe_fs::read_under(&self.root, Path::new(&rel), MAX_FILE_BYTES) {
+            let data = match crate::safe_fs::read_under(&self.root, Path::new(&rel), MAX_FILE_BYTES)
+            {
                 Ok(data) => data,
                 Err(e) => {
                     // Replaced by a link, grown past the limit or gone since the listing: not served.
-                    skipped.push(Skipped { path: rel, reason: e.to_string() });
+                    skipped.push(Skipped {
+                        path: rel,
+                        reason: e.to_string(),
+                    });
                     continue;
                 }
             };
@@ -165,7 +209,12 @@ impl ExamplePackage {
             tree.update(f.blake3.as_bytes());
             tree.update(b"\n");
         }
-        Ok(Enumeration { files, skipped, total_bytes: total, tree_blake3: tree.finalize().to_hex().to_string() })
+        Ok(Enumeration {
+            files,
+            skipped,
+            total_bytes: total,
+            tree_blake3: tree.finalize().to_hex().to_string(),
+        })
     }
 
     /// Read one file, accepted only if `requested` is exactly a path of a fresh enumeration.
@@ -177,10 +226,19 @@ impl ExamplePackage {
             .files
             .into_iter()
             .find(|f| f.path == requested)
-            .ok_or_else(|| ApiError::not_found("file_not_in_package", format!("{requested:?} is not a file of the example package")))?;
+            .ok_or_else(|| {
+                ApiError::not_found(
+                    "file_not_in_package",
+                    format!("{requested:?} is not a file of the example package"),
+                )
+            })?;
         let data = crate::safe_fs::read_under(&self.root, Path::new(&entry.path), MAX_FILE_BYTES)
             .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", entry.path)))?;
-        let entry = FileEntry { bytes: data.len() as u64, blake3: blake3::hash(&data).to_hex().to_string(), ..entry };
+        let entry = FileEntry {
+            bytes: data.len() as u64,
+            blake3: blake3::hash(&data).to_hex().to_string(),
+            ..entry
+        };
         Ok((entry, data))
     }
 
@@ -200,20 +258,38 @@ impl ExamplePackage {
             let data = crate::safe_fs::read_under(&self.root, Path::new(&f.path), MAX_FILE_BYTES)
                 .map_err(|e| ExampleError::Zip(e.to_string()))?;
             if blake3::hash(&data).to_hex().as_str() != f.blake3 {
-                return Err(ExampleError::Zip(format!("{} changed while the package was being built; retry", f.path)));
+                return Err(ExampleError::Zip(format!(
+                    "{} changed while the package was being built; retry",
+                    f.path
+                )));
             }
-            writer.start_file(format!("{ZIP_ROOT}/{}", f.path), options).map_err(|e| ExampleError::Zip(e.to_string()))?;
-            writer.write_all(&data).map_err(|e| ExampleError::Zip(e.to_string()))?;
+            writer
+                .start_file(format!("{ZIP_ROOT}/{}", f.path), options)
+                .map_err(|e| ExampleError::Zip(e.to_string()))?;
+            writer
+                .write_all(&data)
+                .map_err(|e| ExampleError::Zip(e.to_string()))?;
         }
-        let bytes = std::sync::Arc::new(writer.finish().map_err(|e| ExampleError::Zip(e.to_string()))?.into_inner());
-        *self.zip_cache.lock().expect("zip cache lock") = Some((listing.tree_blake3.clone(), bytes.clone()));
+        let bytes = std::sync::Arc::new(
+            writer
+                .finish()
+                .map_err(|e| ExampleError::Zip(e.to_string()))?
+                .into_inner(),
+        );
+        *self.zip_cache.lock().expect("zip cache lock") =
+            Some((listing.tree_blake3.clone(), bytes.clone()));
         Ok(bytes)
     }
 }
 
 /// Refuse anything that is not a plain relative `/`-separated path before looking it up.
 pub fn check_relative_path(p: &str) -> Result<(), ApiError> {
-    let refuse = |why: &str| Err(ApiError::bad_request("invalid_path", format!("path {p:?} refused: {why}")));
+    let refuse = |why: &str| {
+        Err(ApiError::bad_request(
+            "invalid_path",
+            format!("path {p:?} refused: {why}"),
+        ))
+    };
     if p.is_empty() {
         return refuse("empty");
     }
@@ -223,7 +299,9 @@ pub fn check_relative_path(p: &str) -> Result<(), ApiError> {
     if p.contains('\\') || p.contains('\0') || p.contains('%') {
         return refuse("backslashes, NUL and percent-escapes are not accepted");
     }
-    if p.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+    if p.split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+    {
         return refuse("empty, '.' or '..' segments are not accepted");
     }
     Ok(())
@@ -231,24 +309,41 @@ pub fn check_relative_path(p: &str) -> Result<(), ApiError> {
 
 /// From the tracked paths, the files of the package: excluded folders and kinds dropped, symlinks (at
 /// any depth), non-UTF-8 names, submodules and files missing from the working tree listed as skipped.
-fn select(root: &Path, tracked: Vec<Vec<u8>>, found: &mut Vec<(String, PathBuf, u64)>, skipped: &mut Vec<Skipped>) -> Result<(), ExampleError> {
+fn select(
+    root: &Path,
+    tracked: Vec<Vec<u8>>,
+    found: &mut Vec<(String, PathBuf, u64)>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<(), ExampleError> {
     'paths: for raw in tracked {
         let Ok(rel) = String::from_utf8(raw) else {
-            skipped.push(Skipped { path: "?".into(), reason: "file name is not UTF-8".into() });
+            skipped.push(Skipped {
+                path: "?".into(),
+                reason: "file name is not UTF-8".into(),
+            });
             continue;
         };
         if check_relative_path(&rel).is_err() {
-            skipped.push(Skipped { path: rel, reason: "not a plain relative path".into() });
+            skipped.push(Skipped {
+                path: rel,
+                reason: "not a plain relative path".into(),
+            });
             continue;
         }
         let segments: Vec<&str> = rel.split('/').collect();
         let (name, dirs) = segments.split_last().expect("split yields one segment");
         if dirs.iter().any(|d| EXCLUDED_DIRS.contains(d))
-            || dirs.first().is_some_and(|top| EXCLUDED_DIR_PREFIXES.iter().any(|p| top.starts_with(p)))
+            || dirs
+                .first()
+                .is_some_and(|top| EXCLUDED_DIR_PREFIXES.iter().any(|p| top.starts_with(p)))
         {
             continue;
         }
-        if name.ends_with(".pyc") || name.ends_with(".gguf") || *name == ".DS_Store" || *name == ".git" {
+        if name.ends_with(".pyc")
+            || name.ends_with(".gguf")
+            || *name == ".DS_Store"
+            || *name == ".git"
+        {
             continue;
         }
         // symlink_metadata on every component: a link is reported as a link, never followed.
@@ -258,7 +353,10 @@ fn select(root: &Path, tracked: Vec<Vec<u8>>, found: &mut Vec<(String, PathBuf, 
             let meta = match std::fs::symlink_metadata(&at) {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    skipped.push(Skipped { path: rel, reason: "tracked but missing from the working tree".into() });
+                    skipped.push(Skipped {
+                        path: rel,
+                        reason: "tracked but missing from the working tree".into(),
+                    });
                     continue 'paths;
                 }
                 Err(source) => return Err(ExampleError::Io { path: rel, source }),
@@ -266,7 +364,10 @@ fn select(root: &Path, tracked: Vec<Vec<u8>>, found: &mut Vec<(String, PathBuf, 
             if meta.file_type().is_symlink() {
                 let link = segments[..=i].join("/");
                 if !skipped.iter().any(|s| s.path == link) {
-                    skipped.push(Skipped { path: link, reason: "symbolic link".into() });
+                    skipped.push(Skipped {
+                        path: link,
+                        reason: "symbolic link".into(),
+                    });
                 }
                 continue 'paths;
             }
@@ -274,7 +375,10 @@ fn select(root: &Path, tracked: Vec<Vec<u8>>, found: &mut Vec<(String, PathBuf, 
                 if meta.is_file() {
                     found.push((rel.clone(), at.clone(), meta.len()));
                 } else {
-                    skipped.push(Skipped { path: rel.clone(), reason: "not a regular file (a submodule?)".into() });
+                    skipped.push(Skipped {
+                        path: rel.clone(),
+                        reason: "not a regular file (a submodule?)".into(),
+                    });
                 }
             }
         }
@@ -376,7 +480,9 @@ pub fn encode_query(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -438,8 +544,22 @@ mod tests {
 
     #[test]
     fn relative_path_check_refuses_escapes() {
-        for bad in ["", "/etc/passwd", "../Cargo.toml", "a/../b", "a//b", "./a", "a\\b", "C:/x", "a%2e%2e/b", "a/."] {
-            assert!(check_relative_path(bad).is_err(), "{bad:?} should be refused");
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../Cargo.toml",
+            "a/../b",
+            "a//b",
+            "./a",
+            "a\\b",
+            "C:/x",
+            "a%2e%2e/b",
+            "a/.",
+        ] {
+            assert!(
+                check_relative_path(bad).is_err(),
+                "{bad:?} should be refused"
+            );
         }
         for good in ["Cargo.toml", "crates/server/src/lib.rs", ".ci/run"] {
             assert!(check_relative_path(good).is_ok(), "{good:?} should pass");

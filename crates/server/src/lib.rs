@@ -145,7 +145,9 @@ impl AppState {
 pub fn check_allowed_origin(origin: &str) -> Result<String, String> {
     let refuse = |why: &str| Err(format!("--allow-origin {origin:?} refused: {why}"));
     if origin.eq_ignore_ascii_case("null") {
-        return refuse("`null` is the origin of sandboxed frames and local files; any page can send it");
+        return refuse(
+            "`null` is the origin of sandboxed frames and local files; any page can send it",
+        );
     }
     let Some((scheme, rest)) = origin.split_once("://") else {
         return refuse("give scheme://host[:port], e.g. https://course.example");
@@ -155,8 +157,12 @@ pub fn check_allowed_origin(origin: &str) -> Result<String, String> {
     }
     let host = if let Some(v6) = rest.strip_prefix('[') {
         match v6.split_once(']') {
-            Some((ip, port)) if port.is_empty() || port[1..].parse::<u16>().is_ok() && port.starts_with(':') => {
-                ip.parse::<std::net::Ipv6Addr>().map(|_| ip.to_owned()).map_err(|e| e.to_string())
+            Some((ip, port))
+                if port.is_empty() || port[1..].parse::<u16>().is_ok() && port.starts_with(':') =>
+            {
+                ip.parse::<std::net::Ipv6Addr>()
+                    .map(|_| ip.to_owned())
+                    .map_err(|e| e.to_string())
             }
             _ => Err("malformed IPv6 origin".to_owned()),
         }
@@ -185,7 +191,9 @@ pub fn check_allowed_host(name: &str) -> Result<String, String> {
         && bare.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         });
@@ -206,7 +214,10 @@ pub struct Service {
 
 impl Service {
     /// Open `.runs/`, reload history, start the worker, with the production executor (the runtime).
-    pub fn start(config: ServerConfig, backend: Arc<dyn ModelBackend>) -> Result<Service, ApiError> {
+    pub fn start(
+        config: ServerConfig,
+        backend: Arc<dyn ModelBackend>,
+    ) -> Result<Service, ApiError> {
         let executor = Arc::new(RuntimeExecutor::new(&config, backend.clone()));
         Self::start_with_executor(config, backend, executor)
     }
@@ -315,9 +326,8 @@ impl Service {
                 },
             };
             let service = hyper_util::service::TowerToHyperService::new(app.clone());
-            let conn = graceful.watch(
-                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service),
-            );
+            let conn = graceful
+                .watch(builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
             tokio::spawn(async move {
                 let _ = conn.await;
                 drop(slot);
@@ -327,7 +337,10 @@ impl Service {
         // Jobs first, so no request still being served can queue a run that would then be lost.
         let stopper = jobs.clone();
         let stopped = tokio::task::spawn_blocking(move || stopper.shutdown());
-        if tokio::time::timeout(drain_limit, graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(drain_limit, graceful.shutdown())
+            .await
+            .is_err()
+        {
             eprintln!(
                 "forge-server: HTTP requests still open after {} s; closing them",
                 drain_limit.as_secs_f32()
@@ -377,20 +390,30 @@ pub const FD_RESERVE: u64 = 256;
 /// The connection limit in effect: `wanted`, and never more than the open-file limit allows after
 /// [`FD_RESERVE`]. The soft limit is raised to the hard one first (a process may always do that).
 pub fn connection_limit(wanted: usize) -> usize {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit only read and write the struct passed.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return wanted.min(512);
     }
     if lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             lim = raised;
         }
     }
-    let open_now = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(0);
+    let open_now = std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count() as u64)
+        .unwrap_or(0);
     let room = lim.rlim_cur.saturating_sub(FD_RESERVE + open_now).max(1);
-    wanted.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1)
+    wanted
+        .min(usize::try_from(room).unwrap_or(usize::MAX))
+        .max(1)
 }
 
 /// How long a shutdown waits for the cancelled run to seal itself and the worker to end.
@@ -453,14 +476,37 @@ mod tests {
 
     #[test]
     fn allowed_origins_and_hosts_are_checked_and_null_is_refused() {
-        for ok in ["https://course.example", "http://127.0.0.1:8080", "http://[::1]:3000", "http://a-b.lan"] {
+        for ok in [
+            "https://course.example",
+            "http://127.0.0.1:8080",
+            "http://[::1]:3000",
+            "http://a-b.lan",
+        ] {
             assert_eq!(check_allowed_origin(ok).as_deref(), Ok(ok), "{ok}");
         }
-        for bad in ["null", "NULL", "*", "course.example", "ftp://x.example", "https://x.example/path", "https://*.example", "https://u@x.example", "http://x.example:port", ""] {
+        for bad in [
+            "null",
+            "NULL",
+            "*",
+            "course.example",
+            "ftp://x.example",
+            "https://x.example/path",
+            "https://*.example",
+            "https://u@x.example",
+            "http://x.example:port",
+            "",
+        ] {
             assert!(check_allowed_origin(bad).is_err(), "{bad}");
         }
         assert_eq!(check_allowed_host("Forge.LAN").as_deref(), Ok("forge.lan"));
-        for bad in ["", "forge.lan:80", "http://forge.lan", "*.lan", "a/b", "-x.lan"] {
+        for bad in [
+            "",
+            "forge.lan:80",
+            "http://forge.lan",
+            "*.lan",
+            "a/b",
+            "-x.lan",
+        ] {
             assert!(check_allowed_host(bad).is_err(), "{bad}");
         }
     }

@@ -8,8 +8,19 @@ use serde_json::Value;
 
 /// Keys dropped wherever they appear (compared lower-case).
 const DROPPED_KEYS: &[&str] = &[
-    "thought", "thoughts", "reasoning", "analysis", "chain_of_thought", "scratchpad", "inner_monologue",
-    "rationale", "raw_text", "raw_output", "raw_model_text", "completion", "prompt",
+    "thought",
+    "thoughts",
+    "reasoning",
+    "analysis",
+    "chain_of_thought",
+    "scratchpad",
+    "inner_monologue",
+    "rationale",
+    "raw_text",
+    "raw_output",
+    "raw_model_text",
+    "completion",
+    "prompt",
 ];
 
 pub fn is_dropped_key(key: &str) -> bool {
@@ -83,12 +94,38 @@ fn redact_paths(s: &str, roots: &[String]) -> Option<String> {
     let chars: Vec<char> = out.chars().collect();
     let mut i = 0;
     while i < chars.len() {
-        let boundary = i == 0 || matches!(chars[i - 1], ' ' | '"' | '\'' | '(' | '=' | ':' | ',' | '[' | '\t' | '\n' | '`' | ';' | '{' | '<');
-        let unix = chars[i] == '/' && chars.get(i + 1).is_some_and(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '_');
-        let win = chars[i].is_ascii_alphabetic() && chars.get(i + 1) == Some(&':') && chars.get(i + 2) == Some(&'\\');
+        let boundary = i == 0
+            || matches!(
+                chars[i - 1],
+                ' ' | '"'
+                    | '\''
+                    | '('
+                    | '='
+                    | ':'
+                    | ','
+                    | '['
+                    | '\t'
+                    | '\n'
+                    | '`'
+                    | ';'
+                    | '{'
+                    | '<'
+            );
+        let unix = chars[i] == '/'
+            && chars
+                .get(i + 1)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '_');
+        let win = chars[i].is_ascii_alphabetic()
+            && chars.get(i + 1) == Some(&':')
+            && chars.get(i + 2) == Some(&'\\');
         if boundary && (unix || win) {
             let start = i;
-            while i < chars.len() && !matches!(chars[i], ' ' | '"' | '\'' | ')' | ',' | ']' | '\t' | '\n' | '`' | ';' | '}' | '>') {
+            while i < chars.len()
+                && !matches!(
+                    chars[i],
+                    ' ' | '"' | '\'' | ')' | ',' | ']' | '\t' | '\n' | '`' | ';' | '}' | '>'
+                )
+            {
                 i += 1;
             }
             let token: String = chars[start..i].iter().collect();
@@ -136,9 +173,21 @@ mod tests {
             json!("see `/home/me/a.txt`; x;/etc/shadow {/root/.ssh/id_rsa} </var/lib/secret>"),
             &[],
         );
-        assert_eq!(r, json!("see `<path>/a.txt`; x;<path>/shadow {<path>/id_rsa} <<path>/secret>"));
-        let r = redacted(json!("http://alice:s3cret@gpu.lan:8080/v1 and https://tok@h/x"), &[]);
-        assert_eq!(r, json!("http://<credentials>@gpu.lan:8080/v1 and https://<credentials>@h/x"));
-        assert_eq!(strip_url_credentials("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(
+            r,
+            json!("see `<path>/a.txt`; x;<path>/shadow {<path>/id_rsa} <<path>/secret>")
+        );
+        let r = redacted(
+            json!("http://alice:s3cret@gpu.lan:8080/v1 and https://tok@h/x"),
+            &[],
+        );
+        assert_eq!(
+            r,
+            json!("http://<credentials>@gpu.lan:8080/v1 and https://<credentials>@h/x")
+        );
+        assert_eq!(
+            strip_url_credentials("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080"
+        );
     }
 }

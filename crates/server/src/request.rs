@@ -23,13 +23,25 @@ pub const MAX_TEMPERATURE: f64 = 2.0;
 ///
 /// Without `task`, the run uses the first loadable task folder in sorted order (`tasks::default_task`);
 /// without `model`, the listed model marked `default` (or none when nothing is listed).
-pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEntry]) -> Result<(RunSpec, Value), ApiError> {
-    let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
+pub fn parse_run_request(
+    body: &Value,
+    config: &ServerConfig,
+    models: &[ModelEntry],
+) -> Result<(RunSpec, Value), ApiError> {
+    let obj = body.as_object().ok_or_else(|| {
+        ApiError::bad_request("invalid_request", "the body must be a JSON object")
+    })?;
     let mut errors = Vec::new();
-    let fe = |field: &str, message: String| FieldError { field: field.into(), message };
+    let fe = |field: &str, message: String| FieldError {
+        field: field.into(),
+        message,
+    };
     for key in obj.keys() {
         if !FIELDS.contains(&key.as_str()) {
-            errors.push(fe(key, format!("unknown field; allowed: {}", FIELDS.join(", "))));
+            errors.push(fe(
+                key,
+                format!("unknown field; allowed: {}", FIELDS.join(", ")),
+            ));
         }
     }
     let task = match obj.get("task") {
@@ -52,7 +64,10 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
             s.clone()
         }
         Some(other) => {
-            errors.push(fe("task", format!("must be a task name string, got {other}")));
+            errors.push(fe(
+                "task",
+                format!("must be a task name string, got {other}"),
+            ));
             String::new()
         }
     };
@@ -85,11 +100,17 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
     let mode = match obj.get("mode") {
         None | Some(Value::Null) => Mode::Guided,
         Some(Value::String(s)) => Mode::parse(s).unwrap_or_else(|| {
-            errors.push(fe("mode", format!("{s:?} is not a mode; use \"guided\" or \"free\"")));
+            errors.push(fe(
+                "mode",
+                format!("{s:?} is not a mode; use \"guided\" or \"free\""),
+            ));
             Mode::Guided
         }),
         Some(other) => {
-            errors.push(fe("mode", format!("must be \"guided\" or \"free\", got {other}")));
+            errors.push(fe(
+                "mode",
+                format!("must be \"guided\" or \"free\", got {other}"),
+            ));
             Mode::Guided
         }
     };
@@ -98,7 +119,10 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
         Some(v) => match v.as_f64() {
             Some(t) if t.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&t) => t,
             _ => {
-                errors.push(fe("temperature", format!("must be a number in 0..={MAX_TEMPERATURE}, got {v}")));
+                errors.push(fe(
+                    "temperature",
+                    format!("must be a number in 0..={MAX_TEMPERATURE}, got {v}"),
+                ));
                 0.0
             }
         },
@@ -123,7 +147,9 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
             }
             let fixture = &s["scripted:".len()..];
             match check_fixture(&config.root, fixture) {
-                Ok(()) => PolicyChoice::Scripted { fixture: fixture.to_string() },
+                Ok(()) => PolicyChoice::Scripted {
+                    fixture: fixture.to_string(),
+                },
                 Err(msg) => {
                     errors.push(fe("policy", msg));
                     PolicyChoice::Model
@@ -131,7 +157,10 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
             }
         }
         Some(other) => {
-            errors.push(fe("policy", format!("must be \"model\" or \"scripted:fixtures/<file>.json\", got {other}")));
+            errors.push(fe(
+                "policy",
+                format!("must be \"model\" or \"scripted:fixtures/<file>.json\", got {other}"),
+            ));
             PolicyChoice::Model
         }
     };
@@ -146,14 +175,30 @@ pub fn parse_run_request(body: &Value, config: &ServerConfig, models: &[ModelEnt
     let public = json!({
         "task": task, "model": model, "mode": mode.as_str(), "temperature": temperature, "budgets": budgets, "policy": policy_label,
     });
-    Ok((RunSpec { task, mode, temperature: temperature as f32, budgets, policy, model }, public))
+    Ok((
+        RunSpec {
+            task,
+            mode,
+            temperature: temperature as f32,
+            budgets,
+            policy,
+            model,
+        },
+        public,
+    ))
 }
 
 /// Task names are folder names under the tasks directory that load as a run would load them.
 fn check_task(config: &ServerConfig, task: &str) -> Result<(), String> {
-    let valid = !task.is_empty() && task.len() <= 64 && task.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    let valid = !task.is_empty()
+        && task.len() <= 64
+        && task
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     if !valid {
-        return Err(format!("{task:?} is not a task name (lower-case letters, digits, '_' and '-')"));
+        return Err(format!(
+            "{task:?} is not a task name (lower-case letters, digits, '_' and '-')"
+        ));
     }
     let dir = config.tasks_dir.join(task);
     match std::fs::symlink_metadata(&dir) {
@@ -171,13 +216,20 @@ fn check_task(config: &ServerConfig, task: &str) -> Result<(), String> {
 fn check_fixture(root: &Path, fixture: &str) -> Result<(), String> {
     check_relative_path(fixture).map_err(|e| e.message)?;
     if !FIXTURE_DIRS.iter().any(|d| fixture.starts_with(d)) || !fixture.ends_with(".json") {
-        return Err(format!("scripted fixture {fixture:?} must be a .json file under {}", FIXTURE_DIRS.join(" or ")));
+        return Err(format!(
+            "scripted fixture {fixture:?} must be a .json file under {}",
+            FIXTURE_DIRS.join(" or ")
+        ));
     }
     let mut p = root.to_path_buf();
     for seg in fixture.split('/') {
         p.push(seg);
         match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => return Err(format!("scripted fixture {fixture:?} goes through a symbolic link")),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(format!(
+                    "scripted fixture {fixture:?} goes through a symbolic link"
+                ));
+            }
             Ok(_) => {}
             Err(_) => return Err(format!("no scripted fixture at {fixture:?}")),
         }

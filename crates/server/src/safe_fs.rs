@@ -23,7 +23,10 @@ pub enum SafeReadError {
     #[error("{path} is not a plain relative path")]
     BadPath { path: String },
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl SafeReadError {
@@ -45,7 +48,10 @@ pub fn read_under(root: &Path, rel: &Path, max: u64) -> Result<Vec<u8>, SafeRead
             return Err(SafeReadError::BadPath { path: shown });
         };
         at.push(name);
-        let meta = std::fs::symlink_metadata(&at).map_err(|source| SafeReadError::Io { path: shown.clone(), source })?;
+        let meta = std::fs::symlink_metadata(&at).map_err(|source| SafeReadError::Io {
+            path: shown.clone(),
+            source,
+        })?;
         if meta.file_type().is_symlink() {
             return Err(SafeReadError::Symlink { path: shown });
         }
@@ -59,12 +65,20 @@ pub fn read_under(root: &Path, rel: &Path, max: u64) -> Result<Vec<u8>, SafeRead
         .open(&at)
         .map_err(|source| {
             if source.raw_os_error() == Some(libc::ELOOP) {
-                SafeReadError::Symlink { path: shown.clone() }
+                SafeReadError::Symlink {
+                    path: shown.clone(),
+                }
             } else {
-                SafeReadError::Io { path: shown.clone(), source }
+                SafeReadError::Io {
+                    path: shown.clone(),
+                    source,
+                }
             }
         })?;
-    let meta = file.metadata().map_err(|source| SafeReadError::Io { path: shown.clone(), source })?;
+    let meta = file.metadata().map_err(|source| SafeReadError::Io {
+        path: shown.clone(),
+        source,
+    })?;
     if !meta.is_file() {
         return Err(SafeReadError::NotAFile { path: shown });
     }
@@ -75,7 +89,10 @@ pub fn read_under(root: &Path, rel: &Path, max: u64) -> Result<Vec<u8>, SafeRead
     // The cap holds even for a file growing while it is read (or a size the kernel reports as 0).
     file.take(max + 1)
         .read_to_end(&mut data)
-        .map_err(|source| SafeReadError::Io { path: shown.clone(), source })?;
+        .map_err(|source| SafeReadError::Io {
+            path: shown.clone(),
+            source,
+        })?;
     if data.len() as u64 > max {
         return Err(SafeReadError::TooLarge { path: shown, max });
     }
@@ -96,15 +113,37 @@ mod tests {
         std::os::unix::fs::symlink(r.join("a/b"), r.join("a/linked")).unwrap();
         std::fs::write(r.join("a/big"), vec![0u8; 11]).unwrap();
         assert_eq!(read_under(r, Path::new("a/b/ok.txt"), 10).unwrap(), b"ok");
-        assert!(matches!(read_under(r, Path::new("a/b/env"), 10), Err(SafeReadError::Symlink { .. })));
-        assert!(matches!(read_under(r, Path::new("a/linked/ok.txt"), 10), Err(SafeReadError::Symlink { .. })));
-        assert!(matches!(read_under(r, Path::new("a/big"), 10), Err(SafeReadError::TooLarge { .. })));
-        assert!(matches!(read_under(r, Path::new("a/b"), 10), Err(SafeReadError::NotAFile { .. })));
-        assert!(matches!(read_under(r, Path::new("../x"), 10), Err(SafeReadError::BadPath { .. })));
-        assert!(read_under(r, Path::new("a/nope"), 10).unwrap_err().is_not_found());
+        assert!(matches!(
+            read_under(r, Path::new("a/b/env"), 10),
+            Err(SafeReadError::Symlink { .. })
+        ));
+        assert!(matches!(
+            read_under(r, Path::new("a/linked/ok.txt"), 10),
+            Err(SafeReadError::Symlink { .. })
+        ));
+        assert!(matches!(
+            read_under(r, Path::new("a/big"), 10),
+            Err(SafeReadError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            read_under(r, Path::new("a/b"), 10),
+            Err(SafeReadError::NotAFile { .. })
+        ));
+        assert!(matches!(
+            read_under(r, Path::new("../x"), 10),
+            Err(SafeReadError::BadPath { .. })
+        ));
+        assert!(
+            read_under(r, Path::new("a/nope"), 10)
+                .unwrap_err()
+                .is_not_found()
+        );
         let fifo = r.join("a/fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(matches!(read_under(r, Path::new("a/fifo"), 10), Err(SafeReadError::NotAFile { .. })));
+        assert!(matches!(
+            read_under(r, Path::new("a/fifo"), 10),
+            Err(SafeReadError::NotAFile { .. })
+        ));
     }
 }

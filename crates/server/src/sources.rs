@@ -3,8 +3,8 @@
 //! The chain is data (`crates/server/chain.toml`, compiled in) so the page, the API and the completeness test
 //! read one table; nothing here names a file. Axum-free: `http.rs` shapes the responses.
 
-use syn::ext::IdentExt;
 use std::sync::OnceLock;
+use syn::ext::IdentExt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -70,7 +70,8 @@ impl Chain {
     /// Parse and check the references inside the table (file existence is the tests' business: the
     /// served tree may be another root).
     pub fn parse(text: &str) -> Result<Chain, ChainError> {
-        let chain: Chain = toml::from_str(text).map_err(|e| ChainError::Invalid(e.message().to_owned()))?;
+        let chain: Chain =
+            toml::from_str(text).map_err(|e| ChainError::Invalid(e.message().to_owned()))?;
         let mut seen = std::collections::HashSet::new();
         for s in &chain.stages {
             if !seen.insert(s.id.as_str()) {
@@ -79,7 +80,10 @@ impl Chain {
         }
         for e in &chain.events {
             if !seen.contains(e.stage.as_str()) {
-                return Err(ChainError::UnknownStage { phase: e.phase.clone(), stage: e.stage.clone() });
+                return Err(ChainError::UnknownStage {
+                    phase: e.phase.clone(),
+                    stage: e.stage.clone(),
+                });
             }
         }
         Ok(chain)
@@ -90,7 +94,11 @@ impl Chain {
         self.stages
             .iter()
             .find(|s| s.files.iter().any(|f| f == path))
-            .or_else(|| self.stages.iter().find(|s| s.patterns.iter().any(|p| glob_match(p, path))))
+            .or_else(|| {
+                self.stages
+                    .iter()
+                    .find(|s| s.patterns.iter().any(|p| glob_match(p, path)))
+            })
     }
 
     pub fn stage(&self, id: &str) -> Option<&Stage> {
@@ -105,7 +113,10 @@ impl Chain {
 /// The compiled-in chain (parsed on first use; an invalid table is a typed 500, and a test keeps it valid).
 pub fn chain() -> Result<&'static Chain, ChainError> {
     static CHAIN: OnceLock<Result<Chain, ChainError>> = OnceLock::new();
-    CHAIN.get_or_init(|| Chain::parse(CHAIN_TOML)).as_ref().map_err(Clone::clone)
+    CHAIN
+        .get_or_init(|| Chain::parse(CHAIN_TOML))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// `*` matches within one `/`-segment, `**` matches any number of whole segments (zero included).
@@ -114,7 +125,9 @@ pub fn glob_match(pattern: &str, path: &str) -> bool {
         match p.split_first() {
             None => s.is_empty(),
             Some((&"**", rest)) => (0..=s.len()).any(|i| segs(rest, &s[i..])),
-            Some((first, rest)) => !s.is_empty() && seg(first.as_bytes(), s[0].as_bytes()) && segs(rest, &s[1..]),
+            Some((first, rest)) => {
+                !s.is_empty() && seg(first.as_bytes(), s[0].as_bytes()) && segs(rest, &s[1..])
+            }
         }
     }
     fn seg(p: &[u8], s: &[u8]) -> bool {
@@ -203,10 +216,23 @@ fn kind_of(item: &syn::Item) -> Option<(&'static str, &syn::Visibility, &syn::Id
     })
 }
 
-fn push(out: &mut Vec<Item>, lines: &[&str], kind: &'static str, vis: &syn::Visibility, name: &syn::Ident, parent: Option<&str>) {
-    let syn::Visibility::Public(token) = vis else { return };
+fn push(
+    out: &mut Vec<Item>,
+    lines: &[&str],
+    kind: &'static str,
+    vis: &syn::Visibility,
+    name: &syn::Ident,
+    parent: Option<&str>,
+) {
+    let syn::Visibility::Public(token) = vis else {
+        return;
+    };
     let line = token.span.start().line;
-    let original = lines.get(line.saturating_sub(1)).copied().unwrap_or("").trim();
+    let original = lines
+        .get(line.saturating_sub(1))
+        .copied()
+        .unwrap_or("")
+        .trim();
     let body = original.find(" {").map_or(original, |i| &original[..i]);
     out.push(Item {
         kind,
@@ -221,7 +247,12 @@ fn push(out: &mut Vec<Item>, lines: &[&str], kind: &'static str, vis: &syn::Visi
 /// written.
 fn self_type(ty: &syn::Type) -> String {
     match ty {
-        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.unraw().to_string()).unwrap_or_default(),
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.unraw().to_string())
+            .unwrap_or_default(),
         syn::Type::Reference(r) => self_type(&r.elem),
         other => quote::ToTokens::to_token_stream(other).to_string(),
     }
@@ -262,7 +293,10 @@ mod tests {
     use super::*;
 
     fn names(text: &str) -> Vec<(String, String, usize, Option<String>)> {
-        public_items(text).into_iter().map(|i| (i.kind.to_string(), i.name, i.line, i.parent)).collect()
+        public_items(text)
+            .into_iter()
+            .map(|i| (i.kind.to_string(), i.name, i.line, i.parent))
+            .collect()
     }
 
     #[test]
@@ -301,19 +335,24 @@ pub fn quote() -> char { '\'' }
 pub fn after_quote() {}
 "##;
         let expected: Vec<(String, String, usize, Option<String>)> = vec![
-                ("const".into(), "LIMIT".into(), 4, None),
-                ("struct".into(), "Point".into(), 7, None),
-                ("enum".into(), "Kind".into(), 8, None),
-                ("fn".into(), "new".into(), 15, Some("impl Point".into())),
-                ("fn".into(), "brace".into(), 16, Some("impl Point".into())),
-                ("fn".into(), "later".into(), 18, Some("impl Point".into())),
-                ("mod".into(), "inner".into(), 24, None),
-                ("type".into(), "Alias".into(), 25, Some("mod inner".into())),
-                ("static".into(), "COUNT".into(), 26, Some("mod inner".into())),
-                ("fn".into(), "ffi".into(), 29, None),
-                ("trait".into(), "Shape".into(), 30, None),
-                ("fn".into(), "quote".into(), 31, None),
-                ("fn".into(), "after_quote".into(), 32, None),
+            ("const".into(), "LIMIT".into(), 4, None),
+            ("struct".into(), "Point".into(), 7, None),
+            ("enum".into(), "Kind".into(), 8, None),
+            ("fn".into(), "new".into(), 15, Some("impl Point".into())),
+            ("fn".into(), "brace".into(), 16, Some("impl Point".into())),
+            ("fn".into(), "later".into(), 18, Some("impl Point".into())),
+            ("mod".into(), "inner".into(), 24, None),
+            ("type".into(), "Alias".into(), 25, Some("mod inner".into())),
+            (
+                "static".into(),
+                "COUNT".into(),
+                26,
+                Some("mod inner".into()),
+            ),
+            ("fn".into(), "ffi".into(), 29, None),
+            ("trait".into(), "Shape".into(), 30, None),
+            ("fn".into(), "quote".into(), 31, None),
+            ("fn".into(), "after_quote".into(), 32, None),
         ];
         assert_eq!(names(src), expected);
         let sig = &public_items(src)[3].signature;
@@ -323,17 +362,34 @@ pub fn after_quote() {}
     #[test]
     fn impl_blocks_name_their_self_type_and_a_file_that_does_not_parse_lists_nothing() {
         let src = "impl<'s> Tracer<'s> { pub fn a() {} }\nimpl From<E> for ApiError { pub fn b() {} }\nimpl<T: Clone> crate::a::B<T> where T: Send { pub fn c() {} }\n";
-        let parents: Vec<Option<String>> = public_items(src).into_iter().map(|i| i.parent).collect();
-        assert_eq!(parents, vec![Some("impl Tracer".into()), Some("impl ApiError".into()), Some("impl B".into())]);
+        let parents: Vec<Option<String>> =
+            public_items(src).into_iter().map(|i| i.parent).collect();
+        assert_eq!(
+            parents,
+            vec![
+                Some("impl Tracer".into()),
+                Some("impl ApiError".into()),
+                Some("impl B".into())
+            ]
+        );
         assert_eq!(public_items("pub fn broken( {"), Vec::<Item>::new());
     }
 
     #[test]
     fn globs_match_within_and_across_segments() {
-        assert!(glob_match("crates/*/tests/**", "crates/server/tests/common/mod.rs"));
+        assert!(glob_match(
+            "crates/*/tests/**",
+            "crates/server/tests/common/mod.rs"
+        ));
         assert!(glob_match("crates/*/Cargo.toml", "crates/llama/Cargo.toml"));
-        assert!(glob_match("crates/server/web/*", "crates/server/web/app.js"));
-        assert!(!glob_match("crates/server/web/*", "crates/server/web/x/app.js"));
+        assert!(glob_match(
+            "crates/server/web/*",
+            "crates/server/web/app.js"
+        ));
+        assert!(!glob_match(
+            "crates/server/web/*",
+            "crates/server/web/x/app.js"
+        ));
         assert!(!glob_match("crates/*/tests/**", "crates/server/src/lib.rs"));
         assert!(glob_match("a/**/b.rs", "a/b.rs"));
     }
@@ -342,11 +398,25 @@ pub fn after_quote() {}
     fn the_compiled_in_chain_parses_and_refuses_bad_references() {
         let c = chain().expect("chain.toml parses");
         assert!(c.stages.iter().any(|s| !s.chain), "a support stage exists");
-        assert_eq!(c.stage_of("crates/server/tests/http_api.rs").map(|s| s.id.as_str()), Some("support"));
-        assert_eq!(c.stage_of("crates/runtime/src/decision.rs").map(|s| s.id.as_str()), Some("validate"));
+        assert_eq!(
+            c.stage_of("crates/server/tests/http_api.rs")
+                .map(|s| s.id.as_str()),
+            Some("support")
+        );
+        assert_eq!(
+            c.stage_of("crates/runtime/src/decision.rs")
+                .map(|s| s.id.as_str()),
+            Some("validate")
+        );
         assert_eq!(c.stage_of("README.md"), None);
         let bad = "[[stage]]\nid='a'\ntitle='A'\nchain=true\nsummary=''\n[[event]]\nphase='x'\nstage='b'\nemitted_by='f'\n";
-        assert!(matches!(Chain::parse(bad), Err(ChainError::UnknownStage { .. })));
-        assert!(matches!(Chain::parse("[[stage]]\nid=1"), Err(ChainError::Invalid(_))));
+        assert!(matches!(
+            Chain::parse(bad),
+            Err(ChainError::UnknownStage { .. })
+        ));
+        assert!(matches!(
+            Chain::parse("[[stage]]\nid=1"),
+            Err(ChainError::Invalid(_))
+        ));
     }
 }

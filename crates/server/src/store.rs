@@ -82,7 +82,11 @@ impl StoreIo for DiskIo {
 
     fn append(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let existed = path.exists();
-        let mut f = OpenOptions::new().read(true).create(true).append(true).open(path)?;
+        let mut f = OpenOptions::new()
+            .read(true)
+            .create(true)
+            .append(true)
+            .open(path)?;
         let before = f.seek(io::SeekFrom::End(0))?;
         // A torn last line (a crash mid-append) would swallow this one at the next load: end it first.
         let mut last = [0u8; 1];
@@ -520,21 +524,41 @@ mod tests {
         DiskIo.append(&path, b"{\"seq\":3}\n").unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines, vec!["{\"seq\":1}", "{\"seq\":2,\"pha", "{\"seq\":3}"]);
+        assert_eq!(
+            lines,
+            vec!["{\"seq\":1}", "{\"seq\":2,\"pha", "{\"seq\":3}"]
+        );
         DiskIo.append(&path, b"{\"seq\":4}\n").unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().ends_with("{\"seq\":3}\n{\"seq\":4}\n"));
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("{\"seq\":3}\n{\"seq\":4}\n")
+        );
     }
 
     use super::*;
 
     #[test]
     fn run_state_is_a_typed_enum_on_disk_and_matches_the_runtime_statuses() {
-        for state in [RunState::Queued, RunState::Running, RunState::Completed, RunState::Stopped, RunState::Failed, RunState::Cancelled, RunState::Unknown] {
+        for state in [
+            RunState::Queued,
+            RunState::Running,
+            RunState::Completed,
+            RunState::Stopped,
+            RunState::Failed,
+            RunState::Cancelled,
+            RunState::Unknown,
+        ] {
             let text = serde_json::to_value(state).unwrap();
             assert_eq!(text, serde_json::json!(state.as_str()));
             assert_eq!(serde_json::from_value::<RunState>(text).unwrap(), state);
         }
-        for status in [runtime::RunStatus::Completed, runtime::RunStatus::Stopped, runtime::RunStatus::Failed, runtime::RunStatus::Cancelled] {
+        for status in [
+            runtime::RunStatus::Completed,
+            runtime::RunStatus::Stopped,
+            runtime::RunStatus::Failed,
+            runtime::RunStatus::Cancelled,
+        ] {
             assert_eq!(RunState::from(status).as_str(), status.as_str());
         }
         // A state this version does not know loads as `unknown` instead of making the meta unreadable.
@@ -544,8 +568,15 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(meta.status, RunState::Unknown);
-        assert_eq!(RunState::of_result(&serde_json::json!({"status": "stopped"})), RunState::Stopped);
-        assert_eq!(RunState::of_result(&serde_json::json!({"status": "queued"})), RunState::Failed, "a result is terminal");
+        assert_eq!(
+            RunState::of_result(&serde_json::json!({"status": "stopped"})),
+            RunState::Stopped
+        );
+        assert_eq!(
+            RunState::of_result(&serde_json::json!({"status": "queued"})),
+            RunState::Failed,
+            "a result is terminal"
+        );
     }
 
     #[test]

@@ -19,7 +19,11 @@ pub struct Asset {
 
 macro_rules! asset {
     ($path:literal, $ctype:expr, $file:literal) => {
-        Asset { path: $path, content_type: $ctype, body: include_str!(concat!("../web/", $file)) }
+        Asset {
+            path: $path,
+            content_type: $ctype,
+            body: include_str!(concat!("../web/", $file)),
+        }
     };
 }
 
@@ -69,13 +73,23 @@ mod tests {
         on_disk.sort();
         let mut served: Vec<String> = ASSETS
             .iter()
-            .map(|a| if a.path == "/" { "index.html".to_string() } else { a.path[1..].to_string() })
+            .map(|a| {
+                if a.path == "/" {
+                    "index.html".to_string()
+                } else {
+                    a.path[1..].to_string()
+                }
+            })
             .collect();
         served.sort();
         assert_eq!(on_disk, served);
         for asset in ASSETS.iter().filter(|a| a.path.ends_with(".js")) {
             for line in asset.body.lines().filter(|l| l.starts_with("import ")) {
-                let target = line.rsplit("from '.").next().unwrap().trim_end_matches("';");
+                let target = line
+                    .rsplit("from '.")
+                    .next()
+                    .unwrap()
+                    .trim_end_matches("';");
                 assert!(
                     ASSETS.iter().any(|a| a.path == target),
                     "{} imports {target}, which is not served",

@@ -12,10 +12,16 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn set_soft_nofile(soft: u64) -> u64 {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
     let soft = soft.min(lim.rlim_max);
-    let set = libc::rlimit { rlim_cur: soft, rlim_max: lim.rlim_max };
+    let set = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: lim.rlim_max,
+    };
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &set) }, 0);
     lim.rlim_max
 }
@@ -40,8 +46,9 @@ async fn serve(edit: impl FnOnce(&mut forge_server::ServerConfig)) -> Served {
     config.runs_dir = runs.path().join(".runs");
     config.enable_test_policies = true;
     edit(&mut config);
-    let backend: Arc<dyn forge_server::ModelBackend> =
-        Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+    let backend: Arc<dyn forge_server::ModelBackend> = Arc::new(forge_server::UnavailableBackend {
+        reason: "none".into(),
+    });
     let service = forge_server::Service::start(config, backend).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -49,7 +56,12 @@ async fn serve(edit: impl FnOnce(&mut forge_server::ServerConfig)) -> Served {
     let task = tokio::spawn(service.serve(listener, async {
         let _ = rx.await;
     }));
-    Served { addr, stop: Some(tx), task, _runs: runs }
+    Served {
+        addr,
+        stop: Some(tx),
+        task,
+        _runs: runs,
+    }
 }
 
 /// The load test: 2,000 connections opened and left idle hold the service while a scripted run
@@ -60,11 +72,18 @@ async fn serve(edit: impl FnOnce(&mut forge_server::ServerConfig)) -> Served {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_idle_connections_do_not_fail_a_run_and_the_page_answers() {
     let hard = set_soft_nofile(3000);
-    assert!(hard >= 4500, "the hard open-file limit ({hard}) is too low for this test");
+    assert!(
+        hard >= 4500,
+        "the hard open-file limit ({hard}) is too low for this test"
+    );
     let s = serve(|_| {}).await;
     let mut idle = Vec::with_capacity(2000);
     for _ in 0..2000 {
-        idle.push(tokio::net::TcpStream::connect(s.addr).await.expect("idle connection"));
+        idle.push(
+            tokio::net::TcpStream::connect(s.addr)
+                .await
+                .expect("idle connection"),
+        );
     }
     let client = reqwest::Client::new();
     let base = format!("http://{}", s.addr);
@@ -80,7 +99,14 @@ async fn two_thousand_idle_connections_do_not_fail_a_run_and_the_page_answers() 
     let id = accepted["id"].as_str().expect("a run id").to_owned();
     let deadline = Instant::now() + Duration::from_secs(60);
     let snap = loop {
-        let snap: Value = client.get(format!("{base}/agent/runs/{id}")).send().await.unwrap().json().await.unwrap();
+        let snap: Value = client
+            .get(format!("{base}/agent/runs/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if snap["terminal"] == true {
             break snap;
         }
@@ -120,7 +146,9 @@ async fn half_sent_requests_time_out_stalled_bodies_get_408_and_the_limit_holds(
     let mut half = Vec::new();
     for _ in 0..16 {
         let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-        c.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        c.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
         half.push(c);
     }
     // Every slot is held by a half-sent head; the next request is served once the timeout frees them.
@@ -137,7 +165,11 @@ async fn half_sent_requests_time_out_stalled_bodies_get_408_and_the_limit_holds(
         let got = tokio::time::timeout(Duration::from_secs(10), read_all(&mut c))
             .await
             .expect("a half-sent request head is closed by the server");
-        assert!(!got.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+        assert!(
+            !got.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
     }
     let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
     c.write_all(b"POST /agent/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{").await.unwrap();

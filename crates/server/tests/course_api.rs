@@ -133,7 +133,8 @@ async fn the_page_loads_the_course_assets() {
     let h = real();
     let page = get(&h.router, "/").await.text();
     assert!(
-        page.contains("<script type=\"module\" src=\"/course.js\"></script>") && page.contains("/course.css"),
+        page.contains("<script type=\"module\" src=\"/course.js\"></script>")
+            && page.contains("/course.css"),
         "{page}"
     );
     let js = get(&h.router, "/course.js").await;

@@ -50,9 +50,25 @@ async fn openapi_document_is_served_and_names_every_route() {
         .map(String::as_str)
         .collect();
     for p in [
-        "/status", "/agent/schema", "/agent/tasks", "/agent/models", "/models/inspect", "/models/unload", "/agent/runs", "/agent/runs/{id}",
-        "/agent/runs/{id}/cancel", "/agent/runs/{id}/trace", "/artifacts/{id}", "/example/manifest",
-        "/example/file", "/example/chain", "/agent/runs/{id}/follow", "/example.zip", "/openapi.json", "/agent/evaluation", "/agent/evaluation/{model}/success.png",
+        "/status",
+        "/agent/schema",
+        "/agent/tasks",
+        "/agent/models",
+        "/models/inspect",
+        "/models/unload",
+        "/agent/runs",
+        "/agent/runs/{id}",
+        "/agent/runs/{id}/cancel",
+        "/agent/runs/{id}/trace",
+        "/artifacts/{id}",
+        "/example/manifest",
+        "/example/file",
+        "/example/chain",
+        "/agent/runs/{id}/follow",
+        "/example.zip",
+        "/openapi.json",
+        "/agent/evaluation",
+        "/agent/evaluation/{model}/success.png",
     ] {
         assert!(paths.contains(&p), "openapi.json lacks {p}");
     }
@@ -731,7 +747,11 @@ async fn after_seq_polling_has_no_gaps_and_no_duplicates() {
     let mut seen_unfinished = false;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(Instant::now() < deadline, "run {id} did not finish: {} events", seen.len());
+        assert!(
+            Instant::now() < deadline,
+            "run {id} did not finish: {} events",
+            seen.len()
+        );
         let after = seen.last().map(|e| e["seq"].as_u64().unwrap()).unwrap_or(0);
         let s = snapshot(&h.router, &id, after).await;
         seen_unfinished |= s["terminal"] == false;
@@ -775,7 +795,10 @@ async fn fifty_concurrent_pollers_see_the_same_ordered_events() {
             let mut seen: Vec<Value> = Vec::new();
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
-                assert!(Instant::now() < deadline, "poller {i}: the run did not finish");
+                assert!(
+                    Instant::now() < deadline,
+                    "poller {i}: the run did not finish"
+                );
                 let after = seen.last().map(|e| e["seq"].as_u64().unwrap()).unwrap_or(0);
                 let s = snapshot(&router, &id, after).await;
                 seen.extend(s["events"].as_array().unwrap().iter().cloned());
@@ -932,10 +955,18 @@ async fn retention_keeps_the_newest_runs() {
     }
     // Pruning happens after the worker records a result.
     let router = &h.router;
-    eventually(Duration::from_secs(30), "retention prunes to 2 runs", || async move {
-        let list = send(router, get("/agent/runs")).await.json();
-        if list["total"] == 2 { Ok(()) } else { Err(list.to_string()) }
-    })
+    eventually(
+        Duration::from_secs(30),
+        "retention prunes to 2 runs",
+        || async move {
+            let list = send(router, get("/agent/runs")).await.json();
+            if list["total"] == 2 {
+                Ok(())
+            } else {
+                Err(list.to_string())
+            }
+        },
+    )
     .await;
     assert_eq!(
         send(&h.router, get(&format!("/agent/runs/{}", ids[0])))
@@ -1218,7 +1249,10 @@ async fn a_real_listener_on_loopback_serves_a_run_end_to_end() {
     let mut events = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(Instant::now() < deadline, "run {id} did not finish over TCP");
+        assert!(
+            Instant::now() < deadline,
+            "run {id} did not finish over TCP"
+        );
         let s: Value = client
             .get(format!("{base}/agent/runs/{id}?after_seq={after}"))
             .send()
@@ -1254,7 +1288,10 @@ async fn evaluation_reports_are_listed_and_only_their_charts_are_served() {
     assert_eq!(r.status, StatusCode::OK);
     let reports = r.json()["reports"].as_array().cloned().unwrap();
     // The committed suite evidence: at least one model, each report with its configurations.
-    assert!(!reports.is_empty(), "evidence/eval/ holds the suite reports");
+    assert!(
+        !reports.is_empty(),
+        "evidence/eval/ holds the suite reports"
+    );
     for report in &reports {
         let model = report["model"].as_str().unwrap();
         assert!(report["error"].is_null(), "{model}: {}", report["error"]);
@@ -1270,7 +1307,11 @@ async fn evaluation_reports_are_listed_and_only_their_charts_are_served() {
         assert_eq!(png.headers[header::CONTENT_TYPE], "image/png");
         assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
     }
-    for bad in ["/agent/evaluation/nope/success.png", "/agent/evaluation/..%2F..%2Fschemas/success.png", "/agent/evaluation/%2Fetc/success.png"] {
+    for bad in [
+        "/agent/evaluation/nope/success.png",
+        "/agent/evaluation/..%2F..%2Fschemas/success.png",
+        "/agent/evaluation/%2Fetc/success.png",
+    ] {
         let r = send(&h.router, get(bad)).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{bad}");
         assert_eq!(r.code(), "evaluation_unknown", "{bad}");
@@ -1302,7 +1343,10 @@ async fn allow_remote_still_refuses_a_rebinding_host() {
     for (host, origin) in [
         ("evil.example:4890", Some("http://evil.example:4890")),
         ("evil.example", None),
-        ("forge.lan.evil.example:4890", Some("http://forge.lan.evil.example:4890")),
+        (
+            "forge.lan.evil.example:4890",
+            Some("http://forge.lan.evil.example:4890"),
+        ),
         ("192.168.1.9:4890", None),
     ] {
         let r = send(&h.router, with_host("/agent/runs", host, origin)).await;
@@ -1315,14 +1359,31 @@ async fn allow_remote_still_refuses_a_rebinding_host() {
             .header(header::HOST, host)
             .body(Body::empty())
             .unwrap();
-        assert_eq!(send(&h.router, trace).await.status, StatusCode::FORBIDDEN, "{host}");
+        assert_eq!(
+            send(&h.router, trace).await.status,
+            StatusCode::FORBIDDEN,
+            "{host}"
+        );
     }
     // The names it does answer to: loopback, and those given with --allow-host (any case, any port).
-    for host in ["127.0.0.1:4890", "localhost:4890", "forge.lan:4890", "FORGE.LAN"] {
+    for host in [
+        "127.0.0.1:4890",
+        "localhost:4890",
+        "forge.lan:4890",
+        "FORGE.LAN",
+    ] {
         let r = send(&h.router, get_with_host("/status", host)).await;
         assert_eq!(r.status, StatusCode::OK, "{host}");
     }
-    let r = send(&h.router, with_host("/agent/runs", "forge.lan:4890", Some("http://forge.lan:4890"))).await;
+    let r = send(
+        &h.router,
+        with_host(
+            "/agent/runs",
+            "forge.lan:4890",
+            Some("http://forge.lan:4890"),
+        ),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
 }
 
@@ -1342,7 +1403,9 @@ async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding
     config.runs_dir = runs.path().join(".runs");
     config.allow_remote = true;
     let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
-        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
+        std::sync::Arc::new(forge_server::UnavailableBackend {
+            reason: "none".into(),
+        });
     let service = forge_server::Service::start(config, backend).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -1351,9 +1414,16 @@ async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding
         let _ = stop_rx.await;
     }));
     let client = reqwest::Client::new();
-    let ok = client.get(format!("http://{addr}/status")).send().await.unwrap();
+    let ok = client
+        .get(format!("http://{addr}/status"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status().as_u16(), 200);
-    for host in ["evil.example:4890", &format!("evil.example:{}", addr.port())] {
+    for host in [
+        "evil.example:4890",
+        &format!("evil.example:{}", addr.port()),
+    ] {
         let r = client
             .get(format!("http://{addr}/agent/runs"))
             .header("host", host)
@@ -1391,22 +1461,53 @@ async fn example_package_holds_only_tracked_files_never_an_untracked_env() {
         ..Default::default()
     });
     let m = send(&h.router, get("/example/manifest")).await.json();
-    let paths: Vec<&str> = m["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
     assert_eq!(paths, vec!["Cargo.toml", "README.md", "src/main.rs"]);
-    for q in [".env", "server.pem", ".npmrc", "old-runs/run-1/events.jsonl", "weights/m.bin"] {
+    for q in [
+        ".env",
+        "server.pem",
+        ".npmrc",
+        "old-runs/run-1/events.jsonl",
+        "weights/m.bin",
+    ] {
         let f = send(&h.router, get(&format!("/example/file?path={q}&raw=1"))).await;
-        assert_eq!((f.status, f.code()), (StatusCode::NOT_FOUND, "file_not_in_package".into()), "{q}");
+        assert_eq!(
+            (f.status, f.code()),
+            (StatusCode::NOT_FOUND, "file_not_in_package".into()),
+            "{q}"
+        );
     }
     let z = send(&h.router, get("/example.zip")).await;
     let archive = zip::ZipArchive::new(std::io::Cursor::new(z.bytes)).unwrap();
     let names: Vec<&str> = archive.file_names().collect();
-    assert!(!names.iter().any(|n| n.contains(".env") || n.contains("pem") || n.contains("npmrc") || n.contains("old-runs") || n.contains("weights")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains(".env")
+            || n.contains("pem")
+            || n.contains("npmrc")
+            || n.contains("old-runs")
+            || n.contains("weights")),
+        "{names:?}"
+    );
     // A tree git cannot list is refused, not walked.
     let bare = tempfile::tempdir().unwrap();
     std::fs::write(bare.path().join(".env"), "SECRET=1\n").unwrap();
-    let h = harness(Options { example_root: Some(bare.path().to_path_buf()), ..Default::default() });
+    let h = harness(Options {
+        example_root: Some(bare.path().to_path_buf()),
+        ..Default::default()
+    });
     let r = send(&h.router, get("/example/manifest")).await;
-    assert_eq!((r.status, r.code()), (StatusCode::SERVICE_UNAVAILABLE, "example_unavailable".into()));
+    assert_eq!(
+        (r.status, r.code()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "example_unavailable".into()
+        )
+    );
     let r = send(&h.router, get("/example/file?path=.env")).await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
 }
@@ -1431,7 +1532,10 @@ async fn file_routes_never_follow_symlinks() {
     std::fs::create_dir_all(stage.join("fixtures")).unwrap();
     std::fs::write(stage.join("Cargo.toml"), "[package]\n").unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", stage.join("README.md")).unwrap();
-    let h = harness(Options { root: Some(r.to_path_buf()), ..Default::default() });
+    let h = harness(Options {
+        root: Some(r.to_path_buf()),
+        ..Default::default()
+    });
     let environ = std::fs::read("/proc/self/environ").unwrap_or_default();
     let x = send(&h.router, get("/agent/evaluation/x/success.png")).await;
     assert_eq!(x.status, StatusCode::FORBIDDEN, "{}", x.text());
@@ -1445,21 +1549,38 @@ async fn file_routes_never_follow_symlinks() {
     assert_eq!(g.status, StatusCode::NOT_FOUND, "{}", g.text());
     assert!(g.text().contains("symbolic link"), "{}", g.text());
     for reply in [&x, &y, &g] {
-        assert!(environ.is_empty() || !reply.bytes.windows(environ.len().min(32)).any(|w| w == &environ[..environ.len().min(32)]));
+        assert!(
+            environ.is_empty()
+                || !reply
+                    .bytes
+                    .windows(environ.len().min(32))
+                    .any(|w| w == &environ[..environ.len().min(32)])
+        );
     }
 
     // An artifact file replaced by a link after the run recorded it.
     let h = harness(Options::default());
     let id = start_run(&h.router, happy()).await;
     let done = wait_terminal(&h.router, &id).await;
-    let artifact = done["result"]["artifacts"][0]["id"].as_str().or_else(|| done["artifacts"][0]["id"].as_str()).map(str::to_owned);
+    let artifact = done["result"]["artifacts"][0]["id"]
+        .as_str()
+        .or_else(|| done["artifacts"][0]["id"].as_str())
+        .map(str::to_owned);
     let artifact = artifact.unwrap_or_else(|| panic!("the happy run records an artifact: {done}"));
     let dir = h.runs.path().join(".runs").join(&id).join("artifacts");
-    let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", &file).unwrap();
     let a = send(&h.router, get(&format!("/artifacts/{artifact}"))).await;
-    assert_eq!((a.status, a.code()), (StatusCode::FORBIDDEN, "file_refused".into()));
+    assert_eq!(
+        (a.status, a.code()),
+        (StatusCode::FORBIDDEN, "file_refused".into())
+    );
 }
 
 /// A run stuck where nothing can cancel it (a model load): it emits `run.started`, then ignores the
@@ -1479,7 +1600,10 @@ impl forge_server::Executor for UncancellableLoad {
         sink(json!({ "seq": 1, "run_id": run_id, "t_ms": 0, "phase": "run.started", "data": {} }));
         std::thread::sleep(Duration::from_secs(30));
         sink(json!({ "seq": 2, "run_id": run_id, "t_ms": 1, "phase": "model.loaded", "data": {} }));
-        Err(forge_server::engine::ExecError { code: "runtime_error", message: "late".into() })
+        Err(forge_server::engine::ExecError {
+            code: "runtime_error",
+            message: "late".into(),
+        })
     }
 }
 
@@ -1494,23 +1618,42 @@ async fn shutdown_during_an_uncancellable_load_seals_the_run_cancelled_shutdown(
     config.runs_dir = dir.clone();
     config.enable_test_policies = true;
     let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
-        std::sync::Arc::new(forge_server::UnavailableBackend { reason: "none".into() });
-    let service = forge_server::Service::start_with_executor(config, backend, std::sync::Arc::new(UncancellableLoad)).unwrap();
+        std::sync::Arc::new(forge_server::UnavailableBackend {
+            reason: "none".into(),
+        });
+    let service = forge_server::Service::start_with_executor(
+        config,
+        backend,
+        std::sync::Arc::new(UncancellableLoad),
+    )
+    .unwrap();
     let router = service.router();
     let id = start_run(&router, happy()).await;
     wait_status(&router, &id, "running").await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let started = Instant::now();
     service.serve(listener, async {}).await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5), "serve took {:?}", started.elapsed());
-    let meta: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("meta.json")).unwrap()).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "serve took {:?}",
+        started.elapsed()
+    );
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(&id).join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "cancelled", "{meta}");
-    let result: Value = serde_json::from_slice(&std::fs::read(dir.join(&id).join("result.json")).unwrap()).unwrap();
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(&id).join("result.json")).unwrap()).unwrap();
     assert_eq!(result["stop_reason"], "shutdown", "{result}");
     let events = std::fs::read_to_string(dir.join(&id).join("events.jsonl")).unwrap();
     let last: Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
     assert_eq!(last["phase"], "run.finished", "{events}");
-    assert_eq!(events.lines().filter(|l| l.contains("run.finished")).count(), 1);
+    assert_eq!(
+        events
+            .lines()
+            .filter(|l| l.contains("run.finished"))
+            .count(),
+        1
+    );
 }
 
 struct CredentialedBackend;
@@ -1525,8 +1668,14 @@ impl forge_server::ModelBackend for CredentialedBackend {
     fn cache_state(&self) -> Value {
         json!({ "loaded": [], "generation": { "kind": "llama-server", "url": "http://alice:s3cret@gpu.lan:8080" } })
     }
-    fn policy(&self, _mode: forge_server::Mode, _t: f32) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
-        Err(runtime::policy::PolicyError::ModelUnavailable("none".into()))
+    fn policy(
+        &self,
+        _mode: forge_server::Mode,
+        _t: f32,
+    ) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
+        Err(runtime::policy::PolicyError::ModelUnavailable(
+            "none".into(),
+        ))
     }
 }
 
@@ -1536,12 +1685,17 @@ async fn status_never_shows_backend_url_credentials() {
     let runs = tempfile::tempdir().unwrap();
     let mut config = forge_server::ServerConfig::new(project_root());
     config.runs_dir = runs.path().join(".runs");
-    let service = forge_server::Service::start(config, std::sync::Arc::new(CredentialedBackend)).unwrap();
+    let service =
+        forge_server::Service::start(config, std::sync::Arc::new(CredentialedBackend)).unwrap();
     let router = service.router();
     for route in ["/status", "/agent/models"] {
         let r = send(&router, get(route)).await;
         assert_eq!(r.status, StatusCode::OK);
-        assert!(!r.text().contains("s3cret") && !r.text().contains("alice"), "{route}: {}", r.text());
+        assert!(
+            !r.text().contains("s3cret") && !r.text().contains("alice"),
+            "{route}: {}",
+            r.text()
+        );
         assert!(r.text().contains("gpu.lan:8080"), "{route}: {}", r.text());
     }
     service.state.jobs.close();

@@ -356,14 +356,18 @@ async fn a_file_where_a_directory_should_be_is_a_typed_error_and_the_service_sta
     // The hold policy blocks in its first decision (events are saved, then shown).
     let (router, run) = (&h.router, id.as_str());
     // Its last event before blocking is model.started: once that is shown, no event comes until release.
-    let saved = eventually(std::time::Duration::from_secs(30), "model.started is shown", || async move {
-        let snap = snapshot(router, run, 0).await;
-        let events = snap["events"].as_array().unwrap();
-        match events.last() {
-            Some(e) if e["phase"] == "model.started" => Ok(events.len()),
-            _ => Err(snap.to_string()),
-        }
-    })
+    let saved = eventually(
+        std::time::Duration::from_secs(30),
+        "model.started is shown",
+        || async move {
+            let snap = snapshot(router, run, 0).await;
+            let events = snap["events"].as_array().unwrap();
+            match events.last() {
+                Some(e) if e["phase"] == "model.started" => Ok(events.len()),
+                _ => Err(snap.to_string()),
+            }
+        },
+    )
     .await;
     std::fs::remove_file(run_dir.join("events.jsonl")).unwrap();
     std::fs::create_dir(run_dir.join("events.jsonl")).unwrap();
@@ -513,7 +517,9 @@ struct NoResultDisk {
 
 impl StoreIo for NoResultDisk {
     fn replace(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        if self.refuse.load(Ordering::SeqCst) && path.file_name().is_some_and(|n| n == "result.json") {
+        if self.refuse.load(Ordering::SeqCst)
+            && path.file_name().is_some_and(|n| n == "result.json")
+        {
             return Err(std::io::Error::from_raw_os_error(28));
         }
         DiskIo.replace(path, bytes)
@@ -533,7 +539,9 @@ impl StoreIo for NoResultDisk {
 async fn a_result_the_disk_refused_leaves_meta_unfinished_and_the_next_start_completes_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(".runs");
-    let disk = Arc::new(NoResultDisk { refuse: AtomicBool::new(true) });
+    let disk = Arc::new(NoResultDisk {
+        refuse: AtomicBool::new(true),
+    });
     let id = {
         let h = harness(Options {
             runs_dir: Some(dir.clone()),
@@ -542,19 +550,37 @@ async fn a_result_the_disk_refused_leaves_meta_unfinished_and_the_next_start_com
         });
         let id = start_run(&h.router, happy()).await;
         let s = wait_terminal(&h.router, &id).await;
-        assert_eq!(s["status"], "completed", "memory shows the real outcome: {s}");
-        assert_eq!(s["result"]["persisted"], false, "and says it was not saved: {s}");
-        let meta: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(&id).join("meta.json")).unwrap()).unwrap();
-        assert_eq!(meta["status"], "running", "meta is not finished before its result is saved");
+        assert_eq!(
+            s["status"], "completed",
+            "memory shows the real outcome: {s}"
+        );
+        assert_eq!(
+            s["result"]["persisted"], false,
+            "and says it was not saved: {s}"
+        );
+        let meta: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(&id).join("meta.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            meta["status"], "running",
+            "meta is not finished before its result is saved"
+        );
         assert!(!dir.join(&id).join("result.json").exists());
         id
     };
     disk.refuse.store(false, Ordering::SeqCst);
-    let h = harness(Options { runs_dir: Some(dir), ..Default::default() });
+    let h = harness(Options {
+        runs_dir: Some(dir),
+        ..Default::default()
+    });
     assert_eq!(h.service.recovery.completed_from_disk, vec![id.clone()]);
     assert!(h.service.recovery.interrupted.is_empty());
     let s = snapshot(&h.router, &id, 0).await;
-    assert_eq!((s["status"].as_str(), s["result"]["stop_reason"].as_str()), (Some("completed"), Some("completed")), "{s}");
+    assert_eq!(
+        (s["status"].as_str(), s["result"]["stop_reason"].as_str()),
+        (Some("completed"), Some("completed")),
+        "{s}"
+    );
     assert_eq!(finished_count(s["events"].as_array().unwrap()), 1);
 }

@@ -68,11 +68,19 @@ async fn a_worker_panic_outside_execute_is_survived_and_the_next_runs_execute() 
     );
     // `running` is reset right after a run's end is stored.
     let router = &h.router;
-    eventually(std::time::Duration::from_secs(30), "running is reset", || async move {
-        let status = send(router, get("/status")).await;
-        assert_eq!(status.status, StatusCode::OK);
-        if status.json()["queue"]["running"].is_null() { Ok(()) } else { Err(status.text()) }
-    })
+    eventually(
+        std::time::Duration::from_secs(30),
+        "running is reset",
+        || async move {
+            let status = send(router, get("/status")).await;
+            assert_eq!(status.status, StatusCode::OK);
+            if status.json()["queue"]["running"].is_null() {
+                Ok(())
+            } else {
+                Err(status.text())
+            }
+        },
+    )
     .await;
 
     // The panicked run's files agree with what was served: a restart finds nothing to repair.

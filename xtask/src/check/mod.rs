@@ -31,14 +31,18 @@ use crate::test_runs;
 mod record;
 mod reveal;
 
-pub use reveal::{next_stage, reveal};
 use record::{stage_report, write_learner_verification};
+pub use reveal::{next_stage, reveal};
 
 pub const CHECK: Verb = Verb {
     name: "check",
     about: "Run your copy's tests, prove your transfer test catches the fault, record progress",
     positionals: "[STAGE]",
-    flags: &[("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)")],
+    flags: &[(
+        "timeout",
+        Some("SECS"),
+        "seconds a test binary may run before it is stopped (default 60)",
+    )],
 };
 
 /// How a learner's check ended (the `outcome` of a learner-mode verification.json stage).

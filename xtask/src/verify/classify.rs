@@ -194,4 +194,3 @@ pub fn classify(contract: &Contract, solution: &RunReport, fault: &RunReport) ->
         ),
     )
 }
-

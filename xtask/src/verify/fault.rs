@@ -17,9 +17,21 @@ pub const FAULT: Verb = Verb {
     about: "Swap a stage's fault in (scratch copy), run its target test and show the failing output",
     positionals: "STAGE",
     flags: &[
-        ("timeout", Some("SECS"), "seconds the test binary may run before it is stopped (default 60)"),
-        ("show-repair", None, "also print the repair principle (with --instructor, or once the stage is passed)"),
-        ("instructor", None, "print the diagnosis steps even before the stage is passed (demos)"),
+        (
+            "timeout",
+            Some("SECS"),
+            "seconds the test binary may run before it is stopped (default 60)",
+        ),
+        (
+            "show-repair",
+            None,
+            "also print the repair principle (with --instructor, or once the stage is passed)",
+        ),
+        (
+            "instructor",
+            None,
+            "print the diagnosis steps even before the stage is passed (demos)",
+        ),
     ],
 };
 

@@ -39,9 +39,17 @@ pub const VERIFY: Verb = Verb {
     positionals: "[STAGE…]",
     flags: &[
         ("json", None, "print the report as JSON"),
-        ("no-cache", None, "run every stage again, ignoring results cached for unchanged sources"),
+        (
+            "no-cache",
+            None,
+            "run every stage again, ignoring results cached for unchanged sources",
+        ),
         ("jobs", Some("N"), "stages built and run at a time"),
-        ("timeout", Some("SECS"), "seconds a test binary may run before it is stopped (default 60)"),
+        (
+            "timeout",
+            Some("SECS"),
+            "seconds a test binary may run before it is stopped (default 60)",
+        ),
     ],
 };
 /// Bump when the meaning of a cached result changes (classification rules, report shape).
@@ -653,4 +661,3 @@ fn print_summary(course: &Course, verification: &Verification) {
         verification.duration_ms as f64 / 1000.0
     );
 }
-

@@ -21,14 +21,21 @@ pub enum Node {
     /// Exact text.
     Lit(String),
     /// One character from (or, negated, outside) the given inclusive ranges; negated and empty is `.`.
-    Class { negated: bool, ranges: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
     /// Another rule, by name.
     Ref(String),
     Seq(Vec<Node>),
     /// One of the alternatives (must not be empty).
     Alt(Vec<Node>),
     /// `node{min,max}`; `max: None` is unbounded.
-    Repeat { node: Box<Node>, min: u32, max: Option<u32> },
+    Repeat {
+        node: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+    },
 }
 
 impl Node {
@@ -53,20 +60,35 @@ impl Node {
         Node::Alt(seen.into_iter().map(Node::Lit).collect())
     }
     pub fn opt(self) -> Node {
-        Node::Repeat { node: Box::new(self), min: 0, max: Some(1) }
+        Node::Repeat {
+            node: Box::new(self),
+            min: 0,
+            max: Some(1),
+        }
     }
     pub fn star(self) -> Node {
-        Node::Repeat { node: Box::new(self), min: 0, max: None }
+        Node::Repeat {
+            node: Box::new(self),
+            min: 0,
+            max: None,
+        }
     }
     pub fn repeat(self, min: u32, max: u32) -> Node {
-        Node::Repeat { node: Box::new(self), min, max: Some(max) }
+        Node::Repeat {
+            node: Box::new(self),
+            min,
+            max: Some(max),
+        }
     }
     /// Any character except the listed ones and the control characters (`\x00-\x1F`, `\x7F`).
     pub fn char_except(excluded: &str) -> Node {
         let mut ranges: Vec<(char, char)> = excluded.chars().map(|c| (c, c)).collect();
         ranges.push(('\u{0}', '\u{1f}'));
         ranges.push(('\u{7f}', '\u{7f}'));
-        Node::Class { negated: true, ranges }
+        Node::Class {
+            negated: true,
+            ranges,
+        }
     }
 }
 
@@ -101,7 +123,9 @@ pub struct Grammar {
 
 impl Grammar {
     pub fn new(root: Node) -> Grammar {
-        Grammar { rules: vec![("root".into(), root)] }
+        Grammar {
+            rules: vec![("root".into(), root)],
+        }
     }
 
     /// Adds a rule unless one with the same name and body exists (shared helpers are added by several
@@ -130,22 +154,34 @@ impl Grammar {
         }
         fn walk(node: &Node, rule: &str, names: &BTreeSet<&str>) -> Result<(), GbnfError> {
             match node {
-                Node::Ref(r) if !names.contains(r.as_str()) => Err(GbnfError::UndefinedRule(r.clone())),
-                Node::Alt(items) if items.is_empty() => Err(GbnfError::EmptyAlternatives(rule.to_owned())),
-                Node::Seq(items) | Node::Alt(items) => items.iter().try_for_each(|n| walk(n, rule, names)),
+                Node::Ref(r) if !names.contains(r.as_str()) => {
+                    Err(GbnfError::UndefinedRule(r.clone()))
+                }
+                Node::Alt(items) if items.is_empty() => {
+                    Err(GbnfError::EmptyAlternatives(rule.to_owned()))
+                }
+                Node::Seq(items) | Node::Alt(items) => {
+                    items.iter().try_for_each(|n| walk(n, rule, names))
+                }
                 Node::Repeat { node, .. } => walk(node, rule, names),
                 _ => Ok(()),
             }
         }
-        self.rules.iter().try_for_each(|(name, body)| walk(body, name, &names))
+        self.rules
+            .iter()
+            .try_for_each(|(name, body)| walk(body, name, &names))
     }
 
     /// Rules that derive no finite string at all (every alternative needs an unproductive rule): a decoder
     /// that enters one can never finish, the token-level "dead end". Sorted by name.
     pub fn unproductive_rules(&self) -> Vec<String> {
         let productive = sample::productive(&self.rules);
-        let mut out: Vec<String> =
-            self.rules.iter().filter(|(n, _)| !productive.contains(n.as_str())).map(|(n, _)| n.clone()).collect();
+        let mut out: Vec<String> = self
+            .rules
+            .iter()
+            .filter(|(n, _)| !productive.contains(n.as_str()))
+            .map(|(n, _)| n.clone())
+            .collect();
         out.sort();
         out
     }
@@ -179,12 +215,16 @@ impl Grammar {
     /// Whether the whole of `input` matches `root`. A grammar the recogniser cannot run (left-recursive,
     /// undefined rules) accepts nothing.
     pub fn accepts(&self, input: &str) -> bool {
-        recognise::Normal::of(self).and_then(|n| n.accepts(input)).unwrap_or(false)
+        recognise::Normal::of(self)
+            .and_then(|n| n.accepts(input))
+            .unwrap_or(false)
     }
 
     /// Whether `input` is a prefix of some string the grammar accepts (what a decoder checks per token).
     pub fn accepts_prefix(&self, input: &str) -> bool {
-        recognise::Normal::of(self).and_then(|n| n.accepts_prefix(input)).unwrap_or(false)
+        recognise::Normal::of(self)
+            .and_then(|n| n.accepts_prefix(input))
+            .unwrap_or(false)
     }
 
     /// The grammar that accepts `s` exactly when this one accepts `prefill + s`: what an inference server
@@ -215,7 +255,10 @@ fn render_node(node: &Node, nested: bool) -> String {
             s.push('"');
             s
         }
-        Node::Class { negated: true, ranges } if ranges.is_empty() => ".".into(),
+        Node::Class {
+            negated: true,
+            ranges,
+        } if ranges.is_empty() => ".".into(),
         Node::Class { negated, ranges } => {
             let mut s = String::from("[");
             if *negated {
@@ -236,12 +279,28 @@ fn render_node(node: &Node, nested: bool) -> String {
             if items.is_empty() {
                 return "\"\"".into();
             }
-            let body = items.iter().map(|n| render_node(n, true)).collect::<Vec<_>>().join(" ");
-            if nested && items.len() > 1 { format!("({body})") } else { body }
+            let body = items
+                .iter()
+                .map(|n| render_node(n, true))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if nested && items.len() > 1 {
+                format!("({body})")
+            } else {
+                body
+            }
         }
         Node::Alt(items) => {
-            let body = items.iter().map(|n| render_node(n, false)).collect::<Vec<_>>().join(" | ");
-            if nested || items.len() > 1 { format!("({body})") } else { body }
+            let body = items
+                .iter()
+                .map(|n| render_node(n, false))
+                .collect::<Vec<_>>()
+                .join(" | ");
+            if nested || items.len() > 1 {
+                format!("({body})")
+            } else {
+                body
+            }
         }
         Node::Repeat { node, min, max } => {
             let inner = match node.as_ref() {
@@ -286,7 +345,11 @@ mod tests {
     use super::*;
 
     fn digits_grammar() -> Grammar {
-        let mut g = Grammar::new(Node::seq([Node::lit("\""), Node::rule("num"), Node::lit("\"")]));
+        let mut g = Grammar::new(Node::seq([
+            Node::lit("\""),
+            Node::rule("num"),
+            Node::lit("\""),
+        ]));
         g.define("num", Node::one_of_texts(["72", "7", "81.5"]));
         g
     }
@@ -294,10 +357,17 @@ mod tests {
     #[test]
     fn renders_gbnf() {
         let g = digits_grammar();
-        assert_eq!(g.render(), "root ::= \"\\\"\" num \"\\\"\"\nnum ::= (\"72\" | \"7\" | \"81.5\")\n");
+        assert_eq!(
+            g.render(),
+            "root ::= \"\\\"\" num \"\\\"\"\nnum ::= (\"72\" | \"7\" | \"81.5\")\n"
+        );
         let class = Node::char_except("\"\\");
         assert_eq!(render_node(&class, false), "[^\\\"\\\\\\x00-\\x1F\\x7F]");
-        let rep = Node::Repeat { node: Box::new(Node::rule("x")), min: 1, max: Some(3) };
+        let rep = Node::Repeat {
+            node: Box::new(Node::rule("x")),
+            min: 1,
+            max: Some(3),
+        };
         assert_eq!(render_node(&rep, false), "x{1,3}");
     }
 
@@ -333,7 +403,14 @@ mod tests {
             Node::lit("}"),
         ]));
         g.define("num", Node::one_of_texts(["72", "7", "81.5"]));
-        g.define("word", Node::Class { negated: false, ranges: vec![('a', 'z')] }.repeat(1, 5));
+        g.define(
+            "word",
+            Node::Class {
+                negated: false,
+                ranges: vec![('a', 'z')],
+            }
+            .repeat(1, 5),
+        );
         for seed in 0..50 {
             let text = g.sample(seed).expect("productive");
             assert!(g.accepts(&text), "{text}");
@@ -354,14 +431,16 @@ mod tests {
         let mut g = Grammar::new(Node::rule("missing"));
         assert_eq!(g.check(), Err(GbnfError::UndefinedRule("missing".into())));
         g.define("missing", Node::Alt(vec![]));
-        assert_eq!(g.check(), Err(GbnfError::EmptyAlternatives("missing".into())));
+        assert_eq!(
+            g.check(),
+            Err(GbnfError::EmptyAlternatives("missing".into()))
+        );
         let mut g = Grammar::new(Node::lit("a"));
         g.define("Bad_Name", Node::lit("b"));
         assert_eq!(g.check(), Err(GbnfError::BadName("Bad_Name".into())));
     }
 
     // ---- text: parse, resume after a prefill (the server backend's path) ----
-
 
     /// The recogniser on text, as a backend meets it: parse, then accept.
     fn accepts_text(gbnf: &str, text: &str) -> Result<bool, GbnfError> {
@@ -382,12 +461,30 @@ space ::= ""
         let prefix = r#"{"type":"action","tool":"search","arguments":{"query":""#;
         let rest = resume_text_after(DECISION, prefix).unwrap();
         for suffix in [r#"abc"}}"#, r#"abcdefgh","top_k":3}}"#, r#"a","top_k":9}}"#] {
-            assert!(accepts_text(DECISION, &format!("{prefix}{suffix}")).unwrap(), "{suffix}");
-            assert!(accepts_text(&rest, suffix).unwrap(), "continuation rejects {suffix}\n{rest}");
+            assert!(
+                accepts_text(DECISION, &format!("{prefix}{suffix}")).unwrap(),
+                "{suffix}"
+            );
+            assert!(
+                accepts_text(&rest, suffix).unwrap(),
+                "continuation rejects {suffix}\n{rest}"
+            );
         }
-        for suffix in [r#""}}"#, r#"abcdefghi"}}"#, r#"a","top_k":0}}"#, r#"a"}"#, r#"a"}}x"#] {
-            assert!(!accepts_text(DECISION, &format!("{prefix}{suffix}")).unwrap(), "{suffix}");
-            assert!(!accepts_text(&rest, suffix).unwrap(), "continuation accepts {suffix}\n{rest}");
+        for suffix in [
+            r#""}}"#,
+            r#"abcdefghi"}}"#,
+            r#"a","top_k":0}}"#,
+            r#"a"}"#,
+            r#"a"}}x"#,
+        ] {
+            assert!(
+                !accepts_text(DECISION, &format!("{prefix}{suffix}")).unwrap(),
+                "{suffix}"
+            );
+            assert!(
+                !accepts_text(&rest, suffix).unwrap(),
+                "continuation accepts {suffix}\n{rest}"
+            );
         }
     }
 
@@ -396,7 +493,10 @@ space ::= ""
         let prefix = r#"{"type":"action","tool":"calc","arguments":{"query":"abcde"#;
         let rest = resume_text_after(DECISION, prefix).unwrap();
         assert!(accepts_text(&rest, r#"fgh"}}"#).unwrap());
-        assert!(!accepts_text(&rest, r#"fghi"}}"#).unwrap(), "only three more characters fit\n{rest}");
+        assert!(
+            !accepts_text(&rest, r#"fghi"}}"#).unwrap(),
+            "only three more characters fit\n{rest}"
+        );
     }
 
     #[test]
@@ -407,17 +507,37 @@ space ::= ""
     #[test]
     fn a_prefill_the_grammar_rejects_is_a_typed_error_with_its_position() {
         let err = resume_text_after(DECISION, r#"{"type":"final""#).unwrap_err();
-        assert!(matches!(err, GbnfError::PrefillRejected { at: 9, .. }), "{err}");
+        assert!(
+            matches!(err, GbnfError::PrefillRejected { at: 9, .. }),
+            "{err}"
+        );
     }
 
     #[test]
     fn bad_grammars_are_typed_errors() {
-        assert!(matches!(Grammar::parse("root ::= missing"), Err(GbnfError::UndefinedRule(n)) if n == "missing"));
-        assert!(matches!(Grammar::parse("start ::= \"a\""), Err(GbnfError::NoRoot)));
-        assert!(matches!(Grammar::parse("root ::= \"a"), Err(GbnfError::Parse { line: 1, .. })));
-        assert!(matches!(Grammar::parse("root ::= \"a\"\nx ::= [a"), Err(GbnfError::Parse { line: 2, .. })));
-        assert!(matches!(Grammar::parse("root ::= <think>"), Err(GbnfError::Parse { .. })));
-        assert!(matches!(resume_text_after("root ::= root \"a\" | \"b\"", "b"), Err(GbnfError::LeftRecursion(_))));
+        assert!(
+            matches!(Grammar::parse("root ::= missing"), Err(GbnfError::UndefinedRule(n)) if n == "missing")
+        );
+        assert!(matches!(
+            Grammar::parse("start ::= \"a\""),
+            Err(GbnfError::NoRoot)
+        ));
+        assert!(matches!(
+            Grammar::parse("root ::= \"a"),
+            Err(GbnfError::Parse { line: 1, .. })
+        ));
+        assert!(matches!(
+            Grammar::parse("root ::= \"a\"\nx ::= [a"),
+            Err(GbnfError::Parse { line: 2, .. })
+        ));
+        assert!(matches!(
+            Grammar::parse("root ::= <think>"),
+            Err(GbnfError::Parse { .. })
+        ));
+        assert!(matches!(
+            resume_text_after("root ::= root \"a\" | \"b\"", "b"),
+            Err(GbnfError::LeftRecursion(_))
+        ));
     }
 
     #[test]
@@ -437,8 +557,16 @@ space ::= ""
         // `x{2,3}` makes helper rules; a later rule with the helper-like name must stay itself.
         let g = "root ::= \"a\" item{2,3} root-g1 root-g2\nitem ::= \"x\"\nroot-g1 ::= \"y\"\nroot-g2 ::= \"z\"";
         let rest = resume_text_after(g, "a").unwrap();
-        assert!(accepts_text(g, "axxyz").unwrap() && accepts_text(&rest, "xxyz").unwrap() && accepts_text(&rest, "xxxyz").unwrap(), "{rest}");
-        assert!(!accepts_text(&rest, "xyz").unwrap() && !accepts_text(&rest, "xxxxyz").unwrap(), "{rest}");
+        assert!(
+            accepts_text(g, "axxyz").unwrap()
+                && accepts_text(&rest, "xxyz").unwrap()
+                && accepts_text(&rest, "xxxyz").unwrap(),
+            "{rest}"
+        );
+        assert!(
+            !accepts_text(&rest, "xyz").unwrap() && !accepts_text(&rest, "xxxxyz").unwrap(),
+            "{rest}"
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@ const MAX_REPEAT: u32 = 10_000;
 
 pub(super) fn parse(gbnf: &str) -> Result<Grammar, GbnfError> {
     let chars: Vec<char> = gbnf.chars().collect();
-    let mut p = Parser { src: &chars, pos: 0 };
+    let mut p = Parser {
+        src: &chars,
+        pos: 0,
+    };
     let mut rules: Vec<(String, Node)> = Vec::new();
     p.space(true);
     while p.peek().is_some() {
@@ -20,7 +23,10 @@ pub(super) fn parse(gbnf: &str) -> Result<Grammar, GbnfError> {
         }
         rules.push((name, body));
     }
-    let root = rules.iter().position(|(n, _)| n == "root").ok_or(GbnfError::NoRoot)?;
+    let root = rules
+        .iter()
+        .position(|(n, _)| n == "root")
+        .ok_or(GbnfError::NoRoot)?;
     let (_, root_body) = rules.remove(root);
     let mut grammar = Grammar::new(root_body);
     for (name, body) in rules {
@@ -47,10 +53,16 @@ impl Parser<'_> {
         self.src.get(self.pos + off).copied()
     }
     fn line(&self) -> usize {
-        1 + self.src[..self.pos.min(self.src.len())].iter().filter(|&&c| c == '\n').count()
+        1 + self.src[..self.pos.min(self.src.len())]
+            .iter()
+            .filter(|&&c| c == '\n')
+            .count()
     }
     fn err(&self, message: impl Into<String>) -> GbnfError {
-        GbnfError::Parse { line: self.line(), message: message.into() }
+        GbnfError::Parse {
+            line: self.line(),
+            message: message.into(),
+        }
     }
 
     /// Blanks and comments; newlines too where a rule may go on (`newline_ok`: inside a group, between rules).
@@ -75,7 +87,10 @@ impl Parser<'_> {
             self.pos += 1;
         }
         if start == self.pos {
-            return Err(self.err(format!("expected a rule name, found {:?}", self.peek().unwrap_or('\0'))));
+            return Err(self.err(format!(
+                "expected a rule name, found {:?}",
+                self.peek().unwrap_or('\0')
+            )));
         }
         Ok(self.src[start..self.pos].iter().collect())
     }
@@ -90,20 +105,29 @@ impl Parser<'_> {
     }
 
     fn hex(&mut self, digits: usize) -> Result<char, GbnfError> {
-        let text: String = self.src.get(self.pos..self.pos + digits).map(|s| s.iter().collect()).unwrap_or_default();
-        let value = u32::from_str_radix(&text, 16).map_err(|_| self.err(format!("expected {digits} hex digits")))?;
+        let text: String = self
+            .src
+            .get(self.pos..self.pos + digits)
+            .map(|s| s.iter().collect())
+            .unwrap_or_default();
+        let value = u32::from_str_radix(&text, 16)
+            .map_err(|_| self.err(format!("expected {digits} hex digits")))?;
         self.pos += digits;
         char::from_u32(value).ok_or_else(|| self.err(format!("\\x{value:X} is not a character")))
     }
 
     /// One (possibly escaped) character of a literal or a class.
     fn char(&mut self) -> Result<char, GbnfError> {
-        let c = self.peek().ok_or_else(|| self.err("unexpected end of input"))?;
+        let c = self
+            .peek()
+            .ok_or_else(|| self.err("unexpected end of input"))?;
         self.pos += 1;
         if c != '\\' {
             return Ok(c);
         }
-        let e = self.peek().ok_or_else(|| self.err("unexpected end of input after \\"))?;
+        let e = self
+            .peek()
+            .ok_or_else(|| self.err("unexpected end of input after \\"))?;
         self.pos += 1;
         match e {
             'x' => self.hex(2),
@@ -143,7 +167,11 @@ impl Parser<'_> {
             self.space(true);
             alts.push(self.sequence(nested)?);
         }
-        Ok(if alts.len() == 1 { alts.pop().expect("one") } else { Node::Alt(alts) })
+        Ok(if alts.len() == 1 {
+            alts.pop().expect("one")
+        } else {
+            Node::Alt(alts)
+        })
     }
 
     fn sequence(&mut self, nested: bool) -> Result<Node, GbnfError> {
@@ -174,7 +202,8 @@ impl Parser<'_> {
                             return Err(self.err("unterminated character class"));
                         }
                         let lo = self.char()?;
-                        let hi = if self.peek() == Some('-') && self.at(1).is_some_and(|c| c != ']') {
+                        let hi = if self.peek() == Some('-') && self.at(1).is_some_and(|c| c != ']')
+                        {
                             self.pos += 1;
                             self.char()?
                         } else {
@@ -187,7 +216,10 @@ impl Parser<'_> {
                 }
                 '.' => {
                     self.pos += 1;
-                    seq.push(Node::Class { negated: true, ranges: Vec::new() });
+                    seq.push(Node::Class {
+                        negated: true,
+                        ranges: Vec::new(),
+                    });
                 }
                 '<' | '!' => return Err(self.err("token terminals (<…>) are not supported")),
                 '(' => {
@@ -219,7 +251,11 @@ impl Parser<'_> {
                         Some(',') => {
                             self.pos += 1;
                             self.space(nested);
-                            let max = if self.peek().is_some_and(|c| c.is_ascii_digit()) { Some(self.int()?) } else { None };
+                            let max = if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                                Some(self.int()?)
+                            } else {
+                                None
+                            };
                             self.space(nested);
                             if self.peek() != Some('}') {
                                 return Err(self.err("expected '}'"));
@@ -236,16 +272,26 @@ impl Parser<'_> {
             }
             self.space(nested);
         }
-        Ok(if seq.len() == 1 { seq.pop().expect("one") } else { Node::Seq(seq) })
+        Ok(if seq.len() == 1 {
+            seq.pop().expect("one")
+        } else {
+            Node::Seq(seq)
+        })
     }
 
     /// Wraps the last symbol of `seq` in `{min,max}`.
     fn repeat(&mut self, seq: &mut Vec<Node>, min: u32, max: Option<u32>) -> Result<(), GbnfError> {
-        let last = seq.pop().ok_or_else(|| self.err("a repetition needs something before it"))?;
+        let last = seq
+            .pop()
+            .ok_or_else(|| self.err("a repetition needs something before it"))?;
         if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT || m < min) {
             return Err(self.err(format!("unsupported repetition {{{min},{max:?}}}")));
         }
-        seq.push(Node::Repeat { node: Box::new(last), min, max });
+        seq.push(Node::Repeat {
+            node: Box::new(last),
+            min,
+            max,
+        });
         Ok(())
     }
 }

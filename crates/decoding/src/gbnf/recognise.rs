@@ -57,9 +57,16 @@ impl Normal {
         grammar.check()?;
         let names: Vec<String> = grammar.rules().map(|(n, _)| n.to_owned()).collect();
         let mut builder = Builder {
-            ids: names.iter().enumerate().map(|(i, n)| (n.clone(), i)).collect(),
+            ids: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i))
+                .collect(),
             taken: names.iter().cloned().collect(),
-            normal: Normal { rules: vec![Vec::new(); names.len()], names },
+            normal: Normal {
+                rules: vec![Vec::new(); names.len()],
+                names,
+            },
         };
         for (id, (name, body)) in grammar.rules().enumerate() {
             builder.normal.rules[id] = builder.alternatives(body, name);
@@ -72,7 +79,12 @@ impl Normal {
     }
 
     /// Expands `stack` until its top is a terminal (or it is empty), pushing every result into `out`.
-    fn expand(&self, mut stack: Stack, depth: usize, out: &mut BTreeSet<Stack>) -> Result<(), GbnfError> {
+    fn expand(
+        &self,
+        mut stack: Stack,
+        depth: usize,
+        out: &mut BTreeSet<Stack>,
+    ) -> Result<(), GbnfError> {
         // Finished frames say nothing about what comes next.
         while let Some(&(r, a, p)) = stack.last() {
             if p < self.alt(r, a).len() {
@@ -95,7 +107,10 @@ impl Normal {
                 // A reference that ends its alternative leaves nothing to return to (a tail call): without
                 // this, every round of `S' ::= S S'` would leave a finished frame behind.
                 stack.last_mut().expect("non-empty").2 += 1;
-                while stack.last().is_some_and(|&(r, a, p)| p >= self.alt(r, a).len()) {
+                while stack
+                    .last()
+                    .is_some_and(|&(r, a, p)| p >= self.alt(r, a).len())
+                {
                     stack.pop();
                 }
                 for i in 0..self.rules[*target].len() {
@@ -123,7 +138,9 @@ impl Normal {
     fn step(&self, stacks: &BTreeSet<Stack>, c: char) -> Result<BTreeSet<Stack>, GbnfError> {
         let mut next = BTreeSet::new();
         for stack in stacks {
-            let Some(&(r, a, p)) = stack.last() else { continue };
+            let Some(&(r, a, p)) = stack.last() else {
+                continue;
+            };
             if let Elem::Char(set) = &self.alt(r, a)[p]
                 && set.matches(c)
             {
@@ -148,7 +165,9 @@ impl Normal {
     }
 
     pub(super) fn accepts(&self, text: &str) -> Result<bool, GbnfError> {
-        Ok(self.run(text)?.is_ok_and(|stacks| stacks.iter().any(Vec::is_empty)))
+        Ok(self
+            .run(text)?
+            .is_ok_and(|stacks| stacks.iter().any(Vec::is_empty)))
     }
 
     pub(super) fn accepts_prefix(&self, text: &str) -> Result<bool, GbnfError> {
@@ -162,7 +181,11 @@ impl Normal {
         let stacks = match self.run(prefill)? {
             Ok(stacks) => stacks,
             Err(at) => {
-                let context: String = prefill.chars().skip(at.saturating_sub(24)).take(at.min(24) + 1).collect();
+                let context: String = prefill
+                    .chars()
+                    .skip(at.saturating_sub(24))
+                    .take(at.min(24) + 1)
+                    .collect();
                 return Err(GbnfError::PrefillRejected { at, context });
             }
         };
@@ -170,13 +193,19 @@ impl Normal {
         let taken: HashSet<String> = names.iter().cloned().collect();
         names[0] = fresh_name(&taken, "root-whole");
         let resumed = stacks.iter().map(|stack| {
-            let elems: Vec<&Elem> =
-                stack.iter().rev().flat_map(|&(r, a, p)| self.alt(r, a)[p..].iter()).collect();
+            let elems: Vec<&Elem> = stack
+                .iter()
+                .rev()
+                .flat_map(|&(r, a, p)| self.alt(r, a)[p..].iter())
+                .collect();
             seq_node(&names, &elems)
         });
         let mut grammar = Grammar::new(alt_node(resumed.collect()));
         for (id, rule) in self.rules.iter().enumerate() {
-            let alts = rule.iter().map(|alt| seq_node(&names, &alt.iter().collect::<Vec<_>>())).collect();
+            let alts = rule
+                .iter()
+                .map(|alt| seq_node(&names, &alt.iter().collect::<Vec<_>>()))
+                .collect();
             grammar.define(&names[id], alt_node(alts));
         }
         Ok(grammar)
@@ -200,14 +229,19 @@ fn seq_node(names: &[String], elems: &[&Elem]) -> Node {
     let mut literal = String::new();
     for elem in elems {
         match elem {
-            Elem::Char(set) if set.single().is_some() => literal.push(set.single().expect("single")),
+            Elem::Char(set) if set.single().is_some() => {
+                literal.push(set.single().expect("single"))
+            }
             other => {
                 if !literal.is_empty() {
                     items.push(Node::Lit(std::mem::take(&mut literal)));
                 }
                 items.push(match other {
                     Elem::Ref(id) => Node::Ref(names[*id].clone()),
-                    Elem::Char(set) => Node::Class { negated: set.negated, ranges: set.ranges.clone() },
+                    Elem::Char(set) => Node::Class {
+                        negated: set.negated,
+                        ranges: set.ranges.clone(),
+                    },
                 });
             }
         }
@@ -215,11 +249,19 @@ fn seq_node(names: &[String], elems: &[&Elem]) -> Node {
     if !literal.is_empty() || items.is_empty() {
         items.push(Node::Lit(literal));
     }
-    if items.len() == 1 { items.pop().expect("one") } else { Node::Seq(items) }
+    if items.len() == 1 {
+        items.pop().expect("one")
+    } else {
+        Node::Seq(items)
+    }
 }
 
 fn alt_node(mut alts: Vec<Node>) -> Node {
-    if alts.len() == 1 { alts.pop().expect("one") } else { Node::Alt(alts) }
+    if alts.len() == 1 {
+        alts.pop().expect("one")
+    } else {
+        Node::Alt(alts)
+    }
 }
 
 /// Brings nodes to normal form, adding generated rules.
@@ -257,12 +299,16 @@ impl Builder {
     /// Appends `node` to one alternative; what cannot be inline becomes a generated rule.
     fn sequence(&mut self, node: &Node, base: &str, out: &mut Alt) {
         match node {
-            Node::Lit(text) => {
-                out.extend(text.chars().map(|c| Elem::Char(CharSet { negated: false, ranges: vec![(c, c)] })))
-            }
-            Node::Class { negated, ranges } => {
-                out.push(Elem::Char(CharSet { negated: *negated, ranges: ranges.clone() }))
-            }
+            Node::Lit(text) => out.extend(text.chars().map(|c| {
+                Elem::Char(CharSet {
+                    negated: false,
+                    ranges: vec![(c, c)],
+                })
+            })),
+            Node::Class { negated, ranges } => out.push(Elem::Char(CharSet {
+                negated: *negated,
+                ranges: ranges.clone(),
+            })),
             // `Grammar::check` ran first: every reference resolves.
             Node::Ref(name) => out.push(Elem::Ref(self.ids[name])),
             Node::Seq(items) => items.iter().for_each(|item| self.sequence(item, base, out)),

@@ -44,9 +44,15 @@ pub(super) fn sample(rules: &[(String, Node)], seed: u64) -> Option<String> {
             break;
         }
     }
-    let mut sampler = Sampler { rules: by_name, heights, state: seed ^ 0x2545_f491_4f6c_dd1d };
+    let mut sampler = Sampler {
+        rules: by_name,
+        heights,
+        state: seed ^ 0x2545_f491_4f6c_dd1d,
+    };
     let mut out = String::new();
-    sampler.node(&Node::Ref("root".into()), &mut out, 0).then_some(out)
+    sampler
+        .node(&Node::Ref("root".into()), &mut out, 0)
+        .then_some(out)
 }
 
 fn node_productive(node: &Node, productive: &BTreeSet<&str>) -> bool {
@@ -65,10 +71,16 @@ fn node_height(node: &Node, heights: &HashMap<&str, u32>) -> Option<u32> {
     match node {
         Node::Lit(_) | Node::Class { .. } => Some(0),
         Node::Ref(name) => heights.get(name.as_str()).map(|h| h + 1),
-        Node::Seq(items) => items.iter().try_fold(0, |m, n| node_height(n, heights).map(|h| m.max(h))),
+        Node::Seq(items) => items
+            .iter()
+            .try_fold(0, |m, n| node_height(n, heights).map(|h| m.max(h))),
         Node::Alt(items) => items.iter().filter_map(|n| node_height(n, heights)).min(),
         Node::Repeat { node, min, .. } => {
-            if *min == 0 { Some(0) } else { node_height(node, heights) }
+            if *min == 0 {
+                Some(0)
+            } else {
+                node_height(node, heights)
+            }
         }
     }
 }
@@ -129,20 +141,29 @@ impl Sampler<'_> {
             },
             Node::Seq(items) => items.iter().all(|n| self.node(n, out, depth + 1)),
             Node::Alt(items) => {
-                let live: Vec<(&Node, u32)> =
-                    items.iter().filter_map(|n| node_height(n, &self.heights).map(|h| (n, h))).collect();
+                let live: Vec<(&Node, u32)> = items
+                    .iter()
+                    .filter_map(|n| node_height(n, &self.heights).map(|h| (n, h)))
+                    .collect();
                 if live.is_empty() {
                     return false;
                 }
                 let pick = if depth > SAMPLE_DEPTH {
-                    live.iter().min_by_key(|(_, h)| *h).map(|(n, _)| *n).expect("not empty")
+                    live.iter()
+                        .min_by_key(|(_, h)| *h)
+                        .map(|(n, _)| *n)
+                        .expect("not empty")
                 } else {
                     live[self.below(live.len())].0
                 };
                 self.node(pick, out, depth + 1)
             }
             Node::Repeat { node, min, max } => {
-                let extra_cap = if depth > SAMPLE_DEPTH { 0 } else { max.map_or(3, |m| m.saturating_sub(*min).min(3)) };
+                let extra_cap = if depth > SAMPLE_DEPTH {
+                    0
+                } else {
+                    max.map_or(3, |m| m.saturating_sub(*min).min(3))
+                };
                 let count = *min + self.below(extra_cap as usize + 1) as u32;
                 (0..count).all(|_| self.node(node, out, depth + 1))
             }

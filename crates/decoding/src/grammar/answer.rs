@@ -42,7 +42,11 @@ pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
                     .get(index)
                     .map(|o| options.iter().filter(|opt| o.contains(opt)).collect())
                     .unwrap_or_default();
-                let offered: Vec<&String> = if allowed.is_empty() { options.iter().collect() } else { allowed };
+                let offered: Vec<&String> = if allowed.is_empty() {
+                    options.iter().collect()
+                } else {
+                    allowed
+                };
                 items.push(Node::one_of_texts(offered.into_iter().map(|o| escape(o))));
                 index += 1;
             }
@@ -58,7 +62,10 @@ pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
                     items.push(Node::rule(rule));
                 } else if value_alternatives.is_empty() {
                     define_text(grammar, inputs);
-                    items.push(Node::seq([Node::rule("text-seg").repeat(1, 40), Node::rule("text-end").opt()]));
+                    items.push(Node::seq([
+                        Node::rule("text-seg").repeat(1, 40),
+                        Node::rule("text-end").opt(),
+                    ]));
                 } else {
                     grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
                     items.push(Node::rule("slot-value"));

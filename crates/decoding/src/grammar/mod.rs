@@ -180,7 +180,9 @@ pub fn free(
         alternatives.push(Node::rule("final"));
     }
     if alternatives.is_empty() {
-        return Err(GrammarError::Inconsistent("free mode offers no decision".into()));
+        return Err(GrammarError::Inconsistent(
+            "free mode offers no decision".into(),
+        ));
     }
     grammar.define("decision", Node::Alt(alternatives));
     finish(grammar)
@@ -191,19 +193,23 @@ pub fn free(
 /// an observed column of labelled values, a `computed` value a calculator result. Tools with none of these
 /// roles can always run.
 fn can_run_now(inputs: &Inputs, card: &ToolCard) -> bool {
-    let observed_data = !inputs.grounding.series.is_empty() || !inputs.grounding.evidence_ids.is_empty();
+    let observed_data =
+        !inputs.grounding.series.is_empty() || !inputs.grounding.evidence_ids.is_empty();
     let labelled_column = inputs
         .grounding
         .series
         .iter()
         .any(|s| s.labels.len() == s.values.len() && !s.labels.is_empty());
-    written_properties(inputs, card).iter().filter_map(|(_, schema)| role_of(schema)).all(|role| match role {
-        "expression" => observed_data,
-        "label" | "column" => labelled_column,
-        // A chart's line is a value the calculator computed: none yet, no chart yet.
-        "computed" => !text::json_numbers(&inputs.grounding.computed_exact).is_empty(),
-        _ => true,
-    })
+    written_properties(inputs, card)
+        .iter()
+        .filter_map(|(_, schema)| role_of(schema))
+        .all(|role| match role {
+            "expression" => observed_data,
+            "label" | "column" => labelled_column,
+            // A chart's line is a value the calculator computed: none yet, no chart yet.
+            "computed" => !text::json_numbers(&inputs.grounding.computed_exact).is_empty(),
+            _ => true,
+        })
 }
 
 /// A property's `x-grammar` role (an array's: its items').
@@ -224,18 +230,26 @@ pub fn written_properties<'a>(inputs: &Inputs, card: &'a ToolCard) -> Vec<(&'a S
     }
     let fillable = |group: &Vec<String>| {
         group.iter().all(|field| {
-            let schema = properties.iter().find(|(n, _)| *n == field).map(|(_, s)| *s);
+            let schema = properties
+                .iter()
+                .find(|(n, _)| *n == field)
+                .map(|(_, s)| *s);
             match schema.and_then(role_of) {
                 Some("column") => !column_references(inputs).is_empty(),
                 _ => true,
             }
         })
     };
-    let chosen = card.alternatives.iter().find(|g| fillable(g)).or(card.alternatives.last());
+    let chosen = card
+        .alternatives
+        .iter()
+        .find(|g| fillable(g))
+        .or(card.alternatives.last());
     properties
         .into_iter()
         .filter(|(name, _)| {
-            !card.alternatives.iter().flatten().any(|f| f == *name) || chosen.is_some_and(|g| g.contains(name))
+            !card.alternatives.iter().flatten().any(|f| f == *name)
+                || chosen.is_some_and(|g| g.contains(name))
         })
         .collect()
 }
@@ -249,7 +263,13 @@ fn column_references(inputs: &Inputs) -> Vec<String> {
     };
     let mut out: Vec<String> = Vec::new();
     for series in referable {
-        let shared = inputs.grounding.series.iter().filter(|s| s.name == series.name).count() > 1;
+        let shared = inputs
+            .grounding
+            .series
+            .iter()
+            .filter(|s| s.name == series.name)
+            .count()
+            > 1;
         let reference = if shared && !series.rows.is_empty() {
             format!("[{} | {}]", series.rows, series.name)
         } else {

@@ -4,11 +4,14 @@
 
 use serde_json::{Value, json};
 
-use runtime::policy::{Series, ToolCard};
 use runtime::language::lexicon::is_function_word;
+use runtime::policy::{Series, ToolCard};
 
 use super::text::{define_text, escape_json_text, json_numbers};
-use super::{CalcGoal, GrammarError, Inputs, column_references, expression, json_string, rule_name, usable_series, written_properties};
+use super::{
+    CalcGoal, GrammarError, Inputs, column_references, expression, json_string, rule_name,
+    usable_series, written_properties,
+};
 use crate::gbnf::{Grammar, Node};
 
 /// `{"type":"action","tool":"<name>","arguments":{...}}` with one rule per argument.
@@ -157,11 +160,15 @@ pub(super) fn value_node(
     let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
     let caps = &inputs.caps;
     match (ty, role) {
-        ("string", Some("expression")) => expression::expression_node(grammar, inputs, tool, field, goal),
+        ("string", Some("expression")) => {
+            expression::expression_node(grammar, inputs, tool, field, goal)
+        }
         ("string", Some("column")) if !column_references(inputs).is_empty() => {
             // A whole observed column by reference: the tool resolves its rows from the ledger.
-            let references: Vec<String> =
-                column_references(inputs).iter().map(|r| json_string(r)).collect();
+            let references: Vec<String> = column_references(inputs)
+                .iter()
+                .map(|r| json_string(r))
+                .collect();
             grammar.define("column-reference", Node::one_of_texts(references));
             Ok(Node::rule("column-reference"))
         }
@@ -178,7 +185,10 @@ pub(super) fn value_node(
             // Each word at most once, in the order the text uses them: a small model otherwise pads a query by
             // repeating one word ("policy policy policy …") until the token cap, and retrieval degrades.
             // `query-from-i` starts the query at word i or later; `query-after-i` adds words i.. optionally.
-            let words: Vec<String> = task_words(inputs.focus).iter().map(|w| escape_json_text(w)).collect();
+            let words: Vec<String> = task_words(inputs.focus)
+                .iter()
+                .map(|w| escape_json_text(w))
+                .collect();
             let n = words.len();
             for (i, word) in words.iter().enumerate() {
                 let next = |kind: &str| Node::rule(format!("query-{kind}-{}", i + 1));
@@ -186,9 +196,17 @@ pub(super) fn value_node(
                 let start = Node::seq([Node::lit(word.clone())].into_iter().chain(after.clone()));
                 grammar.define(
                     &format!("query-from-{i}"),
-                    if i + 1 < n { Node::Alt(vec![start, next("from")]) } else { start },
+                    if i + 1 < n {
+                        Node::Alt(vec![start, next("from")])
+                    } else {
+                        start
+                    },
                 );
-                let add = Node::seq([Node::lit(format!(" {word}"))].into_iter().chain(after.clone()));
+                let add = Node::seq(
+                    [Node::lit(format!(" {word}"))]
+                        .into_iter()
+                        .chain(after.clone()),
+                );
                 grammar.define(
                     &format!("query-after-{i}"),
                     match after {
@@ -197,7 +215,11 @@ pub(super) fn value_node(
                     },
                 );
             }
-            Ok(Node::seq([Node::lit("\""), Node::rule("query-from-0"), Node::lit("\"")]))
+            Ok(Node::seq([
+                Node::lit("\""),
+                Node::rule("query-from-0"),
+                Node::lit("\""),
+            ]))
         }
         ("string", _) => {
             let max = schema
@@ -310,7 +332,9 @@ pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
 /// plurals and cuts CJK into n-grams to index passages; a query is written in the words as they stand.
 pub(super) fn task_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    for raw in text.split(|c: char| c.is_whitespace() || "，。、；：？！（）,.;:?!()\"'`[]{}<>/".contains(c)) {
+    for raw in text
+        .split(|c: char| c.is_whitespace() || "，。、；：？！（）,.;:?!()\"'`[]{}<>/".contains(c))
+    {
         let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
         if word.chars().count() < 2 || is_function_word(word) {
             continue;

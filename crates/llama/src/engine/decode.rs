@@ -110,7 +110,9 @@ impl Session {
             if debug_tokens() {
                 eprintln!("{}", top_candidates(&self.model, logits, 5));
             }
-            let banned = |token: LlamaToken| !path.allows(token, || vocab.token_to_piece(token, false, None));
+            let banned = |token: LlamaToken| {
+                !path.allows(token, || vocab.token_to_piece(token, false, None))
+            };
             let choice = pick(
                 logits,
                 chain.as_mut(),
@@ -125,9 +127,15 @@ impl Session {
                     // The KV cache holds input + every picked token. Drop the refused token and the one before
                     // it, then decode that one again: its logits are the ones to choose from now.
                     let keep = self.cached.len() - 2;
-                    if self.ctx.kv_cache_seq_rm(0, Some(keep as u32), None).is_err() {
+                    if self
+                        .ctx
+                        .kv_cache_seq_rm(0, Some(keep as u32), None)
+                        .is_err()
+                    {
                         self.clear_cache();
-                        return Err(EngineError::Decode("could not step back in the KV cache".into()));
+                        return Err(EngineError::Decode(
+                            "could not step back in the KV cache".into(),
+                        ));
                     }
                     let previous = self.cached[keep];
                     self.cached.truncate(keep);
@@ -142,7 +150,11 @@ impl Session {
                     self.cached.push(previous);
                     logits_idx = 0;
                     if let Some(text) = req.grammar {
-                        grammar = Some(grammar_after(&self.model, text, &path.accepted(&prefill_tokens))?);
+                        grammar = Some(grammar_after(
+                            &self.model,
+                            text,
+                            &path.accepted(&prefill_tokens),
+                        )?);
                     }
                     continue;
                 }

@@ -23,8 +23,8 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 // The generation types are the seam's; the engine takes and returns them.
 pub use forge_decoding::generation::{
-    Chooser, EngineConfig, EngineError, Finish, GenerateRequest, Generation, GrammarMode, Sampling, StopCause,
-    JsonScanner, stop_error,
+    Chooser, EngineConfig, EngineError, Finish, GenerateRequest, Generation, GrammarMode,
+    JsonScanner, Sampling, StopCause, stop_error,
 };
 use forge_model::inspect::{self, ModelUnavailable};
 
@@ -35,7 +35,6 @@ mod schema;
 mod uniform;
 
 pub use schema::schema_to_gbnf;
-
 
 fn backend() -> &'static LlamaBackend {
     static BACKEND: OnceLock<LlamaBackend> = OnceLock::new();
@@ -128,7 +127,10 @@ impl Drop for LoadingMark {
 
 /// The model file a load is reading right now, if any (file name only).
 pub fn loading_model() -> Option<String> {
-    loading_slot().lock().unwrap_or_else(|p| p.into_inner()).clone()
+    loading_slot()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
 }
 
 /// Load (or reuse) the model at `path` with `config`. Only local files; never downloads. The cache lock

@@ -45,7 +45,11 @@ impl<'r> TokenPath<'r> {
     /// Whether `token`, whose text `piece` gives, may come next: not refused at this position, and the text
     /// so far with it does not start with a banned prefix (a repeat the runtime refuses).
     pub(super) fn allows(&self, token: LlamaToken, piece: impl FnOnce() -> Vec<u8>) -> bool {
-        if self.refused.get(self.picked.len()).is_some_and(|r| r.contains(&token)) {
+        if self
+            .refused
+            .get(self.picked.len())
+            .is_some_and(|r| r.contains(&token))
+        {
             return false;
         }
         if self.banned_prefixes.is_empty() {
@@ -54,7 +58,10 @@ impl<'r> TokenPath<'r> {
         // Called for every candidate token at every step: the three parts are compared in place, never joined.
         let piece = piece();
         let parts: [&[u8]; 3] = [self.prefill.as_bytes(), &self.out, &piece];
-        !self.banned_prefixes.iter().any(|p| parts_start_with(&parts, p.as_bytes()))
+        !self
+            .banned_prefixes
+            .iter()
+            .any(|p| parts_start_with(&parts, p.as_bytes()))
     }
 
     pub(super) fn push(&mut self, token: LlamaToken, piece: &[u8]) {
@@ -83,7 +90,11 @@ impl<'r> TokenPath<'r> {
 
     /// The tokens a grammar sampler must have accepted to stand where this path stands.
     pub(super) fn accepted(&self, prefill_tokens: &[LlamaToken]) -> Vec<LlamaToken> {
-        prefill_tokens.iter().copied().chain(self.picked.iter().map(|(t, _)| *t)).collect()
+        prefill_tokens
+            .iter()
+            .copied()
+            .chain(self.picked.iter().map(|(t, _)| *t))
+            .collect()
     }
 
     pub(super) fn json_complete(&self) -> bool {
@@ -130,7 +141,10 @@ mod tests {
         assert!(parts_start_with(&parts, b""));
         assert!(parts_start_with(&parts, b"{\"action\":\"ca"));
         assert!(parts_start_with(&parts, b"{\"action\":\"calc"));
-        assert!(!parts_start_with(&parts, b"{\"action\":\"calcu"), "longer than the text");
+        assert!(
+            !parts_start_with(&parts, b"{\"action\":\"calcu"),
+            "longer than the text"
+        );
         assert!(!parts_start_with(&parts, b"{\"actor"));
         assert!(parts_start_with(&[b"", b"ab", b""], b"ab"));
         assert!(!parts_start_with(&[], b"a"));

@@ -4,14 +4,12 @@
 
 use std::sync::OnceLock;
 
+use forge_decoding::generation::{EngineError, GrammarMode};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use forge_decoding::generation::{
-    EngineError, GrammarMode,
-};
 
 /// `FORGE_LLAMA_DEBUG_TOKENS=1` prints the top candidates of every generated token (prompt experiments).
 pub(super) fn debug_tokens() -> bool {
@@ -123,9 +121,7 @@ pub(super) fn pick(
     arr.apply_sampler(g);
     unban(&mut arr);
     if !arr.data.iter().any(|d| d.logit().is_finite()) {
-        return Err(EngineError::Grammar(
-            NO_TOKEN.into(),
-        ));
+        return Err(EngineError::Grammar(NO_TOKEN.into()));
     }
     select(arr, chain)
 }
@@ -142,10 +138,16 @@ pub(super) fn is_dead_end(e: &EngineError) -> bool {
 
 /// A grammar sampler for `text` that has accepted `tokens` (rebuilt when generation steps back: llama.cpp's
 /// grammar sampler cannot un-accept a token).
-pub(super) fn grammar_after(model: &LlamaModel, text: &str, tokens: &[LlamaToken]) -> Result<LlamaSampler, EngineError> {
-    let mut g = LlamaSampler::grammar(model, text, "root").map_err(|e| EngineError::Grammar(e.to_string()))?;
+pub(super) fn grammar_after(
+    model: &LlamaModel,
+    text: &str,
+    tokens: &[LlamaToken],
+) -> Result<LlamaSampler, EngineError> {
+    let mut g = LlamaSampler::grammar(model, text, "root")
+        .map_err(|e| EngineError::Grammar(e.to_string()))?;
     for &t in tokens {
-        g.try_accept(t).map_err(|e| EngineError::Grammar(format!("replaying an accepted token: {e}")))?;
+        g.try_accept(t)
+            .map_err(|e| EngineError::Grammar(format!("replaying an accepted token: {e}")))?;
     }
     Ok(g)
 }

@@ -1,7 +1,6 @@
 //! llama.cpp's JSON-Schema-to-GBNF converter, compacted (benchmarks use it for a grammar that does not
 //! depend on a run).
 
-
 use forge_decoding::generation::EngineError;
 
 /// Convert a JSON Schema to GBNF with llama.cpp's converter, compacted (benchmarks use it for a grammar

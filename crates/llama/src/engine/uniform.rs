@@ -28,10 +28,13 @@ impl Session {
             ));
         };
         let prefill_tokens = vocab.tokenize(req.prefill.as_bytes(), false, false);
-        let mut grammar = grammar_after(&self.model, text, &prefill_tokens).map_err(|e| match e {
-            EngineError::Grammar(m) => EngineError::Grammar(format!("the prefill does not fit the grammar: {m}")),
-            other => other,
-        })?;
+        let mut grammar =
+            grammar_after(&self.model, text, &prefill_tokens).map_err(|e| match e {
+                EngineError::Grammar(m) => {
+                    EngineError::Grammar(format!("the prefill does not fit the grammar: {m}"))
+                }
+                other => other,
+            })?;
         let n_vocab = self.model.n_vocab();
         let mut rng = SplitMix64(u64::from(req.sampling.seed) ^ 0x9e37_79b9_7f4a_7c15);
         let started = Instant::now();
@@ -68,7 +71,13 @@ impl Session {
             }
             let token = allowed[rng.below(allowed.len())];
             if debug_tokens() {
-                eprintln!("uniform pick {} of {}: {:?} {:?}", token.0, allowed.len(), String::from_utf8_lossy(&vocab.token_to_piece(token, false, None)), String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)));
+                eprintln!(
+                    "uniform pick {} of {}: {:?} {:?}",
+                    token.0,
+                    allowed.len(),
+                    String::from_utf8_lossy(&vocab.token_to_piece(token, false, None)),
+                    String::from_utf8_lossy(&vocab.token_to_piece(token, true, None))
+                );
             }
             grammar
                 .try_accept(token)

@@ -13,7 +13,9 @@ pub mod report;
 pub mod statistics;
 
 pub use report::{out_dir, report_markdown, write_reports};
-pub use statistics::{ConfigSummary, GRAMMAR_ONLY, Lift, newcombe_difference, pass_hat_k, summarize, wilson};
+pub use statistics::{
+    ConfigSummary, GRAMMAR_ONLY, Lift, newcombe_difference, pass_hat_k, summarize, wilson,
+};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,9 +26,9 @@ use runtime::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::harness::{self, RunSpec};
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
-use crate::harness::{self, RunSpec};
 use forge_decoding::policy::{LlamaConfig, Mode};
 
 /// One evaluated run, as written to `runs.jsonl`.
@@ -171,7 +173,13 @@ impl Plan {
                     };
                     for &temperature in temperatures {
                         for task in &self.tasks {
-                            out.push(PlannedRun { task: task.clone(), chooser, mode, temperature, seed });
+                            out.push(PlannedRun {
+                                task: task.clone(),
+                                chooser,
+                                mode,
+                                temperature,
+                                seed,
+                            });
                         }
                     }
                 }
@@ -288,7 +296,11 @@ pub fn execute(
     let mut records = load_records(jsonl)?;
     records.retain(|r| r.model == plan.model_name);
     let done: Vec<RunKey> = records.iter().map(RunRecord::key).collect();
-    let todo: Vec<PlannedRun> = plan.runs().into_iter().filter(|run| !done.contains(&run.key())).collect();
+    let todo: Vec<PlannedRun> = plan
+        .runs()
+        .into_iter()
+        .filter(|run| !done.contains(&run.key()))
+        .collect();
     let total = todo.len();
     if plan.parallel > 1 && matches!(plan.backend, BackendConfig::InProcess) {
         return Err(EvalError::ParallelInProcess(plan.parallel));
@@ -334,13 +346,15 @@ fn for_each_in_parallel<J: Send, R: Send>(
         for _ in 0..workers {
             let sender = sender.clone();
             let queue = &queue;
-            scope.spawn(move || loop {
-                // The guard must be dropped before the job runs: held across `work` (as a `while let`
-                // scrutinee's temporary is, for the whole loop body) it lets one worker run at a time.
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
-                let Some(job) = next else { return };
-                if sender.send(work(job)).is_err() {
-                    return;
+            scope.spawn(move || {
+                loop {
+                    // The guard must be dropped before the job runs: held across `work` (as a `while let`
+                    // scrutinee's temporary is, for the whole loop body) it lets one worker run at a time.
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    let Some(job) = next else { return };
+                    if sender.send(work(job)).is_err() {
+                        return;
+                    }
                 }
             });
         }
@@ -356,16 +370,27 @@ fn for_each_in_parallel<J: Send, R: Send>(
 }
 
 fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
-    let PlannedRun { task, chooser, mode, temperature, seed } = run.clone();
+    let PlannedRun {
+        task,
+        chooser,
+        mode,
+        temperature,
+        seed,
+    } = run.clone();
     let task = task.as_str();
-    let run_id = format!("eval-{task}-{}-{mode}-t{temperature}-s{seed}", chooser.as_str());
+    let run_id = format!(
+        "eval-{task}-{}-{mode}-t{temperature}-s{seed}",
+        chooser.as_str()
+    );
     let spec = RunSpec {
         run_id: run_id.clone(),
         task_dir: plan.tasks_dir.join(task),
         knowledge_dir: plan.knowledge_dir.clone(),
         artifact_dir: artifact_root.join(&run_id),
         budgets: runtime::Budgets {
-            wall_clock_s: plan.wall_clock_s.unwrap_or(runtime::Budgets::default().wall_clock_s),
+            wall_clock_s: plan
+                .wall_clock_s
+                .unwrap_or(runtime::Budgets::default().wall_clock_s),
             ..runtime::Budgets::default()
         },
     };
@@ -449,9 +474,20 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
                     .unwrap_or(Value::Null);
             }
             record.final_answer = r.final_answer.clone();
-            record.outcome = r.metrics.as_ref().and_then(|m| m.outcome).map(|o| o.as_str().to_owned());
-            record.verification = r.verification.as_ref().map(|v| v.status.as_str().to_owned());
-            record.unverified = r.verification.as_ref().map(|v| v.unverified()).unwrap_or_default();
+            record.outcome = r
+                .metrics
+                .as_ref()
+                .and_then(|m| m.outcome)
+                .map(|o| o.as_str().to_owned());
+            record.verification = r
+                .verification
+                .as_ref()
+                .map(|v| v.status.as_str().to_owned());
+            record.unverified = r
+                .verification
+                .as_ref()
+                .map(|v| v.unverified())
+                .unwrap_or_default();
             record.error = r
                 .error
                 .as_ref()
@@ -464,7 +500,11 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
             record.decision_tokens = run
                 .decisions
                 .iter()
-                .map(|d| DecisionTokens { gap: d.gap.clone(), input: d.input_tokens, output: d.output_tokens })
+                .map(|d| DecisionTokens {
+                    gap: d.gap.clone(),
+                    input: d.input_tokens,
+                    output: d.output_tokens,
+                })
                 .collect();
             record.grammar_ms = run
                 .decisions
@@ -524,7 +564,10 @@ mod tests {
         })
         .unwrap();
         results.sort();
-        assert_eq!(results, (0..workers).map(|j| (j, workers)).collect::<Vec<_>>());
+        assert_eq!(
+            results,
+            (0..workers).map(|j| (j, workers)).collect::<Vec<_>>()
+        );
         // An error from the caller's side stops the queue: not every job runs.
         let mut handed = 0;
         let stopped = for_each_in_parallel((0..100).collect(), 2, &|j: usize| j, &mut |_| {
@@ -618,11 +661,15 @@ mod tests {
         // Counted for the two runs scored wrong only; `expected: false` is ground truth, not a failure.
         assert_eq!(s.failed_checks["numbers"], 2);
         let mut verdict_false = record("a", Some(false), "completed");
-        verdict_false.checks = serde_json::json!({"verdict": {"expected": false, "found": "met", "ok": false}});
+        verdict_false.checks =
+            serde_json::json!({"verdict": {"expected": false, "found": "met", "ok": false}});
         assert_eq!(failed_checks(&verdict_false.checks), ["verdict.ok"]);
         assert_eq!(s.per_task["a"], (1, 2));
         let md = report_markdown(&summarize(&records), "");
-        assert!(md.contains("| m | model | guided | 0.7 | 1/3 (33 %)"), "{md}");
+        assert!(
+            md.contains("| m | model | guided | 0.7 | 1/3 (33 %)"),
+            "{md}"
+        );
         assert!(md.contains("n/a (no grammar-only runs)"), "{md}");
     }
 
@@ -631,7 +678,10 @@ mod tests {
         // Newcombe (1998), table II, example (a): 56/70 vs 48/80, method 10: 0.0524 to 0.3339.
         let (d, lo, hi) = newcombe_difference(56, 70, 48, 80).unwrap();
         assert!((d - 0.2).abs() < 1e-9, "{d}");
-        assert!((lo - 0.0524).abs() < 5e-4 && (hi - 0.3339).abs() < 5e-4, "{lo} {hi}");
+        assert!(
+            (lo - 0.0524).abs() < 5e-4 && (hi - 0.3339).abs() < 5e-4,
+            "{lo} {hi}"
+        );
         assert_eq!(newcombe_difference(1, 0, 1, 2), None);
     }
 
@@ -650,14 +700,23 @@ mod tests {
         let summaries = summarize(&records);
         assert_eq!(summaries.len(), 2);
         let (model, baseline) = (&summaries[0], &summaries[1]);
-        assert_eq!((model.policy.as_str(), baseline.policy.as_str()), ("model", GRAMMAR_ONLY));
-        let lift = model.lift_over_grammar_only.as_ref().expect("a baseline of the same mode");
+        assert_eq!(
+            (model.policy.as_str(), baseline.policy.as_str()),
+            ("model", GRAMMAR_ONLY)
+        );
+        let lift = model
+            .lift_over_grammar_only
+            .as_ref()
+            .expect("a baseline of the same mode");
         assert!((lift.difference - 0.5).abs() < 1e-9);
         assert_eq!((lift.baseline_successes, lift.baseline_scored), (1, 4));
         assert!(lift.newcombe_95.0 < 0.5 && lift.newcombe_95.1 > 0.5);
         assert_eq!(baseline.lift_over_grammar_only, None);
         let md = report_markdown(&summaries, "");
-        assert!(md.contains("| m | grammar-only | guided | uniform | 1/4"), "{md}");
+        assert!(
+            md.contains("| m | grammar-only | guided | uniform | 1/4"),
+            "{md}"
+        );
         assert!(md.contains("+50 pp"), "{md}");
     }
 
@@ -679,10 +738,17 @@ mod tests {
             wall_clock_s: None,
         };
         let runs = plan.runs();
-        let grammar_only = runs.iter().filter(|r| r.chooser == Chooser::GrammarUniform).count();
+        let grammar_only = runs
+            .iter()
+            .filter(|r| r.chooser == Chooser::GrammarUniform)
+            .count();
         assert_eq!(runs.len(), 2 * 2 * (2 * 2 + 2));
         assert_eq!(grammar_only, 2 * 2 * 2);
-        assert!(runs.iter().filter(|r| r.chooser == Chooser::GrammarUniform).all(|r| r.temperature == 0.0));
+        assert!(
+            runs.iter()
+                .filter(|r| r.chooser == Chooser::GrammarUniform)
+                .all(|r| r.temperature == 0.0)
+        );
         // Old records (no policy field) read as the model's.
         let mut old = serde_json::to_value(record("a", Some(true), "completed")).unwrap();
         old.as_object_mut().unwrap().remove("policy");

@@ -190,4 +190,3 @@ pub fn write_reports(
 pub fn out_dir(root: &Path, model_name: &str) -> PathBuf {
     root.join(model_name)
 }
-

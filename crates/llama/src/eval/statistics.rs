@@ -34,11 +34,19 @@ pub fn wilson(successes: u32, n: u32) -> (f64, f64) {
 
 /// Newcombe's hybrid score interval (his method 10) at 95 % for the difference of two independent proportions
 /// `a_successes / a_n − b_successes / b_n`, built from the two Wilson intervals. `None` when either is empty.
-pub fn newcombe_difference(a_successes: u32, a_n: u32, b_successes: u32, b_n: u32) -> Option<(f64, f64, f64)> {
+pub fn newcombe_difference(
+    a_successes: u32,
+    a_n: u32,
+    b_successes: u32,
+    b_n: u32,
+) -> Option<(f64, f64, f64)> {
     if a_n == 0 || b_n == 0 {
         return None;
     }
-    let (p1, p2) = (f64::from(a_successes) / f64::from(a_n), f64::from(b_successes) / f64::from(b_n));
+    let (p1, p2) = (
+        f64::from(a_successes) / f64::from(a_n),
+        f64::from(b_successes) / f64::from(b_n),
+    );
     let ((l1, u1), (l2, u2)) = (wilson(a_successes, a_n), wilson(b_successes, b_n));
     let d = p1 - p2;
     let lower = d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt();
@@ -141,7 +149,11 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 r.model.clone(),
                 r.mode.clone(),
                 // Grammar-only after the model's rows of the same mode.
-                if r.policy == "model" { "0".into() } else { format!("1{}", r.policy) },
+                if r.policy == "model" {
+                    "0".into()
+                } else {
+                    format!("1{}", r.policy)
+                },
                 format!("{}", r.temperature),
             ))
             .or_default()
@@ -223,8 +235,14 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                         None => r.status == "completed" && r.task_success == Some(false),
                     })
                     .count() as u32,
-                abstained: rs.iter().filter(|r| r.outcome.as_deref() == Some("abstained")).count() as u32,
-                no_answer: rs.iter().filter(|r| r.outcome.as_deref() == Some("no_answer")).count() as u32,
+                abstained: rs
+                    .iter()
+                    .filter(|r| r.outcome.as_deref() == Some("abstained"))
+                    .count() as u32,
+                no_answer: rs
+                    .iter()
+                    .filter(|r| r.outcome.as_deref() == Some("no_answer"))
+                    .count() as u32,
                 lift_over_grammar_only: None,
                 ground_truth_unavailable: rs
                     .iter()
@@ -235,7 +253,13 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
                 // Only runs scored wrong: a successful run's checks hold false leaves too (the other
                 // alternatives of an any_of group).
-                failed_checks: count(&|r| if r.task_success == Some(false) { failed_checks(&r.checks) } else { Vec::new() }),
+                failed_checks: count(&|r| {
+                    if r.task_success == Some(false) {
+                        failed_checks(&r.checks)
+                    } else {
+                        Vec::new()
+                    }
+                }),
                 per_task,
                 mean_input_tokens: rs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
                 mean_output_tokens: rs.iter().map(|r| r.output_tokens as f64).sum::<f64>() / n,
@@ -257,10 +281,15 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
         .map(|c| (c.model.clone(), c.mode.clone(), c.successes, c.scored))
         .collect();
     for c in summaries.iter_mut().filter(|c| c.policy == "model") {
-        let Some((_, _, b_ok, b_n)) = baselines.iter().find(|(m, mode, ..)| *m == c.model && *mode == c.mode) else {
+        let Some((_, _, b_ok, b_n)) = baselines
+            .iter()
+            .find(|(m, mode, ..)| *m == c.model && *mode == c.mode)
+        else {
             continue;
         };
-        if let Some((difference, lower, upper)) = newcombe_difference(c.successes, c.scored, *b_ok, *b_n) {
+        if let Some((difference, lower, upper)) =
+            newcombe_difference(c.successes, c.scored, *b_ok, *b_n)
+        {
             c.lift_over_grammar_only = Some(Lift {
                 difference,
                 newcombe_95: (lower, upper),
@@ -313,8 +342,17 @@ mod tests {
     fn a_temperature_is_summarised_as_written() {
         #[derive(Serialize)]
         struct T(#[serde(serialize_with = "f32_as_written")] f32);
-        assert_eq!(serde_json::json!({ "t": T(0.7) }).to_string(), r#"{"t":0.7}"#);
-        assert_eq!(serde_json::json!({ "t": T(0.0) }).to_string(), r#"{"t":0.0}"#);
-        assert_eq!(serde_json::json!({ "t": T(1.25) }).to_string(), r#"{"t":1.25}"#);
+        assert_eq!(
+            serde_json::json!({ "t": T(0.7) }).to_string(),
+            r#"{"t":0.7}"#
+        );
+        assert_eq!(
+            serde_json::json!({ "t": T(0.0) }).to_string(),
+            r#"{"t":0.0}"#
+        );
+        assert_eq!(
+            serde_json::json!({ "t": T(1.25) }).to_string(),
+            r#"{"t":1.25}"#
+        );
     }
 }

@@ -3,7 +3,10 @@
 use std::path::{Path, PathBuf};
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// The model under test: `$FORGE_MODEL` or `models/qwen2.5-coder-0.5b.gguf`. When it is absent the test
@@ -24,7 +27,10 @@ pub fn model_or_skip(test: &str) -> Option<PathBuf> {
     }
     let required = std::env::var("FORGE_REQUIRE_MODEL").is_ok_and(|v| v == "1");
     if required {
-        panic!("{test}: FORGE_REQUIRE_MODEL=1 but the model file {} is missing; run `cargo xtask model fetch`", path.display());
+        panic!(
+            "{test}: FORGE_REQUIRE_MODEL=1 but the model file {} is missing; run `cargo xtask model fetch`",
+            path.display()
+        );
     }
     eprintln!(
         "SKIPPED {test}: real-model test, but {} is missing. Run `cargo xtask model fetch` (or set FORGE_MODEL) \

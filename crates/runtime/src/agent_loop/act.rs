@@ -4,14 +4,14 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use retry_policy::{run_with_retry, RetryError, RetryResult};
-use serde_json::{json, Map, Value};
+use retry_policy::{RetryError, RetryResult, run_with_retry};
+use serde_json::{Map, Value, json};
 
-use crate::decision::ActionDecision;
-use crate::guards::{result_digest, GuardKind};
-use crate::observe::{ObservationError, ObservationRecord};
-use crate::tools::{call_tool, ToolContext, ToolError, ToolOutput};
 use crate::StopReason;
+use crate::decision::ActionDecision;
+use crate::guards::{GuardKind, result_digest};
+use crate::observe::{ObservationError, ObservationRecord};
+use crate::tools::{ToolContext, ToolError, ToolOutput, call_tool};
 
 use super::*;
 
@@ -28,7 +28,13 @@ impl Run<'_, '_> {
                 let feedback = format!(
                     "{tool} arguments rejected (invalid_arguments): {message}. No tool was run; send corrected arguments that follow the tool's schema."
                 );
-                return self.refuse_arguments(&tool, arguments, "invalid_arguments", message, feedback);
+                return self.refuse_arguments(
+                    &tool,
+                    arguments,
+                    "invalid_arguments",
+                    message,
+                    feedback,
+                );
             }
         };
         // Arguments that contradict the ledger (a chart's average line computed over another column) are
@@ -38,7 +44,13 @@ impl Run<'_, '_> {
                 "{tool} arguments rejected ({}): {}. No tool was run.",
                 inconsistency.code, inconsistency.message
             );
-            return self.refuse_arguments(&tool, arguments, inconsistency.code, inconsistency.message, feedback);
+            return self.refuse_arguments(
+                &tool,
+                arguments,
+                inconsistency.code,
+                inconsistency.message,
+                feedback,
+            );
         }
         self.counters.valid_actions += 1;
         self.counters.recovered += std::mem::take(&mut self.pending_recovery);
@@ -51,7 +63,12 @@ impl Run<'_, '_> {
         }
         let before = self.ledger.len();
         let end = self.dispatch(&tool, arguments);
-        let succeeded = self.ledger.len() > before && self.ledger.records().last().is_some_and(|r| r.ok && r.tool == tool);
+        let succeeded = self.ledger.len() > before
+            && self
+                .ledger
+                .records()
+                .last()
+                .is_some_and(|r| r.ok && r.tool == tool);
         if succeeded && !self.succeeded_actions.contains(&proposed) {
             self.succeeded_actions.push(proposed);
         }
@@ -71,15 +88,29 @@ impl Run<'_, '_> {
         let observation = self.ledger.record_failure(
             tool,
             self.step,
-            ObservationError { code: code.into(), message: message.clone(), retryable: None },
+            ObservationError {
+                code: code.into(),
+                message: message.clone(),
+                retryable: None,
+            },
             Some(Value::Object(arguments.clone())),
         );
         let observation = match observation {
             Ok(record) => record.to_json(),
-            Err(error) => return Some(End::error(StopReason::RuntimeError, "state_refused", error.to_string())),
+            Err(error) => {
+                return Some(End::error(
+                    StopReason::RuntimeError,
+                    "state_refused",
+                    error.to_string(),
+                ));
+            }
         };
         let count = self.ledger.len();
-        self.emit("tool.rejected", 0, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
+        self.emit(
+            "tool.rejected",
+            0,
+            json!({ "observation": observation, "state_delta": { "observation_count": count } }),
+        );
         self.feedback.push(feedback);
         self.counters.recoverable_failures += 1;
         self.pending_recovery += 1;
@@ -96,37 +127,43 @@ impl Run<'_, '_> {
     /// on a worker thread bounded by min(tool timeout, remaining wall time).
     pub(super) fn dispatch(&mut self, tool: &str, arguments: Map<String, Value>) -> Option<End> {
         let max_attempts = self.config.budgets.max_retries + 1;
-        let tool_timeout = Duration::from_millis(self.config.tool_timeout_ms.unwrap_or_else(|| self.registry.timeout_ms(tool)));
+        let tool_timeout = Duration::from_millis(
+            self.config
+                .tool_timeout_ms
+                .unwrap_or_else(|| self.registry.timeout_ms(tool)),
+        );
         let mut last_error: Option<(ToolError, u32)> = None;
         let mut retryable_failures = 0;
-        let outcome = run_with_retry(max_attempts, |attempt| -> Result<(ToolOutput, Duration), AttemptError> {
-            if self.policy_control.is_cancelled() {
-                return Err(AttemptError::Stop(StopReason::Cancelled));
-            }
-            if let Some(reason) = self.meter.exhausted_before_dispatch() {
-                return Err(AttemptError::Stop(reason));
-            }
-            self.meter.usage.tool_calls += 1;
-            let timeout = tool_timeout.min(self.meter.remaining_time());
-            self.emit(
+        let outcome = run_with_retry(
+            max_attempts,
+            |attempt| -> Result<(ToolOutput, Duration), AttemptError> {
+                if self.policy_control.is_cancelled() {
+                    return Err(AttemptError::Stop(StopReason::Cancelled));
+                }
+                if let Some(reason) = self.meter.exhausted_before_dispatch() {
+                    return Err(AttemptError::Stop(reason));
+                }
+                self.meter.usage.tool_calls += 1;
+                let timeout = tool_timeout.min(self.meter.remaining_time());
+                self.emit(
                 "tool.started",
                 attempt,
                 json!({ "tool": tool, "arguments": Value::Object(arguments.clone()), "timeout_ms": timeout.as_millis() as u64 }),
             );
-            let attempt_started = Instant::now();
-            let result = self.execute_with_timeout(tool, &arguments, timeout);
-            let latency = attempt_started.elapsed();
-            self.meter.usage.tool_latency += latency;
-            match result {
-                Ok(output) => Ok((output, latency)),
-                Err(error) => {
-                    let will_retry = error.retryable && attempt < max_attempts;
-                    if error.retryable {
-                        self.counters.recoverable_failures += 1;
-                        retryable_failures += 1;
-                    }
-                    let message = self.tracer.scrub_text(&error.message);
-                    self.emit(
+                let attempt_started = Instant::now();
+                let result = self.execute_with_timeout(tool, &arguments, timeout);
+                let latency = attempt_started.elapsed();
+                self.meter.usage.tool_latency += latency;
+                match result {
+                    Ok(output) => Ok((output, latency)),
+                    Err(error) => {
+                        let will_retry = error.retryable && attempt < max_attempts;
+                        if error.retryable {
+                            self.counters.recoverable_failures += 1;
+                            retryable_failures += 1;
+                        }
+                        let message = self.tracer.scrub_text(&error.message);
+                        self.emit(
                         if will_retry { "tool.retry" } else { "tool.failed" },
                         attempt,
                         json!({
@@ -135,13 +172,17 @@ impl Run<'_, '_> {
                             "latency_ms": latency.as_millis() as u64,
                         }),
                     );
-                    last_error = Some((error.clone(), attempt));
-                    Err(AttemptError::Tool(error))
+                        last_error = Some((error.clone(), attempt));
+                        Err(AttemptError::Tool(error))
+                    }
                 }
-            }
-        });
+            },
+        );
         match outcome {
-            Ok(RetryResult { value: (output, latency), attempts }) => {
+            Ok(RetryResult {
+                value: (output, latency),
+                attempts,
+            }) => {
                 // Earlier retryable failures of this action were recovered by this success.
                 self.counters.recovered += retryable_failures;
                 let digest = result_digest(tool, &output.digest_basis);
@@ -152,30 +193,55 @@ impl Run<'_, '_> {
                 }
                 let recorded = self
                     .ledger
-                    .record_success(tool, self.step, &output, digest.clone(), latency.as_millis() as u64)
+                    .record_success(
+                        tool,
+                        self.step,
+                        &output,
+                        digest.clone(),
+                        latency.as_millis() as u64,
+                    )
                     .map(ObservationRecord::to_json);
                 let observation = match recorded {
                     Ok(observation) => observation,
-                    Err(error) => return Some(End::error(StopReason::RuntimeError, "state_refused", error.to_string())),
+                    Err(error) => {
+                        return Some(End::error(
+                            StopReason::RuntimeError,
+                            "state_refused",
+                            error.to_string(),
+                        ));
+                    }
                 };
                 let count = self.ledger.len();
                 self.emit("tool.observation", attempts, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
                 if self.guards.record_result(&digest) {
-                    return Some(self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })));
+                    return Some(
+                        self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })),
+                    );
                 }
                 None
             }
-            Err(RetryError::Permanent { error: AttemptError::Tool(error), attempts })
-            | Err(RetryError::Exhausted { last: AttemptError::Tool(error), attempts }) => {
-                self.record_tool_failure(tool, &error, attempts).err()
-            }
-            Err(RetryError::Permanent { error: AttemptError::Stop(reason), .. })
-            | Err(RetryError::Exhausted { last: AttemptError::Stop(reason), .. }) => {
+            Err(RetryError::Permanent {
+                error: AttemptError::Tool(error),
+                attempts,
+            })
+            | Err(RetryError::Exhausted {
+                last: AttemptError::Tool(error),
+                attempts,
+            }) => self.record_tool_failure(tool, &error, attempts).err(),
+            Err(RetryError::Permanent {
+                error: AttemptError::Stop(reason),
+                ..
+            })
+            | Err(RetryError::Exhausted {
+                last: AttemptError::Stop(reason),
+                ..
+            }) => {
                 // The attempts that did run still leave one observation behind.
                 if let Some((error, attempts)) = last_error
-                    && let Err(end) = self.record_tool_failure(tool, &error, attempts) {
-                        return Some(end);
-                    }
+                    && let Err(end) = self.record_tool_failure(tool, &error, attempts)
+                {
+                    return Some(end);
+                }
                 Some(End::stop(reason))
             }
             Err(RetryError::InvalidBudget { max_attempts }) => Some(End::error(
@@ -186,33 +252,57 @@ impl Run<'_, '_> {
         }
     }
 
-    pub(super) fn record_tool_failure(&mut self, tool: &str, error: &ToolError, attempts: u32) -> Result<(), End> {
+    pub(super) fn record_tool_failure(
+        &mut self,
+        tool: &str,
+        error: &ToolError,
+        attempts: u32,
+    ) -> Result<(), End> {
         let message = self.tracer.scrub_text(&error.message);
         let observation = self
             .ledger
             .record_failure(
                 tool,
                 self.step,
-                ObservationError { code: error.code.to_owned(), message: message.clone(), retryable: Some(error.retryable) },
+                ObservationError {
+                    code: error.code.to_owned(),
+                    message: message.clone(),
+                    retryable: Some(error.retryable),
+                },
                 None,
             )
             .map(ObservationRecord::to_json)
             .map_err(|e| End::error(StopReason::RuntimeError, "state_refused", e.to_string()))?;
         let count = self.ledger.len();
-        self.emit("tool.observation", attempts, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
-        self.feedback.push(format!("{tool} failed ({}): {message}", error.code));
+        self.emit(
+            "tool.observation",
+            attempts,
+            json!({ "observation": observation, "state_delta": { "observation_count": count } }),
+        );
+        self.feedback
+            .push(format!("{tool} failed ({}): {message}", error.code));
         Ok(())
     }
 
     /// Runs one attempt on a worker thread and waits at most `timeout`. A tool still running
     /// after the timeout is abandoned (its artifact writes stay idempotent through the store).
-    pub(super) fn execute_with_timeout(&mut self, tool: &str, arguments: &Map<String, Value>, timeout: Duration) -> Result<ToolOutput, ToolError> {
+    pub(super) fn execute_with_timeout(
+        &mut self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<ToolOutput, ToolError> {
         let call = {
             let counter = self.tool_attempts.entry(tool.to_owned()).or_insert(0);
             *counter += 1;
             *counter
         };
-        let fault = self.config.tool_faults.iter().find(|f| f.tool == tool && f.call == call).cloned();
+        let fault = self
+            .config
+            .tool_faults
+            .iter()
+            .find(|f| f.tool == tool && f.call == call)
+            .cloned();
         let (sender, receiver) = mpsc::channel();
         let tool_name = tool.to_owned();
         let arguments = arguments.clone();
@@ -222,30 +312,42 @@ impl Run<'_, '_> {
         let mut store = self.artifacts.clone();
         // Column references (`mean([Wait])`) resolve against the tables observed so far, never a file.
         let columns = crate::tools::calculator::TableColumns::from_results(
-            self.ledger.records().filter(|r| r.ok).filter_map(|r| r.result.as_ref()),
+            self.ledger
+                .records()
+                .filter(|r| r.ok)
+                .filter_map(|r| r.result.as_ref()),
         );
-        let spawned = std::thread::Builder::new().name(format!("forge-tool-{tool}")).spawn(move || {
-            if let Some(fault) = &fault {
-                if fault.sleep_ms > 0 {
-                    std::thread::sleep(Duration::from_millis(fault.sleep_ms));
+        let spawned = std::thread::Builder::new()
+            .name(format!("forge-tool-{tool}"))
+            .spawn(move || {
+                if let Some(fault) = &fault {
+                    if fault.sleep_ms > 0 {
+                        std::thread::sleep(Duration::from_millis(fault.sleep_ms));
+                    }
+                    if let Some(error) = &fault.error {
+                        let injected = ToolError {
+                            code: "injected_fault",
+                            message: error.message.clone(),
+                            retryable: error.retryable,
+                        };
+                        let _ = sender.send(Err(injected));
+                        return;
+                    }
                 }
-                if let Some(error) = &fault.error {
-                    let injected = ToolError { code: "injected_fault", message: error.message.clone(), retryable: error.retryable };
-                    let _ = sender.send(Err(injected));
-                    return;
-                }
-            }
-            let mut ctx = ToolContext {
-                knowledge_dir: &knowledge_dir,
-                allowed_sources: &allowed_sources,
-                artifact_dir: &artifact_dir,
-                artifacts: &mut store,
-                columns: &columns,
-            };
-            let _ = sender.send(call_tool(&tool_name, &arguments, &mut ctx));
-        });
+                let mut ctx = ToolContext {
+                    knowledge_dir: &knowledge_dir,
+                    allowed_sources: &allowed_sources,
+                    artifact_dir: &artifact_dir,
+                    artifacts: &mut store,
+                    columns: &columns,
+                };
+                let _ = sender.send(call_tool(&tool_name, &arguments, &mut ctx));
+            });
         if let Err(error) = spawned {
-            return Err(ToolError::permanent("tool_spawn_failed", format!("cannot start a worker thread: {error}")));
+            return Err(ToolError::permanent(
+                "tool_spawn_failed",
+                format!("cannot start a worker thread: {error}"),
+            ));
         }
         match receiver.recv_timeout(timeout) {
             Ok(result) => result,
@@ -253,9 +355,10 @@ impl Run<'_, '_> {
                 "tool_timeout",
                 format!("{tool} did not finish within {} ms", timeout.as_millis()),
             )),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(ToolError::permanent("tool_crashed", format!("{tool} stopped without a result")))
-            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ToolError::permanent(
+                "tool_crashed",
+                format!("{tool} stopped without a result"),
+            )),
         }
     }
 }

@@ -3,13 +3,13 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::decision::{decision_schema, parse_decision, Decision, FinalDecision};
+use crate::StopReason;
 use crate::claims;
+use crate::decision::{Decision, FinalDecision, decision_schema, parse_decision};
 use crate::guards::GuardKind;
 use crate::policy::{Gap, Policy, RepairNote};
-use crate::StopReason;
 
 use super::*;
 
@@ -29,8 +29,11 @@ impl Run<'_, '_> {
             }
             let max_new_tokens = self.meter.max_new_tokens();
             let request = self.request(attempt, repair.clone(), max_new_tokens);
-            let (started_phase, completed_phase) =
-                if attempt == 0 { ("model.started", "model.completed") } else { ("model.repair.started", "model.repair.completed") };
+            let (started_phase, completed_phase) = if attempt == 0 {
+                ("model.started", "model.completed")
+            } else {
+                ("model.repair.started", "model.repair.completed")
+            };
             self.emit(
                 started_phase,
                 attempt,
@@ -50,8 +53,16 @@ impl Run<'_, '_> {
                 Ok(output) => output,
                 Err(error) => {
                     let message = self.tracer.scrub_text(&error.to_string());
-                    let failed_phase = if attempt == 0 { "model.failed" } else { "model.repair.failed" };
-                    self.emit(failed_phase, attempt, json!({ "code": policy_error_code(&error), "message": message }));
+                    let failed_phase = if attempt == 0 {
+                        "model.failed"
+                    } else {
+                        "model.repair.failed"
+                    };
+                    self.emit(
+                        failed_phase,
+                        attempt,
+                        json!({ "code": policy_error_code(&error), "message": message }),
+                    );
                     let mut end = End::from_policy_error(&error);
                     if let Some(run_error) = end.error.as_mut() {
                         run_error.message = message;
@@ -84,12 +95,20 @@ impl Run<'_, '_> {
             }
             match parsed {
                 Ok(decision) => {
-                    let phase = if attempt == 0 { "decision.valid" } else { "decision.repaired" };
+                    let phase = if attempt == 0 {
+                        "decision.valid"
+                    } else {
+                        "decision.repaired"
+                    };
                     if attempt > 0 {
                         self.counters.recovered += 1;
                     }
                     let summary = self.summarize(&decision);
-                    self.emit(phase, attempt, json!({ "decision": decision.to_json(), "summary": summary }));
+                    self.emit(
+                        phase,
+                        attempt,
+                        json!({ "decision": decision.to_json(), "summary": summary }),
+                    );
                     return Ok(decision);
                 }
                 Err(error) => {
@@ -97,7 +116,11 @@ impl Run<'_, '_> {
                     if attempt == 0 {
                         self.counters.recoverable_failures += 1;
                     }
-                    self.emit("decision.invalid", attempt, json!({ "code": error.code(), "error": error.to_string() }));
+                    self.emit(
+                        "decision.invalid",
+                        attempt,
+                        json!({ "code": error.code(), "error": error.to_string() }),
+                    );
                     repair = Some(RepairNote {
                         error_code: error.code().to_owned(),
                         error: error.to_string(),
@@ -108,8 +131,12 @@ impl Run<'_, '_> {
         }
         Err(End::error(
             StopReason::InvalidDecision,
-            repair.as_ref().map_or("invalid_decision", |r| r.error_code.as_str()),
-            repair.as_ref().map_or_else(String::new, |r| r.error.clone()),
+            repair
+                .as_ref()
+                .map_or("invalid_decision", |r| r.error_code.as_str()),
+            repair
+                .as_ref()
+                .map_or_else(String::new, |r| r.error.clone()),
         ))
     }
 
@@ -117,54 +144,110 @@ impl Run<'_, '_> {
     pub(super) fn summarize(&self, decision: &Decision) -> String {
         match decision {
             Decision::Action(action) => match self.task.gap(self.ledger.records()) {
-                Gap::Tool { tool, hint, .. } if tool == action.tool => format!("run {} to {hint}", action.tool),
+                Gap::Tool { tool, hint, .. } if tool == action.tool => {
+                    format!("run {} to {hint}", action.tool)
+                }
                 _ => format!("run {}", action.tool),
             },
             Decision::Final(final_decision) => {
-                format!("answer citing {} observation(s)", final_decision.evidence_ids.len())
+                format!(
+                    "answer citing {} observation(s)",
+                    final_decision.evidence_ids.len()
+                )
             }
         }
     }
 
     /// The evidence gate: every required tool has a successful observation and the final cites
     /// the latest one of each; every cited id exists, succeeded and is current.
-    pub(super) fn final_gate(&mut self, final_decision: FinalDecision) -> Result<FinalDecision, Option<End>> {
+    pub(super) fn final_gate(
+        &mut self,
+        final_decision: FinalDecision,
+    ) -> Result<FinalDecision, Option<End>> {
         let found = self.task.evidence(self.ledger.records());
         let items = self.task.required_evidence();
         let cited = &final_decision.evidence_ids;
-        let unknown: Vec<&String> = cited.iter().filter(|id| self.ledger.get(id).is_none()).collect();
-        let failed: Vec<&String> = cited.iter().filter(|id| self.ledger.get(id).is_some_and(|r| !r.ok)).collect();
+        let unknown: Vec<&String> = cited
+            .iter()
+            .filter(|id| self.ledger.get(id).is_none())
+            .collect();
+        let failed: Vec<&String> = cited
+            .iter()
+            .filter(|id| self.ledger.get(id).is_some_and(|r| !r.ok))
+            .collect();
         // Superseded: an item would accept it, but a later observation is that item's evidence now.
         let stale: Vec<&String> = cited
             .iter()
             .filter(|id| {
                 self.ledger.get(id).is_some_and(|r| {
-                    let accepting: Vec<usize> = (0..items.len()).filter(|&i| items[i].accepts(r)).collect();
-                    !accepting.is_empty() && accepting.iter().all(|&i| found[i].as_deref() != Some(id.as_str()))
+                    let accepting: Vec<usize> =
+                        (0..items.len()).filter(|&i| items[i].accepts(r)).collect();
+                    !accepting.is_empty()
+                        && accepting
+                            .iter()
+                            .all(|&i| found[i].as_deref() != Some(id.as_str()))
                 })
             })
             .collect();
-        let missing: Vec<String> =
-            items.iter().zip(&found).filter(|(_, id)| id.is_none()).map(|(item, _)| item.describe()).collect();
-        let uncited: Vec<&String> = found.iter().flatten().filter(|id| !cited.contains(id)).collect();
-        let join = |ids: &[&String]| ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+        let missing: Vec<String> = items
+            .iter()
+            .zip(&found)
+            .filter(|(_, id)| id.is_none())
+            .map(|(item, _)| item.describe())
+            .collect();
+        let uncited: Vec<&String> = found
+            .iter()
+            .flatten()
+            .filter(|id| !cited.contains(id))
+            .collect();
+        let join = |ids: &[&String]| {
+            ids.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let rejection = if !unknown.is_empty() {
-            Some(("final_unknown_evidence", format!("evidence_ids name observations that do not exist: {}", join(&unknown))))
+            Some((
+                "final_unknown_evidence",
+                format!(
+                    "evidence_ids name observations that do not exist: {}",
+                    join(&unknown)
+                ),
+            ))
         } else if !failed.is_empty() {
-            Some(("final_failed_evidence", format!("evidence_ids cite failed observations: {}", join(&failed))))
+            Some((
+                "final_failed_evidence",
+                format!("evidence_ids cite failed observations: {}", join(&failed)),
+            ))
         } else if !stale.is_empty() {
-            Some(("final_stale_evidence", format!("evidence_ids cite superseded observations: {}; cite the latest successful one of each tool", join(&stale))))
+            Some((
+                "final_stale_evidence",
+                format!(
+                    "evidence_ids cite superseded observations: {}; cite the latest successful one of each tool",
+                    join(&stale)
+                ),
+            ))
         } else if !missing.is_empty() {
-            Some(("final_missing_evidence", format!("no successful observation yet from: {}; run it before answering", missing.join(", "))))
+            Some((
+                "final_missing_evidence",
+                format!(
+                    "no successful observation yet from: {}; run it before answering",
+                    missing.join(", ")
+                ),
+            ))
         } else if !uncited.is_empty() {
-            Some(("final_uncited_evidence", format!("evidence_ids must also cite: {}", join(&uncited))))
+            Some((
+                "final_uncited_evidence",
+                format!("evidence_ids must also cite: {}", join(&uncited)),
+            ))
         } else {
             None
         };
         // The evidence is complete and current: now what the answer says must agree with it.
         let checked = match rejection {
             Some(rejection) => Err(rejection),
-            None => claims::check(self.task, &self.ledger, &final_decision).map_err(|r| (r.code, r.message)),
+            None => claims::check(self.task, &self.ledger, &final_decision)
+                .map_err(|r| (r.code, r.message)),
         };
         match checked {
             Ok(claims) => {
@@ -186,9 +269,16 @@ impl Run<'_, '_> {
                 self.counters.rejected_finals += 1;
                 self.counters.recoverable_failures += 1;
                 self.pending_recovery += 1;
-                self.feedback.push(format!("final answer rejected ({code}): {message}"));
-                if self.guards.record_rejected_final(&final_decision.answer, cited) {
-                    return Err(Some(self.guard_stop(GuardKind::RepeatedFinal, json!({ "evidence_ids": cited }))));
+                self.feedback
+                    .push(format!("final answer rejected ({code}): {message}"));
+                if self
+                    .guards
+                    .record_rejected_final(&final_decision.answer, cited)
+                {
+                    return Err(Some(self.guard_stop(
+                        GuardKind::RepeatedFinal,
+                        json!({ "evidence_ids": cited }),
+                    )));
                 }
                 Err(None)
             }

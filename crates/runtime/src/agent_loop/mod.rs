@@ -21,12 +21,12 @@ use std::time::Instant;
 
 use retry_policy::Retryable;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use stop_conditions::{StopController, StopDecision, StopFacts, StopReason as StageStopReason};
 
 use crate::budget::{BudgetMeter, Budgets};
-use crate::decision::{Decision, FinalDecision};
 use crate::claims;
+use crate::decision::{Decision, FinalDecision};
 use crate::grounding::Grounding;
 use crate::guards::Guards;
 use crate::metrics::{self, Counters, Expected, GroundTruth, Metrics, MetricsInput};
@@ -76,7 +76,11 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    pub fn new(run_id: impl Into<String>, knowledge_dir: impl Into<PathBuf>, artifact_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(
+        run_id: impl Into<String>,
+        knowledge_dir: impl Into<PathBuf>,
+        artifact_dir: impl Into<PathBuf>,
+    ) -> Self {
         Self {
             run_id: run_id.into(),
             budgets: Budgets::default(),
@@ -174,7 +178,12 @@ impl UnfinishedResult {
 
     /// The same seal as the run's result file: its id and its event count, not who sealed it.
     pub fn for_run(self, run_id: &str, events: u64) -> Self {
-        UnfinishedResult { run_id: Some(run_id.to_owned()), events: Some(events), sealed_by: None, ..self }
+        UnfinishedResult {
+            run_id: Some(run_id.to_owned()),
+            events: Some(events),
+            sealed_by: None,
+            ..self
+        }
     }
 }
 
@@ -198,7 +207,11 @@ pub fn run_task(
         ],
     );
     let meter = BudgetMeter::new(config.budgets.clone(), started, control.deadline);
-    let policy_control = RunControl { cancel: control.cancel.clone(), shutdown: control.shutdown.clone(), deadline: meter.deadline };
+    let policy_control = RunControl {
+        cancel: control.cancel.clone(),
+        shutdown: control.shutdown.clone(),
+        deadline: meter.deadline,
+    };
     let guards = Guards::new(
         config.budgets.repeated_action_limit.max(2),
         config.budgets.no_progress_limit.max(2),
@@ -236,13 +249,24 @@ pub fn run_task(
     );
     let end = match config.budgets.validate() {
         Err(errors) => {
-            let message = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+            let message = errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
             End::error(StopReason::RuntimeError, "invalid_budgets", message)
         }
         Ok(()) => run.steps(policy),
     };
     // Every cancellation path ends `Cancelled`; the one place that tells a host shutdown apart.
-    let end = if end.reason == StopReason::Cancelled && control.is_shutdown() { End { reason: StopReason::Shutdown, ..end } } else { end };
+    let end = if end.reason == StopReason::Cancelled && control.is_shutdown() {
+        End {
+            reason: StopReason::Shutdown,
+            ..end
+        }
+    } else {
+        end
+    };
     run.finish(end, started)
 }
 
@@ -255,18 +279,39 @@ struct End {
 
 impl End {
     fn stop(reason: StopReason) -> Self {
-        Self { reason, accepted: None, error: None }
+        Self {
+            reason,
+            accepted: None,
+            error: None,
+        }
     }
     fn error(reason: StopReason, code: &str, message: impl Into<String>) -> Self {
-        Self { reason, accepted: None, error: Some(RunError { code: code.into(), message: message.into() }) }
+        Self {
+            reason,
+            accepted: None,
+            error: Some(RunError {
+                code: code.into(),
+                message: message.into(),
+            }),
+        }
     }
     fn from_policy_error(error: &PolicyError) -> Self {
         match error {
-            PolicyError::ModelUnavailable(_) => Self::error(StopReason::ModelUnavailable, "model_unavailable", error.to_string()),
+            PolicyError::ModelUnavailable(_) => Self::error(
+                StopReason::ModelUnavailable,
+                "model_unavailable",
+                error.to_string(),
+            ),
             PolicyError::Cancelled => Self::stop(StopReason::Cancelled),
             PolicyError::Timeout => Self::stop(StopReason::Timeout),
-            PolicyError::Runtime(_) => Self::error(StopReason::RuntimeError, "policy_failed", error.to_string()),
-            PolicyError::ScriptExhausted(_) => Self::error(StopReason::RuntimeError, "script_exhausted", error.to_string()),
+            PolicyError::Runtime(_) => {
+                Self::error(StopReason::RuntimeError, "policy_failed", error.to_string())
+            }
+            PolicyError::ScriptExhausted(_) => Self::error(
+                StopReason::RuntimeError,
+                "script_exhausted",
+                error.to_string(),
+            ),
         }
     }
 }
@@ -322,14 +367,22 @@ impl Run<'_, '_> {
     fn emit(&mut self, phase: &str, attempt: u32, data: Value) {
         let count = self.ledger.len() as u32;
         let budget = self.meter.snapshot();
-        self.tracer.emit(phase, self.step, attempt, data, count, budget);
+        self.tracer
+            .emit(phase, self.step, attempt, data, count, budget);
     }
 
     fn steps(&mut self, policy: &mut dyn Policy) -> End {
         let budgets = &self.config.budgets;
-        let controller = match StopController::new(budgets.max_steps, budgets.repeated_action_limit) {
+        let controller = match StopController::new(budgets.max_steps, budgets.repeated_action_limit)
+        {
             Ok(controller) => controller,
-            Err(error) => return End::error(StopReason::RuntimeError, "invalid_budgets", error.to_string()),
+            Err(error) => {
+                return End::error(
+                    StopReason::RuntimeError,
+                    "invalid_budgets",
+                    error.to_string(),
+                );
+            }
         };
         for step in 1..=controller.max_steps() {
             // Between steps: cancellation first, then time and tokens.
@@ -359,26 +412,45 @@ impl Run<'_, '_> {
                 }
             }
             // Stage 06 decides: a verified final ends the run even on the last step.
-            let facts = StopFacts { step_count: step, verified: accepted.is_some(), ..StopFacts::default() };
+            let facts = StopFacts {
+                step_count: step,
+                verified: accepted.is_some(),
+                ..StopFacts::default()
+            };
             if let StopDecision::Stop(reason) = controller.decide(facts) {
                 return match reason {
-                    StageStopReason::VerifiedSuccess => {
-                        End { reason: StopReason::Completed, accepted, error: None }
-                    }
+                    StageStopReason::VerifiedSuccess => End {
+                        reason: StopReason::Completed,
+                        accepted,
+                        error: None,
+                    },
                     StageStopReason::StepBudgetExhausted => End::stop(StopReason::MaxSteps),
-                    other => End::error(StopReason::RuntimeError, "unexpected_stop", format!("stop controller said {other}")),
+                    other => End::error(
+                        StopReason::RuntimeError,
+                        "unexpected_stop",
+                        format!("stop controller said {other}"),
+                    ),
                 };
             }
         }
         End::stop(StopReason::MaxSteps)
     }
 
-    fn request(&self, attempt: u32, repair: Option<RepairNote>, max_new_tokens: u32) -> DecisionRequest {
+    fn request(
+        &self,
+        attempt: u32,
+        repair: Option<RepairNote>,
+        max_new_tokens: u32,
+    ) -> DecisionRequest {
         let start = self.feedback.len().saturating_sub(VIEW_FEEDBACK);
         let mut grounding = Grounding::build(self.ledger.records(), &self.task_texts());
         if let Some(holds) = claims::established_verdict(&self.task, &self.ledger) {
             let phrases = self.task.verdict_phrases();
-            let (said, refused) = if holds { (phrases.met, phrases.not_met) } else { (phrases.not_met, phrases.met) };
+            let (said, refused) = if holds {
+                (phrases.met, phrases.not_met)
+            } else {
+                (phrases.not_met, phrases.met)
+            };
             grounding.verdict = said;
             grounding.verdict_refused = refused;
         }
@@ -394,7 +466,12 @@ impl Run<'_, '_> {
                 "budget": self.meter.remaining_json(),
             }),
             gap: self.task.gap(self.ledger.records()),
-            missing: self.task.missing(self.ledger.records()).iter().map(|e| format!("{}: {}", e.describe(), e.hint)).collect(),
+            missing: self
+                .task
+                .missing(self.ledger.records())
+                .iter()
+                .map(|e| format!("{}: {}", e.describe(), e.hint))
+                .collect(),
             grounding,
             answer_template: self.task.file.answer_template.clone(),
             succeeded_actions: self.succeeded_actions.clone(),
@@ -415,12 +492,16 @@ impl Run<'_, '_> {
         // invalid expected.json must never look like a scored run.
         let expected = Expected::load(self.task.dir());
         let ground_truth = match GroundTruth::from_load(&expected) {
-            GroundTruth::Unavailable { reason, message } => {
-                GroundTruth::Unavailable { reason, message: self.tracer.scrub_text(&message) }
-            }
+            GroundTruth::Unavailable { reason, message } => GroundTruth::Unavailable {
+                reason,
+                message: self.tracer.scrub_text(&message),
+            },
             loaded => loaded,
         };
-        let metrics = if matches!(end.reason, StopReason::ModelUnavailable | StopReason::RuntimeError) {
+        let metrics = if matches!(
+            end.reason,
+            StopReason::ModelUnavailable | StopReason::RuntimeError
+        ) {
             None
         } else {
             let input = MetricsInput {
@@ -433,11 +514,22 @@ impl Run<'_, '_> {
                 usage: &self.meter.usage,
                 total_latency: started.elapsed(),
             };
-            Some(metrics::compute(&input, expected.as_ref().ok(), &self.task.verdict_phrases()))
+            Some(metrics::compute(
+                &input,
+                expected.as_ref().ok(),
+                &self.task.verdict_phrases(),
+            ))
         };
         let final_answer = end.accepted.as_ref().map(|f| f.answer.clone());
-        let evidence_ids = end.accepted.as_ref().map(|f| f.evidence_ids.clone()).unwrap_or_default();
-        let error = end.error.map(|e| RunError { code: e.code, message: self.tracer.scrub_text(&e.message) });
+        let evidence_ids = end
+            .accepted
+            .as_ref()
+            .map(|f| f.evidence_ids.clone())
+            .unwrap_or_default();
+        let error = end.error.map(|e| RunError {
+            code: e.code,
+            message: self.tracer.scrub_text(&e.message),
+        });
         let dropped = self.tracer.dropped();
         self.emit(
             "run.finished",
@@ -468,9 +560,11 @@ impl Run<'_, '_> {
             steps: self.meter.usage.steps,
             events: self.tracer.len() as u32,
             error,
-            observations: observations.iter().map(|o| self.tracer.scrub_value(o.to_json())).collect(),
+            observations: observations
+                .iter()
+                .map(|o| self.tracer.scrub_value(o.to_json()))
+                .collect(),
             verification: self.verification,
         }
     }
 }
-

@@ -90,16 +90,27 @@ impl Verification {
     }
     /// The claims the runtime could not verify, as `part: reason` lines.
     pub fn unverified(&self) -> Vec<String> {
-        self.claims.iter().filter(|c| c.status == "unverified").map(|c| format!("{}: {}", c.part, c.detail)).collect()
+        self.claims
+            .iter()
+            .filter(|c| c.status == "unverified")
+            .map(|c| format!("{}: {}", c.part, c.detail))
+            .collect()
     }
 }
 
 /// The rule's truth, and how the runtime knows it.
 enum Truth {
     /// The runtime read the rule in the cited knowledge and applied it to the data.
-    Rule { holds: bool, source_id: String, because: String },
+    Rule {
+        holds: bool,
+        source_id: String,
+        because: String,
+    },
     /// Only the model's own rule check (a boolean calculator result) says it; no rule was read.
-    ModelCheck { source_id: String, expression: String },
+    ModelCheck {
+        source_id: String,
+        expression: String,
+    },
     /// Nothing says it; the clauses that hold a comparison the runtime could not place.
     Unknown { uncertain: Vec<String> },
 }
@@ -118,16 +129,33 @@ fn reject(code: &'static str, message: String) -> ClaimRejection {
 }
 
 /// Checks `final_decision` (already through the evidence gate) against the observations it cites.
-pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Result<Verification, ClaimRejection> {
-    let cited: Vec<&ObservationRecord> = final_decision.evidence_ids.iter().filter_map(|id| ledger.get(id)).collect();
+pub fn check(
+    task: &Task,
+    ledger: &Ledger,
+    final_decision: &FinalDecision,
+) -> Result<Verification, ClaimRejection> {
+    let cited: Vec<&ObservationRecord> = final_decision
+        .evidence_ids
+        .iter()
+        .filter_map(|id| ledger.get(id))
+        .collect();
     let texts = [task.text(), task.file.answer_template.as_str()];
     let grounded = GroundedValues::collect(cited.iter().copied(), &texts);
 
     // Digits inside row labels and observation ids are names, not claims.
     let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
-    let masked: Vec<&str> = grounded.labels.iter().map(String::as_str).chain(ids.iter().map(String::as_str)).collect();
+    let masked: Vec<&str> = grounded
+        .labels
+        .iter()
+        .map(String::as_str)
+        .chain(ids.iter().map(String::as_str))
+        .collect();
     let mentions = answer::numbers_outside(&final_decision.answer, &masked);
-    let ungrounded: Vec<&str> = mentions.iter().filter(|m| !grounded.grounds(m)).map(|m| m.printed.as_str()).collect();
+    let ungrounded: Vec<&str> = mentions
+        .iter()
+        .filter(|m| !grounded.grounds(m))
+        .map(|m| m.printed.as_str())
+        .collect();
     if !ungrounded.is_empty() {
         return Err(reject(
             "ungrounded_number",
@@ -143,9 +171,12 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
     let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
     let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
     for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
-        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else { continue };
+        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else {
+            continue;
+        };
         if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
-            let mut shown: Vec<String> = own.iter().map(|v| crate::numbers::canonical(*v)).collect();
+            let mut shown: Vec<String> =
+                own.iter().map(|v| crate::numbers::canonical(*v)).collect();
             shown.dedup();
             return Err(reject(
                 "misattributed_number",
@@ -175,11 +206,20 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
             for fill in fills {
                 match fill {
                     Fill::Slot { name, text } => {
-                        claims.push(plan.check_slot(&name, &text, &final_decision.answer, &mut last_row)?);
+                        claims.push(plan.check_slot(
+                            &name,
+                            &text,
+                            &final_decision.answer,
+                            &mut last_row,
+                        )?);
                     }
                     Fill::Choice { options, chosen } => {
                         let polarity = option_polarity(&options, chosen, &phrases);
-                        if polarity.is_some() || options.iter().any(|o| answer::verdict_of(o, &phrases) != Verdict::Neither) {
+                        if polarity.is_some()
+                            || options
+                                .iter()
+                                .any(|o| answer::verdict_of(o, &phrases) != Verdict::Neither)
+                        {
                             stated_verdicts.push((format!("<{}>", options.join(" / ")), polarity));
                         }
                         let _ = &options[chosen];
@@ -200,7 +240,10 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
                 Verdict::Met => Some(Some(true)),
                 Verdict::NotMet => Some(Some(false)),
                 Verdict::Both => {
-                    return Err(reject("verdicts_disagree", "the answer states both verdicts; state one".into()));
+                    return Err(reject(
+                        "verdicts_disagree",
+                        "the answer states both verdicts; state one".into(),
+                    ));
                 }
                 Verdict::Neither => None,
             };
@@ -213,42 +256,94 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
     // All verdict choices of one answer say the same thing.
     let known: Vec<bool> = stated_verdicts.iter().filter_map(|(_, p)| *p).collect();
     if known.iter().any(|p| *p != known[0]) {
-        let said: Vec<String> = stated_verdicts.iter().map(|(part, p)| format!("{part} says {}", polarity_word(*p))).collect();
-        return Err(reject("verdicts_disagree", format!("the answer's verdict choices disagree ({}); choose options that say the same", said.join(", "))));
+        let said: Vec<String> = stated_verdicts
+            .iter()
+            .map(|(part, p)| format!("{part} says {}", polarity_word(*p)))
+            .collect();
+        return Err(reject(
+            "verdicts_disagree",
+            format!(
+                "the answer's verdict choices disagree ({}); choose options that say the same",
+                said.join(", ")
+            ),
+        ));
     }
     let stated = known.first().copied();
     let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
-    if stated.is_none() && task.rule_check().is_some() && let Truth::Rule { holds, source_id, because } = &truth {
+    if stated.is_none()
+        && task.rule_check().is_some()
+        && let Truth::Rule {
+            holds,
+            source_id,
+            because,
+        } = &truth
+    {
         let expected_words = if *holds { &met } else { &not_met };
-        return Err(reject("verdict_missing", format!("the answer states no verdict; {source_id} shows {because}, so say {expected_words}")));
+        return Err(reject(
+            "verdict_missing",
+            format!(
+                "the answer states no verdict; {source_id} shows {because}, so say {expected_words}"
+            ),
+        ));
     }
     let mut rule_source = None;
     for (part, polarity) in &stated_verdicts {
         let stated_text = polarity_word(*polarity).to_owned();
         let check = match (&truth, polarity) {
-            (_, None) => unverified(part, "verdict", &stated_text, "the runtime cannot tell which verdict this option states"),
-            (Truth::Rule { holds, source_id, because }, Some(p)) => {
+            (_, None) => unverified(
+                part,
+                "verdict",
+                &stated_text,
+                "the runtime cannot tell which verdict this option states",
+            ),
+            (
+                Truth::Rule {
+                    holds,
+                    source_id,
+                    because,
+                },
+                Some(p),
+            ) => {
                 rule_source = Some(source_id.clone());
                 if p != holds {
                     let expected_words = if *holds { &met } else { &not_met };
                     return Err(reject(
                         "verdict_contradicts_evidence",
-                        format!("the answer says {}, but {source_id} shows {because}; say {expected_words}", if *p { &met } else { &not_met }),
+                        format!(
+                            "the answer says {}, but {source_id} shows {because}; say {expected_words}",
+                            if *p { &met } else { &not_met }
+                        ),
                     ));
                 }
-                verified(part, "verdict", &stated_text, format!("{source_id}: {because}"))
+                verified(
+                    part,
+                    "verdict",
+                    &stated_text,
+                    format!("{source_id}: {because}"),
+                )
             }
-            (Truth::ModelCheck { source_id, expression }, Some(_)) => unverified(
+            (
+                Truth::ModelCheck {
+                    source_id,
+                    expression,
+                },
+                Some(_),
+            ) => unverified(
                 part,
                 "verdict",
                 &stated_text,
-                &format!("the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"),
+                &format!(
+                    "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
+                ),
             ),
             (Truth::Unknown { uncertain }, Some(_)) => {
                 let why = if uncertain.is_empty() {
                     "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
                 } else {
-                    format!("the runtime could not read the rule: it cannot place \"{}\"", uncertain.join("\"; \""))
+                    format!(
+                        "the runtime could not read the rule: it cannot place \"{}\"",
+                        uncertain.join("\"; \"")
+                    )
                 };
                 unverified(part, "verdict", &stated_text, &why)
             }
@@ -264,15 +359,33 @@ pub fn check(task: &Task, ledger: &Ledger, final_decision: &FinalDecision) -> Re
     } else {
         VerificationStatus::Unverified
     };
-    Ok(Verification { status, claims, numbers, verdict: stated, rule_source })
+    Ok(Verification {
+        status,
+        claims,
+        numbers,
+        verdict: stated,
+        rule_source,
+    })
 }
 
 fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> ClaimCheck {
-    ClaimCheck { part: part.to_owned(), kind, stated: stated.to_owned(), status: "verified", detail }
+    ClaimCheck {
+        part: part.to_owned(),
+        kind,
+        stated: stated.to_owned(),
+        status: "verified",
+        detail,
+    }
 }
 
 fn unverified(part: &str, kind: &'static str, stated: &str, detail: &str) -> ClaimCheck {
-    ClaimCheck { part: part.to_owned(), kind, stated: stated.to_owned(), status: "unverified", detail: detail.to_owned() }
+    ClaimCheck {
+        part: part.to_owned(),
+        kind,
+        stated: stated.to_owned(),
+        status: "unverified",
+        detail: detail.to_owned(),
+    }
 }
 
 fn polarity_word(p: Option<bool>) -> &'static str {
@@ -285,7 +398,11 @@ fn polarity_word(p: Option<bool>) -> &'static str {
 
 /// Which verdict option `chosen` of a choice states: by the task's verdict phrases, else by negation
 /// (of "may / may not", the option that adds a negation is the unmet one); `None` when neither tells.
-pub fn option_polarity(options: &[String], chosen: usize, phrases: &VerdictPhrases) -> Option<bool> {
+pub fn option_polarity(
+    options: &[String],
+    chosen: usize,
+    phrases: &VerdictPhrases,
+) -> Option<bool> {
     let option = &options[chosen];
     match answer::verdict_of(option, phrases) {
         Verdict::Met => return Some(true),
@@ -295,10 +412,21 @@ pub fn option_polarity(options: &[String], chosen: usize, phrases: &VerdictPhras
     let negated = |text: &str| {
         let lex = lexicon::lexicon();
         lexicon::contains_any(text, lex.negations.iter().chain(&lex.universal_negations))
-            || ["not", "no", "未", "不", "没"].iter().any(|n| !lexicon::find(text, n).is_empty())
+            || ["not", "no", "未", "不", "没"]
+                .iter()
+                .any(|n| !lexicon::find(text, n).is_empty())
     };
-    let others: Vec<&String> = options.iter().enumerate().filter(|(i, _)| *i != chosen).map(|(_, o)| o).collect();
-    match (negated(option), others.iter().all(|o| negated(o)), others.iter().any(|o| negated(o))) {
+    let others: Vec<&String> = options
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != chosen)
+        .map(|(_, o)| o)
+        .collect();
+    match (
+        negated(option),
+        others.iter().all(|o| negated(o)),
+        others.iter().any(|o| negated(o)),
+    ) {
         (true, false, _) if others.len() == 1 => Some(false),
         (false, _, true) if others.len() == 1 => Some(true),
         _ => None,
@@ -313,18 +441,32 @@ pub fn established_verdict(task: &Task, ledger: &Ledger) -> Option<bool> {
 }
 
 fn quoted(phrases: &[String]) -> String {
-    phrases.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(" / ")
+    phrases
+        .iter()
+        .map(|p| format!("\"{p}\""))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 /// The rule the cited knowledge states, applied to its data; else the model's own rule check; else unknown.
 fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Truth {
     for record in cited {
-        let Some(result) = record.result.as_ref() else { continue };
+        let Some(result) = record.result.as_ref() else {
+            continue;
+        };
         if let Some(verdict) = rules::verdict(result, task.text()) {
             return Truth::Rule {
                 holds: verdict.holds,
                 source_id: record.id.clone(),
-                because: format!("{} (the rule {})", verdict.explanation, if verdict.holds { "holds" } else { "does not hold" }),
+                because: format!(
+                    "{} (the rule {})",
+                    verdict.explanation,
+                    if verdict.holds {
+                        "holds"
+                    } else {
+                        "does not hold"
+                    }
+                ),
             };
         }
     }
@@ -334,8 +476,15 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
         && let Some(result) = record.result.as_ref()
         && result["value"].as_bool().is_some()
     {
-        let expression = result["expression"].as_str().unwrap_or("the rule check").trim().to_owned();
-        return Truth::ModelCheck { source_id: id, expression };
+        let expression = result["expression"]
+            .as_str()
+            .unwrap_or("the rule check")
+            .trim()
+            .to_owned();
+        return Truth::ModelCheck {
+            source_id: id,
+            expression,
+        };
     }
     let uncertain = cited
         .iter()
@@ -359,7 +508,12 @@ pub struct Plan<'t> {
 impl<'t> Plan<'t> {
     pub fn new(task: &'t Task, records: &[&ObservationRecord]) -> Plan<'t> {
         let columns = slots::columns_in(records.iter().copied());
-        let mut texts: Vec<&str> = task.required_evidence().iter().filter(|e| e.tool == "calculator").map(|e| e.hint.as_str()).collect();
+        let mut texts: Vec<&str> = task
+            .required_evidence()
+            .iter()
+            .filter(|e| e.tool == "calculator")
+            .map(|e| e.hint.as_str())
+            .collect();
         texts.push(task.text());
         let each_row_lower_limit = records
             .iter()
@@ -374,7 +528,12 @@ impl<'t> Plan<'t> {
             .filter(|result| result["expression"].is_string())
             .filter_map(|result| result["value"].as_f64())
             .collect();
-        Plan { columns, texts, each_row_lower_limit, computed }
+        Plan {
+            columns,
+            texts,
+            each_row_lower_limit,
+            computed,
+        }
     }
 
     fn focus(&self, name: &str) -> Focus<'_> {
@@ -385,7 +544,9 @@ impl<'t> Plan<'t> {
 
     fn resolve_end(&self, end: End) -> Option<End> {
         match end {
-            End::Either => self.each_row_lower_limit.map(|lower| if lower { End::Lowest } else { End::Highest }),
+            End::Either => self
+                .each_row_lower_limit
+                .map(|lower| if lower { End::Lowest } else { End::Highest }),
             other => Some(other),
         }
     }
@@ -420,7 +581,11 @@ impl<'t> Plan<'t> {
                 for c in focus.candidates() {
                     for e in &ends {
                         if let Some((label, v)) = c.extreme(*e) {
-                            if value { push(slots::forms(v)) } else { push(vec![label.to_owned()]) }
+                            if value {
+                                push(slots::forms(v))
+                            } else {
+                                push(vec![label.to_owned()])
+                            }
                             *last_row = Some((c.clone(), label.to_owned()));
                         }
                     }
@@ -454,7 +619,13 @@ impl<'t> Plan<'t> {
     }
 
     /// Checks one filled slot.
-    fn check_slot(&self, name: &str, fill: &str, answer_text: &str, last_row: &mut Option<(ColumnData, String)>) -> Result<ClaimCheck, ClaimRejection> {
+    fn check_slot(
+        &self,
+        name: &str,
+        fill: &str,
+        answer_text: &str,
+        last_row: &mut Option<(ColumnData, String)>,
+    ) -> Result<ClaimCheck, ClaimRejection> {
         let part = format!("<{name}>");
         let claim = slots::classify(name, &self.columns);
         let number = crate::numbers::scan(fill).into_iter().next();
@@ -479,14 +650,26 @@ impl<'t> Plan<'t> {
                 let mention = need_number(&format!("the {} of a column", aggregate.function()))?;
                 let candidates = focus.candidates();
                 if candidates.is_empty() {
-                    return Ok(unverified(&part, kind, fill, "no observed column fits this slot, so its value cannot be checked"));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "no observed column fits this slot, so its value cannot be checked",
+                    ));
                 }
                 let matching: Vec<(&ColumnData, f64)> = candidates
                     .iter()
                     .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
                     .filter(|(_, v)| mention.stands_for(*v))
                     .collect();
-                let describe = |c: &ColumnData| format!("{}([{}]) over {} rows", aggregate.function(), c.name, c.values.len());
+                let describe = |c: &ColumnData| {
+                    format!(
+                        "{}([{}]) over {} rows",
+                        aggregate.function(),
+                        c.name,
+                        c.values.len()
+                    )
+                };
                 match (candidates.len(), matching.as_slice()) {
                     (1, [(c, v)]) => {
                         // The value must also be what a cited calculator call computed: a cell that happens to
@@ -504,7 +687,12 @@ impl<'t> Plan<'t> {
                                 ),
                             ));
                         }
-                        if !c.missing.is_empty() && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows) {
+                        if !c.missing.is_empty()
+                            && !lexicon::contains_any(
+                                answer_text,
+                                &lexicon::lexicon().excluded_rows,
+                            )
+                        {
                             return Ok(unverified(
                                 &part,
                                 kind,
@@ -517,20 +705,33 @@ impl<'t> Plan<'t> {
                                 ),
                             ));
                         }
-                        let mut detail = format!("{} = {}", describe(c), crate::numbers::canonical(*v));
+                        let mut detail =
+                            format!("{} = {}", describe(c), crate::numbers::canonical(*v));
                         if !c.missing.is_empty() {
-                            detail.push_str(&format!("; rows without a value left out: {}", c.missing.join(", ")));
+                            detail.push_str(&format!(
+                                "; rows without a value left out: {}",
+                                c.missing.join(", ")
+                            ));
                         }
                         Ok(verified(&part, kind, fill, detail))
                     }
                     (_, []) => {
                         let expected: Vec<String> = candidates
                             .iter()
-                            .filter_map(|c| aggregate.apply(&c.values).map(|v| format!("{} = {}", describe(c), crate::numbers::canonical(v))))
+                            .filter_map(|c| {
+                                aggregate.apply(&c.values).map(|v| {
+                                    format!("{} = {}", describe(c), crate::numbers::canonical(v))
+                                })
+                            })
                             .collect();
                         Err(reject(
                             "wrong_quantity",
-                            format!("{part} states {}, but the data gives {}; compute {}([Column]) over the column the task names", mention.printed, expected.join(" or "), aggregate.function()),
+                            format!(
+                                "{part} states {}, but the data gives {}; compute {}([Column]) over the column the task names",
+                                mention.printed,
+                                expected.join(" or "),
+                                aggregate.function()
+                            ),
                         ))
                     }
                     (_, [(c, _), ..]) => Ok(unverified(
@@ -539,7 +740,11 @@ impl<'t> Plan<'t> {
                         fill,
                         &format!(
                             "the task's words fit several columns ({}); the answer's value is {}, but which column was meant is not certain",
-                            candidates.iter().map(|c| format!("[{}]", c.name)).collect::<Vec<_>>().join(", "),
+                            candidates
+                                .iter()
+                                .map(|c| format!("[{}]", c.name))
+                                .collect::<Vec<_>>()
+                                .join(", "),
                             describe(c)
                         ),
                     )),
@@ -547,73 +752,208 @@ impl<'t> Plan<'t> {
             }
             SlotClaim::ExtremeLabel(end) | SlotClaim::ExtremeValue(end) => {
                 let Some(end) = self.resolve_end(end) else {
-                    return Ok(unverified(&part, kind, fill, "the slot names an end (\"worst\", \"best\") but no rule says which end is worse"));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the slot names an end (\"worst\", \"best\") but no rule says which end is worse",
+                    ));
                 };
                 let candidates = focus.candidates();
                 let [c] = candidates.as_slice() else {
-                    return Ok(unverified(&part, kind, fill, "the task's words fit no single observed column, so the row cannot be checked"));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the row cannot be checked",
+                    ));
                 };
                 let Some((label, value)) = c.extreme(end) else {
-                    return Ok(unverified(&part, kind, fill, &format!("[{}] has no single {} row (a tie)", c.name, end_word(end))));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!("[{}] has no single {} row (a tie)", c.name, end_word(end)),
+                    ));
                 };
                 *last_row = Some(((*c).clone(), label.to_owned()));
                 if matches!(claim, SlotClaim::ExtremeValue(_)) {
                     let mention = need_number(&format!("the value of the {} row", end_word(end)))?;
                     if !mention.stands_for(value) {
-                        return Err(reject("wrong_quantity", format!("{part} states {}, but the {} row of [{}] is {label} with {}", mention.printed, end_word(end), c.name, crate::numbers::canonical(value))));
+                        return Err(reject(
+                            "wrong_quantity",
+                            format!(
+                                "{part} states {}, but the {} row of [{}] is {label} with {}",
+                                mention.printed,
+                                end_word(end),
+                                c.name,
+                                crate::numbers::canonical(value)
+                            ),
+                        ));
                     }
-                    return Ok(verified(&part, kind, fill, format!("the {} row of [{}] is {label} = {}", end_word(end), c.name, crate::numbers::canonical(value))));
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "the {} row of [{}] is {label} = {}",
+                            end_word(end),
+                            c.name,
+                            crate::numbers::canonical(value)
+                        ),
+                    ));
                 }
                 if fill.trim().eq_ignore_ascii_case(label) {
-                    return Ok(verified(&part, kind, fill, format!("the {} row of [{}] ({} = {})", end_word(end), c.name, label, crate::numbers::canonical(value))));
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "the {} row of [{}] ({} = {})",
+                            end_word(end),
+                            c.name,
+                            label,
+                            crate::numbers::canonical(value)
+                        ),
+                    ));
                 }
                 let is_label = c.labels.iter().any(|l| l.eq_ignore_ascii_case(fill.trim()));
                 if !is_label && number.is_some() {
-                    return Err(reject("slot_type_mismatch", format!("{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name")));
+                    return Err(reject(
+                        "slot_type_mismatch",
+                        format!(
+                            "{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name"
+                        ),
+                    ));
                 }
-                Err(reject("wrong_row", format!("{part} names \"{fill}\", but the {} row of [{}] is {label} ({})", end_word(end), c.name, crate::numbers::canonical(value))))
+                Err(reject(
+                    "wrong_row",
+                    format!(
+                        "{part} names \"{fill}\", but the {} row of [{}] is {label} ({})",
+                        end_word(end),
+                        c.name,
+                        crate::numbers::canonical(value)
+                    ),
+                ))
             }
             SlotClaim::OwnValue => {
                 let Some((c, label)) = last_row.as_ref() else {
-                    return Ok(unverified(&part, kind, fill, "no earlier slot named the row this value belongs to"));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "no earlier slot named the row this value belongs to",
+                    ));
                 };
                 let Some(value) = c.value_of(label) else {
-                    return Ok(unverified(&part, kind, fill, &format!("{label} has no value in [{}]", c.name)));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!("{label} has no value in [{}]", c.name),
+                    ));
                 };
                 let mention = need_number("a row's value")?;
                 if !mention.stands_for(value) {
-                    return Err(reject("wrong_quantity", format!("{part} states {}, but {label}'s [{}] is {}", mention.printed, c.name, crate::numbers::canonical(value))));
+                    return Err(reject(
+                        "wrong_quantity",
+                        format!(
+                            "{part} states {}, but {label}'s [{}] is {}",
+                            mention.printed,
+                            c.name,
+                            crate::numbers::canonical(value)
+                        ),
+                    ));
                 }
-                Ok(verified(&part, kind, fill, format!("{label}'s [{}] = {}", c.name, crate::numbers::canonical(value))))
+                Ok(verified(
+                    &part,
+                    kind,
+                    fill,
+                    format!(
+                        "{label}'s [{}] = {}",
+                        c.name,
+                        crate::numbers::canonical(value)
+                    ),
+                ))
             }
             SlotClaim::ExcludedRow => {
                 let candidates = focus.candidates();
                 let [c] = candidates.as_slice() else {
-                    return Ok(unverified(&part, kind, fill, "the task's words fit no single observed column, so the left-out row cannot be checked"));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the left-out row cannot be checked",
+                    ));
                 };
-                if c.missing.iter().any(|m| m.eq_ignore_ascii_case(fill.trim())) {
-                    return Ok(verified(&part, kind, fill, format!("{} has no value in [{}] and was left out", fill.trim(), c.name)));
+                if c.missing
+                    .iter()
+                    .any(|m| m.eq_ignore_ascii_case(fill.trim()))
+                {
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "{} has no value in [{}] and was left out",
+                            fill.trim(),
+                            c.name
+                        ),
+                    ));
                 }
                 if c.missing.is_empty() {
-                    return Ok(unverified(&part, kind, fill, &format!("[{}] has a value in every row; no row was left out", c.name)));
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!("[{}] has a value in every row; no row was left out", c.name),
+                    ));
                 }
-                Err(reject("wrong_row", format!("{part} names \"{fill}\", but the row without a value in [{}] is {}", c.name, c.missing.join(", "))))
+                Err(reject(
+                    "wrong_row",
+                    format!(
+                        "{part} names \"{fill}\", but the row without a value in [{}] is {}",
+                        c.name,
+                        c.missing.join(", ")
+                    ),
+                ))
             }
             SlotClaim::Row => {
                 let row = self.columns.iter().find_map(|c| {
-                    c.labels.iter().chain(&c.missing).find(|l| l.eq_ignore_ascii_case(fill.trim())).map(|l| (c, l.clone()))
+                    c.labels
+                        .iter()
+                        .chain(&c.missing)
+                        .find(|l| l.eq_ignore_ascii_case(fill.trim()))
+                        .map(|l| (c, l.clone()))
                 });
                 let Some((c, label)) = row else {
                     return Err(reject(
                         "slot_type_mismatch",
-                        format!("{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"),
+                        format!(
+                            "{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"
+                        ),
                     ));
                 };
                 *last_row = Some((c.clone(), label));
-                Ok(unverified(&part, kind, fill, "the slot names a row, but which row its words mean is not read (no end word the runtime knows)"))
+                Ok(unverified(
+                    &part,
+                    kind,
+                    fill,
+                    "the slot names a row, but which row its words mean is not read (no end word the runtime knows)",
+                ))
             }
-            SlotClaim::Unsupported(quantity) => Ok(unverified(&part, kind, fill, &format!("the tools cannot compute a {quantity}, so this value cannot be verified"))),
-            SlotClaim::Open => Ok(unverified(&part, kind, fill, "the slot's name does not say what it claims, so only its grounding was checked")),
+            SlotClaim::Unsupported(quantity) => Ok(unverified(
+                &part,
+                kind,
+                fill,
+                &format!("the tools cannot compute a {quantity}, so this value cannot be verified"),
+            )),
+            SlotClaim::Open => Ok(unverified(
+                &part,
+                kind,
+                fill,
+                "the slot's name does not say what it claims, so only its grounding was checked",
+            )),
         }
     }
 }
@@ -665,10 +1005,22 @@ mod tests {
     fn options_say_met_or_not_by_phrase_or_by_negation() {
         let phrases = VerdictPhrases::default();
         let o = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
-        assert_eq!(option_polarity(&o("met", "not met"), 1, &phrases), Some(false));
-        assert_eq!(option_polarity(&o("may", "may not"), 0, &phrases), Some(true));
-        assert_eq!(option_polarity(&o("may", "may not"), 1, &phrases), Some(false));
-        assert_eq!(option_polarity(&o("达标", "未达标"), 1, &phrases), Some(false));
+        assert_eq!(
+            option_polarity(&o("met", "not met"), 1, &phrases),
+            Some(false)
+        );
+        assert_eq!(
+            option_polarity(&o("may", "may not"), 0, &phrases),
+            Some(true)
+        );
+        assert_eq!(
+            option_polarity(&o("may", "may not"), 1, &phrases),
+            Some(false)
+        );
+        assert_eq!(
+            option_polarity(&o("达标", "未达标"), 1, &phrases),
+            Some(false)
+        );
         assert_eq!(option_polarity(&o("red", "green"), 0, &phrases), None);
     }
 }

@@ -51,10 +51,16 @@ impl ColumnData {
     pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
         let best = match end {
             End::Lowest => self.values.iter().copied().fold(f64::INFINITY, f64::min),
-            End::Highest => self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            End::Highest => self
+                .values
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max),
             End::Either => return None,
         };
-        let at: Vec<usize> = (0..self.values.len()).filter(|&i| self.values[i] == best).collect();
+        let at: Vec<usize> = (0..self.values.len())
+            .filter(|&i| self.values[i] == best)
+            .collect();
         match at.as_slice() {
             [only] => Some((self.labels[*only].as_str(), best)),
             _ => None,
@@ -62,7 +68,10 @@ impl ColumnData {
     }
 
     pub fn value_of(&self, label: &str) -> Option<f64> {
-        self.labels.iter().position(|l| l == label).map(|i| self.values[i])
+        self.labels
+            .iter()
+            .position(|l| l == label)
+            .map(|i| self.values[i])
     }
 }
 
@@ -70,9 +79,13 @@ impl ColumnData {
 pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) -> Vec<ColumnData> {
     let mut out: Vec<ColumnData> = Vec::new();
     for record in records.into_iter().filter(|r| r.ok) {
-        let Some(result) = &record.result else { continue };
+        let Some(result) = &record.result else {
+            continue;
+        };
         for column in columns_of(result) {
-            if !out.iter().any(|c| c.name == column.name && c.rows == column.rows && c.labels == column.labels) {
+            if !out.iter().any(|c| {
+                c.name == column.name && c.rows == column.rows && c.labels == column.labels
+            }) {
                 out.push(column);
             }
         }
@@ -84,10 +97,21 @@ pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) 
 pub fn columns_of(result: &Value) -> Vec<ColumnData> {
     let mut out = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
-        let rows_name = table["label_column"].as_str().unwrap_or_default().to_owned();
+        let rows_name = table["label_column"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else { continue };
-            let mut data = ColumnData { name: name.to_owned(), rows: rows_name.clone(), labels: Vec::new(), values: Vec::new(), missing: Vec::new() };
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
+            let mut data = ColumnData {
+                name: name.to_owned(),
+                rows: rows_name.clone(),
+                labels: Vec::new(),
+                values: Vec::new(),
+                missing: Vec::new(),
+            };
             for row in table["rows"].as_array().into_iter().flatten() {
                 let label = row["label"].as_str().unwrap_or_default().to_owned();
                 match row["values"][name].as_f64() {
@@ -138,8 +162,14 @@ fn score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
         h.retain(|w| !row_words.contains(w));
         h
     };
-    let text_rowless: Vec<&String> = text_words.iter().filter(|w| !row_words.contains(w)).collect();
-    let named = header.iter().map(|h| text_rowless.iter().filter(|w| **w == h).count()).sum();
+    let text_rowless: Vec<&String> = text_words
+        .iter()
+        .filter(|w| !row_words.contains(w))
+        .collect();
+    let named = header
+        .iter()
+        .map(|h| text_rowless.iter().filter(|w| **w == h).count())
+        .sum();
     let rows = row_words.iter().filter(|r| text_words.contains(r)).count();
     (named, rows)
 }
@@ -152,7 +182,9 @@ pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
         // A single observed column is the one meant only when some text names it: a lookup that found
         // another table (finance figures where the task asks about tariffs) must not be read as the answer.
         [only] => {
-            let named = texts.iter().any(|t| score(only, &lexicon::content_words(t)).0 > 0);
+            let named = texts
+                .iter()
+                .any(|t| score(only, &lexicon::content_words(t)).0 > 0);
             return if named { Focus::One(only) } else { Focus::None };
         }
         _ => {}
@@ -160,12 +192,17 @@ pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
     let mut last = Focus::None;
     for text in texts {
         let words = lexicon::content_words(text);
-        let scored: Vec<((usize, usize), &ColumnData)> = columns.iter().map(|c| (score(c, &words), c)).collect();
+        let scored: Vec<((usize, usize), &ColumnData)> =
+            columns.iter().map(|c| (score(c, &words), c)).collect();
         let top = scored.iter().map(|(s, _)| *s).max().unwrap_or((0, 0));
         if top.0 == 0 {
             continue;
         }
-        let at_top: Vec<&ColumnData> = scored.iter().filter(|(s, _)| *s == top).map(|(_, c)| *c).collect();
+        let at_top: Vec<&ColumnData> = scored
+            .iter()
+            .filter(|(s, _)| *s == top)
+            .map(|(_, c)| *c)
+            .collect();
         if let [only] = at_top.as_slice() {
             return Focus::One(only);
         }
@@ -200,11 +237,20 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         // The rows are named by the label column's header, or (a list without one) by the words the
         // row labels share ("Line A", "Line B" → "line").
         let rows_named = columns.iter().any(|c| {
-            lexicon::content_words(&c.rows).iter().any(|r| words.contains(r))
-                || c.labels.iter().flat_map(|l| lexicon::content_words(l)).any(|r| words.contains(&r))
+            lexicon::content_words(&c.rows)
+                .iter()
+                .any(|r| words.contains(r))
+                || c.labels
+                    .iter()
+                    .flat_map(|l| lexicon::content_words(l))
+                    .any(|r| words.contains(&r))
         });
         let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
-        return if names_quantity && !rows_named { SlotClaim::ExtremeValue(end) } else { SlotClaim::ExtremeLabel(end) };
+        return if names_quantity && !rows_named {
+            SlotClaim::ExtremeValue(end)
+        } else {
+            SlotClaim::ExtremeLabel(end)
+        };
     }
     if lexicon::contains_any(name, &lexicon::lexicon().excluded_rows) {
         return SlotClaim::ExcludedRow;
@@ -230,11 +276,19 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
 /// one) a word the row labels share.
 fn names_rows(words: &[String], columns: &[ColumnData]) -> bool {
     columns.iter().any(|c| {
-        lexicon::content_words(&c.rows).iter().any(|r| words.contains(r)) || {
-            let label_words: Vec<Vec<String>> = c.labels.iter().map(|l| lexicon::content_words(l)).collect();
-            // A word most row labels share ("Line A", "Line B" → line; "Old vine house", "Propagation house" → house).
-            words.iter().any(|w| label_words.len() >= 2 && label_words.iter().filter(|l| l.contains(w)).count() * 2 > label_words.len())
-        }
+        lexicon::content_words(&c.rows)
+            .iter()
+            .any(|r| words.contains(r))
+            || {
+                let label_words: Vec<Vec<String>> =
+                    c.labels.iter().map(|l| lexicon::content_words(l)).collect();
+                // A word most row labels share ("Line A", "Line B" → line; "Old vine house", "Propagation house" → house).
+                words.iter().any(|w| {
+                    label_words.len() >= 2
+                        && label_words.iter().filter(|l| l.contains(w)).count() * 2
+                            > label_words.len()
+                })
+            }
     })
 }
 
@@ -252,20 +306,26 @@ fn without_quantity_names(name: &str, columns: &[ColumnData]) -> String {
             continue;
         }
         let slot = lexicon::words(&text);
-        let head: Vec<String> = lexicon::words(header).into_iter().map(|w| w.folded).collect();
+        let head: Vec<String> = lexicon::words(header)
+            .into_iter()
+            .map(|w| w.folded)
+            .collect();
         // The whole header (any length), else the longest run of two or more of its words.
         let mut best: Option<(usize, usize)> = None; // (start index in slot, length)
         for i in 0..slot.len() {
             for j in 0..head.len() {
                 let mut n = 0;
-                while i + n < slot.len() && j + n < head.len() && slot[i + n].folded == head[j + n] {
+                while i + n < slot.len() && j + n < head.len() && slot[i + n].folded == head[j + n]
+                {
                     n += 1;
                 }
                 // A one-word header that is itself an aggregate or end word (`Total`, `Max`) is kept: "<total
                 // loans>" still claims a total.
                 let whole = j == 0
                     && n == head.len()
-                    && (n > 1 || (lexicon::aggregates_in(header).is_empty() && lexicon::end_in(header).is_none()));
+                    && (n > 1
+                        || (lexicon::aggregates_in(header).is_empty()
+                            && lexicon::end_in(header).is_none()));
                 if (n >= 2 || whole) && best.is_none_or(|(_, m)| n > m) {
                     best = Some((i, n));
                 }
@@ -300,10 +360,16 @@ mod tests {
 
     #[test]
     fn the_rows_words_do_not_pick_a_column() {
-        let cols = vec![col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]), col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1])];
+        let cols = vec![
+            col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]),
+            col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1]),
+        ];
         let f = focus(&cols, &["compute the mean turbidity of all sample points"]);
         assert_eq!(f, Focus::One(&cols[1]));
-        assert!(matches!(focus(&cols, &["compute the mean of all sample points"]), Focus::None));
+        assert!(matches!(
+            focus(&cols, &["compute the mean of all sample points"]),
+            Focus::None
+        ));
     }
 
     #[test]
@@ -313,58 +379,150 @@ mod tests {
             col("Ratings received", "Operator", &["A", "B"], &[640.0, 400.0]),
             col("Rating", "Operator", &["A", "B"], &[4.6, 4.1]),
         ];
-        assert_eq!(focus(&cols, &["compute the average rating of all operators"]), Focus::One(&cols[2]));
-        assert_eq!(focus(&cols, &["the ratings received by each operator"]), Focus::One(&cols[1]));
+        assert_eq!(
+            focus(&cols, &["compute the average rating of all operators"]),
+            Focus::One(&cols[2])
+        );
+        assert_eq!(
+            focus(&cols, &["the ratings received by each operator"]),
+            Focus::One(&cols[1])
+        );
         // Named by different words, each in part or whole, two columns still tie.
-        let staff = vec![col("Staff", "Site", &["A"], &[1.0]), col("Wait time", "Site", &["A"], &[2.0])];
+        let staff = vec![
+            col("Staff", "Site", &["A"], &[1.0]),
+            col("Wait time", "Site", &["A"], &[2.0]),
+        ];
         assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
     }
 
     #[test]
     fn a_single_column_no_text_names_is_not_the_one_meant() {
         // The lookup found only a finance table; the task asks about tariffs.
-        let cols = vec![col("Finance", "Item", &["Concession fee", "Rates"], &[18000.0, 0.21])];
-        assert_eq!(focus(&cols, &["average tariff", "compute the average tariff of all sites"]), Focus::None);
-        assert_eq!(focus(&cols, &["total finance figures"]), Focus::One(&cols[0]));
+        let cols = vec![col(
+            "Finance",
+            "Item",
+            &["Concession fee", "Rates"],
+            &[18000.0, 0.21],
+        )];
+        assert_eq!(
+            focus(
+                &cols,
+                &["average tariff", "compute the average tariff of all sites"]
+            ),
+            Focus::None
+        );
+        assert_eq!(
+            focus(&cols, &["total finance figures"]),
+            Focus::One(&cols[0])
+        );
     }
 
     #[test]
     fn slot_names_say_what_they_claim() {
         let cols = vec![col("Peak temperature", "Fridge", &["A", "B"], &[4.0, 6.5])];
-        assert_eq!(classify("highest peak temperature", &cols), SlotClaim::ExtremeValue(End::Highest));
-        assert_eq!(classify("highest fridge", &cols), SlotClaim::ExtremeLabel(End::Highest));
-        assert_eq!(classify("lowest", &cols), SlotClaim::ExtremeLabel(End::Lowest));
-        assert_eq!(classify("average", &cols), SlotClaim::Aggregate(Aggregate::Mean));
-        assert_eq!(classify("平均值", &cols), SlotClaim::Aggregate(Aggregate::Mean));
-        assert_eq!(classify("total output", &cols), SlotClaim::Aggregate(Aggregate::Sum));
-        assert_eq!(classify("median delay", &cols), SlotClaim::Unsupported("median".into()));
+        assert_eq!(
+            classify("highest peak temperature", &cols),
+            SlotClaim::ExtremeValue(End::Highest)
+        );
+        assert_eq!(
+            classify("highest fridge", &cols),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
+        assert_eq!(
+            classify("lowest", &cols),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("average", &cols),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("平均值", &cols),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("total output", &cols),
+            SlotClaim::Aggregate(Aggregate::Sum)
+        );
+        assert_eq!(
+            classify("median delay", &cols),
+            SlotClaim::Unsupported("median".into())
+        );
         assert_eq!(classify("its value", &cols), SlotClaim::OwnValue);
-        assert_eq!(classify("worst line", &cols), SlotClaim::ExtremeLabel(End::Either));
+        assert_eq!(
+            classify("worst line", &cols),
+            SlotClaim::ExtremeLabel(End::Either)
+        );
         assert_eq!(classify("name", &cols), SlotClaim::Open);
         // The quantity's name holds an end word: the slot's own words decide.
-        let frost = vec![col("Lowest night temperature", "House", &["Old vine house", "Propagation house"], &[9.0, 12.5])];
-        assert_eq!(classify("average lowest night temperature", &frost), SlotClaim::Aggregate(Aggregate::Mean));
-        assert_eq!(classify("lowest house", &frost), SlotClaim::ExtremeLabel(End::Lowest));
-        assert_eq!(classify("highest lowest night temperature", &frost), SlotClaim::ExtremeValue(End::Highest));
+        let frost = vec![col(
+            "Lowest night temperature",
+            "House",
+            &["Old vine house", "Propagation house"],
+            &[9.0, 12.5],
+        )];
+        assert_eq!(
+            classify("average lowest night temperature", &frost),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("lowest house", &frost),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("highest lowest night temperature", &frost),
+            SlotClaim::ExtremeValue(End::Highest)
+        );
         // The rows named with an end word the lexicon does not know: a label, which one not read.
         assert_eq!(classify("coldest house", &frost), SlotClaim::Row);
-        let unlabelled = vec![col("Lowest night temperature", "", &["Old vine house", "Propagation house", "Cold frame house"], &[9.0, 12.5, 10.0])];
+        let unlabelled = vec![col(
+            "Lowest night temperature",
+            "",
+            &["Old vine house", "Propagation house", "Cold frame house"],
+            &[9.0, 12.5, 10.0],
+        )];
         assert_eq!(classify("coldest house", &unlabelled), SlotClaim::Row);
         // A slot naming the quantity and the rows without an end word is the value of the row named before it.
-        let blocks = vec![col("Frost hours", "Block", &["Creek Flat", "Hill Top"], &[71.0, 40.0])];
-        assert_eq!(classify("frost hours of that block", &blocks), SlotClaim::OwnValue);
+        let blocks = vec![col(
+            "Frost hours",
+            "Block",
+            &["Creek Flat", "Hill Top"],
+            &[71.0, 40.0],
+        )];
+        assert_eq!(
+            classify("frost hours of that block", &blocks),
+            SlotClaim::OwnValue
+        );
         assert_eq!(classify("block frost hours", &blocks), SlotClaim::OwnValue);
         assert_eq!(classify("coldest block", &blocks), SlotClaim::Row);
         // A column named after a statistic the tools cannot compute is still a column: its average is an average.
         let fill = vec![col("Fill variance", "Blend", &["A", "B"], &[-0.9, 1.2])];
-        assert_eq!(classify("average fill variance", &fill), SlotClaim::Aggregate(Aggregate::Mean));
-        assert_eq!(classify("blend with the lowest fill variance", &fill), SlotClaim::ExtremeLabel(End::Lowest));
-        assert_eq!(classify("median fill variance", &fill), SlotClaim::Unsupported("median".into()));
-        assert_eq!(classify("variance of the waits", &cols), SlotClaim::Unsupported("variance".into()));
+        assert_eq!(
+            classify("average fill variance", &fill),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("blend with the lowest fill variance", &fill),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("median fill variance", &fill),
+            SlotClaim::Unsupported("median".into())
+        );
+        assert_eq!(
+            classify("variance of the waits", &cols),
+            SlotClaim::Unsupported("variance".into())
+        );
         let clinic = vec![col("Wait", "Clinic", &["A"], &[3.0])];
-        assert_eq!(classify("longest-wait clinic", &clinic), SlotClaim::ExtremeLabel(End::Highest));
+        assert_eq!(
+            classify("longest-wait clinic", &clinic),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
         let zh = vec![col("满意度", "医院", &["甲"], &[90.0])];
-        assert_eq!(classify("最低医院", &zh), SlotClaim::ExtremeLabel(End::Lowest));
+        assert_eq!(
+            classify("最低医院", &zh),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
     }
 
     #[test]

@@ -20,13 +20,23 @@ pub fn parse(template: &str) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('<') {
-        let Some(close) = rest[open..].find('>').map(|c| open + c) else { break };
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else {
+            break;
+        };
         if open > 0 {
             parts.push(Part::Text(rest[..open].to_owned()));
         }
         let inner = rest[open + 1..close].trim();
-        let options: Vec<String> = inner.split('/').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
-        parts.push(if options.len() >= 2 { Part::Choice(options) } else { Part::Slot(inner.to_owned()) });
+        let options: Vec<String> = inner
+            .split('/')
+            .map(|o| o.trim().to_owned())
+            .filter(|o| !o.is_empty())
+            .collect();
+        parts.push(if options.len() >= 2 {
+            Part::Choice(options)
+        } else {
+            Part::Slot(inner.to_owned())
+        });
         rest = &rest[close + 1..];
     }
     if !rest.is_empty() {
@@ -51,7 +61,10 @@ pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
     let mut pending: Option<String> = None;
     let close_slot = |pending: &mut Option<String>, fills: &mut Vec<Fill>, text: &str| {
         if let Some(name) = pending.take() {
-            fills.push(Fill::Slot { name, text: text.trim().to_owned() });
+            fills.push(Fill::Slot {
+                name,
+                text: text.trim().to_owned(),
+            });
         }
     };
     for part in parts {
@@ -61,7 +74,9 @@ pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
                 if wanted.is_empty() {
                     continue;
                 }
-                let at = if pending.is_some() { answer[pos..].find(wanted)? + pos } else {
+                let at = if pending.is_some() {
+                    answer[pos..].find(wanted)? + pos
+                } else {
                     let rest = &answer[pos..];
                     let skipped = rest.len() - rest.trim_start().len();
                     if !rest.trim_start().starts_with(wanted) {
@@ -83,15 +98,28 @@ pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
                 let mut order: Vec<usize> = (0..options.len()).collect();
                 order.sort_by_key(|&i| std::cmp::Reverse(options[i].len()));
                 let found = if pending.is_some() {
-                    order.iter().filter_map(|&i| answer[pos..].find(options[i].as_str()).map(|at| (pos + at, i))).min_by_key(|(at, i)| (*at, std::cmp::Reverse(options[*i].len())))
+                    order
+                        .iter()
+                        .filter_map(|&i| {
+                            answer[pos..]
+                                .find(options[i].as_str())
+                                .map(|at| (pos + at, i))
+                        })
+                        .min_by_key(|(at, i)| (*at, std::cmp::Reverse(options[*i].len())))
                 } else {
                     let rest = &answer[pos..];
                     let skipped = rest.len() - rest.trim_start().len();
-                    order.iter().find(|&&i| rest.trim_start().starts_with(options[i].as_str())).map(|&i| (pos + skipped, i))
+                    order
+                        .iter()
+                        .find(|&&i| rest.trim_start().starts_with(options[i].as_str()))
+                        .map(|&i| (pos + skipped, i))
                 };
                 let (at, chosen) = found?;
                 close_slot(&mut pending, &mut fills, &answer[pos..at]);
-                fills.push(Fill::Choice { options: options.clone(), chosen });
+                fills.push(Fill::Choice {
+                    options: options.clone(),
+                    chosen,
+                });
                 pos = at + options[chosen].len();
             }
         }
@@ -138,14 +166,29 @@ mod tests {
         assert_eq!(
             fills,
             vec![
-                Fill::Slot { name: "average".into(), text: "81.5".into() },
-                Fill::Slot { name: "lowest site".into(), text: "Site C".into() },
-                Fill::Choice { options: vec!["met".into(), "not met".into()], chosen: 1 },
+                Fill::Slot {
+                    name: "average".into(),
+                    text: "81.5".into()
+                },
+                Fill::Slot {
+                    name: "lowest site".into(),
+                    text: "Site C".into()
+                },
+                Fill::Choice {
+                    options: vec!["met".into(), "not met".into()],
+                    chosen: 1
+                },
             ]
         );
         assert!(read_back(&parts, "The average is 81.5 and the rule is met").is_none());
         let two = parse("The target is <met / not met>, so it <may / may not> be renewed.");
         let fills = read_back(&two, "The target is met, so it may not be renewed.").unwrap();
-        assert_eq!(fills[1], Fill::Choice { options: vec!["may".into(), "may not".into()], chosen: 1 });
+        assert_eq!(
+            fills[1],
+            Fill::Choice {
+                options: vec!["may".into(), "may not".into()],
+                chosen: 1
+            }
+        );
     }
 }

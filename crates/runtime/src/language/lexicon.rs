@@ -101,8 +101,9 @@ pub struct Lexicon {
     pub row_links: Vec<String>,
 }
 
-static LEXICON: LazyLock<Lexicon> =
-    LazyLock::new(|| serde_json::from_str(include_str!("lexicon.json")).expect("lexicon.json is valid (tested)"));
+static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("lexicon.json")).expect("lexicon.json is valid (tested)")
+});
 
 /// The vocabulary.
 pub fn lexicon() -> &'static Lexicon {
@@ -126,7 +127,13 @@ pub enum Aggregate {
 }
 
 impl Aggregate {
-    pub const ALL: [Aggregate; 5] = [Aggregate::Mean, Aggregate::Sum, Aggregate::Min, Aggregate::Max, Aggregate::Count];
+    pub const ALL: [Aggregate; 5] = [
+        Aggregate::Mean,
+        Aggregate::Sum,
+        Aggregate::Min,
+        Aggregate::Max,
+        Aggregate::Count,
+    ];
 
     /// The calculator function computing it.
     pub fn function(self) -> &'static str {
@@ -227,7 +234,11 @@ pub fn fold(word: &str) -> String {
     if n > 4 && w.ends_with("ies") {
         return format!("{}y", &w[..n - 3]);
     }
-    if n > 4 && ["sses", "xes", "ches", "shes"].iter().any(|s| w.ends_with(s)) {
+    if n > 4
+        && ["sses", "xes", "ches", "shes"]
+            .iter()
+            .any(|s| w.ends_with(s))
+    {
         return w[..n - 2].to_owned();
     }
     match w.strip_suffix('s') {
@@ -241,15 +252,25 @@ pub fn fold(word: &str) -> String {
 pub fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         let part = (c.is_alphanumeric() && !is_cjk(c)) || (c == '\'' && start.is_some());
         match (part, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 // A possessive names the thing itself: "each hotel's occupancy" is about hotels.
                 let raw = text[s..i].trim_end_matches('\'');
-                let raw = raw.strip_suffix("'s").or_else(|| raw.strip_suffix("'S")).unwrap_or(raw);
-                out.push(Word { start: s, end: s + raw.len(), folded: fold(raw) });
+                let raw = raw
+                    .strip_suffix("'s")
+                    .or_else(|| raw.strip_suffix("'S"))
+                    .unwrap_or(raw);
+                out.push(Word {
+                    start: s,
+                    end: s + raw.len(),
+                    folded: fold(raw),
+                });
                 start = None;
             }
             _ => {}
@@ -275,7 +296,11 @@ pub fn find<'a>(text: &str, entry: &'a str) -> Vec<Hit<'a>> {
             }
             let all = wanted.iter().zip(&have[i..]).all(|(w, h)| &h.folded == w);
             if all {
-                out.push(Hit { start: have[i].start, end: have[i + wanted.len() - 1].end, entry });
+                out.push(Hit {
+                    start: have[i].start,
+                    end: have[i + wanted.len() - 1].end,
+                    entry,
+                });
             }
         }
         return out;
@@ -284,12 +309,20 @@ pub fn find<'a>(text: &str, entry: &'a str) -> Vec<Hit<'a>> {
     if lower.len() != text.len() {
         // Lowercasing changed byte lengths (rare scripts): match on the original text only.
         for (i, _) in text.match_indices(entry) {
-            out.push(Hit { start: i, end: i + entry.len(), entry });
+            out.push(Hit {
+                start: i,
+                end: i + entry.len(),
+                entry,
+            });
         }
         return out;
     }
     for (i, _) in lower.match_indices(&entry.to_lowercase()) {
-        out.push(Hit { start: i, end: i + entry.len(), entry });
+        out.push(Hit {
+            start: i,
+            end: i + entry.len(),
+            entry,
+        });
     }
     out
 }
@@ -314,13 +347,20 @@ pub fn contains_any<'a>(text: &str, entries: impl IntoIterator<Item = &'a String
 
 /// The aggregates `text` names ("the average wait" → [Mean]), in a fixed order.
 pub fn aggregates_in(text: &str) -> Vec<Aggregate> {
-    Aggregate::ALL.into_iter().filter(|a| contains_any(text, a.words())).collect()
+    Aggregate::ALL
+        .into_iter()
+        .filter(|a| contains_any(text, a.words()))
+        .collect()
 }
 
 /// The end of a column `text` names, if exactly one kind of end word occurs.
 pub fn end_in(text: &str) -> Option<End> {
     let e = &lexicon().extremes;
-    match (contains_any(text, &e.lowest), contains_any(text, &e.highest), contains_any(text, &e.either)) {
+    match (
+        contains_any(text, &e.lowest),
+        contains_any(text, &e.highest),
+        contains_any(text, &e.either),
+    ) {
         (true, false, _) => Some(End::Lowest),
         (false, true, _) => Some(End::Highest),
         (false, false, true) | (true, true, _) => Some(End::Either),
@@ -330,7 +370,11 @@ pub fn end_in(text: &str) -> Option<End> {
 
 /// A quantity the tools cannot compute that `text` names ("median"), if any.
 pub fn unsupported_in(text: &str) -> Option<&'static str> {
-    lexicon().unsupported_quantities.iter().find(|q| !find(text, q).is_empty()).map(String::as_str)
+    lexicon()
+        .unsupported_quantities
+        .iter()
+        .find(|q| !find(text, q).is_empty())
+        .map(String::as_str)
 }
 
 /// Of column headers a text names by the very same words, the one those words name whole ("the average
@@ -341,7 +385,11 @@ pub fn named_whole(headers: &[&str], text: &str) -> Option<usize> {
         let mut header = content_words(name);
         header.sort();
         header.dedup();
-        let hit: Vec<String> = header.iter().filter(|h| words.contains(h)).cloned().collect();
+        let hit: Vec<String> = header
+            .iter()
+            .filter(|h| words.contains(h))
+            .cloned()
+            .collect();
         let rest = header.len() - hit.len();
         (hit, rest)
     };
@@ -349,7 +397,9 @@ pub fn named_whole(headers: &[&str], text: &str) -> Option<usize> {
     if first.is_empty() || headers.iter().any(|h| matched(h).0 != first) {
         return None;
     }
-    let whole: Vec<usize> = (0..headers.len()).filter(|&i| matched(headers[i]).1 == 0).collect();
+    let whole: Vec<usize> = (0..headers.len())
+        .filter(|&i| matched(headers[i]).1 == 0)
+        .collect();
     match whole.as_slice() {
         [only] => Some(*only),
         _ => None,
@@ -361,7 +411,13 @@ pub fn named_whole(headers: &[&str], text: &str) -> Option<usize> {
 pub fn content_words(text: &str) -> Vec<String> {
     let lex = lexicon();
     let mut functional: Vec<String> = Vec::new();
-    for list in [&lex.aggregates.mean, &lex.aggregates.sum, &lex.extremes.lowest, &lex.extremes.highest, &lex.extremes.either] {
+    for list in [
+        &lex.aggregates.mean,
+        &lex.aggregates.sum,
+        &lex.extremes.lowest,
+        &lex.extremes.highest,
+        &lex.extremes.either,
+    ] {
         for entry in list.iter().filter(|e| !has_cjk(e) && !e.contains(' ')) {
             functional.push(fold(entry));
         }
@@ -369,11 +425,21 @@ pub fn content_words(text: &str) -> Vec<String> {
     let mut out: Vec<String> = words(text)
         .into_iter()
         .map(|w| w.folded)
-        .filter(|w| !functional.contains(w) && !is_function_word(w) && !w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| {
+            !functional.contains(w)
+                && !is_function_word(w)
+                && !w.chars().all(|c| c.is_ascii_digit())
+        })
         .collect();
     // CJK runs as overlapping bigrams, without the aggregate and end words.
     let mut cjk = text.to_owned();
-    for list in [&lex.aggregates.mean, &lex.aggregates.sum, &lex.extremes.lowest, &lex.extremes.highest, &lex.extremes.either] {
+    for list in [
+        &lex.aggregates.mean,
+        &lex.aggregates.sum,
+        &lex.extremes.lowest,
+        &lex.extremes.highest,
+        &lex.extremes.either,
+    ] {
         for entry in list.iter().filter(|e| has_cjk(e)) {
             cjk = cjk.replace(entry.as_str(), " ");
         }
@@ -399,17 +465,34 @@ pub fn content_words(text: &str) -> Vec<String> {
 mod tests {
     #[test]
     fn a_header_named_whole_breaks_a_tie_of_the_same_words() {
-        assert_eq!(named_whole(&["Ratings received", "Rating"], "the average rating of all operators"), Some(1));
+        assert_eq!(
+            named_whole(
+                &["Ratings received", "Rating"],
+                "the average rating of all operators"
+            ),
+            Some(1)
+        );
         assert_eq!(named_whole(&["Staff", "Wait time"], "staff and wait"), None);
-        assert_eq!(named_whole(&["满意度", "满意度调查人数"], "计算平均满意度"), Some(0));
+        assert_eq!(
+            named_whole(&["满意度", "满意度调查人数"], "计算平均满意度"),
+            Some(0)
+        );
     }
 
     use super::*;
 
     #[test]
     fn one_fold_for_column_matching_and_retrieval() {
-        for (plural, singular) in [("batches", "batch"), ("categories", "category"), ("expenses", "expense"), ("responses", "response"),
-            ("cases", "case"), ("classes", "class"), ("boxes", "box"), ("Rules", "rule")] {
+        for (plural, singular) in [
+            ("batches", "batch"),
+            ("categories", "category"),
+            ("expenses", "expense"),
+            ("responses", "response"),
+            ("cases", "case"),
+            ("classes", "class"),
+            ("boxes", "box"),
+            ("Rules", "rule"),
+        ] {
             assert_eq!(fold(plural), fold(singular), "{plural} / {singular}");
             assert_eq!(fold(plural), singular);
         }
@@ -434,22 +517,37 @@ mod tests {
     #[test]
     fn lexicon_loads_and_every_list_is_filled() {
         let l = lexicon();
-        assert!(!l.comparisons.is_empty() && !l.negations.is_empty() && !l.unsupported_quantities.is_empty());
+        assert!(
+            !l.comparisons.is_empty()
+                && !l.negations.is_empty()
+                && !l.unsupported_quantities.is_empty()
+        );
     }
 
     #[test]
     fn function_words_are_one_list_read_in_any_case() {
         assert!(is_function_word("The") && is_function_word("which") && is_function_word("THEIR"));
-        assert!(!is_function_word("used") && !is_function_word("turbidity") && !is_function_word(""));
+        assert!(
+            !is_function_word("used") && !is_function_word("turbidity") && !is_function_word("")
+        );
         // Content words of a header keep what the column is about, whatever function words surround it.
-        assert_eq!(content_words("What is the turbidity of each sample point"), ["turbidity", "sample", "point"]);
-        assert!(lexicon().row_links.iter().any(|w| w.chars().any(is_cjk)), "row links cover CJK text");
+        assert_eq!(
+            content_words("What is the turbidity of each sample point"),
+            ["turbidity", "sample", "point"]
+        );
+        assert!(
+            lexicon().row_links.iter().any(|w| w.chars().any(is_cjk)),
+            "row links cover CJK text"
+        );
     }
 
     #[test]
     fn words_match_whole_and_folded_cjk_as_substrings() {
         assert_eq!(aggregates_in("compute the average wait"), [Aggregate::Mean]);
-        assert_eq!(aggregates_in("the averages of all sites"), [Aggregate::Mean]);
+        assert_eq!(
+            aggregates_in("the averages of all sites"),
+            [Aggregate::Mean]
+        );
         assert_eq!(aggregates_in("计算平均满意度"), [Aggregate::Mean]);
         assert_eq!(aggregates_in("the total output"), [Aggregate::Sum]);
         assert!(aggregates_in("meantime").is_empty());
@@ -464,7 +562,10 @@ mod tests {
 
     #[test]
     fn possessives_name_the_thing_itself() {
-        assert_eq!(content_words("chart each hotel's occupancy"), ["chart", "hotel", "occupancy"]);
+        assert_eq!(
+            content_words("chart each hotel's occupancy"),
+            ["chart", "hotel", "occupancy"]
+        );
         assert_eq!(content_words("the stores' rates"), ["store", "rate"]);
         assert_eq!(content_words("don't"), ["don't"]);
     }
@@ -472,7 +573,10 @@ mod tests {
     #[test]
     fn content_words_drop_aggregate_and_end_words() {
         assert_eq!(content_words("Avg basket"), ["basket"]);
-        assert_eq!(content_words("the average basket of all stores"), ["basket", "store"]);
+        assert_eq!(
+            content_words("the average basket of all stores"),
+            ["basket", "store"]
+        );
         assert!(content_words("平均满意度").contains(&"满意".to_string()));
     }
 

@@ -59,10 +59,15 @@ struct Words {
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
-    let vocabulary: Vocabulary =
-        serde_json::from_str(TABLES_JSON).expect("language/tables.json is valid (checked by its unit tests)");
+    let vocabulary: Vocabulary = serde_json::from_str(TABLES_JSON)
+        .expect("language/tables.json is valid (checked by its unit tests)");
     let flat = |words: &PerLanguage| -> Vec<String> {
-        words.values().flatten().map(|w| w.trim().to_lowercase()).filter(|w| !w.is_empty()).collect()
+        words
+            .values()
+            .flatten()
+            .map(|w| w.trim().to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect()
     };
     let mut summary = Vec::new();
     for (words, kind) in [
@@ -72,21 +77,31 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| {
     ] {
         summary.extend(flat(words).into_iter().map(|w| (w, kind)));
     }
-    Words { summary, missing: flat(&vocabulary.missing_cells) }
+    Words {
+        summary,
+        missing: flat(&vocabulary.missing_cells),
+    }
 });
 
 /// The label without emphasis markers, surrounding whitespace or one trailing colon, lower-cased.
 fn normalized(label: &str) -> String {
     let text = label.trim().trim_matches(|c| matches!(c, '*' | '_')).trim();
     let text = text.strip_suffix([':', '：']).unwrap_or(text);
-    text.trim().trim_matches(|c| matches!(c, '*' | '_')).trim().to_lowercase()
+    text.trim()
+        .trim_matches(|c| matches!(c, '*' | '_'))
+        .trim()
+        .to_lowercase()
 }
 
 /// The kind of summary a row label marks, when the WHOLE label is a summary word (`Total`, `**Average**`,
 /// `Grand total:`, `合计`); `None` for any other label (`Total Care Clinic`, `North`).
 pub fn summary_kind(label: &str) -> Option<SummaryKind> {
     let label = normalized(label);
-    WORDS.summary.iter().find(|(word, _)| *word == label).map(|(_, kind)| *kind)
+    WORDS
+        .summary
+        .iter()
+        .find(|(word, _)| *word == label)
+        .map(|(_, kind)| *kind)
 }
 
 /// Whether a cell says "no value here": empty, or a whole missing marker (`n/a`, `N/A`, `—`, `-`, `TBD`, `?`, `暂无`).
@@ -106,14 +121,25 @@ mod tests {
     #[test]
     fn the_vocabulary_file_parses_and_has_every_kind_in_english_and_chinese() {
         let vocabulary: Vocabulary = serde_json::from_str(TABLES_JSON).unwrap();
-        for words in [&vocabulary.summary_rows.sum, &vocabulary.summary_rows.mean, &vocabulary.summary_rows.other, &vocabulary.missing_cells] {
+        for words in [
+            &vocabulary.summary_rows.sum,
+            &vocabulary.summary_rows.mean,
+            &vocabulary.summary_rows.other,
+            &vocabulary.missing_cells,
+        ] {
             for language in ["en", "zh"] {
-                assert!(words.get(language).is_some_and(|w| !w.is_empty()), "{language} words");
+                assert!(
+                    words.get(language).is_some_and(|w| !w.is_empty()),
+                    "{language} words"
+                );
             }
         }
         // No word is two kinds at once, and no summary word is a missing marker.
         for (i, (a, _)) in WORDS.summary.iter().enumerate() {
-            assert!(WORDS.summary[i + 1..].iter().all(|(b, _)| a != b), "{a} listed twice");
+            assert!(
+                WORDS.summary[i + 1..].iter().all(|(b, _)| a != b),
+                "{a} listed twice"
+            );
             assert!(!is_missing_marker(a), "{a}");
         }
     }
@@ -139,14 +165,25 @@ mod tests {
         ] {
             assert_eq!(summary_kind(label), Some(kind), "{label}");
         }
-        for label in ["Total Care Clinic", "North", "Averages Inc", "Total score", "", "Allentown", "合计门店"] {
+        for label in [
+            "Total Care Clinic",
+            "North",
+            "Averages Inc",
+            "Total score",
+            "",
+            "Allentown",
+            "合计门店",
+        ] {
             assert_eq!(summary_kind(label), None, "{label}");
         }
     }
 
     #[test]
     fn missing_markers() {
-        for cell in ["", " ", "n/a", "N/A", "NA", "—", "–", "-", "TBD", "tbc", "?", "无", "缺", "暂无", "**n/a**"] {
+        for cell in [
+            "", " ", "n/a", "N/A", "NA", "—", "–", "-", "TBD", "tbc", "?", "无", "缺", "暂无",
+            "**n/a**",
+        ] {
             assert!(is_missing_marker(cell), "{cell:?}");
         }
         for cell in ["0", "North", "n/a yet", "-3", "none of them", "Total"] {

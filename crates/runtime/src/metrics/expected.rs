@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
+use crate::StopReason;
 use crate::numbers;
 use crate::observe::ObservationRecord;
-use crate::StopReason;
 
 /// One required evidence item: the tool, and what its successful observation's result contains.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,11 +69,21 @@ pub enum ExpectedError {
     #[error("{path} does not exist")]
     Missing { path: String },
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path} is not valid JSON: {source}")]
-    Json { path: String, source: serde_json::Error },
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
     #[error("{path} is not a valid format_version {version} file: {source}")]
-    Shape { path: String, version: u32, source: serde_json::Error },
+    Shape {
+        path: String,
+        version: u32,
+        source: serde_json::Error,
+    },
     #[error("{path}: {message}")]
     Invalid { path: String, message: String },
 }
@@ -93,7 +103,10 @@ impl ExpectedError {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum GroundTruth {
     Loaded,
-    Unavailable { reason: UnavailableReason, message: String },
+    Unavailable {
+        reason: UnavailableReason,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,7 +121,10 @@ impl GroundTruth {
     pub fn from_load(loaded: &Result<Expected, ExpectedError>) -> GroundTruth {
         match loaded {
             Ok(_) => GroundTruth::Loaded,
-            Err(error) => GroundTruth::Unavailable { reason: error.reason(), message: error.to_string() },
+            Err(error) => GroundTruth::Unavailable {
+                reason: error.reason(),
+                message: error.to_string(),
+            },
         }
     }
 }
@@ -179,7 +195,9 @@ impl Expected {
         let path = crate::task::display_name(task_dir, "expected.json");
         let text = match std::fs::read_to_string(task_dir.join("expected.json")) {
             Ok(text) => text,
-            Err(source) if source.kind() == std::io::ErrorKind::NotFound => return Err(ExpectedError::Missing { path }),
+            Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ExpectedError::Missing { path });
+            }
             Err(source) => return Err(ExpectedError::Read { path, source }),
         };
         Expected::parse(&text, &path)
@@ -188,8 +206,14 @@ impl Expected {
     /// Parses the text of an `expected.json`; `path` is only used in messages.
     pub fn parse(text: &str, path: &str) -> Result<Expected, ExpectedError> {
         let path = path.to_owned();
-        let value: Value = serde_json::from_str(text).map_err(|source| ExpectedError::Json { path: path.clone(), source })?;
-        let invalid = |message: String| ExpectedError::Invalid { path: path.clone(), message };
+        let value: Value = serde_json::from_str(text).map_err(|source| ExpectedError::Json {
+            path: path.clone(),
+            source,
+        })?;
+        let invalid = |message: String| ExpectedError::Invalid {
+            path: path.clone(),
+            message,
+        };
         let version = match value.get("format_version") {
             None => return Err(invalid("format_version is missing (1 or 2)".into())),
             Some(v) => match v.as_u64() {
@@ -197,7 +221,11 @@ impl Expected {
                 _ => return Err(invalid(format!("format_version must be 1 or 2, got {v}"))),
             },
         };
-        let shape = |source| ExpectedError::Shape { path: path.clone(), version, source };
+        let shape = |source| ExpectedError::Shape {
+            path: path.clone(),
+            version,
+            source,
+        };
         let expected = if version == 2 {
             let file: FileV2 = serde_json::from_str(text).map_err(shape)?;
             Expected {
@@ -205,7 +233,11 @@ impl Expected {
                 evidence: file
                     .evidence
                     .into_iter()
-                    .map(|e| EvidenceExpectation { tool: e.tool, result: e.result, labelled_column: Vec::new() })
+                    .map(|e| EvidenceExpectation {
+                        tool: e.tool,
+                        result: e.result,
+                        labelled_column: Vec::new(),
+                    })
                     .collect(),
                 final_answer: AnswerExpectation {
                     numbers: file.final_answer.numbers,
@@ -233,14 +265,24 @@ impl Expected {
         let known = crate::registry::ToolRegistry::builtin().tool_names();
         for (index, item) in self.evidence.iter().enumerate() {
             if !known.contains(&item.tool.as_str()) {
-                return Err(format!("evidence[{index}] names unknown tool {:?}", item.tool));
+                return Err(format!(
+                    "evidence[{index}] names unknown tool {:?}",
+                    item.tool
+                ));
             }
             if !item.result.is_object() {
-                return Err(format!("evidence[{index}].result must be an object, got {}", crate::decision::json_type_name(&item.result)));
+                return Err(format!(
+                    "evidence[{index}].result must be an object, got {}",
+                    crate::decision::json_type_name(&item.result)
+                ));
             }
         }
         let answer = &self.final_answer;
-        for (field, list) in [("words", &answer.words), ("any_of", &answer.any_of), ("none", &answer.none)] {
+        for (field, list) in [
+            ("words", &answer.words),
+            ("any_of", &answer.any_of),
+            ("none", &answer.none),
+        ] {
             if list.iter().any(|s| s.trim().is_empty()) {
                 return Err(format!("final_answer.{field} holds an empty entry"));
             }
@@ -250,17 +292,23 @@ impl Expected {
 
     /// Whether `record` is a successful observation of `item`'s tool whose result matches it.
     pub fn item_matches(item: &EvidenceExpectation, record: &ObservationRecord) -> bool {
-        let (true, Some(result)) = (record.ok, record.result.as_ref()) else { return false };
+        let (true, Some(result)) = (record.ok, record.result.as_ref()) else {
+            return false;
+        };
         if record.tool != item.tool {
             return false;
         }
         let result = current_shape(result);
-        subset(&item.result, &result) && (item.labelled_column.is_empty() || has_labelled_column(&result, &item.labelled_column))
+        subset(&item.result, &result)
+            && (item.labelled_column.is_empty()
+                || has_labelled_column(&result, &item.labelled_column))
     }
 
     /// Whether `record` matches any evidence item.
     pub fn matches(&self, record: &ObservationRecord) -> bool {
-        self.evidence.iter().any(|item| Expected::item_matches(item, record))
+        self.evidence
+            .iter()
+            .any(|item| Expected::item_matches(item, record))
     }
 }
 
@@ -273,14 +321,22 @@ pub(super) fn from_v1(file: FileV1) -> Result<Expected, String> {
             return Err(format!("causal_order names {tool:?} twice"));
         }
         let Some(expectation) = file.tools.get(tool) else {
-            return Err(format!("causal_order names {tool:?}, which has no entry in tools"));
+            return Err(format!(
+                "causal_order names {tool:?}, which has no entry in tools"
+            ));
         };
-        let (result, labelled_column) =
-            translate_old_knowledge(expectation.result.clone()).map_err(|message| format!("tools.{tool}.result: {message}"))?;
-        evidence.push(EvidenceExpectation { tool: tool.clone(), result, labelled_column });
+        let (result, labelled_column) = translate_old_knowledge(expectation.result.clone())
+            .map_err(|message| format!("tools.{tool}.result: {message}"))?;
+        evidence.push(EvidenceExpectation {
+            tool: tool.clone(),
+            result,
+            labelled_column,
+        });
     }
     if let Some(extra) = file.tools.keys().find(|t| !file.causal_order.contains(t)) {
-        return Err(format!("tools names {extra:?}, which causal_order does not list"));
+        return Err(format!(
+            "tools names {extra:?}, which causal_order does not list"
+        ));
     }
     let mut answer = AnswerExpectation::default();
     for entry in file.final_answer.contains_all {
@@ -291,24 +347,40 @@ pub(super) fn from_v1(file: FileV1) -> Result<Expected, String> {
     }
     answer.any_of = file.final_answer.contains_any;
     answer.none = file.final_answer.contains_none;
-    Ok(Expected { format_version: 1, evidence, final_answer: answer, protected_stop_reasons: file.protected_stop_reasons, outcome: ExpectedOutcome::Answer })
+    Ok(Expected {
+        format_version: 1,
+        evidence,
+        final_answer: answer,
+        protected_stop_reasons: file.protected_stop_reasons,
+        outcome: ExpectedOutcome::Answer,
+    })
 }
 
 /// A v1 knowledge expectation on the old result shape, restated for the current one:
 /// `data.batches` [{label, value}] → "some table has exactly these labels with these values in one
 /// column" (returned separately: a subset pattern cannot bind the unnamed column);
 /// `data.release_rule` {key: value} → `data.facts` [{key, value}] ("facts have these keys with these values").
-pub(super) fn translate_old_knowledge(mut result: Value) -> Result<(Value, Vec<(String, f64)>), String> {
-    let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) else { return Ok((result, Vec::new())) };
+pub(super) fn translate_old_knowledge(
+    mut result: Value,
+) -> Result<(Value, Vec<(String, f64)>), String> {
+    let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) else {
+        return Ok((result, Vec::new()));
+    };
     let mut column = Vec::new();
     if let Some(batches) = data.remove("batches") {
-        let Value::Array(batches) = batches else { return Err("data.batches must be an array".into()) };
+        let Value::Array(batches) = batches else {
+            return Err("data.batches must be an array".into());
+        };
         for (index, batch) in batches.iter().enumerate() {
             let label = batch.get("label").and_then(Value::as_str);
             let value = batch.get("value").and_then(Value::as_f64);
             match (label, value, batch.as_object().map(Map::len)) {
                 (Some(label), Some(value), Some(2)) => column.push((label.to_owned(), value)),
-                _ => return Err(format!("data.batches[{index}] must be {{\"label\": string, \"value\": number}}")),
+                _ => {
+                    return Err(format!(
+                        "data.batches[{index}] must be {{\"label\": string, \"value\": number}}"
+                    ));
+                }
             }
         }
         if column.is_empty() {
@@ -316,7 +388,9 @@ pub(super) fn translate_old_knowledge(mut result: Value) -> Result<(Value, Vec<(
         }
     }
     if let Some(rule) = data.remove("release_rule") {
-        let Value::Object(rule) = rule else { return Err("data.release_rule must be an object".into()) };
+        let Value::Object(rule) = rule else {
+            return Err("data.release_rule must be an object".into());
+        };
         let mut facts = Vec::new();
         for (key, value) in rule {
             if !value.is_number() {
@@ -336,20 +410,39 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
     let data = &result["data"];
     let old_rows = data.get("batches").and_then(Value::as_array);
     let old_rule = data.get("release_rule").and_then(Value::as_object);
-    if (old_rows.is_none() || data.get("tables").is_some()) && (old_rule.is_none() || data.get("facts").is_some()) {
+    if (old_rows.is_none() || data.get("tables").is_some())
+        && (old_rule.is_none() || data.get("facts").is_some())
+    {
         return std::borrow::Cow::Borrowed(result);
     }
     let mut result = result.clone();
-    let column = data.get("metric").and_then(Value::as_str).unwrap_or("value").to_owned();
-    let data = result["data"].as_object_mut().expect("checked above: data is an object");
+    let column = data
+        .get("metric")
+        .and_then(Value::as_str)
+        .unwrap_or("value")
+        .to_owned();
+    let data = result["data"]
+        .as_object_mut()
+        .expect("checked above: data is an object");
     if let Some(rows) = old_rows.filter(|_| !data.contains_key("tables")) {
-        let rows: Vec<Value> =
-            rows.iter().map(|row| json!({ "label": row["label"], "values": { column.as_str(): row["value"] } })).collect();
-        let tables = if rows.is_empty() { json!([]) } else { json!([{ "rows": rows }]) };
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(
+                |row| json!({ "label": row["label"], "values": { column.as_str(): row["value"] } }),
+            )
+            .collect();
+        let tables = if rows.is_empty() {
+            json!([])
+        } else {
+            json!([{ "rows": rows }])
+        };
         data.insert("tables".into(), tables);
     }
     if let Some(rule) = old_rule.filter(|_| !data.contains_key("facts")) {
-        let facts: Vec<Value> = rule.iter().map(|(key, value)| json!({ "key": key, "value": value })).collect();
+        let facts: Vec<Value> = rule
+            .iter()
+            .map(|(key, value)| json!({ "key": key, "value": value }))
+            .collect();
         data.insert("facts".into(), Value::Array(facts));
     }
     std::borrow::Cow::Owned(result)
@@ -357,15 +450,25 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
 
 /// Some table in `result.data.tables` has exactly `rows` (labels, order free) with their values in one column.
 pub(super) fn has_labelled_column(result: &Value, rows: &[(String, f64)]) -> bool {
-    let Some(tables) = result["data"]["tables"].as_array() else { return false };
+    let Some(tables) = result["data"]["tables"].as_array() else {
+        return false;
+    };
     tables.iter().any(|table| {
-        let Some(actual) = table["rows"].as_array().filter(|a| a.len() == rows.len()) else { return false };
-        let columns: Vec<&String> = actual.iter().filter_map(|r| r["values"].as_object()).flat_map(Map::keys).collect();
+        let Some(actual) = table["rows"].as_array().filter(|a| a.len() == rows.len()) else {
+            return false;
+        };
+        let columns: Vec<&String> = actual
+            .iter()
+            .filter_map(|r| r["values"].as_object())
+            .flat_map(Map::keys)
+            .collect();
         columns.iter().any(|column| {
             rows.iter().all(|(label, value)| {
                 actual.iter().any(|row| {
                     row["label"].as_str() == Some(label.as_str())
-                        && row["values"][column.as_str()].as_f64().is_some_and(|v| same_number(*value, v))
+                        && row["values"][column.as_str()]
+                            .as_f64()
+                            .is_some_and(|v| same_number(*value, v))
                 })
             })
         })
@@ -381,7 +484,9 @@ pub(super) fn same_number(expected: f64, actual: f64) -> bool {
 /// numbers by value (relative 1e-9); booleans, strings and null exactly.
 pub fn subset(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => e.iter().all(|(k, v)| a.get(k).is_some_and(|av| subset(v, av))),
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|av| subset(v, av))),
         (Value::Array(e), Value::Array(a)) => {
             if !e.is_empty() && e.iter().all(Value::is_object) {
                 e.iter().all(|x| a.iter().any(|y| subset(x, y)))
@@ -399,5 +504,7 @@ pub fn subset(expected: &Value, actual: &Value) -> bool {
 
 /// A string that is one number ("79", "72.5", "79%") is checked as a number, not as a word.
 pub(super) fn number_term(entry: &str) -> Option<f64> {
-    numbers::parse_quantity(entry).filter(|q| q.unit.is_none() || q.unit.as_deref() == Some("%")).map(|q| q.value)
+    numbers::parse_quantity(entry)
+        .filter(|q| q.unit.is_none() || q.unit.as_deref() == Some("%"))
+        .map(|q| q.value)
 }

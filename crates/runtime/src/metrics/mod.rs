@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::grounding::GroundedValues;
 use crate::answer::VerdictPhrases;
 use crate::budget::Usage;
+use crate::grounding::GroundedValues;
 use crate::observe::ObservationRecord;
 use crate::{RunStatus, StopReason};
 
@@ -54,7 +54,12 @@ impl Outcome {
 }
 
 /// The outcome of a run with `answer` accepted (or not), its verification status and its checks.
-pub fn outcome_of(expected: &Expected, answer: Option<&str>, verification: Option<crate::claims::VerificationStatus>, checks_pass: bool) -> Outcome {
+pub fn outcome_of(
+    expected: &Expected,
+    answer: Option<&str>,
+    verification: Option<crate::claims::VerificationStatus>,
+    checks_pass: bool,
+) -> Outcome {
     use crate::claims::VerificationStatus;
     if answer.is_none() {
         return Outcome::NoAnswer;
@@ -147,15 +152,25 @@ pub struct MetricsInput<'a> {
 }
 
 /// The run's metrics; `phrases` are the task's verdict phrases (its own or [`VerdictPhrases::default`]).
-pub fn compute(input: &MetricsInput, expected: Option<&Expected>, phrases: &VerdictPhrases) -> Metrics {
+pub fn compute(
+    input: &MetricsInput,
+    expected: Option<&Expected>,
+    phrases: &VerdictPhrases,
+) -> Metrics {
     let counters = input.counters;
     let usage = input.usage;
     let accurate_actions = expected.map(|e| accurate_actions(e, input.observations));
-    let checks = expected.map(|e| success_checks(e, input.accepted_answer, input.observations, phrases));
+    let checks =
+        expected.map(|e| success_checks(e, input.accepted_answer, input.observations, phrases));
     let termination_correctness = expected.map(|e| termination_correct(e, input));
-    let outcome = expected
-        .zip(checks.as_ref())
-        .map(|(e, c)| outcome_of(e, input.accepted_answer, input.verification, c.failures.is_empty()));
+    let outcome = expected.zip(checks.as_ref()).map(|(e, c)| {
+        outcome_of(
+            e,
+            input.accepted_answer,
+            input.verification,
+            c.failures.is_empty(),
+        )
+    });
     Metrics {
         task_success: outcome.map(|o| o == Outcome::Correct),
         outcome,
@@ -163,7 +178,10 @@ pub fn compute(input: &MetricsInput, expected: Option<&Expected>, phrases: &Verd
         valid_action_rate: ratio(counters.valid_actions, counters.action_attempts),
         tool_argument_accuracy: accurate_actions.and_then(|n| ratio(n, counters.action_attempts)),
         recovery_rate: ratio(counters.recovered, counters.recoverable_failures),
-        loop_rate: ratio(u32::from(counters.loop_guard_fired), counters.action_attempts),
+        loop_rate: ratio(
+            u32::from(counters.loop_guard_fired),
+            counters.action_attempts,
+        ),
         termination_correctness,
         steps: usage.steps,
         model_calls: usage.model_calls,
@@ -208,25 +226,38 @@ pub fn guessed_value(observations: &[ObservationRecord], index: usize) -> Option
         .map(|e| crate::numbers::scan(&crate::grounding::strip_references(e)))
         .unwrap_or_default();
     let spec = &result["spec"];
-    for value in spec["values"].as_array().into_iter().flatten().chain([&spec["average"]]) {
+    for value in spec["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain([&spec["average"]])
+    {
         if let Some(x) = value.as_f64() {
-            spelled.extend(crate::numbers::scan(&crate::numbers::canonical(x)).into_iter().map(|mut m| {
-                m.value = x;
-                m
-            }));
+            spelled.extend(
+                crate::numbers::scan(&crate::numbers::canonical(x))
+                    .into_iter()
+                    .map(|mut m| {
+                        m.value = x;
+                        m
+                    }),
+            );
         }
     }
     if spelled.is_empty() {
         return None;
     }
     let before = GroundedValues::collect(&observations[..index], &[]);
-    let unestablished: Vec<&crate::numbers::NumberMention> = spelled.iter().filter(|m| !before.grounds(m)).collect();
+    let unestablished: Vec<&crate::numbers::NumberMention> =
+        spelled.iter().filter(|m| !before.grounds(m)).collect();
     if unestablished.is_empty() {
         return None;
     }
     (index + 1..observations.len()).find_map(|later| {
         let then = GroundedValues::collect(&observations[..=later], &[]);
-        unestablished.iter().find(|m| then.grounds(m)).map(|m| (m.value, observations[later].id.clone()))
+        unestablished
+            .iter()
+            .find(|m| then.grounds(m))
+            .map(|m| (m.value, observations[later].id.clone()))
     })
 }
 
@@ -236,7 +267,10 @@ pub fn guessed_value(observations: &[ObservationRecord], index: usize) -> Option
 pub fn accurate_actions(expected: &Expected, observations: &[ObservationRecord]) -> u32 {
     (0..observations.len())
         .filter(|&k| {
-            expected.evidence.iter().any(|item| Expected::item_matches(item, &observations[k]))
+            expected
+                .evidence
+                .iter()
+                .any(|item| Expected::item_matches(item, &observations[k]))
                 && guessed_value(observations, k).is_none()
         })
         .count() as u32

@@ -1,10 +1,11 @@
 //! Task success: the final answer checked against the ground truth — evidence in causal order, numbers by
 //! value, words whole and negation-aware, the verdict — each check kept for the report.
 
-
 use serde::{Deserialize, Serialize};
 
-use crate::answer::{mentions_value, phrase_present, result_masks, verdict_of, Verdict, VerdictPhrases};
+use crate::answer::{
+    Verdict, VerdictPhrases, mentions_value, phrase_present, result_masks, verdict_of,
+};
 use crate::numbers;
 use crate::observe::ObservationRecord;
 
@@ -87,21 +88,36 @@ pub fn success_checks(
     // Every expected item is matched by a distinct observation that uses no value only a later observation
     // established: causal order as data dependency (data → calculation → chart; a rule check by column
     // reference and the average it does not use, in either order).
-    let mut evidence: Vec<EvidenceCheck> =
-        expected.evidence.iter().map(|item| EvidenceCheck { tool: item.tool.clone(), observation: None }).collect();
+    let mut evidence: Vec<EvidenceCheck> = expected
+        .evidence
+        .iter()
+        .map(|item| EvidenceCheck {
+            tool: item.tool.clone(),
+            observation: None,
+        })
+        .collect();
     let mut used: Vec<usize> = Vec::new();
     for (i, item) in expected.evidence.iter().enumerate() {
         let candidates: Vec<usize> = (0..observations.len())
             .filter(|k| !used.contains(k) && Expected::item_matches(item, &observations[*k]))
             .collect();
-        match candidates.iter().find(|&&k| guessed_value(observations, k).is_none()) {
+        match candidates
+            .iter()
+            .find(|&&k| guessed_value(observations, k).is_none())
+        {
             Some(&k) => {
                 evidence[i].observation = Some(observations[k].id.clone());
                 used.push(k);
             }
             None => {
-                let reason = match candidates.first().and_then(|&k| guessed_value(observations, k)) {
-                    Some((value, id)) => format!("uses {} before {id} established it", crate::numbers::canonical(value)),
+                let reason = match candidates
+                    .first()
+                    .and_then(|&k| guessed_value(observations, k))
+                {
+                    Some((value, id)) => format!(
+                        "uses {} before {id} established it",
+                        crate::numbers::canonical(value)
+                    ),
                     None => "has no matching observation".to_owned(),
                 };
                 failures.push(format!("evidence {} ({}) {reason}", i + 1, item.tool));
@@ -130,7 +146,10 @@ pub fn success_checks(
     for &value in &wanted.numbers {
         let stated = mentions_value(answer, value, &masks);
         if !stated {
-            failures.push(format!("the answer does not state {}", numbers::canonical(value)));
+            failures.push(format!(
+                "the answer does not state {}",
+                numbers::canonical(value)
+            ));
         }
         checks.numbers.push(NumberCheck { value, stated });
     }
@@ -139,10 +158,16 @@ pub fn success_checks(
         if !present {
             failures.push(format!("the answer does not say {term:?}"));
         }
-        checks.words.push(TermCheck { term: term.clone(), present });
+        checks.words.push(TermCheck {
+            term: term.clone(),
+            present,
+        });
     }
     for term in &wanted.any_of {
-        checks.any_of.push(TermCheck { term: term.clone(), present: term_present(answer, term, &masks) });
+        checks.any_of.push(TermCheck {
+            term: term.clone(),
+            present: term_present(answer, term, &masks),
+        });
     }
     if !checks.any_of.is_empty() && !checks.any_of.iter().any(|c| c.present) {
         failures.push(format!("the answer says none of {:?}", wanted.any_of));
@@ -152,16 +177,26 @@ pub fn success_checks(
         let ok = found == if truth { Verdict::Met } else { Verdict::NotMet };
         if !ok {
             let want = if truth { "met" } else { "not met" };
-            failures.push(format!("the verdict should be {want}; the answer says {}", verdict_words(found)));
+            failures.push(format!(
+                "the verdict should be {want}; the answer says {}",
+                verdict_words(found)
+            ));
         }
-        checks.verdict = Some(VerdictCheck { expected: truth, found, ok });
+        checks.verdict = Some(VerdictCheck {
+            expected: truth,
+            found,
+            ok,
+        });
     }
     for term in &wanted.none {
         let present = term_present(answer, term, &masks);
         if present {
             failures.push(format!("the answer says {term:?}, which it must not"));
         }
-        checks.none.push(TermCheck { term: term.clone(), present });
+        checks.none.push(TermCheck {
+            term: term.clone(),
+            present,
+        });
     }
     checks.failures = failures;
     checks
@@ -177,6 +212,13 @@ pub(super) fn verdict_words(verdict: Verdict) -> &'static str {
 }
 
 /// Task Success alone (see [`success_checks`] for why).
-pub fn task_success(expected: &Expected, answer: Option<&str>, observations: &[ObservationRecord], phrases: &VerdictPhrases) -> bool {
-    success_checks(expected, answer, observations, phrases).failures.is_empty()
+pub fn task_success(
+    expected: &Expected,
+    answer: Option<&str>,
+    observations: &[ObservationRecord],
+    phrases: &VerdictPhrases,
+) -> bool {
+    success_checks(expected, answer, observations, phrases)
+        .failures
+        .is_empty()
 }

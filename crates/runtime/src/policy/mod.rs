@@ -131,7 +131,11 @@ pub struct RunControl {
 
 impl RunControl {
     pub fn new(deadline: Instant) -> Self {
-        Self { cancel: Arc::new(AtomicBool::new(false)), shutdown: Arc::new(AtomicBool::new(false)), deadline }
+        Self {
+            cancel: Arc::new(AtomicBool::new(false)),
+            shutdown: Arc::new(AtomicBool::new(false)),
+            deadline,
+        }
     }
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
@@ -150,5 +154,9 @@ impl RunControl {
 pub trait Policy: Send {
     /// A stable name for the trace and metrics ("scripted", "llama:guided", ...).
     fn name(&self) -> String;
-    fn decide(&mut self, request: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError>;
+    fn decide(
+        &mut self,
+        request: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError>;
 }

@@ -50,16 +50,25 @@ pub struct ScriptedDecision {
 
 impl ScriptedDecision {
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), ..Self::default() }
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     #[error("cannot read script {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("script {path} is not valid: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
 }
 
 /// Replays [`ScriptedDecision`]s one per `decide` call.
@@ -93,7 +102,9 @@ impl ScriptedPolicy {
             if control.past_deadline() {
                 return Err(PolicyError::Timeout);
             }
-            std::thread::sleep(Duration::from_millis(5).min(until.saturating_duration_since(Instant::now())));
+            std::thread::sleep(
+                Duration::from_millis(5).min(until.saturating_duration_since(Instant::now())),
+            );
         }
         Ok(())
     }
@@ -108,7 +119,11 @@ impl Policy for ScriptedPolicy {
         "scripted".to_owned()
     }
 
-    fn decide(&mut self, request: &DecisionRequest, control: &RunControl) -> Result<PolicyOutput, PolicyError> {
+    fn decide(
+        &mut self,
+        request: &DecisionRequest,
+        control: &RunControl,
+    ) -> Result<PolicyOutput, PolicyError> {
         let Some(decision) = self.decisions.get(self.next).cloned() else {
             return Err(PolicyError::ScriptExhausted(self.next));
         };
@@ -120,7 +135,10 @@ impl Policy for ScriptedPolicy {
             Self::wait(Duration::from_millis(decision.sleep_ms), control)?;
         }
         if let Some(kind) = decision.error {
-            let message = decision.message.clone().unwrap_or_else(|| "scripted failure".to_owned());
+            let message = decision
+                .message
+                .clone()
+                .unwrap_or_else(|| "scripted failure".to_owned());
             return Err(match kind {
                 ScriptedErrorKind::ModelUnavailable => PolicyError::ModelUnavailable(message),
                 ScriptedErrorKind::Cancelled => PolicyError::Cancelled,
@@ -129,10 +147,14 @@ impl Policy for ScriptedPolicy {
             });
         }
         let input_tokens = decision.input_tokens.unwrap_or_else(|| {
-            let prompt_chars = serde_json::to_string(request).map(|s| s.chars().count()).unwrap_or(0);
+            let prompt_chars = serde_json::to_string(request)
+                .map(|s| s.chars().count())
+                .unwrap_or(0);
             estimate_tokens(prompt_chars)
         });
-        let output_tokens = decision.output_tokens.unwrap_or_else(|| estimate_tokens(decision.text.chars().count()));
+        let output_tokens = decision
+            .output_tokens
+            .unwrap_or_else(|| estimate_tokens(decision.text.chars().count()));
         if decision.cancel_after {
             control.cancel();
         }

@@ -67,14 +67,21 @@ impl PlotRequest {
         };
         let (labels, values, column) = match arguments.get("column") {
             Some(reference) => {
-                let text = reference.as_str().ok_or_else(|| bad("column", "a column reference such as [Wait]"))?;
-                let parsed = super::calculator::ColumnRef::parse(text)
-                    .map_err(|e| ToolError::permanent("invalid_arguments", format!("column: {e}")))?;
+                let text = reference
+                    .as_str()
+                    .ok_or_else(|| bad("column", "a column reference such as [Wait]"))?;
+                let parsed = super::calculator::ColumnRef::parse(text).map_err(|e| {
+                    ToolError::permanent("invalid_arguments", format!("column: {e}"))
+                })?;
                 let resolved = columns
                     .column(&parsed)
                     .map_err(|e| ToolError::permanent(e.code(), format!("column: {e}")))?;
-                let reference = super::calculator::ColumnRef::qualified(&resolved.rows_label, &resolved.name);
-                let column = ChartColumn { reference: reference.to_string(), missing: resolved.missing };
+                let reference =
+                    super::calculator::ColumnRef::qualified(&resolved.rows_label, &resolved.name);
+                let column = ChartColumn {
+                    reference: reference.to_string(),
+                    missing: resolved.missing,
+                };
                 (resolved.labels, resolved.values, Some(column))
             }
             None => {
@@ -122,7 +129,11 @@ impl PlotRequest {
 
     /// The most bars this request may have: a listed chart's cap, or every row of a referenced column.
     fn max_bars(&self) -> usize {
-        if self.column.is_some() { MAX_COLUMN_BARS } else { MAX_POINTS }
+        if self.column.is_some() {
+            MAX_COLUMN_BARS
+        } else {
+            MAX_POINTS
+        }
     }
 
     /// Every k-th bar is labelled (1 = all).
@@ -142,7 +153,11 @@ impl PlotRequest {
         }
         let max = self.max_bars();
         if n_labels > max || n_values > max {
-            let hint = if self.column.is_some() { "" } else { "; chart a long column by reference, e.g. column: \"[Name]\"" };
+            let hint = if self.column.is_some() {
+                ""
+            } else {
+                "; chart a long column by reference, e.g. column: \"[Name]\""
+            };
             return Err(ToolError::permanent(
                 "plot_too_many_points",
                 format!("at most {max} bars, got {n_labels} labels and {n_values} values{hint}"),
@@ -208,7 +223,10 @@ impl PlotRequest {
     fn caveats(&self) -> String {
         let mut parts = Vec::new();
         if let Some(column) = self.column.as_ref().filter(|c| !c.missing.is_empty()) {
-            parts.push(format!("no bar for {} (no value)", column.missing.join(", ")));
+            parts.push(format!(
+                "no bar for {} (no value)",
+                column.missing.join(", ")
+            ));
         }
         if self.label_every() > 1 {
             parts.push(format!("every {}th bar labelled", self.label_every()));
@@ -234,12 +252,20 @@ pub fn run(
         "bar chart {:?} with {} bars{}{}{} → {} ({} bytes{})",
         request.title,
         request.labels.len(),
-        request.column.as_ref().map(|c| format!(" of {}", c.reference)).unwrap_or_default(),
+        request
+            .column
+            .as_ref()
+            .map(|c| format!(" of {}", c.reference))
+            .unwrap_or_default(),
         request
             .average
             .map(|a| format!(" and average line at {}", number_value(a)))
             .unwrap_or_default(),
-        if caveats.is_empty() { String::new() } else { format!(" ({caveats})") },
+        if caveats.is_empty() {
+            String::new()
+        } else {
+            format!(" ({caveats})")
+        },
         record.id,
         record.bytes,
         if replayed { ", reused" } else { "" },
@@ -419,8 +445,11 @@ pub fn render_grouped_png(
     x_label: &str,
 ) -> Result<Vec<u8>, ToolError> {
     let failed = |message: String| ToolError::permanent("plot_render_failed", message);
-    if labels.is_empty() || series.is_empty() || series.iter().any(|(_, v)| v.len() != labels.len()) {
-        return Err(failed("a grouped chart needs labels and series of the same length".into()));
+    if labels.is_empty() || series.is_empty() || series.iter().any(|(_, v)| v.len() != labels.len())
+    {
+        return Err(failed(
+            "a grouped chart needs labels and series of the same length".into(),
+        ));
     }
     if series.iter().flat_map(|(_, v)| v).any(|v| !v.is_finite()) {
         return Err(failed("a grouped chart needs finite values".into()));
@@ -460,7 +489,12 @@ fn draw_grouped(
         .label_style((FONT_FAMILY, 13))
         .axis_desc_style((FONT_FAMILY, 14))
         .draw()?;
-    let palette = [RGBColor(66, 114, 196), RGBColor(237, 125, 49), RGBColor(112, 173, 71), RGBColor(165, 105, 189)];
+    let palette = [
+        RGBColor(66, 114, 196),
+        RGBColor(237, 125, 49),
+        RGBColor(112, 173, 71),
+        RGBColor(165, 105, 189),
+    ];
     let bar = 0.8 / series.len() as f64;
     for (s, (name, values)) in series.iter().enumerate() {
         let color = palette[s % palette.len()];
@@ -468,7 +502,10 @@ fn draw_grouped(
             .draw_series(values.iter().enumerate().map(|(i, v)| {
                 // Group i is drawn top-down: label 0 at the top.
                 let top = (n - i) as f64 - 0.1 - bar * s as f64;
-                Rectangle::new([(0.0, top - bar), (v.clamp(0.0, 100.0), top)], color.filled())
+                Rectangle::new(
+                    [(0.0, top - bar), (v.clamp(0.0, 100.0), top)],
+                    color.filled(),
+                )
             }))?
             .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
@@ -476,7 +513,11 @@ fn draw_grouped(
     let small = TextStyle::from((FONT_FAMILY, 13).into_font()).color(&BLACK);
     for (i, label) in labels.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(0.0, (n - i) as f64 - 0.5));
-        root.draw(&Text::new(shorten(label, 34), (x - 8, y), small.pos(Pos::new(HPos::Right, VPos::Center))))?;
+        root.draw(&Text::new(
+            shorten(label, 34),
+            (x - 8, y),
+            small.pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
     }
     chart
         .configure_series_labels()

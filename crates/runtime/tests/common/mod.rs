@@ -9,7 +9,10 @@ use runtime::policy::{Policy, RunControl};
 use runtime::{RunConfig, RunResult, Task, TraceEvent};
 
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
 }
 
 pub fn fixtures_dir() -> PathBuf {
@@ -39,7 +42,10 @@ impl Outcome {
         self.events.iter().filter(|e| e.phase == phase).count()
     }
     pub fn first(&self, phase: &str) -> &TraceEvent {
-        self.events.iter().find(|e| e.phase == phase).unwrap_or_else(|| panic!("no {phase} event in {:?}", self.phases()))
+        self.events
+            .iter()
+            .find(|e| e.phase == phase)
+            .unwrap_or_else(|| panic!("no {phase} event in {:?}", self.phases()))
     }
     pub fn metrics(&self) -> &runtime::Metrics {
         self.result.metrics.as_ref().expect("metrics")
@@ -54,20 +60,40 @@ pub fn run_fixture(name: &str) -> Outcome {
     let artifact_dir = tempfile::tempdir().unwrap();
     let mut events = Vec::new();
     let result = fixture
-        .run(&format!("run-{name}"), knowledge_dir(), artifact_dir.path(), &mut |e: &TraceEvent| events.push(e.clone()))
+        .run(
+            &format!("run-{name}"),
+            knowledge_dir(),
+            artifact_dir.path(),
+            &mut |e: &TraceEvent| events.push(e.clone()),
+        )
         .expect("fixture runs");
-    Outcome { result, events, artifact_dir }
+    Outcome {
+        result,
+        events,
+        artifact_dir,
+    }
 }
 
 /// Runs a task folder with any policy and config tweaks.
-pub fn run_with(task: &Task, policy: &mut dyn Policy, tweak: impl FnOnce(&mut RunConfig)) -> Outcome {
+pub fn run_with(
+    task: &Task,
+    policy: &mut dyn Policy,
+    tweak: impl FnOnce(&mut RunConfig),
+) -> Outcome {
     let artifact_dir = tempfile::tempdir().unwrap();
     let mut config = RunConfig::new("run-test", knowledge_dir(), artifact_dir.path());
     tweak(&mut config);
-    let control = RunControl::new(Instant::now() + Duration::from_secs(config.budgets.wall_clock_s));
+    let control =
+        RunControl::new(Instant::now() + Duration::from_secs(config.budgets.wall_clock_s));
     let mut events = Vec::new();
-    let result = runtime::run_task(task, policy, &config, &control, &mut |e: &TraceEvent| events.push(e.clone()));
-    Outcome { result, events, artifact_dir }
+    let result = runtime::run_task(task, policy, &config, &control, &mut |e: &TraceEvent| {
+        events.push(e.clone())
+    });
+    Outcome {
+        result,
+        events,
+        artifact_dir,
+    }
 }
 
 pub fn task(name: &str) -> Task {

@@ -27,21 +27,39 @@ pub(super) fn course_error(e: crate::course::CourseError) -> ApiError {
 
 pub(super) async fn evaluation_reports(State(s): Shared) -> Result<Response, ApiError> {
     let root = s.config.root.clone();
-    Ok(ok_json(blocking(move || Ok(crate::evaluation::reports(&root))).await?))
+    Ok(ok_json(
+        blocking(move || Ok(crate::evaluation::reports(&root))).await?,
+    ))
 }
 
-pub(super) async fn evaluation_chart(State(s): Shared, model: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+pub(super) async fn evaluation_chart(
+    State(s): Shared,
+    model: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
     let model = path_param(model)?;
     let root = s.config.root.clone();
     let png = blocking(move || {
         crate::evaluation::chart(&root, &model).map_err(|e| match e {
-            crate::evaluation::EvaluationError::UnknownModel(_) => ApiError::not_found("evaluation_unknown", e.to_string()),
-            crate::evaluation::EvaluationError::Read(ref r) if r.is_not_found() => ApiError::not_found("evaluation_chart_missing", e.to_string()),
-            crate::evaluation::EvaluationError::Read(_) => ApiError::new(403, "file_refused", e.to_string()),
+            crate::evaluation::EvaluationError::UnknownModel(_) => {
+                ApiError::not_found("evaluation_unknown", e.to_string())
+            }
+            crate::evaluation::EvaluationError::Read(ref r) if r.is_not_found() => {
+                ApiError::not_found("evaluation_chart_missing", e.to_string())
+            }
+            crate::evaluation::EvaluationError::Read(_) => {
+                ApiError::new(403, "file_refused", e.to_string())
+            }
         })
     })
     .await?;
-    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "no-store")], png).into_response())
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/png"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        png,
+    )
+        .into_response())
 }
 
 pub(super) async fn course_stages(State(s): Shared) -> Result<Response, ApiError> {

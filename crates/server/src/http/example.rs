@@ -91,7 +91,9 @@ pub(super) async fn example_file(
 /// The chain as data: stages in order (with their files and patterns) and where each trace phase comes from.
 pub(super) async fn example_chain() -> Result<Response, ApiError> {
     let chain = crate::sources::chain()?;
-    Ok(ok_json(json!({ "stages": chain.stages, "events": chain.events })))
+    Ok(ok_json(
+        json!({ "stages": chain.stages, "events": chain.events }),
+    ))
 }
 
 /// "Follow one decision": a finished run's events in order, each linked to the files that produced it.
@@ -105,7 +107,10 @@ pub(super) async fn follow_run(
         return Err(ApiError::new(
             409,
             "run_not_finished",
-            format!("run {id} is {}; follow it once it has finished", snap["status"].as_str().unwrap_or("not finished")),
+            format!(
+                "run {id} is {}; follow it once it has finished",
+                snap["status"].as_str().unwrap_or("not finished")
+            ),
         ));
     }
     let chain = crate::sources::chain()?;

@@ -54,8 +54,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let page = web::ASSETS.iter().fold(Router::new(), |router, asset| {
         router.route(asset.path, get(move || async move { asset.response() }))
     });
-    page
-        .route("/openapi.json", get(openapi))
+    page.route("/openapi.json", get(openapi))
         .route("/status", get(status))
         .route("/agent/schema", get(agent_schema))
         .route("/agent/tasks", get(list_tasks))
@@ -78,7 +77,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/course/progress", get(course_progress))
         // evaluation panel (evaluation.rs, web/eval.js)
         .route("/agent/evaluation", get(evaluation_reports))
-        .route("/agent/evaluation/{model}/success.png", get(evaluation_chart))
+        .route(
+            "/agent/evaluation/{model}/success.png",
+            get(evaluation_chart),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -201,7 +203,11 @@ fn is_body_timeout(e: &axum::Error) -> bool {
 }
 
 fn body_timeout() -> ApiError {
-    ApiError::new(408, "body_timeout", "the request body did not arrive in time")
+    ApiError::new(
+        408,
+        "body_timeout",
+        "the request body did not arrive in time",
+    )
 }
 
 fn too_large() -> ApiError {
@@ -217,7 +223,13 @@ fn too_large() -> ApiError {
 async fn json_body(headers: &HeaderMap, body: Body) -> Result<Option<Value>, ApiError> {
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|e| if is_body_timeout(&e) { body_timeout() } else { too_large() })?;
+        .map_err(|e| {
+            if is_body_timeout(&e) {
+                body_timeout()
+            } else {
+                too_large()
+            }
+        })?;
     let ctype = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -8,8 +8,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::error::ApiError;
 use crate::AppState;
+use crate::error::ApiError;
 
 use super::*;
 
@@ -39,9 +39,14 @@ pub(super) async fn models_inspect(
     body: Body,
 ) -> Result<Response, ApiError> {
     let body = json_body(&headers, body).await?.unwrap_or(json!({}));
-    let obj = body.as_object().ok_or_else(|| ApiError::bad_request("invalid_request", "the body must be a JSON object"))?;
+    let obj = body.as_object().ok_or_else(|| {
+        ApiError::bad_request("invalid_request", "the body must be a JSON object")
+    })?;
     if let Some(k) = obj.keys().find(|k| *k != "path" && *k != "model") {
-        return Err(ApiError::invalid_fields(vec![crate::FieldError { field: k.clone(), message: "unknown field; allowed: path, model".into() }]));
+        return Err(ApiError::invalid_fields(vec![crate::FieldError {
+            field: k.clone(),
+            message: "unknown field; allowed: path, model".into(),
+        }]));
     }
     let mut path = match obj.get("path") {
         None | Some(Value::Null) => None,

@@ -14,13 +14,21 @@ use crate::request;
 
 use super::*;
 
-pub(super) async fn create_run(State(s): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let body = json_body(&headers, body)
-        .await?
-        .ok_or_else(|| ApiError::bad_request("invalid_request", "send a JSON object (use {} for all defaults)"))?;
+pub(super) async fn create_run(
+    State(s): Shared,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let body = json_body(&headers, body).await?.ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_request",
+            "send a JSON object (use {} for all defaults)",
+        )
+    })?;
     let models = listed_models(&s).await?;
     let st = s.clone();
-    let (spec, public) = blocking(move || request::parse_run_request(&body, &st.config, &models)).await?;
+    let (spec, public) =
+        blocking(move || request::parse_run_request(&body, &st.config, &models)).await?;
     // Store I/O (the run's directory) stays off the async workers.
     let jobs = s.jobs.clone();
     let accepted = blocking(move || jobs.submit(spec, public)).await?;
@@ -119,10 +127,16 @@ pub(super) async fn artifact(
     let shown = id.clone();
     let data = blocking(move || {
         // Below the runs directory, no link followed (a link planted in artifacts/ is never served).
-        let rel = path.strip_prefix(&runs_dir).map(std::path::Path::to_path_buf).map_err(|_| ApiError::internal("artifact outside the runs directory"))?;
+        let rel = path
+            .strip_prefix(&runs_dir)
+            .map(std::path::Path::to_path_buf)
+            .map_err(|_| ApiError::internal("artifact outside the runs directory"))?;
         crate::safe_fs::read_under(&runs_dir, &rel, crate::safe_fs::MAX_SERVED_BYTES).map_err(|e| {
             if e.is_not_found() {
-                ApiError::not_found("artifact_missing", format!("artifact {shown} is recorded but its file is gone"))
+                ApiError::not_found(
+                    "artifact_missing",
+                    format!("artifact {shown} is recorded but its file is gone"),
+                )
             } else {
                 ApiError::new(403, "file_refused", format!("artifact {shown}: {e}"))
             }

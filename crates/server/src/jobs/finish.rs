@@ -39,7 +39,13 @@ impl Jobs {
             }
             seal_values(&run.meta, &run.events, stop, error)
         };
-        self.publish_finished(id, Ending { event: Some(event), result })
+        self.publish_finished(
+            id,
+            Ending {
+                event: Some(event),
+                result,
+            },
+        )
     }
 
     /// Finish a run in the store's order — its last event (when the service writes it), `result.json`,
@@ -54,7 +60,10 @@ impl Jobs {
         let Ending { event, mut result } = ending;
         let meta = {
             let st = self.lock();
-            st.runs.get(id).filter(|run| run.result.is_none()).map(|run| run.meta.clone())
+            st.runs
+                .get(id)
+                .filter(|run| run.result.is_none())
+                .map(|run| run.meta.clone())
         };
         let Some(mut meta) = meta else {
             return Ok(());
@@ -76,7 +85,9 @@ impl Jobs {
             Err(_) => Ok(()),
         };
         let mut st = self.lock();
-        let State { runs, artifacts, .. } = &mut *st;
+        let State {
+            runs, artifacts, ..
+        } = &mut *st;
         if let Some(run) = runs.get_mut(id) {
             run.events.extend(event);
             index_artifacts(artifacts, id, &result);
@@ -109,7 +120,11 @@ pub(super) fn result_from_finished(id: &str, events: &[Value], request: &Value) 
 }
 
 /// Artifacts named by a result; file names must be plain names inside the run's artifacts/ folder.
-pub(super) fn index_artifacts(index: &mut HashMap<String, (String, String)>, run_id: &str, result: &Value) {
+pub(super) fn index_artifacts(
+    index: &mut HashMap<String, (String, String)>,
+    run_id: &str,
+    result: &Value,
+) {
     let Some(list) = result.get("artifacts").and_then(Value::as_array) else {
         return;
     };

@@ -25,12 +25,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use finish::index_artifacts;
-use recovery::recover;
 use crate::engine::{Executor, RunSpec};
 use crate::error::ApiError;
 use crate::redact::redacted;
 use crate::store::{RunMeta, RunState, RunStore, StoreError, is_valid_run_id};
+use finish::index_artifacts;
+use recovery::recover;
 use runtime::StopReason;
 
 /// Tests only: called on the worker thread after a run's executor has returned and before its result is
@@ -444,7 +444,10 @@ impl Jobs {
         self.shared.wake.notify_all();
         for id in queued {
             if let Err(e) = self.seal(&id, StopReason::Shutdown, None) {
-                eprintln!("forge-server: sealing queued run {id} at shutdown: {}", e.message);
+                eprintln!(
+                    "forge-server: sealing queued run {id} at shutdown: {}",
+                    e.message
+                );
             }
         }
     }
@@ -531,4 +534,3 @@ fn store_error(e: &StoreError, roots: &[String]) -> ApiError {
         .to_string();
     ApiError::new(503, "store_unavailable", message)
 }
-

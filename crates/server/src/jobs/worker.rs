@@ -70,7 +70,12 @@ impl Jobs {
                 let run = st.runs.get_mut(&id).expect("queued runs exist");
                 run.meta.status = RunState::Running;
                 run.meta.started_at_ms = Some(now_ms());
-                let picked = (id.clone(), run.meta.clone(), run.spec.clone(), run.cancel.clone());
+                let picked = (
+                    id.clone(),
+                    run.meta.clone(),
+                    run.spec.clone(),
+                    run.cancel.clone(),
+                );
                 st.running = Some(id);
                 break picked;
             }
@@ -97,7 +102,13 @@ impl Jobs {
             result_from_finished(id, &run.events, &run.meta.request)
         };
         if let Some(result) = recovered {
-            if let Err(e) = self.publish_finished(id, Ending { event: None, result }) {
+            if let Err(e) = self.publish_finished(
+                id,
+                Ending {
+                    event: None,
+                    result,
+                },
+            ) {
                 eprintln!("forge-server: {}", e.message);
             }
         } else {
@@ -129,7 +140,12 @@ impl Jobs {
                 // written or shown, and the run is asked to stop at its next check.
                 let mut store_failure: Option<String> = None;
                 let stop = cancel.clone();
-                let gate = self.lock().runs.get(id).map(|r| r.gate.clone()).unwrap_or_default();
+                let gate = self
+                    .lock()
+                    .runs
+                    .get(id)
+                    .map(|r| r.gate.clone())
+                    .unwrap_or_default();
                 let mut sink = |event: Value| {
                     if store_failure.is_some() {
                         return;
@@ -202,7 +218,13 @@ impl Jobs {
                         seal_values(&run.meta, &run.events, stop, reason).0
                     })
                 };
-                if let Err(e) = self.publish_finished(id, Ending { event: missing_finish, result }) {
+                if let Err(e) = self.publish_finished(
+                    id,
+                    Ending {
+                        event: missing_finish,
+                        result,
+                    },
+                ) {
                     eprintln!("forge-server: {}", e.message);
                 }
             }

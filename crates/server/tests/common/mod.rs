@@ -377,18 +377,34 @@ where
 
 /// Poll until terminal; returns the final full snapshot (after_seq=0).
 pub async fn wait_terminal(router: &Router, id: &str) -> Value {
-    eventually(Duration::from_secs(60), &format!("run {id} finishes"), || async move {
-        let s = snapshot(router, id, 0).await;
-        if s["terminal"] == true { Ok(s) } else { Err(s.to_string()) }
-    })
+    eventually(
+        Duration::from_secs(60),
+        &format!("run {id} finishes"),
+        || async move {
+            let s = snapshot(router, id, 0).await;
+            if s["terminal"] == true {
+                Ok(s)
+            } else {
+                Err(s.to_string())
+            }
+        },
+    )
     .await
 }
 
 pub async fn wait_status(router: &Router, id: &str, status: &str) -> Value {
-    eventually(Duration::from_secs(30), &format!("run {id} reaches {status}"), || async move {
-        let s = snapshot(router, id, 0).await;
-        if s["status"] == status { Ok(s) } else { Err(s.to_string()) }
-    })
+    eventually(
+        Duration::from_secs(30),
+        &format!("run {id} reaches {status}"),
+        || async move {
+            let s = snapshot(router, id, 0).await;
+            if s["status"] == status {
+                Ok(s)
+            } else {
+                Err(s.to_string())
+            }
+        },
+    )
     .await
 }
 

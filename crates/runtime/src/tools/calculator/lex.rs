@@ -159,7 +159,10 @@ pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
 
 /// `[Name]` or `[Rows | Name]` starting at the `[` at `start`: the reference,
 /// whitespace collapsed, and the position after its `]`.
-pub(crate) fn column_reference(chars: &[char], start: usize) -> Result<(ColumnRef, usize), CalcError> {
+pub(crate) fn column_reference(
+    chars: &[char],
+    start: usize,
+) -> Result<(ColumnRef, usize), CalcError> {
     let syntax = |position: usize, message: String| CalcError::Syntax { position, message };
     let Some(length) = chars[start + 1..]
         .iter()

@@ -30,11 +30,15 @@ const MAX_UNIT_CHARS: usize = 24;
 /// Why a file's data cannot be read; becomes a `knowledge_corrupt` tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExtractError {
-    #[error("table at line {line} has {rows} rows; at most {MAX_TABLE_ROWS} are read (split it into smaller tables)")]
+    #[error(
+        "table at line {line} has {rows} rows; at most {MAX_TABLE_ROWS} are read (split it into smaller tables)"
+    )]
     TooManyRows { line: usize, rows: usize },
     #[error("table at line {line} has {columns} columns; at most {MAX_TABLE_COLUMNS} are read")]
     TooManyColumns { line: usize, columns: usize },
-    #[error("{facts} `key: number` lines; at most {MAX_FACTS_PER_FILE} are read per file (the line after the limit is line {line})")]
+    #[error(
+        "{facts} `key: number` lines; at most {MAX_FACTS_PER_FILE} are read per file (the line after the limit is line {line})"
+    )]
     TooManyFacts { facts: usize, line: usize },
 }
 
@@ -105,17 +109,29 @@ impl Table {
 
     /// Labels of the rows without a value in column `index`, in row order.
     pub fn missing(&self, index: usize) -> Vec<&str> {
-        self.rows.iter().filter(|r| r.is_missing(index)).map(|r| r.label.as_str()).collect()
+        self.rows
+            .iter()
+            .filter(|r| r.is_missing(index))
+            .map(|r| r.label.as_str())
+            .collect()
     }
 
     /// Count, lowest and highest of column `index` over the data rows; `None` when it has no value.
     pub fn stats(&self, index: usize) -> Option<ColumnStats> {
         let mut stats: Option<ColumnStats> = None;
         for row in &self.rows {
-            let Some(value) = row.values.get(index).copied().flatten() else { continue };
+            let Some(value) = row.values.get(index).copied().flatten() else {
+                continue;
+            };
             let entry = (row.label.clone(), value);
             match stats.as_mut() {
-                None => stats = Some(ColumnStats { count: 1, lowest: entry.clone(), highest: entry }),
+                None => {
+                    stats = Some(ColumnStats {
+                        count: 1,
+                        lowest: entry.clone(),
+                        highest: entry,
+                    })
+                }
                 Some(s) => {
                     s.count += 1;
                     if value < s.lowest.1 {
@@ -150,34 +166,64 @@ pub struct Fact {
 /// quantity, is a series. Rows with an empty label are skipped.
 pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
     if raw.header.len() > MAX_TABLE_COLUMNS {
-        return Err(ExtractError::TooManyColumns { line: raw.line, columns: raw.header.len() });
+        return Err(ExtractError::TooManyColumns {
+            line: raw.line,
+            columns: raw.header.len(),
+        });
     }
     if raw.rows.len() > MAX_TABLE_ROWS {
-        return Err(ExtractError::TooManyRows { line: raw.line, rows: raw.rows.len() });
+        return Err(ExtractError::TooManyRows {
+            line: raw.line,
+            rows: raw.rows.len(),
+        });
     }
     let width = raw.header.len();
     let parsed: Vec<Vec<Option<Quantity>>> = raw
         .rows
         .iter()
-        .map(|row| (0..width).map(|c| numbers::parse_quantity(cell(row, c))).collect())
+        .map(|row| {
+            (0..width)
+                .map(|c| numbers::parse_quantity(cell(row, c)))
+                .collect()
+        })
         .collect();
-    let is_text_cell =
-        |r: usize, c: usize| parsed[r][c].is_none() && !tables::is_missing_marker(cell(&raw.rows[r], c));
+    let is_text_cell = |r: usize, c: usize| {
+        parsed[r][c].is_none() && !tables::is_missing_marker(cell(&raw.rows[r], c))
+    };
 
     // Summary rows: the leading and trailing runs of rows whose first text cell is a summary word.
     let summary_label = |r: usize| -> Option<(String, SummaryKind)> {
         let first_text = (0..width).find(|&c| is_text_cell(r, c))?;
         let label = cell(&raw.rows[r], first_text);
-        tables::summary_kind(label).map(|kind| (label.trim_matches(|c| matches!(c, '*' | '_')).trim().to_owned(), kind))
+        tables::summary_kind(label).map(|kind| {
+            (
+                label
+                    .trim_matches(|c| matches!(c, '*' | '_'))
+                    .trim()
+                    .to_owned(),
+                kind,
+            )
+        })
     };
-    let summary: Vec<Option<(String, SummaryKind)>> = (0..raw.rows.len()).map(summary_label).collect();
+    let summary: Vec<Option<(String, SummaryKind)>> =
+        (0..raw.rows.len()).map(summary_label).collect();
     let leading = summary.iter().take_while(|s| s.is_some()).count();
-    let trailing = summary[leading..].iter().rev().take_while(|s| s.is_some()).count();
+    let trailing = summary[leading..]
+        .iter()
+        .rev()
+        .take_while(|s| s.is_some())
+        .count();
     let body: Vec<usize> = (leading..raw.rows.len() - trailing).collect();
     // A table of nothing but summary rows has no other rows to summarize: its rows are its data.
-    let (body, summary) = if body.is_empty() { ((0..raw.rows.len()).collect(), vec![None; raw.rows.len()]) } else { (body, summary) };
+    let (body, summary) = if body.is_empty() {
+        ((0..raw.rows.len()).collect(), vec![None; raw.rows.len()])
+    } else {
+        (body, summary)
+    };
 
-    let label_index = (0..width).find(|&c| body.iter().any(|&r| is_text_cell(r, c))).unwrap_or(0);
+    let label_index = (0..width)
+        .find(|&c| body.iter().any(|&r| is_text_cell(r, c)))
+        .unwrap_or(0);
     let names = column_names(&raw.header);
 
     let mut series: Vec<(usize, Column)> = Vec::new();
@@ -194,26 +240,49 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
             continue; // `30 min` next to `2 h`: not one series
         }
         let (name, header_unit) = &names[c];
-        let unit = header_unit.clone().or_else(|| cell_units.first().map(|u| (*u).to_owned()));
-        series.push((c, Column { name: name.clone(), unit }));
+        let unit = header_unit
+            .clone()
+            .or_else(|| cell_units.first().map(|u| (*u).to_owned()));
+        series.push((
+            c,
+            Column {
+                name: name.clone(),
+                unit,
+            },
+        ));
     }
-    let values = |r: usize| -> Vec<Option<f64>> { series.iter().map(|(c, _)| parsed[r][*c].as_ref().map(|q| q.value)).collect() };
+    let values = |r: usize| -> Vec<Option<f64>> {
+        series
+            .iter()
+            .map(|(c, _)| parsed[r][*c].as_ref().map(|q| q.value))
+            .collect()
+    };
 
     let rows = body
         .iter()
         .filter(|&&r| !cell(&raw.rows[r], label_index).is_empty())
-        .map(|&r| Row { label: cell(&raw.rows[r], label_index).to_owned(), values: values(r) })
+        .map(|&r| Row {
+            label: cell(&raw.rows[r], label_index).to_owned(),
+            values: values(r),
+        })
         .collect();
     let summary_rows = (0..raw.rows.len())
         .filter(|r| !body.contains(r))
         .filter_map(|r| {
             let (label, kind) = summary[r].clone()?;
-            Some(SummaryRow { label, kind, values: values(r) })
+            Some(SummaryRow {
+                label,
+                kind,
+                values: values(r),
+            })
         })
         .collect();
     Ok(Table {
         line: raw.line,
-        label_column: names.get(label_index).map(|(n, _)| n.clone()).unwrap_or_default(),
+        label_column: names
+            .get(label_index)
+            .map(|(n, _)| n.clone())
+            .unwrap_or_default(),
         columns: series.into_iter().map(|(_, column)| column).collect(),
         rows,
         summary_rows,
@@ -282,8 +351,14 @@ pub(crate) fn fact(line: &ProseLine) -> Option<Fact> {
         '：' => Some((i, c.len_utf8())),
         _ => None,
     })?;
-    let key = text[..colon].trim().trim_matches(|c| matches!(c, '*' | '_' | '`')).trim();
-    if key.is_empty() || key.chars().count() > MAX_FACT_KEY_CHARS || !key.chars().any(char::is_alphabetic) {
+    let key = text[..colon]
+        .trim()
+        .trim_matches(|c| matches!(c, '*' | '_' | '`'))
+        .trim();
+    if key.is_empty()
+        || key.chars().count() > MAX_FACT_KEY_CHARS
+        || !key.chars().any(char::is_alphabetic)
+    {
         return None;
     }
     let value = text[colon + width..]
@@ -291,7 +366,12 @@ pub(crate) fn fact(line: &ProseLine) -> Option<Fact> {
         .trim_end_matches(['.', '。', ';', '；', ','])
         .trim_matches(|c| matches!(c, '*' | '_' | '`'));
     let quantity = numbers::parse_quantity(value)?;
-    Some(Fact { line: line.line, key: key.to_owned(), value: quantity.value, unit: quantity.unit })
+    Some(Fact {
+        line: line.line,
+        key: key.to_owned(),
+        value: quantity.value,
+        unit: quantity.unit,
+    })
 }
 
 /// The `key`, value text and quantity of a list item written `key: number`, `key — number` or
@@ -306,9 +386,19 @@ fn list_item(line: &ProseLine) -> Option<(String, String, Quantity)> {
         '：' => Some((i, c.len_utf8())),
         _ => None,
     });
-    let (at, width) = colon.or_else(|| text.char_indices().find(|(_, c)| matches!(c, '—' | '=')).map(|(i, c)| (i, c.len_utf8())))?;
-    let key = text[..at].trim().trim_matches(|c| matches!(c, '*' | '_' | '`')).trim();
-    if key.is_empty() || key.chars().count() > MAX_FACT_KEY_CHARS || !key.chars().any(char::is_alphabetic) {
+    let (at, width) = colon.or_else(|| {
+        text.char_indices()
+            .find(|(_, c)| matches!(c, '—' | '='))
+            .map(|(i, c)| (i, c.len_utf8()))
+    })?;
+    let key = text[..at]
+        .trim()
+        .trim_matches(|c| matches!(c, '*' | '_' | '`'))
+        .trim();
+    if key.is_empty()
+        || key.chars().count() > MAX_FACT_KEY_CHARS
+        || !key.chars().any(char::is_alphabetic)
+    {
         return None;
     }
     let value = text[at + width..]
@@ -326,15 +416,23 @@ fn list_item(line: &ProseLine) -> Option<(String, String, Quantity)> {
 /// run becomes a raw table (`""` | the section title, `Output per line (units)` → column
 /// `Output per line`, unit `units`; `Value` for the preamble) to be read by [`table`]; returned with
 /// the indexes of the prose lines it takes, which are then neither facts nor prose.
-pub(crate) fn bullet_tables(title: &str, lines: &[ProseLine]) -> Vec<(std::ops::Range<usize>, RawTable)> {
+pub(crate) fn bullet_tables(
+    title: &str,
+    lines: &[ProseLine],
+) -> Vec<(std::ops::Range<usize>, RawTable)> {
     let items: Vec<Option<(String, String, Quantity)>> = lines.iter().map(list_item).collect();
     let states_a_rule = |list: usize| {
         lines.iter().zip(&items).any(|(line, item)| {
             line.item == Some(list)
-                && item.as_ref().is_some_and(|(key, _, q)| crate::rules::understand(key, q.value).is_some())
+                && item
+                    .as_ref()
+                    .is_some_and(|(key, _, q)| crate::rules::understand(key, q.value).is_some())
         })
     };
-    let header = if title == super::markdown::PREAMBLE || title == super::markdown::UNTITLED || title.trim().is_empty() {
+    let header = if title == super::markdown::PREAMBLE
+        || title == super::markdown::UNTITLED
+        || title.trim().is_empty()
+    {
         "Value".to_owned()
     } else {
         title.to_owned()
@@ -360,7 +458,14 @@ pub(crate) fn bullet_tables(title: &str, lines: &[ProseLine]) -> Vec<(std::ops::
                 .flatten()
                 .map(|(key, value, _)| vec![key.clone(), value.clone()])
                 .collect();
-            out.push((start..end, RawTable { line: lines[start].line, header: vec![String::new(), header.clone()], rows }));
+            out.push((
+                start..end,
+                RawTable {
+                    line: lines[start].line,
+                    header: vec![String::new(), header.clone()],
+                    rows,
+                },
+            ));
         }
         start = end;
     }
@@ -368,10 +473,15 @@ pub(crate) fn bullet_tables(title: &str, lines: &[ProseLine]) -> Vec<(std::ops::
 }
 
 /// Checks the per-file fact cap over all sections' facts, in file order.
-pub(crate) fn check_fact_count<'a>(facts: impl Iterator<Item = &'a Fact>) -> Result<(), ExtractError> {
+pub(crate) fn check_fact_count<'a>(
+    facts: impl Iterator<Item = &'a Fact>,
+) -> Result<(), ExtractError> {
     let facts: Vec<&Fact> = facts.collect();
     match facts.get(MAX_FACTS_PER_FILE) {
-        Some(first_over) => Err(ExtractError::TooManyFacts { facts: facts.len(), line: first_over.line }),
+        Some(first_over) => Err(ExtractError::TooManyFacts {
+            facts: facts.len(),
+            line: first_over.line,
+        }),
         None => Ok(()),
     }
 }
@@ -384,22 +494,37 @@ mod tests {
         RawTable {
             line: 1,
             header: header.iter().map(|s| (*s).to_owned()).collect(),
-            rows: rows.iter().map(|r| r.iter().map(|s| (*s).to_owned()).collect()).collect(),
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| (*s).to_owned()).collect())
+                .collect(),
         }
     }
 
     fn line(text: &str) -> ProseLine {
-        ProseLine { text: text.to_owned(), line: 1, code: false, continues: false, item: None }
+        ProseLine {
+            text: text.to_owned(),
+            line: 1,
+            code: false,
+            continues: false,
+            item: None,
+        }
     }
 
     #[test]
     fn units_come_from_headers() {
         let s = |h: &str| split_unit(h);
-        assert_eq!(s("Task Success (%)"), ("Task Success".into(), Some("%".into())));
+        assert_eq!(
+            s("Task Success (%)"),
+            ("Task Success".into(), Some("%".into()))
+        );
         assert_eq!(s("Uptime %"), ("Uptime".into(), Some("%".into())));
         assert_eq!(s("Energy [kWh]"), ("Energy".into(), Some("kWh".into())));
         assert_eq!(s("Revenue ($k)"), ("Revenue".into(), Some("$k".into())));
-        assert_eq!(s("等待时间（分钟）"), ("等待时间".into(), Some("分钟".into())));
+        assert_eq!(
+            s("等待时间（分钟）"),
+            ("等待时间".into(), Some("分钟".into()))
+        );
         assert_eq!(s("New loans (Q3)"), ("New loans (Q3)".into(), None));
         assert_eq!(s("Score"), ("Score".into(), None));
         assert_eq!(s("(%)"), ("(%)".into(), None));
@@ -407,13 +532,21 @@ mod tests {
 
     #[test]
     fn label_column_is_the_first_text_column() {
-        let t = table(&raw(&["Year", "Region", "Sales"], &[&["2023", "North", "1,250"], &["2024", "South", "980"]])).unwrap();
+        let t = table(&raw(
+            &["Year", "Region", "Sales"],
+            &[&["2023", "North", "1,250"], &["2024", "South", "980"]],
+        ))
+        .unwrap();
         assert_eq!(t.label_column, "Region");
         let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Year", "Sales"]);
         assert_eq!(t.rows[0].values, [Some(2023.0), Some(1250.0)]);
 
-        let years = table(&raw(&["Year", "Revenue ($)"], &[&["2023", "$4.50"], &["2024", "$5"]])).unwrap();
+        let years = table(&raw(
+            &["Year", "Revenue ($)"],
+            &[&["2023", "$4.50"], &["2024", "$5"]],
+        ))
+        .unwrap();
         assert_eq!(years.label_column, "Year");
         assert_eq!(years.rows[1].label, "2024");
         assert_eq!(years.columns[0].unit.as_deref(), Some("$"));
@@ -423,26 +556,52 @@ mod tests {
     fn cells_decide_series_and_units() {
         let t = table(&raw(
             &["Site", "Uptime", "Note", "Score", "Score", "Mixed"],
-            &[&["A", "99.2%", "ok", "1", "", "30 min"], &["B", "98%", "", "2", "3", "2 h"], &["", "1%", "x", "9", "9", "1 h"]],
+            &[
+                &["A", "99.2%", "ok", "1", "", "30 min"],
+                &["B", "98%", "", "2", "3", "2 h"],
+                &["", "1%", "x", "9", "9", "1 h"],
+            ],
         ))
         .unwrap();
-        let columns: Vec<(&str, Option<&str>)> = t.columns.iter().map(|c| (c.name.as_str(), c.unit.as_deref())).collect();
-        assert_eq!(columns, [("Uptime", Some("%")), ("Score", None), ("Score (2)", None)]);
+        let columns: Vec<(&str, Option<&str>)> = t
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.unit.as_deref()))
+            .collect();
+        assert_eq!(
+            columns,
+            [("Uptime", Some("%")), ("Score", None), ("Score (2)", None)]
+        );
         assert_eq!(t.rows.len(), 2, "the row without a label is skipped");
         assert_eq!(t.rows[0].values, [Some(99.2), Some(1.0), None]);
         let stats = t.stats(0).unwrap();
-        assert_eq!((stats.count, stats.lowest, stats.highest), (2, ("B".into(), 98.0), ("A".into(), 99.2)));
+        assert_eq!(
+            (stats.count, stats.lowest, stats.highest),
+            (2, ("B".into(), 98.0), ("A".into(), 99.2))
+        );
         assert_eq!(t.stats(2).unwrap().count, 1);
     }
 
     #[test]
     fn facts_are_whole_quantities_after_a_key() {
         let f = |s: &str| fact(&line(s)).map(|f| (f.key, f.value, f.unit));
-        assert_eq!(f("average_gte: 78"), Some(("average_gte".into(), 78.0, None)));
-        assert_eq!(f("Minimum average uptime: 99.5%"), Some(("Minimum average uptime".into(), 99.5, Some("%".into()))));
-        assert_eq!(f("Maximum wait: 30 min."), Some(("Maximum wait".into(), 30.0, Some("min".into()))));
+        assert_eq!(
+            f("average_gte: 78"),
+            Some(("average_gte".into(), 78.0, None))
+        );
+        assert_eq!(
+            f("Minimum average uptime: 99.5%"),
+            Some(("Minimum average uptime".into(), 99.5, Some("%".into())))
+        );
+        assert_eq!(
+            f("Maximum wait: 30 min."),
+            Some(("Maximum wait".into(), 30.0, Some("min".into())))
+        );
         assert_eq!(f("最低平均值：80"), Some(("最低平均值".into(), 80.0, None)));
-        assert_eq!(f("Budget: $1,250"), Some(("Budget".into(), 1250.0, Some("$".into()))));
+        assert_eq!(
+            f("Budget: $1,250"),
+            Some(("Budget".into(), 1250.0, Some("$".into())))
+        );
         for prose in [
             "1.2: Batch D added, with harder tasks.",
             "Clinics open from 08:00 to 20:00",
@@ -453,19 +612,57 @@ mod tests {
         ] {
             assert_eq!(f(prose), None, "{prose}");
         }
-        assert_eq!(fact(&ProseLine { text: "x: 1".into(), line: 1, code: true, continues: false, item: None }), None);
+        assert_eq!(
+            fact(&ProseLine {
+                text: "x: 1".into(),
+                line: 1,
+                code: true,
+                continues: false,
+                item: None
+            }),
+            None
+        );
     }
 
     #[test]
     fn caps_are_typed_errors() {
         let wide: Vec<String> = (0..=MAX_TABLE_COLUMNS).map(|i| format!("c{i}")).collect();
-        let t = RawTable { line: 4, header: wide, rows: Vec::new() };
-        assert_eq!(table(&t), Err(ExtractError::TooManyColumns { line: 4, columns: 33 }));
-        let long = RawTable { line: 2, header: vec!["a".into()], rows: vec![vec!["x".into()]; MAX_TABLE_ROWS + 1] };
-        assert_eq!(table(&long), Err(ExtractError::TooManyRows { line: 2, rows: 201 }));
-        let facts: Vec<Fact> =
-            (0..=MAX_FACTS_PER_FILE).map(|i| Fact { line: i + 1, key: "k".into(), value: 1.0, unit: None }).collect();
-        assert_eq!(check_fact_count(facts.iter()), Err(ExtractError::TooManyFacts { facts: 101, line: 101 }));
+        let t = RawTable {
+            line: 4,
+            header: wide,
+            rows: Vec::new(),
+        };
+        assert_eq!(
+            table(&t),
+            Err(ExtractError::TooManyColumns {
+                line: 4,
+                columns: 33
+            })
+        );
+        let long = RawTable {
+            line: 2,
+            header: vec!["a".into()],
+            rows: vec![vec!["x".into()]; MAX_TABLE_ROWS + 1],
+        };
+        assert_eq!(
+            table(&long),
+            Err(ExtractError::TooManyRows { line: 2, rows: 201 })
+        );
+        let facts: Vec<Fact> = (0..=MAX_FACTS_PER_FILE)
+            .map(|i| Fact {
+                line: i + 1,
+                key: "k".into(),
+                value: 1.0,
+                unit: None,
+            })
+            .collect();
+        assert_eq!(
+            check_fact_count(facts.iter()),
+            Err(ExtractError::TooManyFacts {
+                facts: 101,
+                line: 101
+            })
+        );
         assert_eq!(check_fact_count(facts[..100].iter()), Ok(()));
     }
 
@@ -477,13 +674,22 @@ mod tests {
     fn summary_rows_are_kept_apart_first_or_last() {
         let t = table(&raw(
             &["Store", "Sales ($)", "Staff"],
-            &[&["Total", "3,000", "9"], &["North", "1,000", "3"], &["South", "2,000", "6"], &["**Average**", "1,500", ""], &["Overall:", "", "4.5"]],
+            &[
+                &["Total", "3,000", "9"],
+                &["North", "1,000", "3"],
+                &["South", "2,000", "6"],
+                &["**Average**", "1,500", ""],
+                &["Overall:", "", "4.5"],
+            ],
         ))
         .unwrap();
         let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["North", "South"]);
-        let summary: Vec<(&str, SummaryKind, Vec<Option<f64>>)> =
-            t.summary_rows.iter().map(|s| (s.label.as_str(), s.kind, s.values.clone())).collect();
+        let summary: Vec<(&str, SummaryKind, Vec<Option<f64>>)> = t
+            .summary_rows
+            .iter()
+            .map(|s| (s.label.as_str(), s.kind, s.values.clone()))
+            .collect();
         assert_eq!(
             summary,
             [
@@ -493,24 +699,55 @@ mod tests {
             ]
         );
         let stats = t.stats(0).unwrap();
-        assert_eq!((stats.count, stats.highest), (2, ("South".into(), 2000.0)), "summary rows are never in stats");
+        assert_eq!(
+            (stats.count, stats.highest),
+            (2, ("South".into(), 2000.0)),
+            "summary rows are never in stats"
+        );
     }
 
     #[test]
     fn only_whole_summary_words_at_the_ends_are_summary_rows() {
         let t = table(&raw(
             &["Clinic", "Wait (min)"],
-            &[&["Total Care Clinic", "30"], &["Mean Street", "20"], &["Total", "12"], &["East", "40"], &["合计", "102"]],
+            &[
+                &["Total Care Clinic", "30"],
+                &["Mean Street", "20"],
+                &["Total", "12"],
+                &["East", "40"],
+                &["合计", "102"],
+            ],
         ))
         .unwrap();
         let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
-        assert_eq!(labels, ["Total Care Clinic", "Mean Street", "Total", "East"], "a Total in the middle is a row as written");
+        assert_eq!(
+            labels,
+            ["Total Care Clinic", "Mean Street", "Total", "East"],
+            "a Total in the middle is a row as written"
+        );
         assert_eq!(t.summary_rows.len(), 1);
-        assert_eq!((t.summary_rows[0].label.as_str(), t.summary_rows[0].kind), ("合计", SummaryKind::Sum));
+        assert_eq!(
+            (t.summary_rows[0].label.as_str(), t.summary_rows[0].kind),
+            ("合计", SummaryKind::Sum)
+        );
         // The first text cell names the summary even in front of the label column.
-        let t = table(&raw(&["Week", "Depot", "Late"], &[&["1", "North", "4"], &["2", "South", "6"], &["Total", "", "10"]])).unwrap();
+        let t = table(&raw(
+            &["Week", "Depot", "Late"],
+            &[
+                &["1", "North", "4"],
+                &["2", "South", "6"],
+                &["Total", "", "10"],
+            ],
+        ))
+        .unwrap();
         assert_eq!(t.label_column, "Depot");
-        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Week", "Late"]);
+        assert_eq!(
+            t.columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["Week", "Late"]
+        );
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.summary_rows[0].values, [None, Some(10.0)]);
         // A table of nothing but a summary row keeps it as data.
@@ -520,39 +757,103 @@ mod tests {
 
     #[test]
     fn missing_cells_keep_a_column_numeric() {
-        let markers = ["n/a", "N/A", "NA", "—", "–", "-", "", "TBD", "tbc", "?", "无", "缺", "暂无"];
+        let markers = [
+            "n/a", "N/A", "NA", "—", "–", "-", "", "TBD", "tbc", "?", "无", "缺", "暂无",
+        ];
         let rows: Vec<Vec<String>> = markers
             .iter()
             .enumerate()
             .map(|(i, m)| vec![format!("Site {i}"), (*m).to_owned(), format!("{i}")])
             .chain([vec!["Last".to_owned(), "7.5".to_owned(), "1".to_owned()]])
             .collect();
-        let t = table(&RawTable { line: 1, header: vec!["Site".into(), "Uptime (%)".into(), "Staff".into()], rows }).unwrap();
-        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Uptime", "Staff"]);
+        let t = table(&RawTable {
+            line: 1,
+            header: vec!["Site".into(), "Uptime (%)".into(), "Staff".into()],
+            rows,
+        })
+        .unwrap();
+        assert_eq!(
+            t.columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["Uptime", "Staff"]
+        );
         assert_eq!(t.missing(0).len(), markers.len());
-        assert!(t.rows[..markers.len()].iter().all(|r| r.is_missing(0) && !r.is_missing(1)));
+        assert!(
+            t.rows[..markers.len()]
+                .iter()
+                .all(|r| r.is_missing(0) && !r.is_missing(1))
+        );
         assert_eq!(t.stats(0).unwrap().count, 1);
         assert!(t.missing(1).is_empty());
         // Any other text means the column is not a series.
-        let t = table(&raw(&["Site", "Uptime"], &[&["A", "99"], &["B", "down"], &["C", "n/a"]])).unwrap();
+        let t = table(&raw(
+            &["Site", "Uptime"],
+            &[&["A", "99"], &["B", "down"], &["C", "n/a"]],
+        ))
+        .unwrap();
         assert!(t.columns.is_empty());
         // A column of nothing but markers is not a series either.
-        let t = table(&raw(&["Site", "Uptime", "Staff"], &[&["A", "n/a", "3"], &["B", "—", "4"]])).unwrap();
-        assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["Staff"]);
+        let t = table(&raw(
+            &["Site", "Uptime", "Staff"],
+            &[&["A", "n/a", "3"], &["B", "—", "4"]],
+        ))
+        .unwrap();
+        assert_eq!(
+            t.columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["Staff"]
+        );
     }
 
     #[test]
     fn negative_cells_in_every_form() {
         let t = table(&raw(
             &["Account", "Change"],
-            &[&["a", "-3.1"], &["b", "\u{2212}3.1"], &["c", "\u{2013}3.1"], &["d", "(3.1)"], &["e", "-3.1"], &["f", "2"]],
+            &[
+                &["a", "-3.1"],
+                &["b", "\u{2212}3.1"],
+                &["c", "\u{2013}3.1"],
+                &["d", "(3.1)"],
+                &["e", "-3.1"],
+                &["f", "2"],
+            ],
         ))
         .unwrap();
-        assert_eq!(values(&t, 0), [Some(-3.1), Some(-3.1), Some(-3.1), Some(-3.1), Some(-3.1), Some(2.0)]);
-        let money = table(&raw(&["Account", "Net"], &[&["a", "($3.10)"], &["b", "-$3.10"], &["c", "$-3.10"], &["d", "$4.50"]])).unwrap();
-        assert_eq!(values(&money, 0), [Some(-3.1), Some(-3.1), Some(-3.1), Some(4.5)]);
+        assert_eq!(
+            values(&t, 0),
+            [
+                Some(-3.1),
+                Some(-3.1),
+                Some(-3.1),
+                Some(-3.1),
+                Some(-3.1),
+                Some(2.0)
+            ]
+        );
+        let money = table(&raw(
+            &["Account", "Net"],
+            &[
+                &["a", "($3.10)"],
+                &["b", "-$3.10"],
+                &["c", "$-3.10"],
+                &["d", "$4.50"],
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            values(&money, 0),
+            [Some(-3.1), Some(-3.1), Some(-3.1), Some(4.5)]
+        );
         assert_eq!(money.columns[0].unit.as_deref(), Some("$"));
-        let pct = table(&raw(&["Site", "Growth"], &[&["a", "-3.1%"], &["b", "(2%)"], &["c", "4%"]])).unwrap();
+        let pct = table(&raw(
+            &["Site", "Growth"],
+            &[&["a", "-3.1%"], &["b", "(2%)"], &["c", "4%"]],
+        ))
+        .unwrap();
         assert_eq!(values(&pct, 0), [Some(-3.1), Some(-2.0), Some(4.0)]);
         assert_eq!(pct.stats(0).unwrap().lowest, ("a".into(), -3.1));
     }
@@ -570,27 +871,63 @@ mod tests {
             ],
         ))
         .unwrap();
-        let columns: Vec<(&str, Option<&str>)> = t.columns.iter().map(|c| (c.name.as_str(), c.unit.as_deref())).collect();
-        assert_eq!(columns, [("Output", None), ("Distance", Some("km")), ("Price", Some("$")), ("Share", Some("%")), ("Wait", Some("min"))]);
+        let columns: Vec<(&str, Option<&str>)> = t
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.unit.as_deref()))
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                ("Output", None),
+                ("Distance", Some("km")),
+                ("Price", Some("$")),
+                ("Share", Some("%")),
+                ("Wait", Some("min"))
+            ]
+        );
         assert_eq!(values(&t, 0), [Some(12400.0); 5]);
-        assert_eq!(t.rows[0].values, [Some(12400.0), Some(1.2), Some(4.5), Some(12.0), Some(42.0)]);
+        assert_eq!(
+            t.rows[0].values,
+            [Some(12400.0), Some(1.2), Some(4.5), Some(12.0), Some(42.0)]
+        );
         // European `12.400,5` is not read as a number: the column is not a series, nothing is silently wrong.
-        let eu = table(&raw(&["Plant", "Output"], &[&["A", "12.400,5"], &["B", "9.100,0"]])).unwrap();
+        let eu = table(&raw(
+            &["Plant", "Output"],
+            &[&["A", "12.400,5"], &["B", "9.100,0"]],
+        ))
+        .unwrap();
         assert!(eu.columns.is_empty());
     }
 
     #[test]
     fn tables_of_26_and_200_rows_parse() {
         for n in [26, MAX_TABLE_ROWS] {
-            let rows: Vec<Vec<String>> = (0..n).map(|i| vec![format!("Row {i}"), format!("{}", i * 10)]).collect();
-            let t = table(&RawTable { line: 3, header: vec!["Name".into(), "Score".into()], rows }).unwrap();
+            let rows: Vec<Vec<String>> = (0..n)
+                .map(|i| vec![format!("Row {i}"), format!("{}", i * 10)])
+                .collect();
+            let t = table(&RawTable {
+                line: 3,
+                header: vec!["Name".into(), "Score".into()],
+                rows,
+            })
+            .unwrap();
             assert_eq!(t.rows.len(), n);
-            assert_eq!(t.stats(0).unwrap().highest, (format!("Row {}", n - 1), ((n - 1) * 10) as f64));
+            assert_eq!(
+                t.stats(0).unwrap().highest,
+                (format!("Row {}", n - 1), ((n - 1) * 10) as f64)
+            );
         }
     }
 
     fn item(text: &str, line_no: usize, list: usize) -> ProseLine {
-        ProseLine { text: text.to_owned(), line: line_no, code: false, continues: false, item: Some(list) }
+        ProseLine {
+            text: text.to_owned(),
+            line: line_no,
+            code: false,
+            continues: false,
+            item: Some(list),
+        }
     }
 
     #[test]
@@ -608,24 +945,61 @@ mod tests {
         assert_eq!(range.clone(), 1..5);
         assert_eq!(raw.line, 3);
         let t = table(raw).unwrap();
-        assert_eq!(t.columns, [Column { name: "Output per line".into(), unit: Some("units".into()) }]);
-        assert_eq!(t.rows.iter().map(|r| (r.label.as_str(), r.values[0])).collect::<Vec<_>>(), [("Line A", Some(120.0)), ("Line B", Some(95.0)), ("Line C", Some(130.0))]);
+        assert_eq!(
+            t.columns,
+            [Column {
+                name: "Output per line".into(),
+                unit: Some("units".into())
+            }]
+        );
+        assert_eq!(
+            t.rows
+                .iter()
+                .map(|r| (r.label.as_str(), r.values[0]))
+                .collect::<Vec<_>>(),
+            [
+                ("Line A", Some(120.0)),
+                ("Line B", Some(95.0)),
+                ("Line C", Some(130.0))
+            ]
+        );
         assert_eq!(t.summary_rows[0].values, [Some(345.0)]);
 
         // A list holding a rule stays facts.
-        let rules = [item("Maximum average wait: 30 min", 1, 1), item("North: 24 min", 2, 1), item("South: 31 min", 3, 1)];
+        let rules = [
+            item("Maximum average wait: 30 min", 1, 1),
+            item("North: 24 min", 2, 1),
+            item("South: 31 min", 3, 1),
+        ];
         assert!(bullet_tables("Clinic waits", &rules).is_empty());
         // One item, mixed units, two lists, a paragraph between, or a line that is not an item: no table.
         assert!(bullet_tables("T", &[item("A: 1", 1, 1)]).is_empty());
         assert!(bullet_tables("T", &[item("A: 1 min", 1, 1), item("B: 2 h", 2, 1)]).is_empty());
         assert!(bullet_tables("T", &[item("A: 1", 1, 1), item("B: 2", 2, 2)]).is_empty());
         assert!(bullet_tables("T", &[item("A: 1", 1, 1), line("B: 2")]).is_empty());
-        let with_prose = [item("A: 1", 1, 1), item("see the note", 2, 1), item("B: 2", 3, 1), item("C: 3", 4, 1)];
+        let with_prose = [
+            item("A: 1", 1, 1),
+            item("see the note", 2, 1),
+            item("B: 2", 3, 1),
+            item("C: 3", 4, 1),
+        ];
         let found = bullet_tables("T", &with_prose);
-        assert_eq!(found.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(), [2..4]);
+        assert_eq!(
+            found.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
+            [2..4]
+        );
         // The preamble has no heading: the column is `Value`.
-        let (_, raw) = &bullet_tables(super::super::markdown::PREAMBLE, &[item("A: $1", 1, 1), item("B: $2", 2, 1)])[0];
+        let (_, raw) = &bullet_tables(
+            super::super::markdown::PREAMBLE,
+            &[item("A: $1", 1, 1), item("B: $2", 2, 1)],
+        )[0];
         let t = table(raw).unwrap();
-        assert_eq!(t.columns, [Column { name: "Value".into(), unit: Some("$".into()) }]);
+        assert_eq!(
+            t.columns,
+            [Column {
+                name: "Value".into(),
+                unit: Some("$".into())
+            }]
+        );
     }
 }

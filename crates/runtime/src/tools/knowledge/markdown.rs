@@ -128,10 +128,21 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
     let mut list_count = 0;
     let mut item: Option<usize> = None;
 
-    let flush = |buffer: &mut String, line: usize, code: bool, continues: bool, prose: &mut Vec<ProseLine>, item: &mut Option<usize>| {
+    let flush = |buffer: &mut String,
+                 line: usize,
+                 code: bool,
+                 continues: bool,
+                 prose: &mut Vec<ProseLine>,
+                 item: &mut Option<usize>| {
         let collapsed = collapse_whitespace(buffer);
         if !collapsed.is_empty() {
-            prose.push(ProseLine { text: collapsed, line, code, continues, item: item.take() });
+            prose.push(ProseLine {
+                text: collapsed,
+                line,
+                code,
+                continues,
+                item: item.take(),
+            });
         }
         buffer.clear();
     };
@@ -139,7 +150,14 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
     for (event, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 pending_heading = Some((heading_level(level), range.start));
                 heading_text.clear();
@@ -147,7 +165,9 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
             }
             Event::End(TagEnd::Heading(_)) => {
                 sink = Sink::Prose;
-                let Some((level, start)) = pending_heading.take() else { continue };
+                let Some((level, start)) = pending_heading.take() else {
+                    continue;
+                };
                 let title = match collapse_whitespace(&heading_text) {
                     t if t.is_empty() => UNTITLED.to_owned(),
                     t => t,
@@ -167,9 +187,20 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 close(previous, text, start, Some(level), &mut sections);
             }
             Event::Start(Tag::Table(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
-                table = Some(RawTable { line: lines.line(range.start), header: Vec::new(), rows: Vec::new() });
+                table = Some(RawTable {
+                    line: lines.line(range.start),
+                    header: Vec::new(),
+                    rows: Vec::new(),
+                });
             }
             Event::End(TagEnd::Table) => {
                 open.tables.extend(table.take());
@@ -194,12 +225,26 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 sink = Sink::Prose;
             }
             Event::Start(Tag::CodeBlock(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 in_code = true;
             }
             Event::End(TagEnd::CodeBlock) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 in_code = false;
             }
@@ -212,44 +257,81 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                     }
                     buffer.push_str(piece.trim_end_matches('\n'));
                     if piece.ends_with('\n') {
-                        flush(&mut buffer, buffer_line, true, continues, &mut open.prose, &mut item);
+                        flush(
+                            &mut buffer,
+                            buffer_line,
+                            true,
+                            continues,
+                            &mut open.prose,
+                            &mut item,
+                        );
                         continues = true;
                     }
                     offset += piece.len();
                 }
             }
-            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => match sink {
-                Sink::Heading => heading_text.push_str(&t),
-                Sink::Cell => cell.push_str(&t),
-                Sink::Prose => {
-                    if buffer.is_empty() {
-                        buffer_line = lines.line(range.start);
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                match sink {
+                    Sink::Heading => heading_text.push_str(&t),
+                    Sink::Cell => cell.push_str(&t),
+                    Sink::Prose => {
+                        if buffer.is_empty() {
+                            buffer_line = lines.line(range.start);
+                        }
+                        buffer.push_str(&t);
                     }
-                    buffer.push_str(&t);
                 }
-            },
+            }
             Event::SoftBreak | Event::HardBreak => match sink {
                 Sink::Heading => heading_text.push(' '),
                 Sink::Cell => cell.push(' '),
                 Sink::Prose => {
-                    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                    flush(
+                        &mut buffer,
+                        buffer_line,
+                        in_code,
+                        continues,
+                        &mut open.prose,
+                        &mut item,
+                    );
                     continues = true;
                 }
             },
             Event::Start(Tag::List(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 list_count += 1;
                 lists.push(list_count);
             }
             Event::End(TagEnd::List(_)) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 lists.pop();
                 item = None;
             }
             Event::Start(Tag::Item) => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
                 item = lists.last().copied();
             }
@@ -274,20 +356,40 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 | TagEnd::DefinitionListDefinition,
             )
             | Event::Rule => {
-                flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
                 continues = false;
             }
             // Raw HTML, footnote references, task-list boxes and the remaining inline tags carry no text of their own.
             _ => {}
         }
     }
-    flush(&mut buffer, buffer_line, in_code, continues, &mut open.prose, &mut item);
+    flush(
+        &mut buffer,
+        buffer_line,
+        in_code,
+        continues,
+        &mut open.prose,
+        &mut item,
+    );
     close(open, text, text.len(), None, &mut sections);
     sections
 }
 
 /// Finishes `open` (its markdown ends at `end`); `next_level` is the heading that follows, if any.
-fn close(open: Open, text: &str, end: usize, next_level: Option<usize>, sections: &mut Vec<Section>) {
+fn close(
+    open: Open,
+    text: &str,
+    end: usize,
+    next_level: Option<usize>,
+    sections: &mut Vec<Section>,
+) {
     let is_preamble = open.level == 0;
     let is_container = next_level.is_some_and(|next| next > open.level);
     let has_body = !open.prose.is_empty() || !open.tables.is_empty();
@@ -298,7 +400,11 @@ fn close(open: Open, text: &str, end: usize, next_level: Option<usize>, sections
         title: open.title,
         ancestors: open.ancestors,
         line: open.line,
-        markdown: text.get(open.start..end).unwrap_or_default().trim().to_owned(),
+        markdown: text
+            .get(open.start..end)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
         prose: open.prose,
         tables: open.tables,
     };
@@ -343,12 +449,26 @@ mod tests {
 
     #[test]
     fn inline_markup_is_stripped_and_lines_kept() {
-        let s = parse("# T\n\n- **Max wait**: 30 min\n- `average_gte`: 78\n\nA [link](http://x) and *stress*\nnext line\n");
+        let s = parse(
+            "# T\n\n- **Max wait**: 30 min\n- `average_gte`: 78\n\nA [link](http://x) and *stress*\nnext line\n",
+        );
         let texts: Vec<&str> = s[0].prose.iter().map(|l| l.text.as_str()).collect();
-        assert_eq!(texts, ["Max wait: 30 min", "average_gte: 78", "A link and stress", "next line"]);
+        assert_eq!(
+            texts,
+            [
+                "Max wait: 30 min",
+                "average_gte: 78",
+                "A link and stress",
+                "next line"
+            ]
+        );
         assert_eq!(s[0].prose[3].line, 7);
         let continues: Vec<bool> = s[0].prose.iter().map(|l| l.continues).collect();
-        assert_eq!(continues, [false, false, false, true], "only the wrapped line continues its paragraph");
+        assert_eq!(
+            continues,
+            [false, false, false, true],
+            "only the wrapped line continues its paragraph"
+        );
     }
 
     #[test]
@@ -357,7 +477,13 @@ mod tests {
         let t = &s[0].tables[0];
         assert_eq!(t.line, 3);
         assert_eq!(t.header, ["Site", "Wait (min)"]);
-        assert_eq!(t.rows, [vec!["North".to_owned(), "24".to_owned()], vec!["South".to_owned(), String::new()]]);
+        assert_eq!(
+            t.rows,
+            [
+                vec!["North".to_owned(), "24".to_owned()],
+                vec!["South".to_owned(), String::new()]
+            ]
+        );
     }
 
     #[test]

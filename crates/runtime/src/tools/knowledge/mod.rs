@@ -15,7 +15,6 @@ mod view;
 
 /// The retrieval tokenizer, shared with the grounding so that "which column is this text about" and
 /// "which passage answers this query" read words the same way.
-
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -226,10 +225,16 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
             tables.push((table, raw));
         }
         tables.sort_by_key(|(t, _)| t.line);
-        let (tables, raw_tables): (Vec<Table>, Vec<markdown::RawTable>) = tables.into_iter().unzip();
+        let (tables, raw_tables): (Vec<Table>, Vec<markdown::RawTable>) =
+            tables.into_iter().unzip();
         let mut facts = Vec::new();
         let mut prose_lines = Vec::new();
-        for (line, _) in section.prose.iter().zip(&taken).filter(|(_, taken)| !**taken) {
+        for (line, _) in section
+            .prose
+            .iter()
+            .zip(&taken)
+            .filter(|(_, taken)| !**taken)
+        {
             match extract::fact(line) {
                 Some(fact) => facts.push(fact),
                 None => prose_lines.push(line),
@@ -332,7 +337,10 @@ fn keep_data_in_view<'a>(
     }
     let has_table = |i: usize| !passage(i).tables.is_empty();
     let has_facts = |i: usize| !passage(i).facts.is_empty();
-    for (wants_table, wants) in [(true, &has_table as &dyn Fn(usize) -> bool), (false, &has_facts)] {
+    for (wants_table, wants) in [
+        (true, &has_table as &dyn Fn(usize) -> bool),
+        (false, &has_facts),
+    ] {
         if hits.iter().any(|(i, _)| wants(*i)) {
             continue;
         }
@@ -344,12 +352,17 @@ fn keep_data_in_view<'a>(
                 return None;
             }
             let best = hits.first()?.0;
-            (0..passage_count).find(|&i| same_source(i, best) && has_table(i)).map(|i| (i, 0.0))
+            (0..passage_count)
+                .find(|&i| same_source(i, best) && has_table(i))
+                .map(|i| (i, 0.0))
         });
         let Some(extra) = extra else { continue };
         if hits.len() < top_k {
             hits.push(extra);
-        } else if let Some(slot) = hits.iter().rposition(|(i, _)| !has_table(*i) && !has_facts(*i)) {
+        } else if let Some(slot) = hits
+            .iter()
+            .rposition(|(i, _)| !has_table(*i) && !has_facts(*i))
+        {
             hits[slot] = extra;
         }
     }
@@ -384,9 +397,9 @@ pub fn search_sources(
         |i| all[i].1,
         |i, j| std::ptr::eq(all[i].0, all[j].0),
     )
-        .into_iter()
-        .map(|(i, score)| (all[i].0, all[i].1, score))
-        .collect();
+    .into_iter()
+    .map(|(i, score)| (all[i].0, all[i].1, score))
+    .collect();
     let citations: Vec<Citation> = hits
         .iter()
         .map(|(source, passage, score)| Citation {

@@ -54,7 +54,10 @@ pub(crate) fn rank(passages: &[&Terms], query: &str) -> Vec<(usize, f64)> {
     let idf: Vec<f64> = query_terms
         .iter()
         .map(|term| {
-            let df = passages.iter().filter(|t| t.counts.contains_key(term)).count() as f64;
+            let df = passages
+                .iter()
+                .filter(|t| t.counts.contains_key(term))
+                .count() as f64;
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
         })
         .collect();
@@ -62,7 +65,8 @@ pub(crate) fn rank(passages: &[&Terms], query: &str) -> Vec<(usize, f64)> {
         .iter()
         .enumerate()
         .map(|(index, terms)| {
-            let length_norm = 1.0 - BM25_B + BM25_B * f64::from(terms.length) / average_length.max(1.0);
+            let length_norm =
+                1.0 - BM25_B + BM25_B * f64::from(terms.length) / average_length.max(1.0);
             let score = query_terms
                 .iter()
                 .zip(&idf)
@@ -123,19 +127,31 @@ mod tests {
 
     #[test]
     fn plural_folding_keeps_short_and_latin_words() {
-        assert_eq!(tokenize("Batches rules success status average"), ["batch", "rule", "success", "status", "average"]);
+        assert_eq!(
+            tokenize("Batches rules success status average"),
+            ["batch", "rule", "success", "status", "average"]
+        );
     }
 
     #[test]
     fn cjk_runs_give_unigrams_and_bigrams() {
-        assert_eq!(tokenize("发布规则 v2"), ["发", "布", "规", "则", "发布", "布规", "规则", "v2"]);
-        assert_eq!(tokenize("平均值Batch"), ["平", "均", "值", "平均", "均值", "batch"]);
+        assert_eq!(
+            tokenize("发布规则 v2"),
+            ["发", "布", "规", "则", "发布", "布规", "规则", "v2"]
+        );
+        assert_eq!(
+            tokenize("平均值Batch"),
+            ["平", "均", "值", "平均", "均值", "batch"]
+        );
     }
 
     #[test]
     fn headings_outweigh_bodies() {
         let heading = Terms::of(&[("Release rule", HEADING_WEIGHT), ("Some words here.", 1)]);
-        let body = Terms::of(&[("Notes", HEADING_WEIGHT), ("The release rule is elsewhere.", 1)]);
+        let body = Terms::of(&[
+            ("Notes", HEADING_WEIGHT),
+            ("The release rule is elsewhere.", 1),
+        ]);
         let ranked = rank(&[&body, &heading], "release rule");
         assert_eq!(ranked[0].0, 1, "{ranked:?}");
         assert!(rank(&[&body], "zebra").is_empty());

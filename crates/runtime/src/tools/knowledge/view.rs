@@ -33,8 +33,11 @@ pub(crate) fn render(passages: &[&Passage]) -> String {
             render_table(&mut out, table, raw);
         }
         if !passage.facts.is_empty() {
-            let facts: Vec<String> =
-                passage.facts.iter().map(|f| format!("{} = {}", f.key, quantity(f.value, f.unit.as_deref()))).collect();
+            let facts: Vec<String> = passage
+                .facts
+                .iter()
+                .map(|f| format!("{} = {}", f.key, quantity(f.value, f.unit.as_deref())))
+                .collect();
             let _ = writeln!(out, "Facts: {}", facts.join("; "));
         }
     }
@@ -44,28 +47,51 @@ pub(crate) fn render(passages: &[&Passage]) -> String {
 
 fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
     // A bullet list read as a table has no label column header.
-    let mut header: Vec<String> = Some(table.label_column.clone()).filter(|h| !h.is_empty()).into_iter().collect();
-    header.extend(table.columns.iter().map(|c| with_unit(&c.name, c.unit.as_deref())));
+    let mut header: Vec<String> = Some(table.label_column.clone())
+        .filter(|h| !h.is_empty())
+        .into_iter()
+        .collect();
+    header.extend(
+        table
+            .columns
+            .iter()
+            .map(|c| with_unit(&c.name, c.unit.as_deref())),
+    );
     let _ = writeln!(out, "Table: {}", header.join(" | "));
     if !table.has_numeric_column() {
         // Nothing to compute with: show the rows as written, briefly.
         let rows: Vec<String> = raw.rows.iter().map(|r| r.join(" | ")).collect();
-        let _ = writeln!(out, "Rows: {}", clip_at_word(&rows.join("; "), MAX_TEXT_TABLE_CHARS));
+        let _ = writeln!(
+            out,
+            "Rows: {}",
+            clip_at_word(&rows.join("; "), MAX_TEXT_TABLE_CHARS)
+        );
         return;
     }
     for (index, column) in table.columns.iter().enumerate() {
-        let Some(stats) = table.stats(index) else { continue };
+        let Some(stats) = table.stats(index) else {
+            continue;
+        };
         let listed: Vec<String> = table
             .rows
             .iter()
             .filter_map(|row| Some(format!("{} = {}", row.label, canonical(row.values[index]?))))
             .collect();
-        let mut line = listed.iter().take(MAX_LISTED_ROWS).cloned().collect::<Vec<_>>().join(", ");
+        let mut line = listed
+            .iter()
+            .take(MAX_LISTED_ROWS)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
         if listed.len() > MAX_LISTED_ROWS {
             let _ = write!(line, ", … ({} more)", listed.len() - MAX_LISTED_ROWS);
         }
         let missing = table.missing(index);
-        let missing = if missing.is_empty() { String::new() } else { format!("; no value: {}", missing.join(", ")) };
+        let missing = if missing.is_empty() {
+            String::new()
+        } else {
+            format!("; no value: {}", missing.join(", "))
+        };
         let _ = writeln!(
             out,
             "{}: {line} ({} rows{missing}; lowest {} = {}; highest {} = {})",
@@ -86,7 +112,13 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             .filter_map(|(c, v)| Some(format!("{} = {}", c.name, canonical((*v)?))))
             .collect();
         if !values.is_empty() {
-            let _ = writeln!(out, "Stated {} ({}): {}", summary.label, summary.kind.as_str(), values.join(", "));
+            let _ = writeln!(
+                out,
+                "Stated {} ({}): {}",
+                summary.label,
+                summary.kind.as_str(),
+                values.join(", ")
+            );
         }
     }
 }
@@ -97,7 +129,9 @@ pub(crate) fn join_prose(lines: &[&ProseLine]) -> String {
     let mut out = String::new();
     for line in lines {
         if !out.is_empty() {
-            let closed = out.ends_with(['.', '!', '?', ':', ';', ',', '…', '。', '！', '？', '：', '；', '，']);
+            let closed = out.ends_with([
+                '.', '!', '?', ':', ';', ',', '…', '。', '！', '？', '：', '；', '，',
+            ]);
             out.push_str(if line.continues || closed { " " } else { "; " });
         }
         out.push_str(&line.text);
@@ -119,7 +153,9 @@ fn quantity(value: f64, unit: Option<&str>) -> String {
     match unit {
         None => number,
         Some("%") => format!("{number}%"),
-        Some(u) if u.chars().count() == 1 && !u.chars().all(char::is_alphanumeric) => format!("{u}{number}"),
+        Some(u) if u.chars().count() == 1 && !u.chars().all(char::is_alphanumeric) => {
+            format!("{u}{number}")
+        }
         Some(u) => format!("{number} {u}"),
     }
 }
@@ -129,7 +165,10 @@ fn clip_at_word(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {
         return text.to_owned();
     }
-    let cut = text.char_indices().nth(max_chars.saturating_sub(1)).map_or(text.len(), |(i, _)| i);
+    let cut = text
+        .char_indices()
+        .nth(max_chars.saturating_sub(1))
+        .map_or(text.len(), |(i, _)| i);
     let head = &text[..cut];
     // CJK text has no spaces: when there is no word boundary in the second half, cut at the character.
     let head = match head.rfind(char::is_whitespace) {
