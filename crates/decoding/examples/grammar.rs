@@ -28,16 +28,11 @@ fn main() {
         series: Vec::new(),
         computed: Vec::new(),
         computed_exact: Vec::new(),
-        rule_terms: Vec::new(),
-        verdict: Vec::new(),
-        verdict_refused: Vec::new(),
-        answer_offers: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,
         grounding: &grounding,
         answer_template: "Average is <average>; the rule is <met / not met>.",
-        focus: "",
         caps: Caps::default(),
         done: &[],
     };

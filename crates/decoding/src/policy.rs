@@ -154,10 +154,6 @@ pub fn plan(
         tools: &req.tools,
         grounding: &req.grounding,
         answer_template: &req.answer_template,
-        focus: match (mode, &req.gap) {
-            (Mode::Guided, Gap::Tool { hint, .. }) => hint,
-            _ => &req.task,
-        },
         caps,
         done: &req.succeeded_actions,
     };

@@ -103,12 +103,13 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
     match (tool, result) {
         ("knowledge_search", _) => "Use a short query: a few keywords naming what to look up.",
         ("calculator", Some(ResultKind::Boolean)) => {
-            "Write one comparison that is true exactly when the rule holds, with the rule's limits and the values above \
-             (e.g. mean(...) >= A and min(...) >= B; use <= and max(...) for upper limits)."
+            "Write one check that is true exactly when the rule holds: each limit the knowledge states, compared with \
+             what it limits over the column by reference, joined by and (e.g. mean([Column]) <= A and max([Column]) <= B; \
+             a limit on every row is a limit on min(...) or max(...))."
         }
         ("calculator", _) => {
-            "Write one expression with the values of the column the task names, copied from its line above in order: \
-             mean(v1, v2, ...) for an average, sum(v1, v2, ...) for a total."
+            "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
+             sum([Column]) for a total."
         }
         ("plot", _) => {
             "column: the column the task names, by reference ([Name]), or labels and values: every row label and its \

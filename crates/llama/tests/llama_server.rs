@@ -705,16 +705,11 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         series: Vec::new(),
         computed: Vec::new(),
         computed_exact: Vec::new(),
-        rule_terms: Vec::new(),
-        verdict: Vec::new(),
-        verdict_refused: Vec::new(),
-        answer_offers: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,
         grounding: &grounding,
         answer_template: "<lowest> is lowest.",
-        focus: "",
         caps: Caps::default(),
         done: &[],
     };

@@ -33,16 +33,6 @@ pub struct Grounding {
     /// The same results as computed, unrounded (canonical form): what a chart's line draws — a chart is
     /// data, so its line is the value itself, never a printed rounding of it.
     pub computed_exact: Vec<String>,
-    /// Rules the observed knowledge states as `key: number` facts over one clear column, each as a
-    /// calculator comparison (`mean(…) <= 30`): what a rule check is made of when they are understood.
-    pub rule_terms: Vec<String>,
-    /// When the evidence already decides the verdict: the task's phrases for that verdict (what an answer
-    /// may say) and for the other one (what it may not). Both empty while nothing decides it.
-    pub verdict: Vec<String>,
-    pub verdict_refused: Vec<String>,
-    /// Per answer-template slot or choice, in template order: the texts the runtime can vouch for
-    /// (`claims::answer_offers`); an empty list leaves that part open to any grounded value.
-    pub answer_offers: Vec<Vec<String>>,
 }
 
 /// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
@@ -283,14 +273,11 @@ impl Grounding {
                 push(mention.printed);
             }
         }
-        // One pass over the successful observations: citable ids, computed values, columns, rule terms.
+        // One pass over the successful observations: citable ids, computed values, columns.
         let mut evidence_ids = Vec::new();
         let mut computed: Vec<String> = Vec::new();
         let mut computed_exact: Vec<String> = Vec::new();
         let mut series: Vec<Series> = Vec::new();
-        let mut rule_terms: Vec<String> = Vec::new();
-        // The task's own words pick a rule's column when the rule's key names none (`average_lte`).
-        let context = texts.first().copied().unwrap_or_default();
         for record in records.clone().into_iter().filter(|r| r.ok) {
             evidence_ids.push(record.id.clone());
             let result = record.result.as_ref().unwrap_or(&Value::Null);
@@ -307,9 +294,6 @@ impl Grounding {
             for s in series_in(result) {
                 push_unique(&mut series, s);
             }
-            for term in crate::rules::calculator_terms(result, context) {
-                push_unique(&mut rule_terms, term);
-            }
         }
         let counts = values.row_counts.iter().map(|c| c.to_string()).collect();
         Grounding {
@@ -320,10 +304,6 @@ impl Grounding {
             series,
             computed,
             computed_exact,
-            rule_terms,
-            verdict: Vec::new(),
-            verdict_refused: Vec::new(),
-            answer_offers: Vec::new(),
         }
     }
 

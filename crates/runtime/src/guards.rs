@@ -94,6 +94,15 @@ impl Guards {
         Self::repeated(&self.proposals, &self.action_history)
     }
 
+    /// Whether rejecting this final answer would fire the guard (a repeat of rejected ones), without
+    /// recording it: a disputed answer the model repeats is accepted as an abstention instead of a stop.
+    pub fn repeats_rejected_final(&self, answer: &str, evidence_ids: &[String]) -> bool {
+        let value = serde_json::json!({ "answer": answer.trim(), "evidence_ids": evidence_ids });
+        let mut history = self.final_history.clone();
+        history.push(canonical_json(&value));
+        Self::repeated(&self.proposals, &history)
+    }
+
     /// Records a rejected final answer; true when the guard fires.
     pub fn record_rejected_final(&mut self, answer: &str, evidence_ids: &[String]) -> bool {
         let value = serde_json::json!({ "answer": answer.trim(), "evidence_ids": evidence_ids });

@@ -69,7 +69,8 @@ pub const PROPERTY_KEYWORDS: &[&str] = &[
 /// `text` = free text whose digits must be grounded numbers; `expression` = a calculator expression
 /// over grounded numbers; `label` = a row label seen in the observations; `number` = a grounded number;
 /// `computed` = a number a tool computed (a result's top-level `value`), any grounded number before one exists;
-/// `task-words` = words of the task's own text (the step's hint in guided mode), e.g. a search query.
+/// `column` = a reference to an observed table column. None of them reads the task's words: what a query
+/// says is the model's.
 pub const GRAMMAR_ROLES: &[&str] = &[
     "text",
     "expression",
@@ -77,7 +78,6 @@ pub const GRAMMAR_ROLES: &[&str] = &[
     "number",
     "computed",
     "column",
-    "task-words",
 ];
 
 /// One tool's entry.

@@ -1,16 +1,22 @@
-//! The final answer's text: the task's template with each slot and choice filled from the runtime's answer
-//! plan (`Grounding::answer_offers`), or grounded free text when there is no usable template.
+//! The final answer's text: the task's template with each slot holding grounded values or row labels and
+//! each choice any of its options, or grounded free text when there is no usable template. Which value, which
+//! row and which verdict are the model's; the claims gate checks them afterwards, apart.
 
 use runtime::claims::template::{self, Part};
 
-use super::text::{define_text, text_numbers};
-use super::{Inputs, json_string};
+use super::Inputs;
+use super::text::{define_text, escape_json_text as escape, text_numbers};
 use crate::gbnf::{Grammar, Node};
+
+/// Values one slot may list (`A, B and C` for a top-N slot or a tie): more is a list no template asks for.
+const SLOT_VALUES: u32 = 5;
+/// Characters of a slot's bracketed note (`(tie)`, `(unverified)`): a remark, not a second answer.
+const SLOT_NOTE_CHARS: u32 = 24;
 
 /// The answer text (inside the JSON string): the template with its slots filled from the grounding.
 /// Without a usable template, grounded free text.
 pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
-    // The runtime's own reading of the template: the gate reads answers back by the same parts.
+    // The template is read by the runtime's own parser: the gate reads answers back by the same parts.
     let parts = template::parse(inputs.answer_template);
     if !parts
         .iter()
@@ -22,56 +28,53 @@ pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
             Node::rule("text-end").opt(),
         ]);
     }
-    let escape = |text: &str| {
-        let quoted = json_string(text);
-        quoted[1..quoted.len() - 1].to_owned()
-    };
-    let mut value_alternatives: Vec<String> = text_numbers(inputs, true);
-    value_alternatives.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
-    // What each slot and choice may hold comes from the runtime's answer plan (`claims::answer_offers`),
-    // the same plan its claims gate checks against: a value it can vouch for, every candidate when its
-    // reading is not certain, or (empty) any grounded value. The grammar reads no words of its own.
-    let offers = &inputs.grounding.answer_offers;
-    let mut index = 0;
     let mut items = Vec::new();
     for part in parts {
         match part {
             Part::Text(text) => items.push(Node::lit(escape(&text))),
+            // Every option: which verdict holds is the model's to say and the gate's to check.
             Part::Choice(options) => {
-                let allowed: Vec<&String> = offers
-                    .get(index)
-                    .map(|o| options.iter().filter(|opt| o.contains(opt)).collect())
-                    .unwrap_or_default();
-                let offered: Vec<&String> = if allowed.is_empty() {
-                    options.iter().collect()
-                } else {
-                    allowed
-                };
-                items.push(Node::one_of_texts(offered.into_iter().map(|o| escape(o))));
-                index += 1;
+                items.push(Node::one_of_texts(options.iter().map(|o| escape(o))))
             }
-            Part::Slot(_) => {
-                let offered: Vec<String> = offers
-                    .get(index)
-                    .map(|o| o.iter().map(|t| escape(t)).collect())
-                    .unwrap_or_default();
-                index += 1;
-                if !offered.is_empty() {
-                    let rule = format!("slot-{index}");
-                    grammar.define(&rule, Node::one_of_texts(offered));
-                    items.push(Node::rule(rule));
-                } else if value_alternatives.is_empty() {
-                    define_text(grammar, inputs);
-                    items.push(Node::seq([
-                        Node::rule("text-seg").repeat(1, 40),
-                        Node::rule("text-end").opt(),
-                    ]));
-                } else {
-                    grammar.define("slot-value", Node::one_of_texts(value_alternatives.iter()));
-                    items.push(Node::rule("slot-value"));
-                }
-            }
+            Part::Slot(_) => items.push(slot_node(grammar, inputs)),
         }
     }
     Node::Seq(items)
+}
+
+/// One slot: a grounded value or row label, or a short list of them (`A and B`), optionally followed by a
+/// bracketed note; grounded free text when the observations hold no value yet.
+fn slot_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
+    if grammar.has_rule("slot") {
+        return Node::rule("slot");
+    }
+    let mut values: Vec<String> = text_numbers(inputs, true);
+    values.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
+    define_text(grammar, inputs);
+    if values.is_empty() {
+        grammar.define(
+            "slot",
+            Node::seq([
+                Node::rule("text-seg").repeat(1, 40),
+                Node::rule("text-end").opt(),
+            ]),
+        );
+        return Node::rule("slot");
+    }
+    grammar.define("slot-value", Node::one_of_texts(values));
+    let joiner = Node::one_of_texts([", ", " and "]);
+    let note = Node::seq([
+        Node::lit(" ("),
+        Node::rule("text-seg").repeat(1, SLOT_NOTE_CHARS),
+        Node::lit(")"),
+    ]);
+    grammar.define(
+        "slot",
+        Node::seq([
+            Node::rule("slot-value"),
+            Node::seq([joiner, Node::rule("slot-value")]).repeat(0, SLOT_VALUES - 1),
+            note.opt(),
+        ]),
+    );
+    Node::rule("slot")
 }

@@ -1,6 +1,8 @@
 //! Calculator expressions a decision may write: the whitelisted shapes of the calculator's own syntax over
-//! grounded numbers (`calc-num`, `calc-bool`), aggregates over whole observed columns by reference, the rule
-//! check the runtime read as a conjunction of its terms, and free mode's choice among them.
+//! grounded numbers (`calc-num`, `calc-bool`) and, over observed tables, every calculator function of every
+//! observed column by reference (`calc-aggregate`) and comparisons of such terms (`calc-check`). Which
+//! column, which function, which comparison and which limit are the model's choice: nothing here reads the
+//! task's words or the runtime's reading of its rule.
 
 use runtime::tools::calculator::{BinOp, Function, UnaryOp};
 
@@ -8,141 +10,42 @@ use super::text::{escape_json_text, text_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, usable_series};
 use crate::gbnf::{Grammar, Node};
 
-/// The grammar of a calculator expression argument (`x-grammar: expression`) for one decision's goal: the
-/// rule check the runtime read, the aggregate a step asks for over an observed column by reference, free
-/// mode's own choice, or (older task files, no table) any expression over grounded numbers.
+/// Terms of one rule check at most (`a <= 30 and b >= 2 and …`): enough for any rule the suite's knowledge
+/// states in two or three clauses, few enough that a small model cannot chain on to the token cap.
+const CHECK_TERMS: u32 = 4;
+
+/// The grammar of a calculator expression argument (`x-grammar: expression`) for one decision's goal: a
+/// number (guided `number` step), a boolean check (guided `boolean` step), free mode's own choice, or (older
+/// task files) either.
 pub(super) fn expression_node(
     grammar: &mut Grammar,
     inputs: &Inputs,
     tool: &str,
     field: &str,
     goal: CalcGoal,
+    max_chars: u32,
 ) -> Result<Node, GrammarError> {
     define_expression(grammar, inputs);
-    // A number asked of an observed table is one aggregate over one whole column: a small model
-    // chaining `mean(a) + mean(b)` over the wrong columns is the failure this rules out.
-    let over_table = !usable_series(inputs, inputs.caps.function_args.max(1)).is_empty();
-    // A rule check over rules the knowledge states as understood facts is those comparisons,
-    // all of them, joined by `and` in any order: the model decides to check, the knowledge says
-    // what the rule is — it cannot flip an operator or compare against the wrong limit.
-    if goal == CalcGoal::Boolean && !inputs.grounding.rule_terms.is_empty() {
-        let checks = rule_conjunctions(&inputs.grounding.rule_terms);
-        grammar.define("rule-check", Node::one_of_texts(checks));
-        return Ok(Node::seq([
-            Node::lit("\""),
-            Node::rule("rule-check"),
-            Node::lit("\""),
-        ]));
-    }
-    // The aggregate a number step asks for, when its words name exactly one ("the average …"):
-    // a small model sampling at t=0.7 otherwise sometimes sums what it was asked to average.
-    // Over an observed table, an aggregate names its column by reference (`mean([Wait])`): the
-    // calculator resolves it from the ledger, so 5 rows or 500 cost the same few tokens and no value
-    // can be mistyped, dropped or invented. Which column: the one the step's words name, or any.
+    // Over an observed table, an aggregate names its column by reference (`mean([Wait])`): the calculator
+    // resolves it from the ledger, so 5 rows or 500 cost the same few tokens and no value can be mistyped,
+    // dropped or invented. Every function, every column: the choice is the model's.
     let references = column_references(inputs);
-    let over_table = over_table || !references.is_empty();
-    // What this tool's field already held in a successful action: in free mode an exact repeat of a
-    // finite choice is not offered (it could only repeat its observation).
-    let run_before: Vec<String> = inputs
-        .done
-        .iter()
-        .filter(|a| a["tool"] == tool)
-        .filter_map(|a| {
-            a["arguments"][field]
-                .as_str()
-                .map(|e| escape_json_text(e.trim()))
-        })
-        .collect();
+    let over_table = !references.is_empty();
     if over_table {
-        let functions = asked_aggregates(inputs.focus);
-        let mut calls: Vec<String> = Vec::new();
-        for reference in &references {
-            for function in &functions {
-                let call = escape_json_text(&format!("{function}({reference})"));
-                if !calls.contains(&call) {
-                    calls.push(call);
-                }
-            }
-        }
-        if goal == CalcGoal::Free {
-            // Comparisons may use any aggregate; on its own, only one not computed yet.
-            grammar.define("calc-aggregate", Node::one_of_texts(calls.iter()));
-            calls.retain(|c| !run_before.contains(c));
-            if !calls.is_empty() {
-                grammar.define("calc-asked", Node::one_of_texts(calls));
-            }
-        } else {
-            grammar.define("calc-asked", Node::one_of_texts(calls));
-        }
+        define_table_terms(grammar, inputs, &references, max_chars);
     }
     let root = match goal {
+        CalcGoal::Boolean if over_table => "calc-check",
         CalcGoal::Boolean => "calc-bool",
-        CalcGoal::Number if over_table => "calc-asked",
+        CalcGoal::Number if over_table => "calc-aggregate",
         CalcGoal::Number => "calc-num",
-        // Free mode over a table: the model chooses what to compute — an aggregate of an observed
-        // column, comparisons of aggregates with grounded numbers joined by `and`, or (when the
-        // runtime read the rule) the rule check itself, as in guided mode.
-        CalcGoal::Free if over_table => {
-            let compare = Node::seq([
-                Node::rule("calc-aggregate"),
-                Node::lit(" "),
-                Node::one_of_texts(BinOp::COMPARISON.map(BinOp::symbol)),
-                Node::lit(" "),
-                Node::rule("calc-number"),
-            ]);
-            grammar.define("calc-compare", compare);
-            // Comparisons of the model's own making only where the runtime could not read the rule:
-            // where it did, the rule check is the one comparison worth running (a small model otherwise
-            // re-checks invented limits step after step).
-            // And once: the runtime cannot verify them, so a second is only a way to wander.
-            let compared = run_before
-                .iter()
-                .any(|e| BinOp::COMPARISON.iter().any(|op| e.contains(op.symbol())));
-            let mut choices = Vec::new();
-            if inputs.grounding.rule_terms.is_empty() && !compared {
-                choices.push(Node::seq([
-                    Node::rule("calc-compare"),
-                    Node::seq([
-                        Node::lit(format!(" {} ", BinOp::And.symbol())),
-                        Node::rule("calc-compare"),
-                    ])
-                    .opt(),
-                ]));
-            }
-            if grammar.has_rule("calc-asked") {
-                choices.insert(0, Node::rule("calc-asked"));
-            }
-            // The rule check, once: every order of its terms is the same check.
-            let checks: Vec<String> = rule_conjunctions(&inputs.grounding.rule_terms)
-                .iter()
-                .map(|c| escape_json_text(c))
-                .collect();
-            if !inputs.grounding.rule_terms.is_empty()
-                && !checks.iter().any(|c| run_before.contains(c))
-            {
-                grammar.define("rule-check", Node::one_of_texts(checks));
-                choices.push(Node::rule("rule-check"));
-            }
-            if choices.is_empty() {
-                // Every aggregate computed and the rule checked: nothing new to calculate.
-                return Err(GrammarError::NothingNew(tool.into()));
-            }
-            grammar.define("calc-free", Node::Alt(choices));
-            "calc-free"
-        }
+        CalcGoal::Free if over_table => free_choice(grammar, inputs, tool, field, &references)?,
         CalcGoal::Free => "calc-any",
-        // Undeclared (older task files), over a table: one aggregate, optionally compared with
-        // one grounded number — never a chain, which a small model runs on until the token cap.
+        // Undeclared (older task files), over a table: an aggregate or a check.
         CalcGoal::Undeclared if over_table => {
-            let compare = Node::seq([
-                Node::lit(" "),
-                Node::one_of_texts(BinOp::COMPARISON.map(BinOp::symbol)),
-                Node::lit(" "),
-                Node::rule("calc-number"),
-            ]);
             grammar.define(
                 "calc-any-table",
-                Node::seq([Node::rule("calc-asked"), compare.opt()]),
+                Node::Alt(vec![Node::rule("calc-check"), Node::rule("calc-aggregate")]),
             );
             "calc-any-table"
         }
@@ -155,15 +58,134 @@ pub(super) fn expression_node(
     ]))
 }
 
-/// The calculator functions `focus` (a step's hint) asks for: the one aggregate its words name
-/// ("compute the average …" → `mean`), or all five when it names none or several.
-pub(super) fn asked_aggregates(focus: &str) -> Vec<&'static str> {
-    // The runtime's lexicon reads which aggregate the words name; none or several leave all open.
-    let named = runtime::language::lexicon::aggregates_in(focus);
-    match named.as_slice() {
-        [one] => vec![one.function()],
-        _ => Function::ALL.map(Function::name).to_vec(),
+/// `calc-aggregate` (every function over every column reference), `calc-side` (an aggregate or a grounded
+/// number, optionally combined with one more by an arithmetic operator: a ratio of totals, a share of a
+/// stated quantity) and `calc-check` (comparisons of sides joined by `and` / `or`). As many terms, and
+/// two-operand sides, as fit `max_chars` (the registry's limit) at their longest: every string the grammar
+/// admits is one the registry accepts.
+fn define_table_terms(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    references: &[String],
+    max_chars: u32,
+) {
+    let longest_call = references
+        .iter()
+        .map(|r| r.chars().count())
+        .max()
+        .unwrap_or(0)
+        + "count()".len();
+    let longest_number = text_numbers(inputs, false)
+        .iter()
+        .map(|n| n.chars().count() + 1)
+        .max()
+        .unwrap_or(0);
+    let operand = longest_call.max(longest_number) as u32;
+    // " <= " and " and " are the longest joiners; a side is one operand, or two around " * ".
+    let check_len = |terms: u32, side: u32| terms * (2 * side + 4) + (terms - 1) * 5;
+    let two_operands = check_len(1, 2 * operand + 3) <= max_chars;
+    let side = if two_operands {
+        2 * operand + 3
+    } else {
+        operand
+    };
+    let terms = (1..=CHECK_TERMS)
+        .rev()
+        .find(|&n| check_len(n, side) <= max_chars)
+        .unwrap_or(1);
+    let calls: Vec<String> = references
+        .iter()
+        .flat_map(|reference| {
+            Function::ALL
+                .iter()
+                .map(move |f| escape_json_text(&format!("{}({reference})", f.name())))
+        })
+        .collect();
+    grammar.define("calc-aggregate", Node::one_of_texts(calls));
+    let operand = Node::Alt(vec![
+        Node::rule("calc-aggregate"),
+        Node::seq([
+            Node::lit(UnaryOp::Neg.symbol()).opt(),
+            Node::rule("calc-number"),
+        ]),
+    ]);
+    grammar.define("calc-operand", operand);
+    let spaced = |ops: &[BinOp]| {
+        Node::seq([
+            Node::lit(" "),
+            Node::one_of_texts(ops.iter().map(|op| op.symbol())),
+            Node::lit(" "),
+        ])
+    };
+    let arithmetic: Vec<BinOp> = BinOp::SUM.iter().chain(&BinOp::PRODUCT).copied().collect();
+    let side = if two_operands {
+        Node::seq([
+            Node::rule("calc-operand"),
+            Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
+        ])
+    } else {
+        Node::rule("calc-operand")
+    };
+    grammar.define("calc-side", side);
+    grammar.define(
+        "calc-compare",
+        Node::seq([
+            Node::rule("calc-side"),
+            spaced(&BinOp::COMPARISON),
+            Node::rule("calc-side"),
+        ]),
+    );
+    grammar.define(
+        "calc-check",
+        Node::seq([
+            Node::rule("calc-compare"),
+            Node::seq([spaced(&[BinOp::And, BinOp::Or]), Node::rule("calc-compare")])
+                .repeat(0, terms - 1),
+        ]),
+    );
+}
+
+/// Free mode over a table: an aggregate not computed yet, or a check while none has run. A successful
+/// action run again exactly can only repeat its observation; a second check is only a way to wander.
+fn free_choice(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    tool: &str,
+    field: &str,
+    references: &[String],
+) -> Result<&'static str, GrammarError> {
+    let run_before: Vec<String> = inputs
+        .done
+        .iter()
+        .filter(|a| a["tool"] == tool)
+        .filter_map(|a| a["arguments"][field].as_str().map(|e| e.trim().to_owned()))
+        .collect();
+    let fresh: Vec<String> = references
+        .iter()
+        .flat_map(|reference| {
+            Function::ALL
+                .iter()
+                .map(move |f| format!("{}({reference})", f.name()))
+        })
+        .filter(|call| !run_before.contains(call))
+        .map(|call| escape_json_text(&call))
+        .collect();
+    let checked = run_before
+        .iter()
+        .any(|e| BinOp::COMPARISON.iter().any(|op| e.contains(op.symbol())));
+    let mut choices = Vec::new();
+    if !fresh.is_empty() {
+        grammar.define("calc-fresh", Node::one_of_texts(fresh));
+        choices.push(Node::rule("calc-fresh"));
     }
+    if !checked {
+        choices.push(Node::rule("calc-check"));
+    }
+    if choices.is_empty() {
+        return Err(GrammarError::NothingNew(tool.into()));
+    }
+    grammar.define("calc-free", Node::Alt(choices));
+    Ok("calc-free")
 }
 
 /// Calculator expressions over grounded numbers: `calc-num` (arithmetic and aggregates), `calc-bool`
@@ -286,27 +308,4 @@ fn operator_chain(operand: &str, ops: &[BinOp], max: u32) -> Node {
         Node::rule(operand),
         Node::seq([operator(ops), Node::rule(operand)]).repeat(0, max),
     ])
-}
-
-/// Every order of `terms` joined by ` and ` (at most 4 terms are permuted; more keep their order).
-pub(super) fn rule_conjunctions(terms: &[String]) -> Vec<String> {
-    fn permute(rest: &[String], prefix: &mut Vec<String>, out: &mut Vec<String>) {
-        if rest.is_empty() {
-            out.push(prefix.join(" and "));
-            return;
-        }
-        for i in 0..rest.len() {
-            let mut remaining = rest.to_vec();
-            let term = remaining.remove(i);
-            prefix.push(term);
-            permute(&remaining, prefix, out);
-            prefix.pop();
-        }
-    }
-    if terms.len() > 4 {
-        return vec![terms.join(" and ")];
-    }
-    let mut out = Vec::new();
-    permute(terms, &mut Vec::new(), &mut out);
-    out
 }

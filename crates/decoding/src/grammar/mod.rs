@@ -2,12 +2,15 @@
 //! `x-grammar` roles), the decision schema's limits, the task's answer template and the run's grounding.
 //!
 //! Everything a grammar admits also passes the runtime's validation: it is the decision contract made
-//! tighter. Numbers a model writes — in calculator expressions, chart values, titles, queries and the
-//! final answer — can only be numbers the observations (or the task's own text) established; chart
-//! labels only observed row labels; evidence ids only ids of successful observations; and the final
-//! answer follows the task's template. The runtime still verifies every claim (its claims gate): the
-//! grammar makes wrong writing hard, the gate makes it impossible to accept. This module builds
-//! [`gbnf::Grammar`]s and prefixes; it never runs a model.
+//! tighter, never the answer. A grammar bounds form and grounding only: numbers a model writes — in
+//! calculator expressions, chart values, titles, queries and the final answer — can only be numbers the
+//! observations (or the task's own text) established; chart labels and answer slots only observed row
+//! labels; columns only observed columns; functions and comparisons every one the calculator has; a verdict
+//! choice every option of the template; evidence ids only ids of successful observations. What to search,
+//! which column, which aggregate, which comparison and which answer are the model's: no grammar reads the
+//! task's words, a step's hint, the runtime's rule reading or its answer plan (the claims gate reads those,
+//! apart, as a second opinion — `tests/grammar_independence.rs`). This module builds [`gbnf::Grammar`]s and
+//! prefixes; it never runs a model.
 
 use serde_json::{Value, json};
 
@@ -74,9 +77,6 @@ pub struct Inputs<'a> {
     pub tools: &'a [ToolCard],
     pub grounding: &'a Grounding,
     pub answer_template: &'a str,
-    /// What this decision is about, in the task's words (the step's hint, or the task text): it picks
-    /// the observed column aggregates, charts and answer slots draw on when it names one.
-    pub focus: &'a str,
     pub caps: Caps,
     /// Actions already run successfully (`{"tool", "arguments"}`): free mode does not offer a finite choice
     /// that would only repeat one (a rule check already made, an aggregate already computed).
@@ -103,14 +103,15 @@ impl CalcGoal {
     }
 }
 
-/// The observed columns a decision may draw whole-column values from: the one `inputs.focus` names,
-/// or every column when it names none (each at most `max_len` values).
+/// The observed columns a decision may draw whole-column values from: every one of at most `max_len`
+/// values (which column a step is about is the model's choice, not the grammar's).
 fn usable_series<'a>(inputs: &Inputs<'a>, max_len: u32) -> Vec<&'a Series> {
-    let fits = |s: &&Series| s.values.len() as u32 <= max_len;
-    match inputs.grounding.focus(inputs.focus).filter(fits) {
-        Some(series) => vec![series],
-        None => inputs.grounding.series.iter().filter(fits).collect(),
-    }
+    inputs
+        .grounding
+        .series
+        .iter()
+        .filter(|s| s.values.len() as u32 <= max_len)
+        .collect()
 }
 
 /// Guided mode, tool gap: one action for exactly `tool` (a calculator asked for a `boolean` result must
@@ -255,14 +256,10 @@ pub fn written_properties<'a>(inputs: &Inputs, card: &'a ToolCard) -> Vec<(&'a S
 }
 
 /// Column references a decision may write (`[Wait]`, `[Hotel | Occupancy]` where two tables share a name):
-/// the observed column `inputs.focus` names, or every observed column when it names none.
+/// every observed column.
 fn column_references(inputs: &Inputs) -> Vec<String> {
-    let referable: Vec<&Series> = match inputs.grounding.focus(inputs.focus) {
-        Some(series) => vec![series],
-        None => inputs.grounding.series.iter().collect(),
-    };
     let mut out: Vec<String> = Vec::new();
-    for series in referable {
+    for series in &inputs.grounding.series {
         let shared = inputs
             .grounding
             .series

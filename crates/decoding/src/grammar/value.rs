@@ -1,13 +1,12 @@
 //! Argument values of an action, from each property's schema and `x-grammar` role: labels, grounded numbers
-//! and text, search words, column references, computed values, arrays and the paired label/value lists of a
+//! and text (a search query among them), column references, computed values, arrays and the paired label/value lists of a
 //! chart. Expressions are `expression`'s; this module only dispatches to it.
 
 use serde_json::{Value, json};
 
-use runtime::language::lexicon::is_function_word;
 use runtime::policy::{Series, ToolCard};
 
-use super::text::{define_text, escape_json_text, json_numbers};
+use super::text::{define_text, json_numbers};
 use super::{
     CalcGoal, GrammarError, Inputs, column_references, expression, json_string, rule_name,
     usable_series, written_properties,
@@ -161,7 +160,11 @@ pub(super) fn value_node(
     let caps = &inputs.caps;
     match (ty, role) {
         ("string", Some("expression")) => {
-            expression::expression_node(grammar, inputs, tool, field, goal)
+            let max_chars = schema
+                .get("maxLength")
+                .and_then(Value::as_u64)
+                .map_or(u32::MAX, |m| m as u32);
+            expression::expression_node(grammar, inputs, tool, field, goal, max_chars)
         }
         ("string", Some("column")) if !column_references(inputs).is_empty() => {
             // A whole observed column by reference: the tool resolves its rows from the ledger.
@@ -178,48 +181,6 @@ pub(super) fn value_node(
                 Node::one_of_texts(inputs.grounding.labels.iter().map(|l| json_string(l))),
             );
             Ok(Node::rule("label"))
-        }
-        ("string", Some("task-words")) if !task_words(inputs.focus).is_empty() => {
-            // A search written in the task's own words always shares words with what the task is about;
-            // a small model sampling freely sometimes writes a query nothing matches, then repeats it.
-            // Each word at most once, in the order the text uses them: a small model otherwise pads a query by
-            // repeating one word ("policy policy policy …") until the token cap, and retrieval degrades.
-            // `query-from-i` starts the query at word i or later; `query-after-i` adds words i.. optionally.
-            let words: Vec<String> = task_words(inputs.focus)
-                .iter()
-                .map(|w| escape_json_text(w))
-                .collect();
-            let n = words.len();
-            for (i, word) in words.iter().enumerate() {
-                let next = |kind: &str| Node::rule(format!("query-{kind}-{}", i + 1));
-                let after = if i + 1 < n { Some(next("after")) } else { None };
-                let start = Node::seq([Node::lit(word.clone())].into_iter().chain(after.clone()));
-                grammar.define(
-                    &format!("query-from-{i}"),
-                    if i + 1 < n {
-                        Node::Alt(vec![start, next("from")])
-                    } else {
-                        start
-                    },
-                );
-                let add = Node::seq(
-                    [Node::lit(format!(" {word}"))]
-                        .into_iter()
-                        .chain(after.clone()),
-                );
-                grammar.define(
-                    &format!("query-after-{i}"),
-                    match after {
-                        Some(rest) => Node::Alt(vec![add, rest]),
-                        None => add.opt(),
-                    },
-                );
-            }
-            Ok(Node::seq([
-                Node::lit("\""),
-                Node::rule("query-from-0"),
-                Node::lit("\""),
-            ]))
         }
         ("string", _) => {
             let max = schema
@@ -324,24 +285,4 @@ pub(super) fn number_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         grammar.define("json-num", body);
     }
     Node::rule("json-num")
-}
-
-/// The words of `text` (the step's hint, or the task) a `task-words` argument may use: split at white
-/// space and punctuation (CJK text at its own punctuation, so a clause is one word), the lexicon's function words and
-/// single characters out, first occurrence order. Not retrieval's tokenizer: that one lower-cases, folds
-/// plurals and cuts CJK into n-grams to index passages; a query is written in the words as they stand.
-pub(super) fn task_words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for raw in text
-        .split(|c: char| c.is_whitespace() || "，。、；：？！（）,.;:?!()\"'`[]{}<>/".contains(c))
-    {
-        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
-        if word.chars().count() < 2 || is_function_word(word) {
-            continue;
-        }
-        if !words.iter().any(|w| w == word) {
-            words.push(word.to_owned());
-        }
-    }
-    words
 }

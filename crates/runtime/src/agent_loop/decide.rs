@@ -246,8 +246,11 @@ impl Run<'_, '_> {
         // The evidence is complete and current: now what the answer says must agree with it.
         let checked = match rejection {
             Some(rejection) => Err(rejection),
-            None => claims::check(self.task, &self.ledger, &final_decision)
-                .map_err(|r| (r.code, r.message)),
+            None => match claims::check(self.task, &self.ledger, &final_decision) {
+                Ok(claims) => Ok(claims),
+                Err(dispute) if dispute.is_dispute() => self.dispute(&final_decision, dispute),
+                Err(fault) => Err((fault.code, fault.message)),
+            },
         };
         match checked {
             Ok(claims) => {
@@ -283,6 +286,25 @@ impl Run<'_, '_> {
                 Err(None)
             }
         }
+    }
+
+    /// A final the claims gate disagrees with: rejected with the failed check named while repairs remain;
+    /// once `max_retries` repairs have been disputed too (or the model repeats a disputed answer), accepted
+    /// as an abstention that names the disagreement — the runtime neither certifies the model's answer nor
+    /// writes its own.
+    fn dispute(
+        &mut self,
+        final_decision: &FinalDecision,
+        dispute: claims::ClaimRejection,
+    ) -> Result<claims::Verification, (&'static str, String)> {
+        self.disputes += 1;
+        let repeated = self
+            .guards
+            .repeats_rejected_final(&final_decision.answer, &final_decision.evidence_ids);
+        if self.disputes > self.config.budgets.max_retries || repeated {
+            return Ok(claims::disputed(dispute));
+        }
+        Err((dispute.code, dispute.message))
     }
 
     pub(super) fn guard_stop(&mut self, kind: GuardKind, detail: Value) -> End {

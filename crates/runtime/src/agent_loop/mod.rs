@@ -25,7 +25,6 @@ use serde_json::{Value, json};
 use stop_conditions::{StopController, StopDecision, StopFacts, StopReason as StageStopReason};
 
 use crate::budget::{BudgetMeter, Budgets};
-use crate::claims;
 use crate::decision::{Decision, FinalDecision};
 use crate::grounding::Grounding;
 use crate::guards::Guards;
@@ -232,6 +231,7 @@ pub fn run_task(
         policy_control,
         tool_attempts: BTreeMap::new(),
         pending_recovery: 0,
+        disputes: 0,
         succeeded_actions: Vec::new(),
         step: 0,
         verification: None,
@@ -361,6 +361,9 @@ struct Run<'r, 's> {
     step: u32,
     /// The claims gate's reading of the accepted final answer.
     verification: Option<crate::claims::Verification>,
+    /// Finals the claims gate disputed (the answer disagrees with the runtime's own check): after
+    /// `max_retries` repairs the next one is accepted as an abstention naming the disagreement.
+    disputes: u32,
 }
 
 impl Run<'_, '_> {
@@ -443,18 +446,9 @@ impl Run<'_, '_> {
         max_new_tokens: u32,
     ) -> DecisionRequest {
         let start = self.feedback.len().saturating_sub(VIEW_FEEDBACK);
-        let mut grounding = Grounding::build(self.ledger.records(), &self.task_texts());
-        if let Some(holds) = claims::established_verdict(&self.task, &self.ledger) {
-            let phrases = self.task.verdict_phrases();
-            let (said, refused) = if holds {
-                (phrases.met, phrases.not_met)
-            } else {
-                (phrases.not_met, phrases.met)
-            };
-            grounding.verdict = said;
-            grounding.verdict_refused = refused;
-        }
-        grounding.answer_offers = claims::answer_offers(self.task, &self.ledger);
+        // Form and grounding only: the runtime's reading of the rule and of the answer's slots stays with
+        // the claims gate, which checks what the model wrote against it (a second opinion, never an offer).
+        let grounding = Grounding::build(self.ledger.records(), &self.task_texts());
         DecisionRequest {
             step: self.step,
             attempt,

@@ -34,6 +34,24 @@ pub struct ClaimRejection {
     pub message: String,
 }
 
+/// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
+/// check (a value, a row, a verdict): a dispute, which ends in an abstention once repairs run out. The
+/// other codes are faults of form (an ungrounded number, a verdict missing or stated twice, a number where
+/// a label belongs): those are only ever rejected.
+const DISPUTE_CODES: [&str; 4] = [
+    "wrong_quantity",
+    "wrong_row",
+    "misattributed_number",
+    "verdict_contradicts_evidence",
+];
+
+impl ClaimRejection {
+    /// Whether the answer disagrees with the runtime's check rather than breaking the answer's form.
+    pub fn is_dispute(&self) -> bool {
+        DISPUTE_CODES.contains(&self.code)
+    }
+}
+
 /// How much of an accepted answer the runtime verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,6 +62,9 @@ pub enum VerificationStatus {
     Partial,
     /// No claim could be checked: an abstention.
     Unverified,
+    /// The answer disagreed with the runtime's own check through every repair: accepted as an abstention
+    /// with the disagreement named, neither the model's claim certified nor the runtime's put in its place.
+    Disputed,
 }
 
 impl VerificationStatus {
@@ -52,6 +73,7 @@ impl VerificationStatus {
             Self::Verified => "verified",
             Self::Partial => "partial",
             Self::Unverified => "unverified",
+            Self::Disputed => "disputed",
         }
     }
 }
@@ -88,11 +110,11 @@ impl Verification {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-    /// The claims the runtime could not verify, as `part: reason` lines.
+    /// The claims the runtime could not verify (or disputes), as `part: reason` lines.
     pub fn unverified(&self) -> Vec<String> {
         self.claims
             .iter()
-            .filter(|c| c.status == "unverified")
+            .filter(|c| c.status != "verified")
             .map(|c| format!("{}: {}", c.part, c.detail))
             .collect()
     }
@@ -121,6 +143,24 @@ impl Truth {
             Truth::Rule { holds, .. } => Some(*holds),
             _ => None,
         }
+    }
+}
+
+/// The verification of an answer accepted as an abstention after the gate disputed it through every repair:
+/// the failed check is the one claim, named with its code.
+pub fn disputed(rejection: ClaimRejection) -> Verification {
+    Verification {
+        status: VerificationStatus::Disputed,
+        claims: vec![ClaimCheck {
+            part: "answer".into(),
+            kind: "dispute",
+            stated: rejection.code.into(),
+            status: "disputed",
+            detail: rejection.message,
+        }],
+        numbers: Vec::new(),
+        verdict: None,
+        rule_source: None,
     }
 }
 
@@ -181,12 +221,11 @@ pub fn check(
             return Err(reject(
                 "misattributed_number",
                 format!(
-                    "the answer gives {} {}, but the cited observations ({}) show {} = {}; state each row's own value",
+                    "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
                     labels[label],
                     mention.printed,
-                    final_decision.evidence_ids.join(", "),
                     labels[label],
-                    shown.join(" / ")
+                    final_decision.evidence_ids.join(", "),
                 ),
             ));
         }
@@ -272,17 +311,12 @@ pub fn check(
     let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
     if stated.is_none()
         && task.rule_check().is_some()
-        && let Truth::Rule {
-            holds,
-            source_id,
-            because,
-        } = &truth
+        && let Truth::Rule { source_id, .. } = &truth
     {
-        let expected_words = if *holds { &met } else { &not_met };
         return Err(reject(
             "verdict_missing",
             format!(
-                "the answer states no verdict; {source_id} shows {because}, so say {expected_words}"
+                "the answer states no verdict; check the rule {source_id} states against the data and choose the template's option for it"
             ),
         ));
     }
@@ -306,11 +340,10 @@ pub fn check(
             ) => {
                 rule_source = Some(source_id.clone());
                 if p != holds {
-                    let expected_words = if *holds { &met } else { &not_met };
                     return Err(reject(
                         "verdict_contradicts_evidence",
                         format!(
-                            "the answer says {}, but {source_id} shows {because}; say {expected_words}",
+                            "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
                             if *p { &met } else { &not_met }
                         ),
                     ));
@@ -678,10 +711,8 @@ impl<'t> Plan<'t> {
                             return Err(reject(
                                 "wrong_quantity",
                                 format!(
-                                    "{part} states {}, which is {} = {}, but no cited calculator result computed it; compute {}([{}]) with the calculator and cite it",
+                                    "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
                                     mention.printed,
-                                    describe(c),
-                                    crate::numbers::canonical(*v),
                                     aggregate.function(),
                                     c.name
                                 ),
@@ -716,21 +747,15 @@ impl<'t> Plan<'t> {
                         Ok(verified(&part, kind, fill, detail))
                     }
                     (_, []) => {
-                        let expected: Vec<String> = candidates
-                            .iter()
-                            .filter_map(|c| {
-                                aggregate.apply(&c.values).map(|v| {
-                                    format!("{} = {}", describe(c), crate::numbers::canonical(v))
-                                })
-                            })
-                            .collect();
+                        let columns: Vec<String> =
+                            candidates.iter().map(|c| format!("[{}]", c.name)).collect();
                         Err(reject(
                             "wrong_quantity",
                             format!(
-                                "{part} states {}, but the data gives {}; compute {}([Column]) over the column the task names",
+                                "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
                                 mention.printed,
-                                expected.join(" or "),
-                                aggregate.function()
+                                aggregate.function(),
+                                columns.join(" or ")
                             ),
                         ))
                     }
@@ -783,11 +808,10 @@ impl<'t> Plan<'t> {
                         return Err(reject(
                             "wrong_quantity",
                             format!(
-                                "{part} states {}, but the {} row of [{}] is {label} with {}",
+                                "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
                                 mention.printed,
                                 end_word(end),
                                 c.name,
-                                crate::numbers::canonical(value)
                             ),
                         ));
                     }
@@ -829,10 +853,9 @@ impl<'t> Plan<'t> {
                 Err(reject(
                     "wrong_row",
                     format!(
-                        "{part} names \"{fill}\", but the {} row of [{}] is {label} ({})",
+                        "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
                         end_word(end),
                         c.name,
-                        crate::numbers::canonical(value)
                     ),
                 ))
             }
@@ -858,10 +881,8 @@ impl<'t> Plan<'t> {
                     return Err(reject(
                         "wrong_quantity",
                         format!(
-                            "{part} states {}, but {label}'s [{}] is {}",
-                            mention.printed,
-                            c.name,
-                            crate::numbers::canonical(value)
+                            "{part} states {}, which is not {label}'s value in [{}]; state that row's own value",
+                            mention.printed, c.name,
                         ),
                     ));
                 }
@@ -912,9 +933,8 @@ impl<'t> Plan<'t> {
                 Err(reject(
                     "wrong_row",
                     format!(
-                        "{part} names \"{fill}\", but the row without a value in [{}] is {}",
+                        "{part} names \"{fill}\", which is not a row without a value in [{}]; look at that column's empty cells again",
                         c.name,
-                        c.missing.join(", ")
                     ),
                 ))
             }
