@@ -493,3 +493,48 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
         Some(runtime::metrics::Outcome::Correct)
     );
 }
+
+#[test]
+fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_dispute() {
+    // The model holds to "achieved" where the rule the knowledge states is missed: rejected with the check
+    // named, then, repeated, accepted as an abstention — the runtime neither certifies the model's verdict
+    // nor writes its own.
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait])"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 40 and max([Wait]) <= 40"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"column": "[Wait]", "average": 32, "title": "Walk-in wait by clinic"}}"#,
+    ];
+    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
+    let wrong = format!(
+        r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is achieved.", "evidence_ids": {ids}}}"#
+    );
+    let task = common::task("clinic_wait_times");
+    let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
+    texts.extend([wrong.clone(), wrong.clone(), wrong]);
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        o.result.error
+    );
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let claims = verification(&o);
+    assert_eq!(claims["status"], "disputed", "{claims}");
+    assert_eq!(
+        claims["claims"][0]["stated"],
+        "verdict_contradicts_evidence"
+    );
+    assert!(
+        claims["claims"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("obs-knowledge_search-1")
+    );
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Abstained)
+    );
+}
