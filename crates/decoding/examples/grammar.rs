@@ -33,6 +33,7 @@ fn main() {
         tools: &cards,
         grounding: &grounding,
         answer_template: "Average is <average>; the rule is <met / not met>.",
+        decision_summary: None,
         caps: Caps::default(),
         done: &[],
     };

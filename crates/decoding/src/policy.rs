@@ -150,10 +150,12 @@ pub fn plan(
     caps: Caps,
     req: &DecisionRequest,
 ) -> Result<(Grammar, String), grammar::GrammarError> {
+    let summary = req.gap.summary();
     let inputs = grammar::Inputs {
         tools: &req.tools,
         grounding: &req.grounding,
         answer_template: &req.answer_template,
+        decision_summary: (mode == Mode::Guided).then_some(summary.as_str()),
         caps,
         done: &req.succeeded_actions,
     };
@@ -164,7 +166,7 @@ pub fn plan(
         }
         (Mode::Guided, Gap::Final { evidence_ids, .. }) => {
             grammar::guided_final(&inputs, evidence_ids)
-                .map(|g| (g, grammar::guided_final_prefix(evidence_ids)))
+                .map(|g| (g, grammar::guided_final_prefix(&inputs, evidence_ids)))
         }
         // The final answer is offered once the gate could accept one: nothing required is missing.
         (Mode::Free, gap) => {

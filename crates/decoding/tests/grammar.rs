@@ -33,6 +33,7 @@ fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> gramm
         tools: cards,
         grounding: g,
         answer_template: TEMPLATE,
+        decision_summary: None,
         caps: Caps::default(),
         done: &[],
     }
@@ -106,7 +107,7 @@ fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
     let fin = grammar::guided_final(&i, &ids).unwrap();
     let text = format!(
         "{}Average is 79; the lowest is Batch A. The rule is met.\"}}",
-        grammar::guided_final_prefix(&ids)
+        grammar::guided_final_prefix(&i, &ids)
     );
     assert!(fin.accepts(&text), "{text}\n{}", fin.render());
     runtime_accepts(&text);
@@ -162,7 +163,7 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     let answer = |a: &str| {
         format!(
             "{}{a}\"}}",
-            grammar::guided_final_prefix(&["obs-a-1".into()])
+            grammar::guided_final_prefix(&i, &["obs-a-1".into()])
         )
     };
     assert!(fin.accepts(&answer(
@@ -305,7 +306,7 @@ fn every_verdict_option_and_every_grounded_value_is_open_to_the_answer() {
     i.answer_template = "Average <average>%; highest <highest branch>; limits <met / not met>.";
     let ids = vec!["obs-a-1".to_string(), "obs-b-2".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
-    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&ids));
+    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&i, &ids));
     // The grammar does not know which is right: each of these is the model's to write and the gate's to check.
     for ok in [
         "Average 3.87%; highest Eastgate; limits not met.",
@@ -591,4 +592,45 @@ fn a_search_query_is_the_models_own_text_with_grounded_digits() {
     for bad in ["", "rate 17", long.as_str()] {
         assert!(!search.accepts(&query(bad)), "{bad:?}");
     }
+}
+
+#[test]
+fn a_guided_prefix_carries_the_runtimes_decision_summary() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = two_column_grounding();
+    let gap = Gap::Tool {
+        tool: "calculator".into(),
+        hint: "the step's words never reach the summary".into(),
+        result: Some(ResultKind::Boolean),
+    };
+    let summary = gap.summary();
+    assert_eq!(summary, "run calculator for a boolean result");
+    let i = grammar::Inputs {
+        decision_summary: Some(&summary),
+        ..inputs(&cards, &g)
+    };
+    let prefix = grammar::guided_tool_prefix(&i, "calculator").unwrap();
+    assert_eq!(
+        prefix,
+        r#"{"type":"action","decision_summary":"run calculator for a boolean result","tool":"calculator","arguments":{"expression":""#
+    );
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    let text = format!("{prefix}mean([Loans]) >= 3150\"}}}}");
+    assert!(check.accepts(&text), "{text}");
+    runtime_accepts(&text);
+    let ids = vec!["obs-a-1".to_string()];
+    let summary = Gap::Final {
+        evidence_ids: ids.clone(),
+        answer_template: TEMPLATE.into(),
+    }
+    .summary();
+    let i = grammar::Inputs {
+        decision_summary: Some(&summary),
+        ..inputs(&cards, &g)
+    };
+    let prefix = grammar::guided_final_prefix(&i, &ids);
+    assert!(prefix.starts_with(r#"{"type":"final","decision_summary":"answer citing obs-a-1","#));
+    let text = format!("{prefix}Average is 2.8; the lowest is Seafront. The rule is met.\"}}");
+    assert!(grammar::guided_final(&i, &ids).unwrap().accepts(&text));
+    runtime_accepts(&text);
 }

@@ -710,6 +710,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         tools: &cards,
         grounding: &grounding,
         answer_template: "<lowest> is lowest.",
+        decision_summary: None,
         caps: Caps::default(),
         done: &[],
     };
@@ -750,7 +751,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         "obs-calculator-2".to_string(),
     ];
     let gbnf = grammar::guided_final(&inputs, &ids).unwrap().render();
-    let prefix = grammar::guided_final_prefix(&ids);
+    let prefix = grammar::guided_final_prefix(&inputs, &ids);
     let resumed = resume_after(&gbnf, &prefix).unwrap();
     let rest = "A is lowest.\"}";
     assert!(accepts(&gbnf, &format!("{prefix}{rest}")).unwrap());

@@ -44,6 +44,25 @@ pub enum Gap {
     },
 }
 
+impl Gap {
+    /// The public decision summary the runtime writes in a guided decision's prefix (the specification's
+    /// shell: type, tool or evidence ids, summary): the tool and the kind of result wanted, or the evidence
+    /// the answer cites — never the step's hint or any reading of the task.
+    pub fn summary(&self) -> String {
+        match self {
+            Gap::Tool {
+                tool,
+                result: Some(kind),
+                ..
+            } => format!("run {tool} for a {} result", kind.as_str()),
+            Gap::Tool { tool, .. } => format!("run {tool}"),
+            Gap::Final { evidence_ids, .. } => {
+                format!("answer citing {}", evidence_ids.join(", "))
+            }
+        }
+    }
+}
+
 impl RequiredEvidence {
     /// Whether `record` is a successful observation this item accepts.
     pub fn accepts(&self, record: &ObservationRecord) -> bool {

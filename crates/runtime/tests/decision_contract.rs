@@ -46,9 +46,15 @@ const CORPUS: &[(&str, &str)] = &[
         r#"{"type":"final","answer":"x","evidence_ids":[],"analysis":"..."}"#,
         "unexpected_field",
     ),
+    // The public decision summary is part of the contract (the runtime writes it in guided prefixes);
+    // an empty one is not.
     (
-        r#"{"type":"final","answer":"x","evidence_ids":[],"decision_summary":"..."}"#,
-        "unexpected_field",
+        r#"{"type":"final","decision_summary":"answer citing nothing","answer":"x","evidence_ids":[]}"#,
+        "ok",
+    ),
+    (
+        r#"{"type":"final","decision_summary":"","answer":"x","evidence_ids":[]}"#,
+        "field_out_of_range",
     ),
     (
         r#"{"tool":"calculator","arguments":{"expression":"1"}}"#,

@@ -77,6 +77,9 @@ pub struct Inputs<'a> {
     pub tools: &'a [ToolCard],
     pub grounding: &'a Grounding,
     pub answer_template: &'a str,
+    /// Guided mode: the public decision summary the runtime writes in its prefix (`Gap::summary`: the tool
+    /// and the kind of result wanted, or the evidence cited). `None` in free mode, where the model chooses.
+    pub decision_summary: Option<&'a str>,
     pub caps: Caps,
     /// Actions already run successfully (`{"tool", "arguments"}`): free mode does not offer a finite choice
     /// that would only repeat one (a rule check already made, an aggregate already computed).
@@ -136,7 +139,7 @@ pub fn guided_final(inputs: &Inputs, evidence_ids: &[String]) -> Result<Grammar,
     let mut grammar = Grammar::new(Node::rule("final"));
     let ids = Node::lit(serde_json::to_string(evidence_ids).expect("strings serialise"));
     let answer = answer_node(&mut grammar, inputs);
-    grammar.define("final", final_shell(ids, answer));
+    grammar.define("final", final_shell(inputs, ids, answer));
     finish(grammar)
 }
 
@@ -177,7 +180,7 @@ pub fn free(
     if let Some(ids) = final_ids.filter(|ids| !ids.is_empty()) {
         let ids = Node::lit(serde_json::to_string(ids).expect("strings serialise"));
         let answer = answer_node(&mut grammar, inputs);
-        grammar.define("final", final_shell(ids, answer));
+        grammar.define("final", final_shell(inputs, ids, answer));
         alternatives.push(Node::rule("final"));
     }
     if alternatives.is_empty() {
@@ -342,7 +345,8 @@ fn strip_extensions(schema: &Value) -> Value {
 pub fn guided_tool_prefix(inputs: &Inputs, tool: &str) -> Result<String, GrammarError> {
     let card = card(inputs, tool)?;
     let mut prefix = format!(
-        "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
+        "{}\"tool\":{},\"arguments\":{{",
+        decision_head(inputs, "action"),
         json!(tool)
     );
     if let Some((name, schema)) = written_properties(inputs, card).into_iter().next() {
@@ -357,11 +361,22 @@ pub fn guided_tool_prefix(inputs: &Inputs, tool: &str) -> Result<String, Grammar
 }
 
 /// Guided mode, final gap: everything up to the answer text (the runtime knows which evidence to cite).
-pub fn guided_final_prefix(evidence_ids: &[String]) -> String {
+pub fn guided_final_prefix(inputs: &Inputs, evidence_ids: &[String]) -> String {
     format!(
-        "{{\"type\":\"final\",\"evidence_ids\":{},\"answer\":\"",
+        "{}\"evidence_ids\":{},\"answer\":\"",
+        decision_head(inputs, "final"),
         json!(evidence_ids)
     )
+}
+
+/// `{"type":"<branch>",` and, in guided mode, the runtime's `"decision_summary":"…",`: the start of every
+/// decision the runtime writes.
+pub(crate) fn decision_head(inputs: &Inputs, branch: &str) -> String {
+    let mut head = format!("{{\"type\":{},", json!(branch));
+    if let Some(summary) = inputs.decision_summary {
+        head.push_str(&format!("\"decision_summary\":{},", json!(summary)));
+    }
+    head
 }
 
 /// The properties a generated action writes, in the registry's order: the required ones and the optional ones
@@ -424,10 +439,13 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).expect("strings serialise")
 }
 
-/// `{"type":"final","evidence_ids":<ids>,"answer":"<answer>"}`
-fn final_shell(ids: Node, answer: Node) -> Node {
+/// `{"type":"final",["decision_summary":…,]"evidence_ids":<ids>,"answer":"<answer>"}`
+fn final_shell(inputs: &Inputs, ids: Node, answer: Node) -> Node {
     Node::seq([
-        Node::lit("{\"type\":\"final\",\"evidence_ids\":"),
+        Node::lit(format!(
+            "{}\"evidence_ids\":",
+            decision_head(inputs, "final")
+        )),
         ids,
         Node::lit(",\"answer\":\""),
         answer,

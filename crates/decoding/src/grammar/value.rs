@@ -21,7 +21,8 @@ pub(super) fn action_node(
     goal: CalcGoal,
 ) -> Result<Node, GrammarError> {
     let mut items = vec![Node::lit(format!(
-        "{{\"type\":\"action\",\"tool\":{},\"arguments\":{{",
+        "{}\"tool\":{},\"arguments\":{{",
+        super::decision_head(inputs, "action"),
         json!(card.name)
     ))];
     let properties = written_properties(inputs, card);
