@@ -39,6 +39,50 @@ pub struct Refusal {
     pub message: String,
 }
 
+/// A tool's argument names (from its registry schema) next to the names a proposal gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContractView {
+    pub required: Vec<String>,
+    pub allowed: Vec<String>,
+    /// Required names the proposal left out.
+    pub missing: Vec<String>,
+    /// Names the proposal gave that the tool does not declare.
+    pub undeclared: Vec<String>,
+}
+
+impl ContractView {
+    fn of(schema: &Value, given: &serde_json::Map<String, Value>) -> Self {
+        let names = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        };
+        let required = names(&schema["required"]);
+        let allowed: Vec<String> = schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let missing = required
+            .iter()
+            .filter(|n| !given.contains_key(*n))
+            .cloned()
+            .collect();
+        let undeclared = given
+            .keys()
+            .filter(|n| !allowed.contains(n))
+            .cloned()
+            .collect();
+        ContractView {
+            required,
+            allowed,
+            missing,
+            undeclared,
+        }
+    }
+}
+
 /// The sandbox's answer for one proposal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DryRun {
@@ -54,6 +98,9 @@ pub struct DryRun {
     pub observation: Option<Value>,
     /// The message the loop adds to the model's next prompt.
     pub feedback: Option<String>,
+    /// The tool's argument names against the proposal's, for an action naming a known tool: the whole picture
+    /// the validator reports one refusal at a time.
+    pub contract: Option<ContractView>,
     /// What the runtime would still check inside a run, by name.
     pub not_checked: Vec<&'static str>,
     /// Always false: the sandbox never runs a tool.
@@ -84,7 +131,10 @@ pub fn validate_proposal(text: &str, registry: &ToolRegistry) -> DryRun {
         },
         Ok(Decision::Action(action)) => {
             let decision = Some(Decision::Action(action.clone()).to_json());
-            match registry.validate_arguments(&action.tool, &action.arguments) {
+            let contract = registry
+                .spec(&action.tool)
+                .map(|spec| ContractView::of(&spec.arguments_schema, &action.arguments));
+            let dry = match registry.validate_arguments(&action.tool, &action.arguments) {
                 Ok(valid) => DryRun {
                     verdict: Verdict::ValidAction,
                     phase: "tool.started",
@@ -99,7 +149,8 @@ pub fn validate_proposal(text: &str, registry: &ToolRegistry) -> DryRun {
                     decision,
                     &error,
                 ),
-            }
+            };
+            DryRun { contract, ..dry }
         }
     }
 }
@@ -152,6 +203,7 @@ impl DryRun {
             refusal: None,
             observation: None,
             feedback: None,
+            contract: None,
             not_checked: Vec::new(),
             tool_ran: false,
         }
@@ -182,6 +234,11 @@ mod tests {
         assert_eq!(observation["error"]["code"], "invalid_arguments");
         assert_eq!(observation["attempted_arguments"]["kind"], "bar");
         assert!(dry.feedback.unwrap().contains("No tool was run"));
+        // The validator names one refusal at a time; the contract view shows the whole difference.
+        let contract = dry.contract.unwrap();
+        assert_eq!(contract.missing, ["title"]);
+        assert_eq!(contract.undeclared, ["kind"]);
+        assert!(contract.allowed.contains(&"column".to_owned()));
         assert!(!dry.tool_ran);
     }
 

@@ -62,7 +62,7 @@ function noteBody(section) {
 
 function note(section, open) {
   const d = el('details', { class: 'chapter-note', id: `chapter-${section.id}`, 'data-testid': 'chapter-note', 'data-section': section.id },
-    el('summary', {}, el('span', { class: 'num', text: `§${section.id}` }), ' ', section[lang].title), noteBody(section));
+    el('summary', {}, el('span', { class: 'sec-num', text: `§${section.id}` }), ' ', section[lang].title), noteBody(section));
   d.open = open;
   return d;
 }
@@ -93,7 +93,7 @@ function renderCard(data) {
     });
     return el('li', { value: s.id }, a, el('span', { class: 'muted small', text: ` · ${ui('beside')} #${s.anchor}` }));
   }));
-  card.replaceChildren(el('h2', {}, el('span', { class: 'num', text: '§' }), ' ', intro.title),
+  card.replaceChildren(el('h2', {}, el('span', { class: 'sec-num', text: '§' }), ' ', intro.title),
     ...intro.body.map((p) => el('p', { class: 'hint', text: p })),
     el('details', { class: 'chapter-toc' }, el('summary', { text: `${ui('index_h')} (1–${data.sections.length})` }), index));
 }

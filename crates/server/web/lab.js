@@ -21,7 +21,7 @@ const T = {
     sandbox_h: 'Experiment 2 · four candidates, one validator', sandbox_own: 'Or write your own decision JSON:', validate: 'Validate (no tool runs)',
     verdict: 'verdict', phase: 'trace phase', refusal: 'refusal', fields: 'fields', obs_h: 'the observation the model would read next',
     feedback: 'feedback to the model', args: 'arguments as the tool would receive them', not_checked: 'checked only inside a run',
-    tool_ran: 'no tool ran', walk_h: 'Reading the trace of this run', events: 'events', failed: 'The runner answered {0}: {1}',
+    tool_ran: 'no tool ran', contract: 'the tool\'s contract', missing_names: 'missing:', undeclared: 'not declared:', allowed: 'declared:', walk_h: 'Reading the trace of this run', events: 'events', failed: 'The runner answered {0}: {1}',
   },
   zh: {
     runs_h: '选一个已结束的运行来研究', runs_none: '还没有已结束的运行：先在上面启动一个（脚本化 fixture 不需要模型），然后刷新。',
@@ -35,7 +35,7 @@ const T = {
     sandbox_h: '实验 2 · 四个候选，一个校验器', sandbox_own: '或者写下你自己的决策 JSON：', validate: '校验（不运行工具）',
     verdict: '结论', phase: 'trace 阶段', refusal: '拒绝', fields: '字段', obs_h: '模型下一步会读到的观察',
     feedback: '给模型的反馈', args: '工具将收到的参数', not_checked: '只在运行中检查',
-    tool_ran: '没有运行任何工具', walk_h: '读懂这次运行的 trace', events: '个事件', failed: '运行器返回 {0}：{1}',
+    tool_ran: '没有运行任何工具', contract: '工具契约', missing_names: '缺少：', undeclared: '未声明：', allowed: '已声明：', walk_h: '读懂这次运行的 trace', events: '个事件', failed: '运行器返回 {0}：{1}',
   },
 };
 let lang = currentLang();
@@ -185,7 +185,7 @@ function renderResult() {
   const box = $('sandbox-result');
   if (!box) return;
   const d = L.dry;
-  if (!d) { box.replaceChildren(); return; }
+  if (!d) { delete box.dataset.verdict; box.replaceChildren(); return; }
   if (d.error) {
     const b = d.error.body || {};
     box.dataset.verdict = 'error';
@@ -200,6 +200,10 @@ function renderResult() {
       line(tr('fields'), el('span', { 'data-testid': 'sandbox-fields', text: d.refusal.fields.join(', ') || tr('none') })),
       el('p', { class: 'small', text: d.refusal.message }));
   }
+  if (d.contract && (d.contract.missing.length || d.contract.undeclared.length)) {
+    parts.push(el('div', { class: 'small', 'data-testid': 'sandbox-contract' },
+      el('b', { text: `${tr('contract')}: ` }), `${tr('missing_names')} ${d.contract.missing.join(', ') || tr('none')} · ${tr('undeclared')} ${d.contract.undeclared.join(', ') || tr('none')} · ${tr('allowed')} ${d.contract.allowed.join(', ')}`));
+  }
   if (d.observation) parts.push(el('h4', { text: tr('obs_h') }), el('pre', { class: 'spec', 'data-testid': 'sandbox-observation', text: JSON.stringify(d.observation, null, 1) }));
   if (d.feedback) parts.push(line(tr('feedback'), d.feedback));
   if (d.validated_arguments) parts.push(el('h4', { text: tr('args') }), json(d.validated_arguments));
@@ -210,15 +214,15 @@ function renderResult() {
 function renderSandbox() {
   const box = $('lab-sandbox');
   const candidates = L.chapter ? L.chapter.lab.candidates : [];
-  const input = el('textarea', { rows: 4, class: 'sandbox-input mono', 'data-testid': 'sandbox-input', spellcheck: 'false' });
+  const input = el('textarea', { rows: 4, id: 'sandbox-input', class: 'sandbox-input mono', 'data-testid': 'sandbox-input', spellcheck: 'false' });
   input.value = L.candidate ? L.candidate.text : (candidates[0] ? candidates[0].text : '');
   const buttons = candidates.map((c) => {
     const b = el('button', { type: 'button', class: `secondary${L.candidate && L.candidate.key === c.key ? ' selected' : ''}`, 'data-testid': 'sandbox-candidate', 'data-candidate': c.key, text: c[lang] });
-    b.addEventListener('click', () => { L.candidate = c; input.value = c.text; validate(c.text); renderSandbox(); });
+    b.addEventListener('click', () => { L.candidate = c; L.dry = null; renderSandbox(); validate(c.text); });
     return b;
   });
   const go = el('button', { type: 'button', 'data-testid': 'sandbox-validate', text: tr('validate') });
-  go.addEventListener('click', () => { L.candidate = null; validate(input.value); });
+  go.addEventListener('click', () => { const text = input.value; L.candidate = null; L.dry = null; renderSandbox(); $('sandbox-input').value = text; validate(text); });
   box.replaceChildren(el('h3', { text: tr('sandbox_h') }), el('div', { class: 'row' }, ...buttons),
     el('label', { class: 'small', text: tr('sandbox_own') }), input, el('div', { class: 'row' }, go),
     el('div', { id: 'sandbox-result', class: 'sandbox-result', 'data-testid': 'sandbox-result' }));
