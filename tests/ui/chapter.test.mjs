@@ -64,6 +64,8 @@ test('the chapter and its experiments in English and Chinese, with no model', { 
     assert.equal(await page.locator('[data-testid=step-card]').count(), 5);
     assert.deepEqual(await page.locator('[data-testid=step-card] h4').allTextContents(),
       ['State₀', 'Decision₀', 'Action₀', 'Observation₀', 'State₁ · changed']);
+    assert.match(await page.locator('[data-card=state]').textContent(), /tools allowed: knowledge_search, calculator, plot/);
+    assert.match(await page.locator('[data-card=state]').textContent(), /observations so far: none/);
     assert.match(await page.locator('[data-card=decision]').textContent(), /knowledge_search/);
     assert.match(await page.locator('[data-card=observation]').textContent(), /obs-knowledge_search-1/);
     for (let i = 1; i < stepsInRun; i++) await page.click('[data-testid=step-next]');

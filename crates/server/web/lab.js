@@ -13,7 +13,7 @@ const T = {
     runs_h: 'A finished run to study', runs_none: 'No finished run yet: start one above (a scripted fixture needs no model), then refresh.',
     refresh: 'Refresh', steps_h: 'Experiment 1 · one state transition at a time', step_of: 'Step {0} of {1}', prev: '← previous', next: 'next →',
     state: 'State', decision: 'Decision', action: 'Action', observation: 'Observation',
-    obs_so_far: 'observations so far', none: 'none', steps_used: 'steps used', tool_calls: 'tool calls', missing: 'still missing',
+    goal: 'task', tools: 'tools allowed', obs_so_far: 'observations so far', none: 'none', steps_used: 'steps used', tool_calls: 'tool calls', missing: 'still missing',
     proposed: 'proposed', invalid: 'not a decision', repaired: 'repaired in the same step', summary: 'runtime summary',
     validated: 'validated, dispatched', rejected: 'refused before any tool ran', final: 'a final answer: checked by the gates, no tool',
     no_action: 'no action this step', attempts: 'attempts', changed: 'changed', added: 'new observations',
@@ -27,7 +27,7 @@ const T = {
     runs_h: '选一个已结束的运行来研究', runs_none: '还没有已结束的运行：先在上面启动一个（脚本化 fixture 不需要模型），然后刷新。',
     refresh: '刷新', steps_h: '实验 1 · 一次只看一个状态转移', step_of: '第 {0} 步，共 {1} 步', prev: '← 上一步', next: '下一步 →',
     state: '状态', decision: '决策', action: '动作', observation: '观察',
-    obs_so_far: '已有的观察', none: '无', steps_used: '已用步数', tool_calls: '工具调用', missing: '还缺',
+    goal: '任务', tools: '可用工具', obs_so_far: '已有的观察', none: '无', steps_used: '已用步数', tool_calls: '工具调用', missing: '还缺',
     proposed: '提议', invalid: '不是一个决策', repaired: '在同一步内修复', summary: '运行时摘要',
     validated: '校验通过，已分派', rejected: '在任何工具运行之前被拒绝', final: '最终答案：由关卡检查，不运行工具',
     no_action: '本步没有动作', attempts: '次尝试', changed: '变化', added: '新增观察',
@@ -43,7 +43,7 @@ const tr = (key, ...args) => (T[lang][key] || key).replace(/\{(\d)\}/g, (_, i) =
 const SUB = '₀₁₂₃₄₅₆₇₈₉';
 const sub = (n) => String(n).split('').map((d) => SUB[Number(d)]).join('');
 
-const L = { runs: [], runId: null, events: [], step: 0, chapter: null, candidate: null, dry: null };
+const L = { runs: [], runId: null, events: [], step: 0, chapter: null, candidate: null, dry: null, tools: [] };
 
 // ---------- the run to study ----------
 async function loadRuns() {
@@ -96,7 +96,9 @@ function stateCard(step) {
   const ids = observationsIn(step.before).map((o) => `${o.id} ${o.ok ? '✓' : '✗'}`);
   const started = step.during.find((e) => e.phase === 'model.started');
   const b = last ? last.budget : null;
-  return [line(tr('obs_so_far'), ids.length ? ids.join(', ') : tr('none')),
+  const run = L.events.find((e) => e.phase === 'run.started');
+  return [run ? line(tr('goal'), run.data.task) : null, L.tools.length ? line(tr('tools'), L.tools.join(', ')) : null,
+    line(tr('obs_so_far'), ids.length ? ids.join(', ') : tr('none')),
     b ? line(tr('steps_used'), `${b.steps} / ${b.max_steps}`) : null,
     b ? line(tr('tool_calls'), `${b.tool_calls} / ${b.max_tool_calls}`) : null,
     line(tr('missing'), gapText(started && started.data.gap))];
@@ -250,6 +252,9 @@ function renderWalk() {
 async function start() {
   const r = await chapterData();
   L.chapter = r.ok ? r.body : null;
+  // The tools the state allows: the registry the runtime validates with (GET /agent/schema).
+  const schema = await api('/agent/schema');
+  L.tools = schema.ok ? (schema.body.tool_registry.tools || []).map((x) => x.name) : [];
   renderSandbox();
   await loadRuns();
 }
