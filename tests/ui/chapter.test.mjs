@@ -59,8 +59,11 @@ test('the chapter and its experiments in English and Chinese, with no model', { 
     assert.ok(await page.locator('#chapter-21 [data-testid=chapter-tests] a').count() >= 8, 'the acceptance list links its tests');
 
     // Experiment 1 over the finished run: five cards per step, from State₀ to the stop.
+    // Other test files start runs at the same time: pick this test's own run.
     await page.click('[data-testid=lab-refresh]');
-    await page.locator('[data-testid=step-cards]').waitFor();
+    await page.waitForFunction((id) => [...document.querySelectorAll('[data-testid=lab-run] option')].some((o) => o.value === id), run.id, { timeout: 10_000 });
+    await page.selectOption('[data-testid=lab-run]', run.id);
+    await page.locator(`[data-testid=step-cards][data-run="${run.id}"]`).waitFor({ timeout: 10_000 });
     assert.equal(await page.locator('[data-testid=step-card]').count(), 5);
     assert.deepEqual(await page.locator('[data-testid=step-card] h4').allTextContents(),
       ['State₀', 'Decision₀', 'Action₀', 'Observation₀', 'State₁ · changed']);

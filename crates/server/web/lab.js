@@ -173,7 +173,7 @@ function renderSteps() {
   prev.addEventListener('click', () => { L.step -= 1; renderSteps(); });
   next.addEventListener('click', () => { L.step += 1; renderSteps(); });
   box.replaceChildren(head, el('div', { class: 'row' }, prev, el('span', { 'data-testid': 'step-position', text: tr('step_of', L.step + 1, all.length) }), next),
-    el('div', { class: 'step-cards', 'data-testid': 'step-cards', 'data-step': step.n }, ...cards));
+    el('div', { class: 'step-cards', 'data-testid': 'step-cards', 'data-step': step.n, 'data-run': L.runId }, ...cards));
 }
 
 // ---------- Experiment 2: the decision sandbox ----------
