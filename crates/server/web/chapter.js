@@ -137,7 +137,7 @@ function renderOrientation(data) {
     el('div', { class: 'boundary', 'data-testid': 'data-boundary' },
       el('div', {}, el('b', { text: ui('sees') }), el('ul', {}, ...b.sees.map((x) => el('li', { text: x })))),
       el('div', { class: 'never' }, el('b', { text: ui('never') }), el('ul', {}, ...b.never.map((x) => el('li', { text: x }))))),
-    el('details', { class: 'role-groups', 'data-testid': 'role-groups' }, el('summary', { text: ui('groups_h') }), ...o.groups.map(groupTags)));
+    el('details', { class: 'role-groups', 'data-testid': 'role-groups', open: true }, el('summary', { text: ui('groups_h') }), ...o.groups.map(groupTags)));
 }
 
 let DATA = null;
@@ -160,7 +160,11 @@ async function start() {
   DATA = r.body;
   renderAll();
   // The role groups count the manifest's files, which the source browser loads on its own schedule.
-  const waitManifest = setInterval(() => { if (S.manifest) { clearInterval(waitManifest); if (!S.manifest.error) renderOrientation(DATA); } }, 300);
+  let tries = 0;
+  const waitManifest = setInterval(() => {
+    tries += 1;
+    if (S.manifest || tries > 200) { clearInterval(waitManifest); if (S.manifest && !S.manifest.error) renderOrientation(DATA); }
+  }, 300);
 }
 
 onLangChange((l) => { lang = l; renderAll(); });

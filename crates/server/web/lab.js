@@ -10,7 +10,7 @@ import { phaseClass, summarize } from './timeline.js';
 
 const T = {
   en: {
-    runs_h: 'A finished run to study', runs_none: 'No finished run yet: start one above (a scripted fixture needs no model), then refresh.',
+    runs_h: 'A finished run to study', runs_none: 'No finished run yet: start one above — with a model, or with a scripted fixture when the runner was started with --enable-test-policies (no model needed) — then refresh.',
     refresh: 'Refresh', steps_h: 'Experiment 1 · one state transition at a time', step_of: 'Step {0} of {1}', prev: '← previous', next: 'next →',
     state: 'State', decision: 'Decision', action: 'Action', observation: 'Observation',
     goal: 'task', tools: 'tools allowed', obs_so_far: 'observations so far', none: 'none', steps_used: 'steps used', tool_calls: 'tool calls', missing: 'still missing',
@@ -24,7 +24,7 @@ const T = {
     tool_ran: 'no tool ran', contract: 'the tool\'s contract', missing_names: 'missing:', undeclared: 'not declared:', allowed: 'declared:', walk_h: 'Reading the trace of this run', events: 'events', failed: 'The runner answered {0}: {1}',
   },
   zh: {
-    runs_h: '选一个已结束的运行来研究', runs_none: '还没有已结束的运行：先在上面启动一个（脚本化 fixture 不需要模型），然后刷新。',
+    runs_h: '选一个已结束的运行来研究', runs_none: '还没有已结束的运行：先在上面启动一个——使用模型，或在运行器以 --enable-test-policies 启动时使用脚本化 fixture（不需要模型）——然后刷新。',
     refresh: '刷新', steps_h: '实验 1 · 一次只看一个状态转移', step_of: '第 {0} 步，共 {1} 步', prev: '← 上一步', next: '下一步 →',
     state: '状态', decision: '决策', action: '动作', observation: '观察',
     goal: '任务', tools: '可用工具', obs_so_far: '已有的观察', none: '无', steps_used: '已用步数', tool_calls: '工具调用', missing: '还缺',
