@@ -1,7 +1,7 @@
 //! Stage guides (`README.md`, `README.zh-CN.md`): their one set of sections, and the parts a
 //! learner may see before a stage passes.
 //!
-//! Both languages use the same fourteen `##` sections in the same order (`Section::ALL`, headings
+//! Both languages use the same seventeen `##` sections in the same order (`Section::ALL`, headings
 //! from `schemas/guide_sections.json`), so a section can be looked up by meaning in either file. This module only reads and reassembles
 //! markdown; it never decides what a learner has earned (see `check.rs`).
 
@@ -16,6 +16,7 @@ use crate::course::{Lang, Stage};
 /// The `##` sections of every guide, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
+    PlaceInTheChapter,
     Problem,
     PredictFirst,
     WhatItIs,
@@ -23,7 +24,9 @@ pub enum Section {
     Neighbours,
     BoundaryDecision,
     WorkedExample,
+    WhyThisWay,
     ImplementationSteps,
+    GuidedExercise,
     Hints,
     FaultLab,
     TransferChallenge,
@@ -33,7 +36,8 @@ pub enum Section {
 }
 
 impl Section {
-    pub const ALL: [Section; 14] = [
+    pub const ALL: [Section; 17] = [
+        Section::PlaceInTheChapter,
         Section::Problem,
         Section::PredictFirst,
         Section::WhatItIs,
@@ -41,7 +45,9 @@ impl Section {
         Section::Neighbours,
         Section::BoundaryDecision,
         Section::WorkedExample,
+        Section::WhyThisWay,
         Section::ImplementationSteps,
+        Section::GuidedExercise,
         Section::Hints,
         Section::FaultLab,
         Section::TransferChallenge,
@@ -53,6 +59,7 @@ impl Section {
     /// The key of this section in `schemas/guide_sections.json`.
     pub fn key(self) -> &'static str {
         match self {
+            Section::PlaceInTheChapter => "place_in_the_chapter",
             Section::Problem => "problem",
             Section::PredictFirst => "predict_first",
             Section::WhatItIs => "what_it_is",
@@ -60,7 +67,9 @@ impl Section {
             Section::Neighbours => "neighbours",
             Section::BoundaryDecision => "boundary_decision",
             Section::WorkedExample => "worked_example",
+            Section::WhyThisWay => "why_this_way",
             Section::ImplementationSteps => "implementation_steps",
+            Section::GuidedExercise => "guided_exercise",
             Section::Hints => "hints",
             Section::FaultLab => "fault_lab",
             Section::TransferChallenge => "transfer_challenge",
@@ -457,6 +466,67 @@ mod tests {
             "guide problems:\n{}",
             problems.join("\n")
         );
+    }
+
+    /// Each guide's *Place in the chapter* holds the header fields (experiment id and evidence folder from
+    /// stage.toml's `experiment_id`) and repeats the stage's line of the chapter's capability chain and
+    /// navigation exactly as docs/chapter/chapter.json (the one source the course page reads) states it.
+    #[test]
+    fn every_guide_places_its_stage_in_the_chapter_as_the_chapter_file_says() {
+        let chapter: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/chapter/chapter.json")).unwrap();
+        let chain = chapter["frame"]["chain"].as_array().unwrap();
+        let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
+        assert_eq!(
+            chain.len(),
+            course.stages.len(),
+            "one chain entry per stage"
+        );
+        let mut problems = Vec::new();
+        for (stage, entry) in course.stages.iter().zip(chain) {
+            let meta = crate::course::load_meta(stage).unwrap();
+            assert_eq!(
+                entry["id"],
+                stage.id.as_str(),
+                "the chain follows the stages in order"
+            );
+            for (lang, key) in [(Lang::En, "en"), (Lang::ZhCn, "zh")] {
+                let guide = Guide::load(stage, lang).unwrap();
+                let place = guide
+                    .section(Section::PlaceInTheChapter, lang)
+                    .unwrap_or_default();
+                let mut wanted = vec![
+                    format!("`{}`", meta.experiment_id),
+                    format!("`evidence/single-agent-loop/{}/`", stage.id),
+                ];
+                for field in [
+                    "capability",
+                    "layer",
+                    "depends_on",
+                    "provides",
+                    "constrained_by",
+                ] {
+                    wanted.push(entry[key][field].as_str().unwrap().to_owned());
+                }
+                for text in wanted {
+                    if !place.contains(&text) {
+                        problems.push(format!(
+                            "{} {lang:?}: *Place in the chapter* lacks {text:?}",
+                            stage.id
+                        ));
+                    }
+                }
+                for section in [Section::WhyThisWay, Section::GuidedExercise] {
+                    if guide.section(section, lang).unwrap_or_default().len() < 200 {
+                        problems.push(format!(
+                            "{} {lang:?}: {:?} is missing or a stub",
+                            stage.id, section
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
     #[test]

@@ -382,6 +382,7 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         budgets: budgets_json(&budgets),
         policy,
         model: None,
+        tool_timeout_seconds: None,
     };
     let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
     let artifact_dir = root.join(".runs").join("cli").join(&run_id);

@@ -88,6 +88,37 @@ pub enum DecisionError {
 }
 
 impl DecisionError {
+    /// The decision contract's fields this output left out (`missing_field`, and `type` when it has none).
+    pub fn missing_fields(&self) -> Vec<String> {
+        match self {
+            Self::MissingField { fields, .. } => fields.clone(),
+            Self::MissingType => vec!["type".to_owned()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many fields the output added beyond the contract (their names are the model's text).
+    pub fn unexpected_field_count(&self) -> usize {
+        match self {
+            Self::UnexpectedField { fields, .. } => fields.len(),
+            _ => 0,
+        }
+    }
+
+    /// The fields the error names (missing, unexpected or mistyped ones; the unknown tool's name); empty for
+    /// errors about the text as a whole.
+    pub fn fields(&self) -> Vec<String> {
+        match self {
+            Self::MissingField { fields, .. } | Self::UnexpectedField { fields, .. } => {
+                fields.clone()
+            }
+            Self::WrongType { field, .. } | Self::OutOfRange { field, .. } => vec![field.clone()],
+            Self::UnknownTool { .. } => vec!["tool".to_owned()],
+            Self::MissingType => vec!["type".to_owned()],
+            _ => Vec::new(),
+        }
+    }
+
     /// A stable snake_case code for the trace, metrics and HTTP errors.
     pub fn code(&self) -> &'static str {
         match self {

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod claims;
 pub mod consistency;
 pub mod decision;
+pub mod dry_run;
 pub mod fixture;
 pub mod grounding;
 pub mod guards;

@@ -169,6 +169,34 @@ impl ArgumentError {
         }
     }
 
+    /// Every field the error names, in the validator's order (`field` is the first of them).
+    pub fn fields(&self) -> Vec<String> {
+        match self {
+            ArgumentError::UnknownTool { .. } => Vec::new(),
+            ArgumentError::Missing { fields, .. }
+            | ArgumentError::Unexpected { fields, .. }
+            | ArgumentError::LengthMismatch { fields, .. } => fields.clone(),
+            ArgumentError::WrongType { field, .. } | ArgumentError::OutOfRange { field, .. } => {
+                vec![field.clone()]
+            }
+            ArgumentError::Alternatives { groups, given, .. } => {
+                if given.is_empty() {
+                    groups.iter().flatten().cloned().collect()
+                } else {
+                    given.clone()
+                }
+            }
+        }
+    }
+
+    /// What the loop tells the model after refusing `tool`'s arguments (no tool ran).
+    pub fn feedback(&self, tool: &str) -> String {
+        format!(
+            "{tool} arguments rejected ({}): {self}. No tool was run; send corrected arguments that follow the tool's schema.",
+            Self::CODE
+        )
+    }
+
     /// The first offending field (`None` for an unknown tool).
     pub fn field(&self) -> Option<&str> {
         match self {

@@ -173,6 +173,14 @@ fn invalid_output_is_repaired_in_the_same_step() {
         .map(|e| e.data["code"].as_str().unwrap())
         .collect();
     assert_eq!(invalid, vec!["invalid_json", "unexpected_field"]);
+    // The refusal is structured: missing contract fields by name, unexpected ones by count.
+    let unexpected = o
+        .events
+        .iter()
+        .find(|e| e.data["code"] == "unexpected_field")
+        .unwrap();
+    assert_eq!(unexpected.data["unexpected_field_count"], 1);
+    assert_eq!(unexpected.data["missing_fields"], serde_json::json!([]));
     let repaired = o.first("decision.repaired");
     assert_eq!((repaired.step, repaired.attempt), (1, 2));
     assert_eq!(o.count("model.repair.started"), 2);
@@ -201,6 +209,12 @@ fn repair_exhausted_fails_with_invalid_decision() {
         .map(|e| e.data["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes, vec!["missing_type", "trailing_text", "unknown_tool"]);
+    let missing_type = o.first("decision.invalid");
+    assert_eq!(
+        missing_type.data["missing_fields"],
+        serde_json::json!(["type"])
+    );
+    assert_eq!(missing_type.data["unexpected_field_count"], 0);
     assert_eq!(o.result.error.as_ref().unwrap().code, "unknown_tool");
     let m = o.metrics();
     assert_eq!((m.steps, m.model_calls, m.tool_calls), (1, 3, 0));

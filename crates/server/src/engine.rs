@@ -38,6 +38,10 @@ pub struct RunSpec {
     /// `None` when the backend lists no model: the run then uses the backend's own default, if any.
     #[serde(default)]
     pub model: Option<ModelEntry>,
+    /// The request's one tool timeout, overriding every tool's registry timeout (also a scripted
+    /// fixture's own); `None` keeps them.
+    #[serde(default)]
+    pub tool_timeout_seconds: Option<u64>,
 }
 
 /// A failure before the runtime could start (the run is then sealed `failed/runtime_error`).
@@ -110,7 +114,7 @@ impl Executor for RuntimeExecutor {
     ) -> Result<Value, ExecError> {
         // A scripted fixture brings its own task, budgets and injected tool faults (that is what makes
         // it reproduce a given outcome); a model run uses the request's task and budgets.
-        let (task_name, config, mut policy): (String, runtime::RunConfig, Box<dyn Policy>) =
+        let (task_name, mut config, mut policy): (String, runtime::RunConfig, Box<dyn Policy>) =
             match &spec.policy {
                 PolicyChoice::Model => {
                     let budgets = budgets_from_json(&spec.budgets).map_err(|errs| ExecError {
@@ -134,6 +138,9 @@ impl Executor for RuntimeExecutor {
                     (f.task.clone(), config, Box::new(f.policy()))
                 }
             };
+        if let Some(seconds) = spec.tool_timeout_seconds {
+            config.tool_timeout_ms = Some(seconds * 1000);
+        }
         let task_dir = self.tasks_dir.join(&task_name);
         let task = runtime::task::Task::load(&task_dir).map_err(|e| ExecError {
             code: "invalid_task",
@@ -240,6 +247,11 @@ pub fn agent_schema() -> Value {
         "budgets": {
             "defaults": budgets_json(&runtime::Budgets::default()),
             "ranges": runtime::Budgets::RANGES.iter().map(|(f, min, max)| json!({"field": f, "min": min, "max": max})).collect::<Vec<_>>(),
+        },
+        "tool_timeout_seconds": {
+            "min": runtime::RunConfig::TOOL_TIMEOUT_SECONDS.0,
+            "max": runtime::RunConfig::TOOL_TIMEOUT_SECONDS.1,
+            "default": null,
         },
     })
 }

@@ -3,6 +3,7 @@
 //! The service does not know how a model is loaded: the `runner` binary passes a [`ModelBackend`]
 //! (llama.cpp in production). Scripted policies are reachable only with `enable_test_policies`.
 
+pub mod chapter;
 pub mod course;
 pub mod engine;
 pub mod error;

@@ -15,7 +15,15 @@ use crate::{ServerConfig, tasks};
 
 /// Where scripted fixtures may live (relative to the root): the runtime's and this crate's test fixtures.
 pub const FIXTURE_DIRS: &[&str] = &["fixtures/", "crates/server/tests/fixtures/"];
-const FIELDS: &[&str] = &["task", "model", "mode", "budgets", "temperature", "policy"];
+const FIELDS: &[&str] = &[
+    "task",
+    "model",
+    "mode",
+    "budgets",
+    "temperature",
+    "policy",
+    "tool_timeout_seconds",
+];
 pub const MAX_TEMPERATURE: f64 = 2.0;
 
 /// Returns the spec to execute and the public form stored with the run. `models` is what the backend
@@ -127,6 +135,13 @@ pub fn parse_run_request(
             }
         },
     };
+    let tool_timeout_seconds = match tool_timeout_from_json(obj.get("tool_timeout_seconds")) {
+        Ok(seconds) => seconds,
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    };
     let budgets = match budgets_from_json(obj.get("budgets").unwrap_or(&Value::Null)) {
         Ok(b) => Some(b),
         Err(errs) => {
@@ -174,6 +189,7 @@ pub fn parse_run_request(
     };
     let public = json!({
         "task": task, "model": model, "mode": mode.as_str(), "temperature": temperature, "budgets": budgets, "policy": policy_label,
+        "tool_timeout_seconds": tool_timeout_seconds,
     });
     Ok((
         RunSpec {
@@ -183,9 +199,79 @@ pub fn parse_run_request(
             budgets,
             policy,
             model,
+            tool_timeout_seconds,
         },
         public,
     ))
+}
+
+/// The request's one tool timeout (the specification's `tool_timeout_seconds`): absent or null keeps each
+/// tool's registry timeout; otherwise a whole number of seconds in the runtime's range.
+pub fn tool_timeout_from_json(value: Option<&Value>) -> Result<Option<u64>, FieldError> {
+    let (min, max) = runtime::RunConfig::TOOL_TIMEOUT_SECONDS;
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(FieldError {
+                field: "tool_timeout_seconds".into(),
+                message: format!("must be an integer between {min} and {max} (seconds), got {v}"),
+            }),
+        },
+    }
+}
+
+/// The longest proposal the decision sandbox checks, in characters (a model's decision is far shorter).
+pub const MAX_PROPOSAL_CHARS: usize = 16_000;
+
+/// `POST /agent/decisions/validate` bodies: `{"text": "<one model output>"}`, nothing else. The text is what a
+/// model would write, so any string (not JSON, trailing prose) is a proposal the runtime answers.
+pub fn parse_proposal_request(body: &Value) -> Result<String, ApiError> {
+    let obj = body.as_object().ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_request",
+            "the body must be a JSON object {\"text\": …}",
+        )
+    })?;
+    let mut errors: Vec<FieldError> = obj
+        .keys()
+        .filter(|k| k.as_str() != "text")
+        .map(|k| FieldError {
+            field: k.clone(),
+            message: "unknown field; allowed: text".into(),
+        })
+        .collect();
+    let text = match obj.get("text") {
+        Some(Value::String(s)) if s.chars().count() <= MAX_PROPOSAL_CHARS => Some(s.clone()),
+        Some(Value::String(_)) => {
+            errors.push(FieldError {
+                field: "text".into(),
+                message: format!("at most {MAX_PROPOSAL_CHARS} characters"),
+            });
+            None
+        }
+        Some(other) => {
+            errors.push(FieldError {
+                field: "text".into(),
+                message: format!(
+                    "must be a string holding the model's output, got {}",
+                    runtime::decision::json_type_name(other)
+                ),
+            });
+            None
+        }
+        None => {
+            errors.push(FieldError {
+                field: "text".into(),
+                message: "required: the proposed decision as the model would write it".into(),
+            });
+            None
+        }
+    };
+    match text {
+        Some(text) if errors.is_empty() => Ok(text),
+        _ => Err(ApiError::invalid_fields(errors)),
+    }
 }
 
 /// Task names are folder names under the tasks directory that load as a run would load them.

@@ -27,15 +27,18 @@ macro_rules! asset {
     };
 }
 
-/// Every file of the page. `app.js` starts the runner panel; `course.js` and `eval.js` are the other two panels;
+/// Every file of the page. `app.js` starts the runner panel; `course.js`, `eval.js`, `chapter.js` and `lab.js` are the other panels;
 /// the rest are the modules they import.
 pub const ASSETS: &[Asset] = &[
     asset!("/", HTML, "index.html"),
     asset!("/style.css", CSS, "style.css"),
     asset!("/course.css", CSS, "course.css"),
+    asset!("/chapter.css", CSS, "chapter.css"),
     asset!("/app.js", JS, "app.js"),
     asset!("/course.js", JS, "course.js"),
     asset!("/eval.js", JS, "eval.js"),
+    asset!("/chapter.js", JS, "chapter.js"),
+    asset!("/lab.js", JS, "lab.js"),
     asset!("/chart.js", JS, "chart.js"),
     asset!("/dom.js", JS, "dom.js"),
     asset!("/i18n.js", JS, "i18n.js"),

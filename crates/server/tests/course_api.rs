@@ -64,7 +64,7 @@ async fn the_seven_stages_come_with_titles_predictions_hints_and_contract_names(
         "the repair stays in the guide"
     );
     let sections = body["guide_sections"].as_array().unwrap();
-    assert_eq!(sections.len(), 14);
+    assert_eq!(sections.len(), 17);
     assert!(
         sections
             .iter()

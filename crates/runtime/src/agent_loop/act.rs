@@ -25,9 +25,7 @@ impl Run<'_, '_> {
             Ok(valid) => valid,
             Err(error) => {
                 let message = error.to_string();
-                let feedback = format!(
-                    "{tool} arguments rejected (invalid_arguments): {message}. No tool was run; send corrected arguments that follow the tool's schema."
-                );
+                let feedback = error.feedback(&tool);
                 return self.refuse_arguments(
                     &tool,
                     arguments,

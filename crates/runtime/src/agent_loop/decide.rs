@@ -119,7 +119,14 @@ impl Run<'_, '_> {
                     self.emit(
                         "decision.invalid",
                         attempt,
-                        json!({ "code": error.code(), "error": error.to_string() }),
+                        json!({
+                            "code": error.code(),
+                            "error": error.to_string(),
+                            // Structured, as the specification's trace asks: the contract's missing field
+                            // names and the number of unexpected ones.
+                            "missing_fields": error.missing_fields(),
+                            "unexpected_field_count": error.unexpected_field_count(),
+                        }),
                     );
                     repair = Some(RepairNote {
                         error_code: error.code().to_owned(),

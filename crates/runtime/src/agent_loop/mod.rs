@@ -75,6 +75,10 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The accepted range of a request's `tool_timeout_seconds`, inclusive: the one tool timeout a caller
+    /// may set (each attempt still waits at most the run's remaining wall time).
+    pub const TOOL_TIMEOUT_SECONDS: (u64, u64) = (1, 120);
+
     pub fn new(
         run_id: impl Into<String>,
         knowledge_dir: impl Into<PathBuf>,

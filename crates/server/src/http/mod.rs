@@ -1,6 +1,6 @@
 //! The axum layer: routes, the loopback/origin/size guards, JSON errors. The only module that uses axum.
 //! Here: the router, the guards and the helpers every handler uses; the handlers by resource in `runs`,
-//! `models`, `example` and `course`.
+//! `models`, `example`, `course` and `lab` (the chapter and the decision sandbox).
 //!
 //! Handlers are thin: they parse, call `jobs`/`example`/the model backend, and shape responses. Blocking
 //! work (file walks, zips, model inspection) runs on tokio's blocking pool.
@@ -23,11 +23,13 @@ use crate::{AppState, MAX_BODY_BYTES, web};
 
 mod course;
 mod example;
+mod lab;
 mod models;
 mod runs;
 
 use course::*;
 use example::*;
+use lab::*;
 use models::*;
 use runs::*;
 
@@ -75,6 +77,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/course/stages", get(course_stages))
         .route("/course/stages/{id}/guide", get(course_guide))
         .route("/course/progress", get(course_progress))
+        // the chapter and its decision sandbox (chapter.rs, dry_run.rs; web/chapter.js, web/lab.js)
+        .route("/course/chapter", get(chapter_text))
+        .route("/agent/decisions/validate", post(validate_decision))
         // evaluation panel (evaluation.rs, web/eval.js)
         .route("/agent/evaluation", get(evaluation_reports))
         .route(
