@@ -114,7 +114,8 @@ pub fn build_tests_with(
 ) -> anyhow::Result<BuildOutcome> {
     let started = Instant::now();
     let mut cmd = launcher.cargo();
-    cmd.arg("build").args(&launcher.cargo_args)
+    cmd.arg("build")
+        .args(&launcher.cargo_args)
         .arg("--keep-going")
         .arg("--message-format=json");
     cmd.arg("--manifest-path")
@@ -272,7 +273,13 @@ pub fn run_test_binary_with(
     filter: Option<&str>,
     include_ignored: bool,
 ) -> anyhow::Result<BinaryRun> {
-    run_test_binary_in(binary, timeout, filter, include_ignored, &Launcher::default())
+    run_test_binary_in(
+        binary,
+        timeout,
+        filter,
+        include_ignored,
+        &Launcher::default(),
+    )
 }
 
 /// [`run_test_binary_with`], the binary started by `launcher`.

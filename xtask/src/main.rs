@@ -10,6 +10,7 @@ mod cargo;
 mod check;
 mod circles;
 mod course;
+mod grade;
 mod guide;
 mod judge;
 mod learn;
@@ -39,6 +40,9 @@ instructors
   fault STAGE            swap the fault in (scratch copy), run the target test, show the diagnosis
   mutants [STAGE…]       run cargo-mutants on each stage's src/ (when installed), record the figures
                          in evidence/mutants/, fail on a surviving mutant stage.toml does not explain
+  grade DIR [--stages LIST] [--jobs N] [--out DIR] [--timeout SECS]
+                         re-check a class's hand-ins (one learn/ folder or zip per learner), each
+                         build and test in a bubblewrap box; write grades.json, grades.md, charts
   circles                list import circles between the modules of every crate (none is the rule)
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
@@ -110,6 +114,7 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "hint" => progress::cmd_hint(Args::parse(&progress::HINT, rest)?),
         "progress" => progress::cmd_progress(Args::parse(&progress::PROGRESS, rest)?),
         "watch" => watch::cmd_watch(Args::parse(&watch::WATCH, rest)?),
+        "grade" => grade::cmd_grade(Args::parse(&grade::GRADE, rest)?),
         "mutants" => mutants::cmd_mutants(Args::parse(&mutants::MUTANTS, rest)?),
         "circles" => circles::cmd_circles(Args::parse(&circles::CIRCLES, rest)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.

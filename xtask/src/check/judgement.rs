@@ -265,4 +265,3 @@ fn test_targets(tree: &BTreeMap<String, String>) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
-

@@ -413,4 +413,3 @@ pub fn files_below(dir: &std::path::Path, sub: &str) -> anyhow::Result<Vec<(Stri
     }
     Ok(out)
 }
-
