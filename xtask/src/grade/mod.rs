@@ -388,7 +388,8 @@ fn judge_in_box(
         target_dir: dir.join("target"),
         source_label: dir.display().to_string(),
         timeout,
-        jobs: 1,
+        // A learner's test binaries side by side: one that loops costs the time limit once, not per binary.
+        jobs: 3,
         build: build.launcher(Mode::Build),
         run: run.launcher(Mode::Run),
     })
