@@ -43,6 +43,9 @@ instructors
   grade DIR [--stages LIST] [--jobs N] [--out DIR] [--timeout SECS]
                          re-check a class's hand-ins (one learn/ folder or zip per learner), each
                          build and test in a bubblewrap box; write grades.json, grades.md, charts
+  bench-grade [--learners N] [--jobs N] [--stages LIST]
+                         time grade on a synthetic class (default 30 learners × 7 stages),
+                         write evidence/bench/grade.json
   circles                list import circles between the modules of every crate (none is the rule)
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
@@ -115,6 +118,9 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "progress" => progress::cmd_progress(Args::parse(&progress::PROGRESS, rest)?),
         "watch" => watch::cmd_watch(Args::parse(&watch::WATCH, rest)?),
         "grade" => grade::cmd_grade(Args::parse(&grade::GRADE, rest)?),
+        "bench-grade" => {
+            grade::bench::cmd_bench_grade(Args::parse(&grade::bench::BENCH_GRADE, rest)?)
+        }
         "mutants" => mutants::cmd_mutants(Args::parse(&mutants::MUTANTS, rest)?),
         "circles" => circles::cmd_circles(Args::parse(&circles::CIRCLES, rest)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.

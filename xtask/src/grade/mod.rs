@@ -5,6 +5,7 @@
 //! learner's target dir starts as hard links to the seed's files (read-only to the learner's box uid), so a
 //! learner's build compiles only their own crate. Learners are graded in parallel, one box uid per worker.
 
+pub mod bench;
 mod charts;
 mod copies;
 mod report;
@@ -317,8 +318,11 @@ fn seed(
             timeout,
         )?;
         // The reference's own transfer test is refused as a copy of itself: every test passing is the proof.
+        let every_test_passes =
+            judged.run.build_ok && judged.run.failed == 0 && judged.run.passed > 0;
         let holds = judged.outcome == LearnerOutcome::Passed
-            || judged.refusal == Some(crate::judge::TransferRefusal::CopiedReference);
+            || (every_test_passes
+                && judged.refusal == Some(crate::judge::TransferRefusal::CopiedReference));
         if !holds {
             bail!(
                 "the course's reference does not pass stage {} inside the box ({}): {}",
@@ -368,13 +372,13 @@ fn judge_in_box(
     let build = BoxSpec {
         toolchain,
         scratch: dir,
-        stages: Some(&stages_dir),
+        course: Some((&course.root, &stages_dir)),
         uid: Some(uid),
         limits: Limits::build(),
     };
     let run = BoxSpec {
         limits: Limits::tests(timeout.as_secs()),
-        stages: None,
+        course: None,
         ..build
     };
     judgement::judge(&JudgeSetup {

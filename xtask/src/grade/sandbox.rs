@@ -127,7 +127,7 @@ impl Toolchain {
         let spec = BoxSpec {
             toolchain: self,
             scratch: Path::new("/nonexistent-forge-scratch"),
-            stages: None,
+            course: None,
             uid: None,
             limits: Limits::tests(5),
         };
@@ -161,8 +161,9 @@ pub struct BoxSpec<'a> {
     pub toolchain: &'a Toolchain,
     /// The learner's scratch directory, at the same path inside the box.
     pub scratch: &'a Path,
-    /// The course's `stages/` (path dependencies of a stage's manifest), read-only in builds.
-    pub stages: Option<&'a Path>,
+    /// The course root and its `stages/` (path dependencies of a stage's manifest, which inherit from the
+    /// root manifest), read-only in builds: the root's `Cargo.toml` and `stages/`, nothing else of the course.
+    pub course: Option<(&'a Path, &'a Path)>,
     /// The uid the box runs as (when grading as root).
     pub uid: Option<u32>,
     pub limits: Limits,
@@ -211,7 +212,9 @@ impl BoxSpec<'_> {
             if let Some(git) = &tc.git {
                 m.mount("--ro-bind", git, &Path::new(BOX_CARGO_HOME).join("git"));
             }
-            if let Some(stages) = self.stages {
+            if let Some((root, stages)) = self.course {
+                let manifest = root.join("Cargo.toml");
+                m.mount("--ro-bind", &manifest, &manifest);
                 m.mount("--ro-bind", stages, stages);
             }
             m.mount("--bind", self.scratch, self.scratch);
