@@ -27,14 +27,17 @@ macro_rules! asset {
     };
 }
 
-/// Every file of the page. `app.js` starts the runner panel; `course.js` and `eval.js` are the other two panels;
+/// Every file of the page. `app.js` starts the runner panel; `course.js` (with `grades.js`, its class view) and
+/// `eval.js` are the other panels;
 /// the rest are the modules they import.
 pub const ASSETS: &[Asset] = &[
     asset!("/", HTML, "index.html"),
     asset!("/style.css", CSS, "style.css"),
     asset!("/course.css", CSS, "course.css"),
+    asset!("/grades.css", CSS, "grades.css"),
     asset!("/app.js", JS, "app.js"),
     asset!("/course.js", JS, "course.js"),
+    asset!("/grades.js", JS, "grades.js"),
     asset!("/eval.js", JS, "eval.js"),
     asset!("/chart.js", JS, "chart.js"),
     asset!("/dom.js", JS, "dom.js"),

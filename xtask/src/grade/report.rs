@@ -269,3 +269,57 @@ pub fn markdown(g: &Grades) -> String {
     );
     md
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's browser test loads `tests/ui/grades.sample.json` (a real `grade` output of the synthetic
+    /// class): it must stay what the schema says.
+    #[test]
+    fn the_pages_sample_matches_the_schema() {
+        let path = course::repo_root().join("tests/ui/grades.sample.json");
+        let sample: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let validator = course::compile_schema("grades.schema.json").unwrap();
+        assert_eq!(course::schema_errors(&validator, &sample), Vec::<String>::new());
+        let mut bad = sample.clone();
+        bad["learners"][0]["stages"][0]["outcome"] = "cheated".into();
+        assert!(!course::schema_errors(&validator, &bad).is_empty());
+    }
+
+    #[test]
+    fn the_summary_counts_what_was_submitted() {
+        let grade = |stage: &str, outcome: &str, fails: &[&str], minutes: Option<f64>| StageGrade {
+            stage_id: stage.into(),
+            outcome: outcome.into(),
+            reason: String::new(),
+            failing_tests: fails.iter().map(|s| s.to_string()).collect(),
+            passed_tests: 0,
+            ms: 0,
+            minutes_to_first_pass: minutes,
+        };
+        let learner = |name: &str, stages| LearnerGrades {
+            name: name.into(),
+            source: "folder".into(),
+            notes: vec![],
+            stages,
+        };
+        let stages = vec![StageInfo {
+            id: "01-a".into(),
+            title_en: "A".into(),
+            title_zh: "甲".into(),
+        }];
+        let learners = vec![
+            learner("x", vec![grade("01-a", "passed", &[], Some(10.0))]),
+            learner("y", vec![grade("01-a", "failed", &["stage::t"], None)]),
+            learner("z", vec![grade("01-a", "not_submitted", &[], None)]),
+            learner("w", vec![grade("01-a", "passed", &[], Some(30.0))]),
+        ];
+        let summary = summarise(&stages, &learners);
+        let s = &summary.per_stage[0];
+        assert_eq!((s.submitted, s.passed, s.pass_rate), (3, 2, Some(0.667)));
+        assert_eq!(s.median_minutes_to_first_pass, Some(20.0));
+        assert_eq!(summary.failing_tests[0].test, "stage::t");
+    }
+}
