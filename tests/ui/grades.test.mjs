@@ -14,8 +14,9 @@ const SAMPLE = join(ROOT, 'tests', 'ui', 'grades.sample.json');
 test('class grades: a grades.json chosen in the browser, in two languages', { timeout: 120_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'forge-grades-'));
   const { page, consoleErrors, close } = await openBrowser();
+  // Every request with what it carries: the chosen file's content must never leave the browser.
   const requests = [];
-  page.on('request', (r) => requests.push(`${r.method()} ${r.url()}`));
+  page.on('request', (r) => requests.push(`${r.method()} ${r.url()} ${r.postData() || ''}`));
   try {
     await page.goto(`${BASE}/`);
     await page.evaluate(() => localStorage.setItem('forge.lang', 'en'));
@@ -23,7 +24,6 @@ test('class grades: a grades.json chosen in the browser, in two languages', { ti
     await page.waitForFunction(() => document.querySelector('[data-testid=class-grades]')?.dataset.ready === 'true', null, { timeout: 20_000 });
     assert.match(await page.locator('[data-testid=grades-body]').textContent(), /No class file chosen/);
 
-    const before = requests.length;
     await page.setInputFiles('[data-testid=grades-file]', SAMPLE);
     await page.waitForFunction(() => document.querySelector('[data-testid=grades-body]').dataset.loaded === 'true');
     // Stages × learners: one row per learner, each cell the grade.
@@ -70,8 +70,8 @@ test('class grades: a grades.json chosen in the browser, in two languages', { ti
     assert.match(await page.locator('[data-testid=grades-error]').textContent(), /bad-grades\.json was refused: .*"cheated" is not a grade/);
     assert.equal(await page.locator('[data-testid=grades-table]').count(), 0);
 
-    // Nothing was uploaded: the page made no request while files were chosen.
-    assert.deepEqual(requests.slice(before), []);
+    // Nothing was uploaded: no request went elsewhere or carried the file's content.
+    assert.deepEqual(requests.filter((r) => !r.includes(` ${BASE}/`) || /twin_a|cheated|grades\.json/.test(r)), []);
     assert.deepEqual(consoleErrors, []);
   } finally {
     await close();
