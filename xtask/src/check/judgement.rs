@@ -67,38 +67,8 @@ pub fn judge(setup: &JudgeSetup) -> anyhow::Result<Judgement> {
     } else {
         None
     };
-    let package = learn_package(stage);
     let (tree, targets) = prepare_judge(setup, Variant::Learner)?;
-    let build = cargo::build_tests_with(
-        &setup.judge_dir.join("Cargo.toml"),
-        &setup.target_dir,
-        &[BuildRequest {
-            package: package.clone(),
-            targets: targets.clone(),
-        }],
-        None,
-        &setup.build,
-    )?;
-    let warnings = build.warnings.get(&package).cloned().unwrap_or_default();
-    let runs = test_runs::run_binaries_in(
-        test_runs::binaries_for(&build, &package)
-            .into_iter()
-            .map(|b| (0usize, (), b))
-            .collect(),
-        setup.jobs,
-        setup.timeout,
-        true,
-        &setup.run,
-    )?;
-    let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
-    let run = test_runs::run_report(
-        "learner",
-        setup.source_label.clone(),
-        &targets,
-        &build,
-        &package,
-        &run_refs,
-    );
+    let (run, warnings) = learner_run(setup, &targets)?;
     let stage_tests_pass = run.build_ok
         && !run.timed_out
         && run
@@ -120,25 +90,10 @@ pub fn judge(setup: &JudgeSetup) -> anyhow::Result<Judgement> {
     } else if refusal.is_some() {
         LearnerOutcome::TransferRefused
     } else {
-        // The same crate, package, manifest and path; only the one source file differs.
-        let on_reference = transfer_on(setup, Variant::Reference)?;
-        let holds = on_reference.build_ok
-            && !on_reference.timed_out
-            && on_reference.failed == 0
-            && on_reference.passed > 0;
+        let (outcome, on_reference, on_fault) = transfer_verdict(setup)?;
         reference_run = Some(on_reference);
-        if !holds {
-            LearnerOutcome::TransferFailsOnReference
-        } else {
-            let proof = transfer_on(setup, Variant::Fault)?;
-            let caught = proof.build_ok && (proof.failed > 0 || proof.timed_out);
-            fault_run = Some(proof);
-            if caught {
-                LearnerOutcome::Passed
-            } else {
-                LearnerOutcome::TransferNotCaught
-            }
-        }
+        fault_run = on_fault;
+        outcome
     };
     Ok(Judgement {
         outcome,
@@ -150,6 +105,65 @@ pub fn judge(setup: &JudgeSetup) -> anyhow::Result<Judgement> {
         refusal,
         warnings,
     })
+}
+
+/// The learner's crate built and every test run (`--include-ignored`); the package's compiler warnings.
+fn learner_run(setup: &JudgeSetup, targets: &[String]) -> anyhow::Result<(RunReport, Vec<String>)> {
+    let package = learn_package(setup.stage);
+    let build = cargo::build_tests_with(
+        &setup.judge_dir.join("Cargo.toml"),
+        &setup.target_dir,
+        &[BuildRequest {
+            package: package.clone(),
+            targets: targets.to_vec(),
+        }],
+        None,
+        &setup.build,
+    )?;
+    let warnings = build.warnings.get(&package).cloned().unwrap_or_default();
+    let runs = test_runs::run_binaries_in(
+        test_runs::binaries_for(&build, &package)
+            .into_iter()
+            .map(|b| (0usize, (), b))
+            .collect(),
+        setup.jobs,
+        setup.timeout,
+        true,
+        &setup.run,
+    )?;
+    let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
+    let run = test_runs::run_report(
+        "learner",
+        setup.source_label.clone(),
+        targets,
+        &build,
+        &package,
+        &run_refs,
+    );
+    Ok((run, warnings))
+}
+
+/// The transfer test on the reference (it must pass) and then on the fault (it must fail): the same crate,
+/// package, manifest and path; only the one source file differs.
+fn transfer_verdict(
+    setup: &JudgeSetup,
+) -> anyhow::Result<(LearnerOutcome, RunReport, Option<RunReport>)> {
+    let on_reference = transfer_on(setup, Variant::Reference)?;
+    let holds = on_reference.build_ok
+        && !on_reference.timed_out
+        && on_reference.failed == 0
+        && on_reference.passed > 0;
+    if !holds {
+        return Ok((LearnerOutcome::TransferFailsOnReference, on_reference, None));
+    }
+    let proof = transfer_on(setup, Variant::Fault)?;
+    let caught = proof.build_ok && (proof.failed > 0 || proof.timed_out);
+    let outcome = if caught {
+        LearnerOutcome::Passed
+    } else {
+        LearnerOutcome::TransferNotCaught
+    };
+    Ok((outcome, on_reference, Some(proof)))
 }
 
 /// Which source the judge crate is built from. Its package, manifest, tests and path are the same

@@ -104,7 +104,7 @@ fn write_learner(dir: &std::path::Path, stage: &Stage, n: usize) -> anyhow::Resu
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let copy = dir.join("learn").join(&stage.id);
     for (rel, bytes) in files_below(&stage.dir, "src")? {
-        let bytes = if n % 5 == 0 && rel == contract.faulty_source_path {
+        let bytes = if n.is_multiple_of(5) && rel == contract.faulty_source_path {
             fs::read(stage.dir.join(&contract.fault_file))?
         } else {
             bytes

@@ -185,43 +185,8 @@ pub fn grade_class(course: &Course, options: &Options) -> anyhow::Result<Grades>
     seed(course, &toolchain, &kits, &work, options.timeout)?;
     let seed_ms = seed_clock.elapsed().as_millis() as u64;
 
-    let queue = Mutex::new((0..learners.len()).collect::<VecDeque<usize>>());
-    let results: Mutex<Vec<(usize, LearnerGrades)>> = Mutex::new(Vec::new());
-    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let grading = Instant::now();
-    std::thread::scope(|scope| {
-        for worker in 0..options.jobs.min(learners.len()).max(1) {
-            let (queue, results, failure) = (&queue, &results, &failure);
-            let (learners, kits, toolchain, work) = (&learners, &kits, &toolchain, &work);
-            scope.spawn(move || {
-                while let Some(index) = queue.lock().expect("queue").pop_front() {
-                    let uid = BOX_UID + worker as u32;
-                    let dir = work.join(format!("L{index:03}"));
-                    match grade_learner(
-                        course,
-                        toolchain,
-                        kits,
-                        &learners[index],
-                        &dir,
-                        uid,
-                        options.timeout,
-                    ) {
-                        Ok(grades) => results.lock().expect("results").push((index, grades)),
-                        Err(e) => {
-                            failure.lock().expect("failure").get_or_insert(e);
-                        }
-                    }
-                    fs::remove_dir_all(dir.join("target")).ok();
-                }
-            });
-        }
-    });
-    if let Some(e) = failure.into_inner().expect("failure") {
-        return Err(e);
-    }
-    let mut graded = results.into_inner().expect("results");
-    graded.sort_by_key(|(i, _)| *i);
-    let graded: Vec<LearnerGrades> = graded.into_iter().map(|(_, g)| g).collect();
+    let graded = grade_all(course, &toolchain, &kits, &learners, &work, options)?;
     let submissions = graded
         .iter()
         .flat_map(|l| &l.stages)
@@ -236,7 +201,6 @@ pub fn grade_class(course: &Course, options: &Options) -> anyhow::Result<Grades>
     let stages: Vec<StageInfo> = kits.iter().map(|k| stage_info(&k.stage)).collect();
     let summary = report::summarise(&stages, &graded);
     let charts = charts::draw(&summary, &options.out)?;
-    let limits = Limits::tests(options.timeout.as_secs());
     let grades = Grades {
         format_version: 1,
         generator: format!("cargo xtask grade ({})", env!("CARGO_PKG_VERSION")),
@@ -246,23 +210,7 @@ pub fn grade_class(course: &Course, options: &Options) -> anyhow::Result<Grades>
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        sandbox: BoxReport {
-            mechanism: format!(
-                "bubblewrap + setrlimit{}",
-                if sandbox::grading_as_root() {
-                    ", a uid per worker"
-                } else {
-                    ""
-                }
-            ),
-            network: false,
-            test_timeout_s: options.timeout.as_secs(),
-            cpu_s: limits.cpu_secs,
-            memory_bytes: limits.memory_bytes,
-            processes: limits.processes,
-            file_bytes: limits.file_bytes,
-            tmp_bytes: limits.tmp_bytes,
-        },
+        sandbox: box_report(options),
         stages,
         learners: graded,
         copies: flags,
@@ -278,6 +226,75 @@ pub fn grade_class(course: &Course, options: &Options) -> anyhow::Result<Grades>
     };
     report::write(&grades, &options.out)?;
     Ok(grades)
+}
+
+/// Every learner, `options.jobs` at a time: worker `w` boxes its learners as uid `BOX_UID + w`.
+fn grade_all(
+    course: &Course,
+    toolchain: &Toolchain,
+    kits: &[StageKit],
+    learners: &[Learner],
+    work: &Path,
+    options: &Options,
+) -> anyhow::Result<Vec<LearnerGrades>> {
+    let queue = Mutex::new((0..learners.len()).collect::<VecDeque<usize>>());
+    let results: Mutex<Vec<(usize, LearnerGrades)>> = Mutex::new(Vec::new());
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for worker in 0..options.jobs.min(learners.len()).max(1) {
+            let (queue, results, failure) = (&queue, &results, &failure);
+            scope.spawn(move || {
+                while let Some(index) = queue.lock().expect("queue").pop_front() {
+                    let uid = BOX_UID + worker as u32;
+                    let dir = work.join(format!("L{index:03}"));
+                    let learner = &learners[index];
+                    match grade_learner(
+                        course,
+                        toolchain,
+                        kits,
+                        learner,
+                        &dir,
+                        uid,
+                        options.timeout,
+                    ) {
+                        Ok(grades) => results.lock().expect("results").push((index, grades)),
+                        Err(e) => {
+                            failure.lock().expect("failure").get_or_insert(e);
+                        }
+                    }
+                    // The learner's own units are not needed again: only the grades are kept.
+                    fs::remove_dir_all(dir.join("target")).ok();
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().expect("failure") {
+        return Err(e);
+    }
+    let mut graded = results.into_inner().expect("results");
+    graded.sort_by_key(|(i, _)| *i);
+    Ok(graded.into_iter().map(|(_, g)| g).collect())
+}
+
+fn box_report(options: &Options) -> BoxReport {
+    let limits = Limits::tests(options.timeout.as_secs());
+    BoxReport {
+        mechanism: format!(
+            "bubblewrap + setrlimit{}",
+            if sandbox::grading_as_root() {
+                ", a uid per worker"
+            } else {
+                ""
+            }
+        ),
+        network: false,
+        test_timeout_s: options.timeout.as_secs(),
+        cpu_s: limits.cpu_secs,
+        memory_bytes: limits.memory_bytes,
+        processes: limits.processes,
+        file_bytes: limits.file_bytes,
+        tmp_bytes: limits.tmp_bytes,
+    }
 }
 
 fn stage_info(stage: &Stage) -> StageInfo {
@@ -579,8 +596,7 @@ fn verdict(
     findings: &[screen::Finding],
     timeout: Duration,
 ) -> (&'static str, String) {
-    let run = &judged.run;
-    let in_box = if run.timed_out {
+    let in_box = if judged.run.timed_out {
         Some(format!(
             "ran past the {} s time limit; the box stopped it",
             timeout.as_secs()
@@ -605,25 +621,12 @@ fn verdict(
     if let Some(happened) = in_box {
         return ("refused", format!("it {happened}"));
     }
-    let first_failure = || {
-        run.tests
-            .iter()
-            .filter(|t| t.outcome == TestOutcome::Failed)
-            .min_by_key(|t| t.target == "transfer")
-            .map(|t| {
-                let line = t
-                    .output
-                    .as_deref()
-                    .unwrap_or_default()
-                    .lines()
-                    .find(|l| !l.trim().is_empty() && !l.starts_with("thread '"))
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned();
-                format!("{}::{}: {line}", t.target, t.name)
-            })
-            .unwrap_or_default()
-    };
+    in_words(judged)
+}
+
+/// `check`'s outcome as a grade, with its reason.
+fn in_words(judged: &Judgement) -> (&'static str, String) {
+    let run = &judged.run;
     match judged.outcome {
         LearnerOutcome::Passed => (
             "passed",
@@ -634,7 +637,7 @@ fn verdict(
         ),
         LearnerOutcome::Failed => (
             "failed",
-            format!("{} test(s) fail; first {}", run.failed, first_failure()),
+            format!("{} test(s) fail; first {}", run.failed, first_failure(run)),
         ),
         LearnerOutcome::Unviable => (
             "unviable",
@@ -669,6 +672,27 @@ fn verdict(
                 .into(),
         ),
     }
+}
+
+/// The first failing test (the stage's own before the transfer test) and the first line of its message.
+fn first_failure(run: &crate::report::RunReport) -> String {
+    run.tests
+        .iter()
+        .filter(|t| t.outcome == TestOutcome::Failed)
+        .min_by_key(|t| t.target == "transfer")
+        .map(|t| {
+            let line = t
+                .output
+                .as_deref()
+                .unwrap_or_default()
+                .lines()
+                .find(|l| !l.trim().is_empty() && !l.starts_with("thread '"))
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            format!("{}::{}: {line}", t.target, t.name)
+        })
+        .unwrap_or_default()
 }
 
 /// Minutes from `started_at` to `passed_at` in the learner's own progress log, when it has both.

@@ -210,6 +210,12 @@ pub fn markdown(g: &Grades) -> String {
         let _ = write!(md, "---|");
     }
     md.push('\n');
+    learner_rows(g, &mut md);
+    details(g, &mut md);
+    md
+}
+
+fn learner_rows(g: &Grades, md: &mut String) {
     for l in &g.learners {
         let _ = write!(md, "| {} |", l.name);
         for s in &g.stages {
@@ -222,6 +228,10 @@ pub fn markdown(g: &Grades) -> String {
         }
         md.push('\n');
     }
+}
+
+/// Pass rates, the reasons, the copies and the failing tests.
+fn details(g: &Grades, md: &mut String) {
     let _ = writeln!(md, "\n## Pass rate per stage\n");
     for s in &g.summary.per_stage {
         let rate = s
@@ -267,7 +277,6 @@ pub fn markdown(g: &Grades) -> String {
          in grades.json.\n\nCharts: {}",
         g.charts.join(", ")
     );
-    md
 }
 
 #[cfg(test)]
@@ -282,7 +291,10 @@ mod tests {
         let sample: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let validator = course::compile_schema("grades.schema.json").unwrap();
-        assert_eq!(course::schema_errors(&validator, &sample), Vec::<String>::new());
+        assert_eq!(
+            course::schema_errors(&validator, &sample),
+            Vec::<String>::new()
+        );
         let mut bad = sample.clone();
         bad["learners"][0]["stages"][0]["outcome"] = "cheated".into();
         assert!(!course::schema_errors(&validator, &bad).is_empty());

@@ -172,27 +172,31 @@ pub struct BoxSpec<'a> {
 impl BoxSpec<'_> {
     /// The launcher for `mode`: bwrap's mounts and namespaces, then the uid drop, then the rlimits.
     pub fn launcher(&self, mode: Mode) -> Launcher {
+        let mut prefix = vec![self.toolchain.bwrap.clone().into_os_string()];
+        prefix.extend(self.mounts(mode).list);
+        prefix.push("--".into());
+        prefix.extend(self.inside());
+        let cargo_args = match mode {
+            // One rustc at a time per learner: learners already run side by side.
+            Mode::Build => vec!["--offline".into(), "--jobs".into(), "1".into()],
+            Mode::Run => Vec::new(),
+        };
+        Launcher {
+            prefix,
+            env: Some(self.env(mode)),
+            cargo: Some(self.toolchain.cargo()),
+            cargo_args,
+        }
+    }
+
+    /// bwrap's namespaces and mounts for `mode`.
+    fn mounts(&self, mode: Mode) -> Mounts {
         let tc = self.toolchain;
         let mut m = Mounts::default();
         m.args(&["--unshare-net", "--unshare-pid", "--unshare-ipc"]);
         m.args(&["--unshare-uts", "--unshare-cgroup-try"]);
         m.args(&["--die-with-parent", "--new-session"]);
-        m.mount("--ro-bind", Path::new("/usr"), Path::new("/usr"));
-        for top in ["bin", "sbin", "lib", "lib64", "lib32"] {
-            let path = Path::new("/").join(top);
-            match std::fs::read_link(&path) {
-                Ok(target) => {
-                    m.args(&["--symlink"]);
-                    m.paths(&[&target, &path]);
-                }
-                Err(_) if path.is_dir() => m.mount("--ro-bind", &path, &path),
-                Err(_) => {}
-            }
-        }
-        m.mount("--ro-bind", Path::new("/etc"), Path::new("/etc"));
-        m.args(&["--proc", "/proc", "--dev", "/dev"]);
-        m.mounted
-            .extend([PathBuf::from("/proc"), PathBuf::from("/dev")]);
+        m.system();
         let tmp_size = self.limits.tmp_bytes.to_string();
         m.args(&["--perms", "1777", "--size", &tmp_size, "--tmpfs", "/tmp"]);
         m.mounted.push(PathBuf::from("/tmp"));
@@ -221,33 +225,41 @@ impl BoxSpec<'_> {
         } else {
             m.mount("--ro-bind-try", self.scratch, self.scratch);
         }
-        let mut a = vec![tc.bwrap.clone().into_os_string()];
-        a.extend(m.list);
-        let mut arg = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
-            a.extend(items.iter().map(|i| i.as_ref().to_os_string()));
-        };
-        arg(&[&"--"]);
+        m
+    }
+
+    /// What runs first inside the box: the drop to the box's uid (as root), then the rlimits.
+    fn inside(&self) -> Vec<OsString> {
+        let tc = self.toolchain;
+        let mut a: Vec<OsString> = Vec::new();
         if let (Some(setpriv), Some(uid)) = (&tc.setpriv, self.uid) {
             let id = uid.to_string();
-            arg(&[
-                &setpriv,
-                &"--reuid",
-                &id,
-                &"--regid",
-                &id,
-                &"--clear-groups",
-            ]);
-            arg(&[&"--inh-caps=-all", &"--bounding-set=-all", &"--"]);
+            a.push(setpriv.into());
+            for arg in ["--reuid", &id, "--regid", &id, "--clear-groups"] {
+                a.push(arg.into());
+            }
+            for arg in ["--inh-caps=-all", "--bounding-set=-all", "--"] {
+                a.push(arg.into());
+            }
         }
         let l = self.limits;
-        let limit = |name: &str, value: u64| format!("--{name}={value}");
-        arg(&[
-            &tc.prlimit,
-            &limit("cpu", l.cpu_secs),
-            &limit("as", l.memory_bytes),
-        ]);
-        arg(&[&limit("nproc", l.processes), &limit("fsize", l.file_bytes)]);
-        arg(&[&"--core=0", &"--"]);
+        a.push(tc.prlimit.clone().into());
+        for (name, value) in [
+            ("cpu", l.cpu_secs),
+            ("as", l.memory_bytes),
+            ("nproc", l.processes),
+            ("fsize", l.file_bytes),
+            ("core", 0),
+        ] {
+            a.push(format!("--{name}={value}").into());
+        }
+        a.push("--".into());
+        a
+    }
+
+    /// The box's whole environment (nothing of the instructor's is passed on).
+    fn env(&self, mode: Mode) -> Vec<(OsString, OsString)> {
+        let tc = self.toolchain;
         let path = format!("{}:/usr/bin:/bin", tc.sysroot.join("bin").display());
         let mut env: Vec<(OsString, OsString)> = vec![
             ("PATH".into(), path.into()),
@@ -258,21 +270,14 @@ impl BoxSpec<'_> {
         if let Some(home) = &tc.home {
             env.push(("HOME".into(), home.into()));
         }
-        let mut cargo_args = Vec::new();
         if mode == Mode::Build {
             env.push(("CARGO_HOME".into(), BOX_CARGO_HOME.into()));
             env.push(("RUSTC".into(), tc.sysroot.join("bin/rustc").into()));
             env.push(("CARGO_TERM_COLOR".into(), "never".into()));
-            // Builds of every learner share the seed's dependency units: no incremental state to grow.
+            // Every learner's build reuses the seed's dependency units: no incremental state to grow.
             env.push(("CARGO_INCREMENTAL".into(), "0".into()));
-            cargo_args = vec!["--offline".into(), "--jobs".into(), "1".into()];
         }
-        Launcher {
-            prefix: a,
-            env: Some(env),
-            cargo: Some(tc.cargo()),
-            cargo_args,
-        }
+        env
     }
 }
 
@@ -309,6 +314,26 @@ impl Mounts {
                 self.mounted.push(dir.to_path_buf());
             }
         }
+    }
+
+    /// The system, read-only: `/usr` (and the top-level links into it, or the directories), `/etc`, `/proc`, `/dev`.
+    fn system(&mut self) {
+        self.mount("--ro-bind", Path::new("/usr"), Path::new("/usr"));
+        for top in ["bin", "sbin", "lib", "lib64", "lib32"] {
+            let path = Path::new("/").join(top);
+            match std::fs::read_link(&path) {
+                Ok(target) => {
+                    self.args(&["--symlink"]);
+                    self.paths(&[&target, &path]);
+                }
+                Err(_) if path.is_dir() => self.mount("--ro-bind", &path, &path),
+                Err(_) => {}
+            }
+        }
+        self.mount("--ro-bind", Path::new("/etc"), Path::new("/etc"));
+        self.args(&["--proc", "/proc", "--dev", "/dev"]);
+        self.mounted
+            .extend([PathBuf::from("/proc"), PathBuf::from("/dev")]);
     }
 
     fn mount(&mut self, kind: &str, src: &Path, dest: &Path) {

@@ -281,3 +281,65 @@ fn read_zip(path: &Path, name: String, stages: &[Stage]) -> Result<Learner, Subm
     }
     Ok(collector.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stages() -> Vec<Stage> {
+        vec![Stage {
+            id: "01-a".into(),
+            dir: PathBuf::from("/nonexistent"),
+            package: "a".into(),
+        }]
+    }
+
+    #[test]
+    fn only_sources_and_the_transfer_test_are_taken_and_symlinks_never_followed() {
+        let class = tempfile::tempdir().unwrap();
+        let copy = class.path().join("ann/learn/01-a");
+        fs::create_dir_all(copy.join("src/deep")).unwrap();
+        fs::create_dir_all(copy.join("tests")).unwrap();
+        fs::write(copy.join("src/lib.rs"), "mod deep;").unwrap();
+        fs::write(copy.join("src/deep/mod.rs"), "pub fn f() {}").unwrap();
+        fs::write(copy.join("tests/transfer.rs"), "#[test]\nfn t() {}").unwrap();
+        fs::write(copy.join("tests/stage.rs"), "edited").unwrap();
+        fs::write(copy.join("Cargo.toml"), "[package]\nbuild = \"evil.rs\"").unwrap();
+        fs::write(copy.join("src/huge.rs"), vec![b' '; 300 * 1024]).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", copy.join("src/passwd.rs")).unwrap();
+        let learners = read_class(class.path(), &stages()).unwrap();
+        let ann = &learners[0];
+        let files = &ann.stages["01-a"];
+        let taken: Vec<&str> = files.src.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(taken, ["src/deep/mod.rs", "src/lib.rs"]);
+        assert_eq!(files.transfer.as_deref(), Some("#[test]\nfn t() {}"));
+        assert!(
+            ann.notes
+                .iter()
+                .any(|n| n.contains("src/huge.rs") && n.contains("over the cap")),
+            "{:?}",
+            ann.notes
+        );
+        assert!(
+            ann.notes
+                .iter()
+                .any(|n| n.contains("src/passwd.rs: a symlink")),
+            "{:?}",
+            ann.notes
+        );
+    }
+
+    #[test]
+    fn bad_class_folders_and_names_are_refused() {
+        let missing = read_class(Path::new("/nonexistent/class"), &stages()).unwrap_err();
+        assert!(matches!(missing, SubmissionError::NotAClass(_)));
+        let class = tempfile::tempdir().unwrap();
+        fs::create_dir_all(class.path().join("semi;colon")).unwrap();
+        let err = read_class(class.path(), &stages()).unwrap_err();
+        assert!(err.to_string().contains("semi;colon"), "{err}");
+        let broken = tempfile::tempdir().unwrap();
+        fs::write(broken.path().join("bob.zip"), b"not a zip").unwrap();
+        let err = read_class(broken.path(), &stages()).unwrap_err();
+        assert!(err.to_string().contains("bob.zip"), "{err}");
+    }
+}
