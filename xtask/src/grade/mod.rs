@@ -452,16 +452,19 @@ fn own_dirs(dir: &Path, uid: u32, files_too: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The file-name prefixes of the judge crates' own units: a learner's build writes these itself (cargo names
-/// them the same for every learner, so they are not linked from the seed).
-fn own_units(kits: &[StageKit]) -> anyhow::Result<Vec<String>> {
+/// The file-name prefixes of units a learner's build writes itself, so they are not linked from the seed:
+/// the judge crates' own units (cargo names them the same for every learner) and, as they share their library
+/// names, the course's stage crates a later stage depends on (tiny; rebuilt in the learner's target dir).
+fn own_units(course: &Course, kits: &[StageKit]) -> anyhow::Result<Vec<String>> {
     let mut prefixes = Vec::new();
-    for kit in kits {
-        let lib = kit.stage.lib_name()?;
-        prefixes.push(format!("{}-", crate::learner::learn_package(&kit.stage)));
+    for stage in &course.stages {
+        let lib = stage.lib_name()?;
+        prefixes.push(format!("{}-", stage.package));
         prefixes.push(format!("{lib}-"));
         prefixes.push(format!("lib{lib}-"));
         prefixes.push(format!("lib{lib}."));
+    }
+    for kit in kits {
         for test in kit
             .course_tests
             .keys()
@@ -513,7 +516,7 @@ fn grade_learner(
         fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
     let seed = dir.parent().expect("below work").join("seed/target");
-    seed_target(&seed, &dir.join("target"), &own_units(kits)?)?;
+    seed_target(&seed, &dir.join("target"), &own_units(course, kits)?)?;
     let mut stages = Vec::new();
     for kit in kits {
         let clock = Instant::now();
