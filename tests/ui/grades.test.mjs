@@ -28,7 +28,7 @@ test('class grades: a grades.json chosen in the browser, in two languages', { ti
     await page.waitForFunction(() => document.querySelector('[data-testid=grades-body]').dataset.loaded === 'true');
     // Stages × learners: one row per learner, each cell the grade.
     const table = page.locator('[data-testid=grades-table]');
-    assert.equal(await table.locator('tbody tr').count(), 10);
+    assert.equal(await table.locator('tbody tr').count(), 11);
     const cell = (name) => page.locator(`[data-testid=grade-${name}-01]`);
     assert.equal(await cell('honest').getAttribute('data-outcome'), 'passed');
     assert.equal(await cell('fault_left').textContent(), 'failed');
@@ -44,7 +44,7 @@ test('class grades: a grades.json chosen in the browser, in two languages', { ti
     assert.match(copies, /identical — twin_a & twin_b/);
     assert.match(copies, /copy of the reference — ref_copy & the reference/);
     // The charts' data as bars.
-    assert.match(await page.locator('[data-testid=chart-pass-rate]').textContent(), /01-holds: 40% \(4 of 10\)/);
+    assert.match(await page.locator('[data-testid=chart-pass-rate]').textContent(), /01-holds: 36% \(4 of 11\)/);
     assert.match(await page.locator('[data-testid=chart-failing-tests]').textContent(), /stage::adds_two_numbers: 1 learner/);
     assert.match(await page.locator('[data-testid=chart-time-to-pass]').textContent(), /42 min \(n=1\)/);
     assert.ok(await page.locator('[data-testid=chart-pass-rate] rect').count() >= 1);
@@ -55,7 +55,7 @@ test('class grades: a grades.json chosen in the browser, in two languages', { ti
     await page.waitForFunction(() => document.querySelector('[data-testid=grade-forks-01]').textContent === '被拒绝');
     assert.equal(await cell('honest').textContent(), '通过');
     assert.match(await page.locator('[data-testid=grades-copies]').textContent(), /完全相同 —— twin_a & twin_b/);
-    assert.match(await page.locator('[data-testid=chart-pass-rate]').textContent(), /40%（10 份中 4 份）/);
+    assert.match(await page.locator('[data-testid=chart-pass-rate]').textContent(), /36%（11 份中 4 份）/);
     assert.match(await page.locator('[data-testid=class-grades] h2').textContent(), /全班成绩/);
     await page.screenshot({ path: join(EVIDENCE, 'class-grades-zh.png'), fullPage: true });
     await page.click('[data-testid=lang-toggle]');

@@ -1,6 +1,6 @@
 //! `cargo xtask grade` on a synthetic class (the fixture course's stage 01): an honest pass, the fault left in
 //! place, a bogus transfer test, a copy of the reference, two learners with the same code, and submissions that
-//! read a file outside their folder, open a socket, loop forever or fork without bound. Each is graded as it
+//! read a file outside their folder, open a socket, loop forever, fill the disk or fork without bound. Each is graded as it
 //! should be, within the box's limits, and nothing is written outside the grading scratch directory.
 
 mod common;
@@ -150,6 +150,12 @@ fn a_synthetic_class_is_graded_in_the_box_with_copies_flagged() {
     );
     learner(
         &class,
+        "fills_disk",
+        &calc("std::fs::write(\"/tmp/fill\", vec![7u8; 64 << 20]).unwrap();\n    a + b"),
+        &own_transfer(9),
+    );
+    learner(
+        &class,
         "forks",
         &calc(
             "loop {\n        let _ = std::process::Command::new(\"sleep\").arg(\"31.4159\").spawn();\n    }",
@@ -221,6 +227,11 @@ fn a_synthetic_class_is_graded_in_the_box_with_copies_flagged() {
     );
     expect("loops_forever", "refused", &["ran past the 3 s time limit"]);
     expect(
+        "fills_disk",
+        "refused",
+        &["std::fs", "hit the box's disk limit"],
+    );
+    expect(
         "forks",
         "refused",
         &["std::process", "starts processes", "time limit"],
@@ -281,7 +292,7 @@ fn a_synthetic_class_is_graded_in_the_box_with_copies_flagged() {
     let stage = &grades["summary"]["per_stage"][0];
     assert_eq!(
         (stage["submitted"].as_u64(), stage["passed"].as_u64()),
-        (Some(10), Some(4))
+        (Some(11), Some(4))
     );
 
     // Within its limits: the canary never left its file, no socket reached us, no forked process is left.

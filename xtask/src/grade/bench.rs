@@ -59,6 +59,7 @@ pub fn cmd_bench_grade(args: Args) -> anyhow::Result<ExitCode> {
         "grading {learners} synthetic learners × {} stages, {jobs} at a time…",
         stages.len()
     );
+    let load_at_start = load_average();
     let grades = grade_class(
         &course,
         &Options {
@@ -85,6 +86,8 @@ pub fn cmd_bench_grade(args: Args) -> anyhow::Result<ExitCode> {
         "seed_s": super::round3(t.seed_ms as f64 / 1000.0),
         "per_submission_ms": t.per_submission_ms,
         "outcomes": outcomes,
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": load_average(),
         "copies_flagged": grades.copies.len(),
         "measured_at": grades.generated_at,
     });
@@ -95,6 +98,14 @@ pub fn cmd_bench_grade(args: Args) -> anyhow::Result<ExitCode> {
     println!("{}", serde_json::to_string_pretty(&record)?);
     println!("wrote {}", path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The 1-, 5- and 15-minute load averages (other work on the machine slows grading: the figures say how much
+/// there was), `None` where procfs has none.
+fn load_average() -> Option<[f64; 3]> {
+    let text = fs::read_to_string("/proc/loadavg").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
 }
 
 /// One synthetic learner's stage: the reference `src/` (or, every fifth learner, the fault left in place) and

@@ -67,6 +67,14 @@ fn draw_bars(
         .configure_mesh()
         .disable_x_mesh()
         .y_desc(y_label)
+        // Counts and minutes read as whole numbers once the axis reaches a few of them.
+        .y_label_formatter(&|v| {
+            if max >= 5.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        })
         .x_labels(n)
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),

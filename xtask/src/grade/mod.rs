@@ -567,7 +567,8 @@ fn grade_learner(
     })
 }
 
-/// What the box saw a run run into, from its output: the process, memory or disk limit.
+/// What the box saw a run run into, from its output and how its binaries ended (bwrap passes on a signal
+/// as 128 + its number: SIGXCPU 24, SIGXFSZ 25): the process, memory, disk or CPU limit.
 fn limit_hit(judged: &Judgement) -> Option<&'static str> {
     let outputs = [
         Some(&judged.run),
@@ -577,16 +578,20 @@ fn limit_hit(judged: &Judgement) -> Option<&'static str> {
     let text: String = outputs
         .iter()
         .flatten()
-        .flat_map(|r| r.tests.iter().filter_map(|t| t.output.as_deref()))
+        .flat_map(|r| r.tests.iter())
+        .map(|t| format!("{}\n{}", t.name, t.output.as_deref().unwrap_or_default()))
         .collect::<Vec<_>>()
         .join("\n");
     if text.contains("Resource temporarily unavailable") || text.contains("Cannot fork") {
         Some("hit the box's limit on processes")
     } else if text.contains("memory allocation of") || text.contains("Cannot allocate memory") {
         Some("hit the box's memory limit")
-    } else if text.contains("No space left on device") || text.contains("File too large") {
+    } else if text.contains("No space left on device")
+        || text.contains("File too large")
+        || text.contains("exited with Some(153)")
+    {
         Some("hit the box's disk limit")
-    } else if text.contains("exited with Some(152)") || text.contains("exited with None") {
+    } else if text.contains("exited with Some(152)") {
         Some("was stopped by the box's CPU-time limit")
     } else {
         None
