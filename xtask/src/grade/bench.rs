@@ -55,6 +55,8 @@ pub fn cmd_bench_grade(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let out = course.scratch.join("grade-bench/out");
+    // A cold seed: the measured total includes compiling the dependencies, once.
+    fs::remove_dir_all(course.scratch.join("grade/work")).ok();
     eprintln!(
         "grading {learners} synthetic learners × {} stages, {jobs} at a time…",
         stages.len()
@@ -76,7 +78,7 @@ pub fn cmd_bench_grade(args: Args) -> anyhow::Result<ExitCode> {
     }
     let t = &grades.timing;
     let record = json!({
-        "what": "cargo xtask bench-grade: grade_class on synthetic learners (every fifth leaves the fault in place), each build and test in the bubblewrap box",
+        "what": "cargo xtask bench-grade: grade_class on synthetic learners (every fifth leaves the fault in place), each build and test in the bubblewrap box; the seed (the dependencies, compiled once) starts cold",
         "learners": learners,
         "stages": stages.len(),
         "submissions": t.submissions,
