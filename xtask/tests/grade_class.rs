@@ -171,7 +171,7 @@ fn a_synthetic_class_is_graded_in_the_box_with_copies_flagged() {
         "--stages",
         "01",
         "--timeout",
-        "3",
+        "5",
     ]);
     let log = text(&out);
     assert!(out.status.success(), "{log}");
@@ -225,7 +225,7 @@ fn a_synthetic_class_is_graded_in_the_box_with_copies_flagged() {
         "refused",
         &["std::net", "opens network sockets"],
     );
-    expect("loops_forever", "refused", &["ran past the 3 s time limit"]);
+    expect("loops_forever", "refused", &["ran past the 5 s time limit"]);
     expect(
         "fills_disk",
         "refused",
