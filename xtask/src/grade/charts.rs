@@ -60,7 +60,7 @@ fn draw_bars(
         .margin(14)
         .x_label_area_size(70)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), 0.0..max.max(1e-9) * 1.05)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..max.max(1e-9) * 1.05)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
     chart
@@ -162,4 +162,44 @@ pub fn draw(summary: &Summary, out: &Path) -> anyhow::Result<Vec<String>> {
         "failing_tests.png".into(),
         "time_to_first_pass.png".into(),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grade::report::{FailingTest, StageSummary};
+
+    #[test]
+    fn three_real_pngs_for_one_stage_or_seven() {
+        for stages in [1, 7] {
+            let summary = Summary {
+                per_stage: (1..=stages)
+                    .map(|k| StageSummary {
+                        stage_id: format!("{k:02}-x"),
+                        submitted: 10,
+                        passed: k as u32,
+                        refused: 0,
+                        pass_rate: Some(k as f64 / 10.0),
+                        median_minutes_to_first_pass: (k % 2 == 1).then_some(k as f64 * 7.5),
+                        first_pass_times: k as u32,
+                    })
+                    .collect(),
+                failing_tests: vec![FailingTest {
+                    stage_id: "01-x".into(),
+                    test: "stage::a_long_test_name_that_is_cut".into(),
+                    learners: 6,
+                }],
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let names = draw(&summary, dir.path()).unwrap();
+            assert_eq!(names.len(), 3);
+            for name in names {
+                let png = std::fs::read(dir.path().join(&name)).unwrap();
+                assert!(
+                    png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 2000,
+                    "{name}"
+                );
+            }
+        }
+    }
 }
