@@ -1,6 +1,6 @@
 //! `cargo xtask` — Forge's developer tasks: one flat dispatch; each verb's arguments parsed by clap (`args.rs`), `--help` per verb.
 //!
-//! Instructors: `verify`, `fault`, `mutants`, `bench-verify`. Learners: `learn`, `predict`, `check`,
+//! Instructors: `verify`, `fault`, `mutants`, `bench-verify`, `grade`, `bench-grade`. Learners: `learn`, `predict`, `check`,
 //! `hint`, `progress`, `watch`.
 //! The model verbs (`model`, `eval`, the model part of `bench`) live in `model.rs`. This file only
 //! parses arguments and dispatches; it holds no course logic.
@@ -38,6 +38,7 @@ instructors
   verify [STAGE…] [--json] [--no-cache] [--jobs N] [--timeout SECS]
                          prove every stage's fault contract, write evidence/verification.json
   fault STAGE            swap the fault in (scratch copy), run the target test, show the diagnosis
+                         (--instructor --room: one screen per key press, for a projector)
   mutants [STAGE…]       run cargo-mutants on each stage's src/ (when installed), record the figures
                          in evidence/mutants/, fail on a surviving mutant stage.toml does not explain
   grade DIR [--stages LIST] [--jobs N] [--out DIR] [--timeout SECS]
