@@ -191,6 +191,29 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_with_one_number_changed_is_near_identical_and_the_reference_copy_is_named() {
+        let fixed = START.replace("a - b", "a + b");
+        let long = "use holds::add;\n#[test]\nfn cases() {\n    assert_eq!(add(-4, 10), 6);\n    assert_eq!(add(7, 0), 7);\n    \
+                    assert_eq!(add(0, 0), 0);\n    assert_eq!(add(-1, -1), -2);\n    assert_eq!(add(50, 50), 100);\n}\n";
+        let a = work("ann", &fixed, long);
+        let b = work(
+            "bob",
+            &fixed,
+            &long.replace("cases", "mine").replacen("50", "60", 1),
+        );
+        let reference = work(REFERENCE, &fixed, long);
+        let flags = flag("01", &[a, b], &reference);
+        let pair = flags.iter().find(|f| f.learners == ["ann", "bob"]).unwrap();
+        assert_eq!(pair.kind, "near_identical");
+        assert!(pair.similarity >= NEAR && pair.similarity < 1.0, "{pair:?}");
+        let copied = flags
+            .iter()
+            .find(|f| f.learners == ["ann", REFERENCE])
+            .unwrap();
+        assert_eq!((copied.kind, copied.similarity), ("reference_copy", 1.0));
+    }
+
+    #[test]
     fn the_one_obvious_fix_alone_is_too_short_to_compare() {
         let fixed = START.replace("a - b", "a + b");
         let a = work("ann", &fixed, "");
