@@ -10,7 +10,8 @@ root=$PWD
 step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*"; }
 
 source scripts/lib.sh
-ensure_apt cmake clang libclang-dev ninja-build chromium
+# bubblewrap: the box `cargo xtask grade` runs learners' code in (xtask/tests/grade_class.rs)
+ensure_apt cmake clang libclang-dev ninja-build chromium bubblewrap
 # llama.cpp in the runner is built for this machine's CPU (see scripts/lib.sh).
 export_ggml_cpu_features
 

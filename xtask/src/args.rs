@@ -110,11 +110,13 @@ impl Args {
             }
             Err(e) => bail!("{}", message(verb, &raw, &e)),
         };
-        let mut args = Args::default();
-        args.positional = matches
-            .get_many::<String>(POSITIONAL)
-            .map(|v| v.cloned().collect())
-            .unwrap_or_default();
+        let mut args = Args {
+            positional: matches
+                .get_many::<String>(POSITIONAL)
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+            ..Args::default()
+        };
         for &(name, value, _) in verb.flags.iter().chain(COMMON) {
             if value.is_some() {
                 if let Some(v) = matches.get_one::<String>(name) {

@@ -5,6 +5,7 @@
 //! the `---- NAME stdout ----` sections. It knows nothing about fault contracts.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +20,48 @@ pub fn cargo_command() -> Command {
     // A CARGO_TARGET_DIR inherited from the caller must not override the dir we pass explicitly.
     cmd.env_remove("CARGO_TARGET_DIR");
     cmd
+}
+
+/// How a build or a test binary is started: directly (the default), or inside a box — a program prefix such as
+/// `bwrap … -- prlimit … --`, a clean environment, and cargo arguments such as `--offline` (`grade` boxes every
+/// learner's build and tests this way; `check` and `verify` start them directly).
+#[derive(Debug, Clone, Default)]
+pub struct Launcher {
+    pub prefix: Vec<OsString>,
+    /// `Some`: the environment is exactly these variables (a box starts clean); `None`: inherited.
+    pub env: Option<Vec<(OsString, OsString)>>,
+    /// The cargo to run instead of `$CARGO` (a box names the toolchain's own binary, not a rustup proxy).
+    pub cargo: Option<PathBuf>,
+    pub cargo_args: Vec<OsString>,
+}
+
+impl Launcher {
+    /// `program`, behind the prefix and in the launcher's environment.
+    pub fn command(&self, program: &OsStr) -> Command {
+        let mut cmd = match self.prefix.split_first() {
+            None => Command::new(program),
+            Some((first, rest)) => {
+                let mut cmd = Command::new(first);
+                cmd.args(rest).arg(program);
+                cmd
+            }
+        };
+        if let Some(env) = &self.env {
+            cmd.env_clear();
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        cmd
+    }
+
+    fn cargo(&self) -> Command {
+        let mut cmd = match &self.cargo {
+            Some(cargo) => self.command(cargo.as_os_str()),
+            None if self.prefix.is_empty() && self.env.is_none() => cargo_command(),
+            None => self.command(&std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())),
+        };
+        cmd.env_remove("CARGO_TARGET_DIR");
+        cmd
+    }
 }
 
 /// One package's build request: the cargo package name and which integration test targets.
@@ -58,9 +101,21 @@ pub fn build_tests(
     requests: &[BuildRequest],
     jobs: Option<usize>,
 ) -> anyhow::Result<BuildOutcome> {
+    build_tests_with(manifest, target_dir, requests, jobs, &Launcher::default())
+}
+
+/// [`build_tests`], cargo started by `launcher`.
+pub fn build_tests_with(
+    manifest: &Path,
+    target_dir: &Path,
+    requests: &[BuildRequest],
+    jobs: Option<usize>,
+    launcher: &Launcher,
+) -> anyhow::Result<BuildOutcome> {
     let started = Instant::now();
-    let mut cmd = cargo_command();
+    let mut cmd = launcher.cargo();
     cmd.arg("build")
+        .args(&launcher.cargo_args)
         .arg("--keep-going")
         .arg("--message-format=json");
     cmd.arg("--manifest-path")
@@ -218,8 +273,25 @@ pub fn run_test_binary_with(
     filter: Option<&str>,
     include_ignored: bool,
 ) -> anyhow::Result<BinaryRun> {
+    run_test_binary_in(
+        binary,
+        timeout,
+        filter,
+        include_ignored,
+        &Launcher::default(),
+    )
+}
+
+/// [`run_test_binary_with`], the binary started by `launcher`.
+pub fn run_test_binary_in(
+    binary: &TestBinary,
+    timeout: Duration,
+    filter: Option<&str>,
+    include_ignored: bool,
+    launcher: &Launcher,
+) -> anyhow::Result<BinaryRun> {
     let started = Instant::now();
-    let mut cmd = Command::new(&binary.executable);
+    let mut cmd = launcher.command(binary.executable.as_os_str());
     cmd.current_dir(&binary.manifest_dir)
         .env("CARGO_MANIFEST_DIR", &binary.manifest_dir)
         .env("RUST_BACKTRACE", "0")

@@ -1,6 +1,6 @@
 //! `cargo xtask` — Forge's developer tasks: one flat dispatch; each verb's arguments parsed by clap (`args.rs`), `--help` per verb.
 //!
-//! Instructors: `verify`, `fault`, `mutants`, `bench-verify`. Learners: `learn`, `predict`, `check`,
+//! Instructors: `verify`, `fault`, `mutants`, `bench-verify`, `grade`, `bench-grade`. Learners: `learn`, `predict`, `check`,
 //! `hint`, `progress`, `watch`.
 //! The model verbs (`model`, `eval`, the model part of `bench`) live in `model.rs`. This file only
 //! parses arguments and dispatches; it holds no course logic.
@@ -10,6 +10,7 @@ mod cargo;
 mod check;
 mod circles;
 mod course;
+mod grade;
 mod guide;
 mod judge;
 mod learn;
@@ -37,8 +38,15 @@ instructors
   verify [STAGE…] [--json] [--no-cache] [--jobs N] [--timeout SECS]
                          prove every stage's fault contract, write evidence/verification.json
   fault STAGE            swap the fault in (scratch copy), run the target test, show the diagnosis
+                         (--instructor --room: one screen per key press, for a projector)
   mutants [STAGE…]       run cargo-mutants on each stage's src/ (when installed), record the figures
                          in evidence/mutants/, fail on a surviving mutant stage.toml does not explain
+  grade DIR [--stages LIST] [--jobs N] [--out DIR] [--timeout SECS]
+                         re-check a class's hand-ins (one learn/ folder or zip per learner), each
+                         build and test in a bubblewrap box; write grades.json, grades.md, charts
+  bench-grade [--learners N] [--jobs N] [--stages LIST]
+                         time grade on a synthetic class (default 30 learners × 7 stages),
+                         write evidence/bench/grade.json
   circles                list import circles between the modules of every crate (none is the rule)
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
@@ -110,6 +118,10 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         "hint" => progress::cmd_hint(Args::parse(&progress::HINT, rest)?),
         "progress" => progress::cmd_progress(Args::parse(&progress::PROGRESS, rest)?),
         "watch" => watch::cmd_watch(Args::parse(&watch::WATCH, rest)?),
+        "grade" => grade::cmd_grade(Args::parse(&grade::GRADE, rest)?),
+        "bench-grade" => {
+            grade::bench::cmd_bench_grade(Args::parse(&grade::bench::BENCH_GRADE, rest)?)
+        }
         "mutants" => mutants::cmd_mutants(Args::parse(&mutants::MUTANTS, rest)?),
         "circles" => circles::cmd_circles(Args::parse(&circles::CIRCLES, rest)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.

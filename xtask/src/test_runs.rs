@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::cargo::{self, BinaryRun, BuildOutcome, TestBinary, TestOutcome, TestResult};
+use crate::cargo::{self, BinaryRun, BuildOutcome, Launcher, TestBinary, TestOutcome, TestResult};
 use crate::report::RunReport;
 
 pub fn binaries_for(build: &BuildOutcome, package: &str) -> Vec<TestBinary> {
@@ -33,6 +33,17 @@ pub fn run_binaries_with<T: Send + Clone>(
     timeout: Duration,
     include_ignored: bool,
 ) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
+    run_binaries_in(work, jobs, timeout, include_ignored, &Launcher::default())
+}
+
+/// [`run_binaries_with`], each binary started by `launcher` (a box, for `grade`).
+pub fn run_binaries_in<T: Send + Clone>(
+    work: Vec<(usize, T, TestBinary)>,
+    jobs: usize,
+    timeout: Duration,
+    include_ignored: bool,
+    launcher: &Launcher,
+) -> anyhow::Result<Vec<(usize, T, BinaryRun)>> {
     let queue = Mutex::new(work.into_iter().collect::<std::collections::VecDeque<_>>());
     let results = Mutex::new(Vec::new());
     let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -44,7 +55,13 @@ pub fn run_binaries_with<T: Send + Clone>(
                     else {
                         break;
                     };
-                    match cargo::run_test_binary_with(&binary, timeout, None, include_ignored) {
+                    match cargo::run_test_binary_in(
+                        &binary,
+                        timeout,
+                        None,
+                        include_ignored,
+                        launcher,
+                    ) {
                         Ok(run) => results.lock().expect("results").push((index, tag, run)),
                         Err(e) => {
                             first_error.lock().expect("error").get_or_insert(e);

@@ -213,6 +213,37 @@ fn fault_demo_shows_the_failure_and_the_diagnosis() {
         "the repair stays hidden unless asked for"
     );
 
+    // The room mode: the failing output, then the contract, then each diagnosis step, one screen at a time
+    // (stdin closed: every screen in order); it shows the diagnosis, so only with --instructor.
+    let refused = sandbox.xtask(&["fault", "01", "--room"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("add --instructor"),
+        "{}",
+        text(&refused)
+    );
+    let room = sandbox.xtask(&["fault", "01", "--instructor", "--room", "--show-repair"]);
+    let out = text(&room);
+    assert!(room.status.success(), "{out}");
+    let at = |needle: &str| {
+        out.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from:\n{out}"))
+    };
+    assert!(
+        at("[1/5]") < at("WHAT FAILS") && at("WHAT FAILS") < at("  | "),
+        "{out}"
+    );
+    assert!(
+        at("add must sum its operands") < at("THE CONTRACT"),
+        "{out}"
+    );
+    assert!(
+        at("must still pass:") < at("DIAGNOSIS, step 1 of 2"),
+        "{out}"
+    );
+    assert!(at("DIAGNOSIS, step 2 of 2") < at("THE REPAIR"), "{out}");
+    assert_eq!(out.matches("[any key: next · q: quit]").count(), 4, "{out}");
+
     let malformed = sandbox.xtask(&["fault", "05"]);
     let out = text(&malformed);
     assert!(!malformed.status.success());

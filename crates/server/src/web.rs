@@ -27,15 +27,18 @@ macro_rules! asset {
     };
 }
 
-/// Every file of the page. `app.js` starts the runner panel; `course.js`, `eval.js`, `chapter.js` and `lab.js` are the other panels;
+/// Every file of the page. `app.js` starts the runner panel; `course.js` (with `grades.js`, its class view),
+/// `eval.js`, `chapter.js` and `lab.js` are the other panels;
 /// the rest are the modules they import.
 pub const ASSETS: &[Asset] = &[
     asset!("/", HTML, "index.html"),
     asset!("/style.css", CSS, "style.css"),
     asset!("/course.css", CSS, "course.css"),
     asset!("/chapter.css", CSS, "chapter.css"),
+    asset!("/grades.css", CSS, "grades.css"),
     asset!("/app.js", JS, "app.js"),
     asset!("/course.js", JS, "course.js"),
+    asset!("/grades.js", JS, "grades.js"),
     asset!("/eval.js", JS, "eval.js"),
     asset!("/chapter.js", JS, "chapter.js"),
     asset!("/lab.js", JS, "lab.js"),

@@ -18,18 +18,19 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::bail;
 
 use crate::args::{Args, Verb};
-use crate::cargo::{self, BuildRequest, TestOutcome};
-use crate::course::{self, Contract, Course, Lang, Stage};
+use crate::cargo::{Launcher, TestOutcome};
+use crate::course::{self, Course, Lang, Stage};
 use crate::judge;
 use crate::learn;
-use crate::learner::{self, copy_dir, learn_dir, learn_package, progress_path};
+use crate::learner::{self, copy_dir, learn_dir, progress_path};
 use crate::progress::{self, Progress};
-use crate::report::RunReport;
 use crate::scratch;
-use crate::test_runs;
 
+pub mod judgement;
 mod record;
 mod reveal;
+
+use judgement::{JudgeSetup, Judgement};
 
 use record::{stage_report, write_learner_verification};
 pub use reveal::{next_stage, reveal};
@@ -195,38 +196,35 @@ pub fn check(
         }
     }
     let transfer_source = fs::read_to_string(dir.join("tests/transfer.rs")).unwrap_or_default();
-    let transfer_written = transfer_source != learn::transfer_skeleton(stage, &stage.lib_name()?)
-        && !course::test_fns_in_source(&transfer_source).is_empty();
-    let reference_transfer = fs::read_to_string(stage.dir.join("tests/transfer.rs")).ok();
-    let refusal = if transfer_written {
-        judge::screen_transfer(&transfer_source, reference_transfer.as_deref()).err()
-    } else {
-        None
-    };
-
-    let package = learn_package(stage);
-    let (tree, targets) = prepare_judge(
-        course,
-        stage,
-        &contract,
-        Variant::Learner,
-        &course_tests,
-        &transfer_source,
-    )?;
-    let judge_manifest = judge_dir(course, stage).join("Cargo.toml");
     if !learn_dir(course).join("Cargo.toml").is_file() {
         learn::write_workspace(course)?;
     }
-    let build = cargo::build_tests(
-        &judge_manifest,
-        &scratch::learn_target_dir(course),
-        &[BuildRequest {
-            package: package.clone(),
-            targets: targets.clone(),
-        }],
-        None,
-    )?;
-    if let Some(warnings) = build.warnings.get(&package) {
+    let judged = judgement::judge(&JudgeSetup {
+        course,
+        stage,
+        contract: &contract,
+        learner_src: files_below(&dir, "src")?,
+        transfer: transfer_source.clone(),
+        course_tests: &course_tests,
+        judge_dir: judge_dir(course, stage),
+        target_dir: scratch::learn_target_dir(course),
+        source_label: course.relative(&dir).into_owned(),
+        timeout,
+        jobs: parallelism(),
+        build: Launcher::default(),
+        run: Launcher::default(),
+    })?;
+    let Judgement {
+        outcome,
+        run,
+        reference_run,
+        fault_run,
+        tree,
+        targets,
+        refusal,
+        warnings,
+    } = judged;
+    if !warnings.is_empty() {
         let shown = warnings.len().min(8);
         match lang {
             Lang::En => writeln!(out, "\n{} compiler warning(s):", warnings.len())?,
@@ -244,82 +242,6 @@ pub fn check(
             }
         }
     }
-    let runs = test_runs::run_binaries_with(
-        test_runs::binaries_for(&build, &package)
-            .into_iter()
-            .map(|b| (0usize, (), b))
-            .collect(),
-        parallelism(),
-        timeout,
-        true,
-    )?;
-    let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
-    let run = test_runs::run_report(
-        "learner",
-        course.relative(&dir).into_owned(),
-        &targets,
-        &build,
-        &package,
-        &run_refs,
-    );
-
-    let stage_tests_pass = run.build_ok
-        && !run.timed_out
-        && run
-            .tests
-            .iter()
-            .filter(|t| t.target != "transfer")
-            .all(|t| t.outcome != TestOutcome::Failed);
-
-    let mut fault_run = None;
-    let mut reference_run = None;
-    let outcome = if !run.build_ok {
-        LearnerOutcome::Unviable
-    } else if run.timed_out {
-        LearnerOutcome::Timeout
-    } else if stage_tests_pass && !transfer_written {
-        LearnerOutcome::TransferMissing
-    } else if run.failed > 0 || run.passed == 0 {
-        LearnerOutcome::Failed
-    } else if refusal.is_some() {
-        LearnerOutcome::TransferRefused
-    } else {
-        // The same crate, package, manifest and path; only the one source file differs.
-        let on_reference = transfer_on(
-            course,
-            stage,
-            &contract,
-            Variant::Reference,
-            &course_tests,
-            &transfer_source,
-            timeout,
-        )?;
-        let holds = on_reference.build_ok
-            && !on_reference.timed_out
-            && on_reference.failed == 0
-            && on_reference.passed > 0;
-        reference_run = Some(on_reference);
-        if !holds {
-            LearnerOutcome::TransferFailsOnReference
-        } else {
-            let proof = transfer_on(
-                course,
-                stage,
-                &contract,
-                Variant::Fault,
-                &course_tests,
-                &transfer_source,
-                timeout,
-            )?;
-            let caught = proof.build_ok && (proof.failed > 0 || proof.timed_out);
-            fault_run = Some(proof);
-            if caught {
-                LearnerOutcome::Passed
-            } else {
-                LearnerOutcome::TransferNotCaught
-            }
-        }
-    };
 
     // Per-test report, then what to do next.
     if !run.build_ok {
@@ -457,26 +379,6 @@ fn parallelism() -> usize {
         .unwrap_or(2)
 }
 
-fn test_targets(tree: &BTreeMap<String, String>) -> Vec<String> {
-    tree.keys()
-        .filter_map(|k| k.strip_prefix("tests/").and_then(|f| f.strip_suffix(".rs")))
-        .filter(|f| !f.contains('/'))
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Which source the judge crate is built from. Its package, manifest, tests and path are the same
-/// for all three, so a transfer test can tell them apart only by the behaviour of the code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
-    /// The learner's `src/`.
-    Learner,
-    /// The stage's reference `src/`.
-    Reference,
-    /// The reference `src/` with the one faulty file swapped in.
-    Fault,
-}
-
 /// The one scratch crate every variant is judged in (built into learn/target, so dependencies are
 /// shared with the learner's own builds).
 pub fn judge_dir(course: &Course, stage: &Stage) -> PathBuf {
@@ -484,7 +386,7 @@ pub fn judge_dir(course: &Course, stage: &Stage) -> PathBuf {
 }
 
 /// `tests/*.rs` of a stage or copy (transfer.rs aside), by relative path.
-fn test_files(dir: &std::path::Path) -> anyhow::Result<BTreeMap<String, String>> {
+pub fn test_files(dir: &std::path::Path) -> anyhow::Result<BTreeMap<String, String>> {
     let mut files = BTreeMap::new();
     let Ok(entries) = fs::read_dir(dir.join("tests")) else {
         return Ok(files);
@@ -504,107 +406,10 @@ fn test_files(dir: &std::path::Path) -> anyhow::Result<BTreeMap<String, String>>
 }
 
 /// Every file below `dir/sub`, keyed `sub/…`.
-fn files_below(dir: &std::path::Path, sub: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+pub fn files_below(dir: &std::path::Path, sub: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
     for (rel, _) in course::hash_tree(&dir.join(sub))? {
         out.push((format!("{sub}/{rel}"), fs::read(dir.join(sub).join(&rel))?));
     }
     Ok(out)
-}
-
-/// Writes the judge crate for `variant`: the course's manifest and tests, the learner's transfer
-/// test, and the variant's `src/`. Returns the judged tree (relative path → hash) and its targets.
-fn prepare_judge(
-    course: &Course,
-    stage: &Stage,
-    contract: &Contract,
-    variant: Variant,
-    course_tests: &BTreeMap<String, String>,
-    transfer: &str,
-) -> anyhow::Result<(BTreeMap<String, String>, Vec<String>)> {
-    let judge = judge_dir(course, stage);
-    let manifest = scratch::standalone_manifest(course, stage, Some(&learn_package(stage)), true)?;
-    let mut overlay: Vec<(String, Vec<u8>)> = vec![
-        ("Cargo.toml".to_owned(), manifest.into_bytes()),
-        ("tests/transfer.rs".to_owned(), transfer.as_bytes().to_vec()),
-    ];
-    for (rel, text) in course_tests {
-        overlay.push((rel.clone(), text.clone().into_bytes()));
-    }
-    let source_from = match variant {
-        Variant::Learner => copy_dir(course, stage),
-        Variant::Reference | Variant::Fault => stage.dir.clone(),
-    };
-    let mut sources = files_below(&source_from, "src")?;
-    if variant == Variant::Fault {
-        let fault = fs::read(stage.dir.join(&contract.fault_file))?;
-        sources.retain(|(rel, _)| *rel != contract.faulty_source_path);
-        sources.push((contract.faulty_source_path.clone(), fault));
-    }
-    overlay.extend(sources);
-    let mut skip: Vec<&str> = learn::WITHHELD.to_vec();
-    skip.extend(["src", "tests"]);
-    scratch::sync_dir(&stage.dir, &judge, &skip, &overlay, &["Cargo.lock"])?;
-    let lock = judge.join("Cargo.lock");
-    let learn_lock = learn_dir(course).join("Cargo.lock");
-    let root_lock = course.root.join("Cargo.lock");
-    if !lock.exists() {
-        if learn_lock.is_file() {
-            fs::copy(&learn_lock, &lock)?;
-        } else if root_lock.is_file() {
-            fs::copy(&root_lock, &lock)?;
-        }
-    }
-    let mut tree = course::hash_tree(&judge)?;
-    tree.retain(|k, _| k.starts_with("src/") || k.starts_with("tests/") || k == "Cargo.toml");
-    let targets = test_targets(&tree);
-    Ok((tree, targets))
-}
-
-/// Runs only the learner's transfer tests (ignored ones too) on the reference or the fault.
-fn transfer_on(
-    course: &Course,
-    stage: &Stage,
-    contract: &Contract,
-    variant: Variant,
-    course_tests: &BTreeMap<String, String>,
-    transfer: &str,
-    timeout: Duration,
-) -> anyhow::Result<RunReport> {
-    prepare_judge(course, stage, contract, variant, course_tests, transfer)?;
-    let judge = judge_dir(course, stage);
-    let package = learn_package(stage);
-    let targets = vec!["transfer".to_owned()];
-    let build = cargo::build_tests(
-        &judge.join("Cargo.toml"),
-        &scratch::learn_target_dir(course),
-        &[BuildRequest {
-            package: package.clone(),
-            targets: targets.clone(),
-        }],
-        None,
-    )?;
-    let runs = test_runs::run_binaries_with(
-        test_runs::binaries_for(&build, &package)
-            .into_iter()
-            .map(|b| (0usize, (), b))
-            .collect(),
-        1,
-        timeout,
-        true,
-    )?;
-    let run_refs: Vec<&cargo::BinaryRun> = runs.iter().map(|r| &r.2).collect();
-    let name = match variant {
-        Variant::Learner => "learner",
-        Variant::Reference => "solution",
-        Variant::Fault => "fault",
-    };
-    Ok(test_runs::run_report(
-        name,
-        course.relative(&judge).into_owned(),
-        &targets,
-        &build,
-        &package,
-        &run_refs,
-    ))
 }

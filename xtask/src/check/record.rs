@@ -16,6 +16,7 @@ use crate::verify;
 
 use super::*;
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stage_report(
     course: &Course,
     stage: &Stage,

@@ -101,7 +101,7 @@ pub fn reveal(
                 )?;
             }
             let principle = subsection(
-                &guide
+                guide
                     .section(Section::AfterItPasses, lang)
                     .unwrap_or_default(),
                 "修复原则",

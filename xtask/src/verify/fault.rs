@@ -32,6 +32,11 @@ pub const FAULT: Verb = Verb {
             None,
             "print the diagnosis steps even before the stage is passed (demos)",
         ),
+        (
+            "room",
+            None,
+            "project it in class: the failing output, then the contract, then each diagnosis step on a key press (with --instructor)",
+        ),
     ],
 };
 
@@ -49,6 +54,12 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
         .map(|p| p.passed(stage))
         .unwrap_or(false);
     let reveal = args.flag("instructor") || passed;
+    if args.flag("room") && !reveal {
+        bail!(
+            "--room shows the diagnosis: add --instructor (or pass stage {} first)",
+            stage.number()
+        );
+    }
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
@@ -104,6 +115,27 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
             contract.fault_run_targets
         );
     };
+    if args.flag("room") {
+        let title = course::load_meta(stage)
+            .map(|m| m.title.en)
+            .unwrap_or_else(|_| stage.id.clone());
+        super::room::present(
+            &super::room::Screens {
+                stage: stage.id.clone(),
+                title,
+                output: result.output.clone().unwrap_or_else(|| {
+                    format!(
+                        "test {} ... {:?} — the fault was NOT caught",
+                        result.name, result.outcome
+                    )
+                }),
+                show_repair: args.flag("show-repair"),
+            },
+            &contract,
+            &mut std::io::stdout(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let ok = result.outcome == TestOutcome::Failed
         && result
             .output

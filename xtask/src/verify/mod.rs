@@ -8,6 +8,7 @@
 
 mod classify;
 mod fault;
+mod room;
 
 use classify::classify;
 pub use fault::{FAULT, cmd_fault};
