@@ -160,6 +160,14 @@ impl Session {
                 }
                 Err(e) => return Err(e),
             };
+            // Classified before the grammar accepts the token: where the grammar stands, what else was allowed.
+            let allowance = allowance(
+                &self.model,
+                logits,
+                grammar.as_mut(),
+                &banned,
+                &mut full_passes,
+            );
             if let Some(g) = grammar.as_mut() {
                 g.try_accept(token)
                     .map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
@@ -167,7 +175,7 @@ impl Session {
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
-            path.push(token, &vocab.token_to_piece(token, false, None));
+            path.push(token, &vocab.token_to_piece(token, false, None), allowance);
             if req.stop_at_json_end && path.json_complete() {
                 break Finish::JsonComplete;
             }
@@ -199,6 +207,7 @@ impl Session {
             decode_ms,
             full_grammar_passes: full_passes,
             finish,
+            share: path.share(),
         })
     }
 }

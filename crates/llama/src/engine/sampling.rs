@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use forge_decoding::generation::{EngineError, GrammarMode};
+use forge_decoding::share::{Allowance, AllowedTexts};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
@@ -192,4 +193,61 @@ pub(super) fn select(
                 .ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
         }
     }
+}
+
+/// How much choice the grammar and the bans leave at this position (called before the picked token is
+/// accepted, with the grammar where it stands): the top `SHORTLIST` tokens first, and the whole vocabulary
+/// only when all of those spell one text — a forced position costs one whole-vocabulary pass, a free one none.
+/// Without a grammar every token is allowed: a choice.
+pub(super) fn allowance(
+    model: &LlamaModel,
+    logits: &[f32],
+    grammar: Option<&mut LlamaSampler>,
+    banned: &dyn Fn(LlamaToken) -> bool,
+    full_passes: &mut u32,
+) -> Allowance {
+    let Some(g) = grammar else {
+        return Allowance::Choice;
+    };
+    let mut short = shortlist(logits, SHORTLIST);
+    short.apply_sampler(g);
+    if fold_allowed(model, &short, banned) == Allowance::Choice {
+        return Allowance::Choice;
+    }
+    *full_passes += 1;
+    let mut all = full_array(logits);
+    all.apply_sampler(g);
+    fold_allowed(model, &all, banned)
+}
+
+/// The allowance of the tokens an array still allows (finite and not banned), folded by their texts.
+pub(super) fn fold_allowed(
+    model: &LlamaModel,
+    arr: &LlamaTokenDataArray,
+    banned: &dyn Fn(LlamaToken) -> bool,
+) -> Allowance {
+    fold_tokens(
+        model,
+        arr.data
+            .iter()
+            .filter(|d| d.logit().is_finite())
+            .map(|d| d.id())
+            .filter(|&t| !banned(t)),
+    )
+}
+
+/// The allowance of a set of allowed tokens: their texts (an end-of-generation token as the end) folded.
+pub(super) fn fold_tokens(
+    model: &LlamaModel,
+    allowed: impl IntoIterator<Item = LlamaToken>,
+) -> Allowance {
+    let vocab = model.vocab();
+    let mut texts = AllowedTexts::default();
+    for token in allowed {
+        let text = (!vocab.is_eog(token)).then(|| vocab.token_to_piece(token, false, None));
+        if !texts.add(text.as_deref()) {
+            break;
+        }
+    }
+    texts.allowance()
 }
