@@ -66,7 +66,7 @@ pub(super) fn full_array(logits: &[f32]) -> LlamaTokenDataArray {
 pub(super) fn pick(
     logits: &[f32],
     mut chain: Option<&mut LlamaSampler>,
-    mut grammar: Option<&mut LlamaSampler>,
+    grammar: Option<&mut LlamaSampler>,
     mode: GrammarMode,
     banned: &dyn Fn(LlamaToken) -> bool,
     full_passes: &mut u32,
@@ -90,7 +90,7 @@ pub(super) fn pick(
             }
         }
     };
-    let Some(g) = grammar.as_deref_mut() else {
+    let Some(g) = grammar else {
         return unconstrained(chain);
     };
     if mode == GrammarMode::CheckFirst {

@@ -444,7 +444,7 @@ impl Run<'_, '_> {
     ) -> DecisionRequest {
         let start = self.feedback.len().saturating_sub(VIEW_FEEDBACK);
         let mut grounding = Grounding::build(self.ledger.records(), &self.task_texts());
-        if let Some(holds) = claims::established_verdict(&self.task, &self.ledger) {
+        if let Some(holds) = claims::established_verdict(self.task, &self.ledger) {
             let phrases = self.task.verdict_phrases();
             let (said, refused) = if holds {
                 (phrases.met, phrases.not_met)

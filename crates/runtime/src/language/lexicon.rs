@@ -113,7 +113,7 @@ pub fn lexicon() -> &'static Lexicon {
 /// Whether `word` (any case) is one of the lexicon's function words.
 pub fn is_function_word(word: &str) -> bool {
     let lower = word.to_lowercase();
-    lexicon().function_words.iter().any(|w| *w == lower)
+    lexicon().function_words.contains(&lower)
 }
 
 /// An aggregate a text names.

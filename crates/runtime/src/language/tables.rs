@@ -111,7 +111,7 @@ pub fn is_missing_marker(cell: &str) -> bool {
         return true;
     }
     let cell = cell.to_lowercase();
-    WORDS.missing.iter().any(|word| *word == cell)
+    WORDS.missing.contains(&cell)
 }
 
 #[cfg(test)]
