@@ -49,7 +49,7 @@ impl Run<'_, '_> {
             let latency = call_started.elapsed();
             self.meter.usage.model_calls += 1;
             self.meter.usage.model_latency += latency;
-            let mut output = match outcome {
+            let output = match outcome {
                 Ok(output) => output,
                 Err(error) => {
                     let message = self.tracer.scrub_text(&error.to_string());
@@ -70,32 +70,11 @@ impl Run<'_, '_> {
                     return Err(end);
                 }
             };
-            let usage = &mut self.meter.usage;
-            usage.input_tokens += u64::from(output.input_tokens);
-            usage.output_tokens += u64::from(output.output_tokens);
-            usage.prefill_tokens_saved += u64::from(output.prefill_tokens_saved);
-            count_share(usage, &output.share);
             // The raw text is hashed and parsed here, then dropped: it never enters the trace. The runtime's
             // prefix (its own text, not the policy's) does, to say which fields of the decision it fixed.
             let parsed = parse_decision(&output.raw_text, &tools);
-            self.emit(
-                completed_phase,
-                attempt,
-                json!({
-                    "output_blake3": blake3::hash(output.raw_text.as_bytes()).to_hex().to_string(),
-                    "output_chars": output.raw_text.chars().count(),
-                    "input_tokens": output.input_tokens,
-                    "output_tokens": output.output_tokens,
-                    "prefill_tokens_saved": output.prefill_tokens_saved,
-                    "temperature": output.temperature,
-                    "latency_ms": latency.as_millis() as u64,
-                    "share": output.share,
-                    "forced_share": output.share.forced_share(),
-                    "runtime_prefix_chars": output.runtime_prefix.chars().count(),
-                }),
-            );
-            let runtime_prefix = std::mem::take(&mut output.runtime_prefix);
-            drop(output);
+            self.record_call(completed_phase, attempt, &output, latency);
+            let runtime_prefix = output.runtime_prefix;
             if let Some(reason) = self.meter.exceeded_after_model_call() {
                 return Err(End::stop(reason));
             }
@@ -148,6 +127,37 @@ impl Run<'_, '_> {
                 .as_ref()
                 .map_or_else(String::new, |r| r.error.clone()),
         ))
+    }
+
+    /// A model call that returned: its tokens and share into the run's usage, its `*.completed` event.
+    fn record_call(
+        &mut self,
+        phase: &str,
+        attempt: u32,
+        output: &crate::policy::PolicyOutput,
+        latency: std::time::Duration,
+    ) {
+        let usage = &mut self.meter.usage;
+        usage.input_tokens += u64::from(output.input_tokens);
+        usage.output_tokens += u64::from(output.output_tokens);
+        usage.prefill_tokens_saved += u64::from(output.prefill_tokens_saved);
+        count_share(usage, &output.share);
+        self.emit(
+            phase,
+            attempt,
+            json!({
+                "output_blake3": blake3::hash(output.raw_text.as_bytes()).to_hex().to_string(),
+                "output_chars": output.raw_text.chars().count(),
+                "input_tokens": output.input_tokens,
+                "output_tokens": output.output_tokens,
+                "prefill_tokens_saved": output.prefill_tokens_saved,
+                "temperature": output.temperature,
+                "latency_ms": latency.as_millis() as u64,
+                "share": output.share,
+                "forced_share": output.share.forced_share(),
+                "runtime_prefix_chars": output.runtime_prefix.chars().count(),
+            }),
+        );
     }
 
     /// A short public description of the decision, written by the runtime (not the model).
