@@ -351,6 +351,36 @@ fn the_share_counts_one_choice_and_forces_the_rest() {
             g.text
         );
     }
+    // A grammar with fixed text, alternatives, digits and a free string: the check-first classification (top
+    // candidates, first bytes, one byte's tokens) agrees position by position with the whole-vocabulary walk of
+    // `GrammarMode::Full`, on the same greedy text.
+    let mixed = r#"root ::= "{\"answer\":\"The wait is " [0-9] [0-9]? " minutes, so the rule is " ("met" | "not met") ". " [a-z ]{0,12} "\"}""#;
+    let mixed_request = |mode| GenerateRequest {
+        grammar: Some(mixed),
+        ..request(Chooser::Model, mode, r#"{"answer":""#)
+    };
+    let check_first = s
+        .generate(&mixed_request(GrammarMode::CheckFirst), &mut |_| None)
+        .unwrap();
+    let full = s
+        .generate(&mixed_request(GrammarMode::Full), &mut |_| None)
+        .unwrap();
+    assert_eq!(check_first.text, full.text);
+    assert_eq!(check_first.share, full.share, "{}", full.text);
+    let TokenShare::Counted { forced, choice } = full.share else {
+        panic!("counted in process")
+    };
+    assert!(
+        forced >= 5 && choice >= 2,
+        "{forced} forced, {choice} choice: {}",
+        full.text
+    );
+    assert!(
+        check_first.full_grammar_passes < full.full_grammar_passes,
+        "the shortcuts spare whole-vocabulary passes: {} vs {}",
+        check_first.full_grammar_passes,
+        full.full_grammar_passes
+    );
     // Without the prefix the model writes `{"k":"` itself, under the same mask: forced tokens, one choice.
     let g = s
         .generate(

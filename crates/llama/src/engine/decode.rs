@@ -101,6 +101,10 @@ impl Session {
         });
         let mut path = TokenPath::new(req.prefill, req.banned_prefixes);
         let mut full_passes: u32 = 0;
+        if req.grammar.is_some() && self.first_bytes.is_none() {
+            self.first_bytes = Some(std::sync::Arc::new(share::FirstBytes::of(&self.model)));
+        }
+        let first_bytes = self.first_bytes.clone();
         let mut logits_idx = self.batch.n_tokens() - 1;
         let finish = loop {
             if path.len() >= req.max_new_tokens {
@@ -161,10 +165,12 @@ impl Session {
                 Err(e) => return Err(e),
             };
             // Classified before the grammar accepts the token: where the grammar stands, what else was allowed.
-            let allowance = allowance(
+            let allowance = share::allowance(
                 &self.model,
+                first_bytes.as_deref(),
                 logits,
                 grammar.as_mut(),
+                req.grammar_mode,
                 &banned,
                 &mut full_passes,
             );

@@ -195,31 +195,6 @@ pub(super) fn select(
     }
 }
 
-/// How much choice the grammar and the bans leave at this position (called before the picked token is
-/// accepted, with the grammar where it stands): the top `SHORTLIST` tokens first, and the whole vocabulary
-/// only when all of those spell one text — a forced position costs one whole-vocabulary pass, a free one none.
-/// Without a grammar every token is allowed: a choice.
-pub(super) fn allowance(
-    model: &LlamaModel,
-    logits: &[f32],
-    grammar: Option<&mut LlamaSampler>,
-    banned: &dyn Fn(LlamaToken) -> bool,
-    full_passes: &mut u32,
-) -> Allowance {
-    let Some(g) = grammar else {
-        return Allowance::Choice;
-    };
-    let mut short = shortlist(logits, SHORTLIST);
-    short.apply_sampler(g);
-    if fold_allowed(model, &short, banned) == Allowance::Choice {
-        return Allowance::Choice;
-    }
-    *full_passes += 1;
-    let mut all = full_array(logits);
-    all.apply_sampler(g);
-    fold_allowed(model, &all, banned)
-}
-
 /// The allowance of the tokens an array still allows (finite and not banned), folded by their texts.
 pub(super) fn fold_allowed(
     model: &LlamaModel,
