@@ -1,6 +1,6 @@
 //! Choosing one token under a grammar: argmax or a shortlist sampled at the request's temperature, checked
 //! against the grammar first and run over the whole vocabulary only when refused; dead ends recognised; the
-//! debug view of the top candidates.
+//! debug view of the top candidates; the texts a mask allows folded into forced or a choice (the token share).
 
 use std::sync::OnceLock;
 
