@@ -50,6 +50,6 @@ done
 echo "== runner up at $BASE"
 
 status=0
-FORGE_UI_BASE="$BASE" node --test tests/ui/scripted.test.mjs tests/ui/budgets.test.mjs tests/ui/timeline.test.mjs tests/ui/course.test.mjs tests/ui/chapter.test.mjs tests/ui/grades.test.mjs tests/ui/real-model.test.mjs || status=$?
+FORGE_UI_BASE="$BASE" node --test tests/ui/scripted.test.mjs tests/ui/budgets.test.mjs tests/ui/timeline.test.mjs tests/ui/written.test.mjs tests/ui/course.test.mjs tests/ui/chapter.test.mjs tests/ui/grades.test.mjs tests/ui/real-model.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then echo "== runner log"; cat "$LOG"; fi
 exit "$status"

@@ -151,9 +151,13 @@ pub struct Generation {
     pub prefill_tokens: u32,
     pub prefill_ms: f64,
     pub decode_ms: f64,
-    /// Tokens for which the grammar had to be applied to the whole vocabulary.
+    /// Tokens for which the grammar had to be applied to the whole vocabulary (to choose the token, or to
+    /// learn whether any other token was allowed where the top candidates all spelled one text).
     pub full_grammar_passes: u32,
     pub finish: Finish,
+    /// Of `output_tokens`, how many the masks forced (the prefill is in neither count); unknown for a backend
+    /// that applies the grammar out of sight.
+    pub share: crate::share::TokenShare,
 }
 
 pub fn stop_error(cause: StopCause, generated: u32) -> EngineError {

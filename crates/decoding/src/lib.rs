@@ -16,6 +16,7 @@ pub mod prompt;
 pub mod remote;
 pub mod server_backend;
 pub mod server_process;
+pub mod share;
 
 pub use backend::{Backend, BackendConfig, BackendError};
 pub use policy::{DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};

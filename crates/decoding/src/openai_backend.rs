@@ -194,6 +194,7 @@ impl Backend for OpenAiBackend {
             decode_ms: n(&t, "/predicted_ms").unwrap_or(total_ms - prefill_ms),
             full_grammar_passes: 0,
             finish: finish.unwrap_or(Finish::JsonComplete),
+            share: crate::share::unknown("openai-chat"),
         })
     }
 }

@@ -74,6 +74,10 @@ pub struct DecisionStats {
     pub decode_ms: f64,
     pub latency_ms: f64,
     pub full_grammar_passes: u32,
+    /// Of `output_tokens`, how many the masks forced (unknown for a server backend).
+    pub share: crate::share::TokenShare,
+    /// Characters of the prefix the runtime wrote before the model's first token (not part of `output_tokens`).
+    pub prefix_chars: usize,
     /// Time to build and render this step's grammar (it changes with every observation).
     pub grammar_ms: f64,
     pub grammar_bytes: usize,
@@ -343,6 +347,8 @@ impl Policy for LlamaPolicy {
             decode_ms: generation.decode_ms,
             latency_ms: started.elapsed().as_secs_f64() * 1e3,
             full_grammar_passes: generation.full_grammar_passes,
+            share: generation.share.clone(),
+            prefix_chars: prefix.chars().count(),
             grammar_ms,
             grammar_bytes: gbnf.as_ref().map_or(0, String::len),
             finish: generation.finish,
@@ -353,6 +359,8 @@ impl Policy for LlamaPolicy {
             output_tokens: generation.output_tokens,
             prefill_tokens_saved: generation.reused_tokens,
             temperature: Some(temperature),
+            runtime_prefix: prefix,
+            share: generation.share,
         })
     }
 }

@@ -265,6 +265,7 @@ fn read_completion(
         decode_ms: num("/timings/predicted_ms").unwrap_or(0.0),
         full_grammar_passes: 0,
         finish,
+        share: crate::share::unknown("llama-server"),
     })
 }
 

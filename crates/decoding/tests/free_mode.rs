@@ -129,6 +129,10 @@ impl Policy for GrammarWalk {
             output_tokens: 1,
             prefill_tokens_saved: 0,
             temperature: None,
+            runtime_prefix: String::new(),
+            share: runtime::policy::TokenShare::Unknown {
+                reason: "grammar walk: whole strings sampled, not tokens".into(),
+            },
         })
     }
 }

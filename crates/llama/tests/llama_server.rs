@@ -20,7 +20,7 @@ use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::harness::{self, ModelRun};
 use forge_llama::{LlamaConfig, Mode};
-use runtime::policy::RunControl;
+use runtime::policy::{RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
 /// The llama-server binary and the model, or a skip (a failure under FORGE_REQUIRE_MODEL=1).
@@ -173,6 +173,15 @@ fn two_guided_runs_in_parallel_on_two_slots_both_succeed() {
             "run {i}: {:?}",
             run.decisions
         );
+        // Per-token masks are the server's: the share is unknown, not estimated.
+        assert!(
+            run.decisions
+                .iter()
+                .all(|d| matches!(&d.share, TokenShare::Unknown { reason } if reason.starts_with("llama-server:"))),
+            "run {i}: {:?}",
+            run.decisions
+        );
+        assert_eq!(r.metrics.as_ref().and_then(|m| m.forced_share), None);
     }
 }
 
@@ -512,6 +521,28 @@ fn repairs_run_at_temperature_zero_on_the_wire_and_in_the_trace() {
     assert!(
         repairs.iter().all(|t| *t == 0.0),
         "repairs are greedy: {repairs:?}"
+    );
+    // The server applies the grammar out of sight: every decision's share is unknown, by name, never a guess,
+    // and so is the run's (its unknown decisions counted).
+    for e in events
+        .iter()
+        .filter(|e| e["phase"] == "model.completed" || e["phase"] == "model.repair.completed")
+    {
+        let share = &e["data"]["share"];
+        assert_eq!(share["status"], "unknown", "{e}");
+        assert!(
+            share["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("llama-server:"),
+            "{e}"
+        );
+        assert!(e["data"]["forced_share"].is_null(), "{e}");
+    }
+    let metrics = r.metrics.as_ref().expect("metrics");
+    assert_eq!(
+        (metrics.forced_share, metrics.share_unknown_decisions),
+        (None, 1 + spec.budgets.max_retries)
     );
     // What the server was asked for, call by call.
     let sent: Vec<f64> = bodies

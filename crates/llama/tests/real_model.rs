@@ -10,7 +10,7 @@ use forge_llama::engine::{
     self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause,
 };
 use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
-use runtime::policy::{Policy, PolicyError, RunControl};
+use runtime::policy::{Policy, PolicyError, RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
 #[test]
@@ -146,6 +146,14 @@ fn guided_run_completes_agent_eval_mini() {
         run.decisions
     );
     assert!(metrics.prefill_tokens_saved > 0);
+    // In process every output token is classified: the run's counts add up to its output tokens.
+    assert_eq!(metrics.share_unknown_decisions, 0);
+    assert_eq!(
+        metrics.forced_tokens + metrics.choice_tokens,
+        metrics.output_tokens,
+        "{metrics:?}"
+    );
+    assert!(metrics.forced_share.is_some(), "{metrics:?}");
     assert_eq!(phases.last().map(String::as_str), Some("run.finished"));
 }
 
@@ -276,6 +284,123 @@ fn generation_steps_back_from_a_dead_end_its_banned_repeats_make() {
         both.len(),
         2,
         "a uniform draw takes both ways over a dozen seeds: {both:?}"
+    );
+}
+
+/// The token share over llama.cpp's own grammar mask and the model's vocabulary: after the runtime's prefix
+/// `{"k":"` the grammar leaves one choice (`abc` or `xyz`, whichever token starts it) and forces the rest,
+/// however the model spells it; the prefix is in neither count. Both choosers and both grammar modes count alike.
+#[test]
+fn the_share_counts_one_choice_and_forces_the_rest() {
+    let _serial = common::serial();
+    let Some(path) = common::model_or_skip("the_share_counts_one_choice_and_forces_the_rest")
+    else {
+        return;
+    };
+    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let mut s = session.lock().unwrap();
+    let prompt = s
+        .chat_prompt("You reply with JSON only.", r#"Reply with {"k":"xyz"}"#)
+        .unwrap();
+    let request = |chooser, grammar_mode, prefill| GenerateRequest {
+        prompt: &prompt,
+        prefill,
+        grammar: Some(TWO_WAYS),
+        grammar_mode,
+        sampling: Sampling {
+            chooser,
+            seed: 3,
+            ..Sampling::default()
+        },
+        max_new_tokens: 32,
+        stop_at_json_end: true,
+        banned_prefixes: &[],
+    };
+    for mode in [GrammarMode::CheckFirst, GrammarMode::Full] {
+        let g = s
+            .generate(&request(Chooser::Model, mode, r#"{"k":""#), &mut |_| None)
+            .unwrap();
+        assert_eq!(
+            g.share,
+            TokenShare::Counted {
+                forced: g.output_tokens - 1,
+                choice: 1
+            },
+            "{mode:?}: {}",
+            g.text
+        );
+        assert!(g.output_tokens >= 2, "{}", g.text);
+    }
+    for seed in 0..4 {
+        let r = GenerateRequest {
+            sampling: Sampling {
+                chooser: Chooser::GrammarUniform,
+                seed,
+                ..Sampling::default()
+            },
+            ..request(Chooser::GrammarUniform, GrammarMode::Full, r#"{"k":""#)
+        };
+        let g = s.generate_uniform(&r, &mut |_| None).unwrap();
+        assert_eq!(
+            g.share,
+            TokenShare::Counted {
+                forced: g.output_tokens - 1,
+                choice: 1
+            },
+            "seed {seed}: {}",
+            g.text
+        );
+    }
+    // A grammar with fixed text, alternatives, digits and a free string: the check-first classification (top
+    // candidates, first bytes, one byte's tokens) agrees position by position with the whole-vocabulary walk of
+    // `GrammarMode::Full`, on the same greedy text.
+    let mixed = r#"root ::= "{\"answer\":\"The wait is " [0-9] [0-9]? " minutes, so the rule is " ("met" | "not met") ". " [a-z ]{0,12} "\"}""#;
+    let mixed_request = |mode| GenerateRequest {
+        grammar: Some(mixed),
+        ..request(Chooser::Model, mode, r#"{"answer":""#)
+    };
+    let check_first = s
+        .generate(&mixed_request(GrammarMode::CheckFirst), &mut |_| None)
+        .unwrap();
+    let full = s
+        .generate(&mixed_request(GrammarMode::Full), &mut |_| None)
+        .unwrap();
+    assert_eq!(check_first.text, full.text);
+    assert_eq!(check_first.share, full.share, "{}", full.text);
+    let TokenShare::Counted { forced, choice } = full.share else {
+        panic!("counted in process")
+    };
+    assert!(
+        forced >= 5 && choice >= 2,
+        "{forced} forced, {choice} choice: {}",
+        full.text
+    );
+    assert!(
+        check_first.full_grammar_passes < full.full_grammar_passes,
+        "the shortcuts spare whole-vocabulary passes: {} vs {}",
+        check_first.full_grammar_passes,
+        full.full_grammar_passes
+    );
+    // Without the prefix the model writes `{"k":"` itself, under the same mask: forced tokens, one choice.
+    let g = s
+        .generate(
+            &request(Chooser::Model, GrammarMode::CheckFirst, ""),
+            &mut |_| None,
+        )
+        .unwrap();
+    let TokenShare::Counted { forced, choice } = g.share else {
+        panic!("in process the share is counted: {:?}", g.share)
+    };
+    assert_eq!(
+        (choice, forced + choice),
+        (1, g.output_tokens),
+        "{}",
+        g.text
+    );
+    assert!(
+        forced >= 3,
+        "the fixed `{{\"k\":\"` and `\"}}` are forced: {}",
+        g.text
     );
 }
 

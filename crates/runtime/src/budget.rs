@@ -143,6 +143,11 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub prefill_tokens_saved: u64,
+    /// Output tokens the decoder's masks forced / left a choice, over the decisions that counted them.
+    pub forced_tokens: u64,
+    pub choice_tokens: u64,
+    /// Decisions whose share could not be counted (a server's masks are out of sight).
+    pub share_unknown_decisions: u32,
     pub model_latency: Duration,
     pub tool_latency: Duration,
 }

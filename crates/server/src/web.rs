@@ -50,6 +50,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("/sources.js", JS, "sources.js"),
     asset!("/state.js", JS, "state.js"),
     asset!("/timeline.js", JS, "timeline.js"),
+    asset!("/written.js", JS, "written.js"),
 ];
 
 impl Asset {

@@ -8,6 +8,7 @@ import { setLang } from './lang.js';
 import { followRun, loadChain, loadManifest, openFile, renderFollowRuns, renderManifest } from './sources.js';
 import { S, TERMINAL } from './state.js';
 import { renderMeters, renderStages, renderTimeline } from './timeline.js';
+import { renderWritten } from './written.js';
 
 // The budget form is built from GET /agent/schema (field, range, default); nothing is hard-coded here.
 let BUDGET_FIELDS = [];
@@ -326,10 +327,19 @@ function renderMetrics() {
     ['latency', () => v((m) => `${m.model_latency_ms} / ${m.tool_latency_ms} / ${m.total_latency_ms} ms`)],
     ['tokens', () => v((m) => `${m.input_tokens} / ${m.output_tokens}`)],
     ['cost', () => v((m) => (typeof m.cost_units === 'number' ? m.cost_units.toFixed(3) : t('na')))],
+    ['forced_share', () => v((m) => forcedShare(m))],
   ];
   $('metrics').replaceChildren(...cards.map(([k, f]) => el('div', { class: 'metric', 'data-metric': k },
     el('div', { class: 'metric-name', text: t(`m_${k}`) }), el('div', { class: 'metric-value', text: String(f()) }),
     el('div', { class: 'metric-desc', text: t(`m_${k}_d`) }))));
+}
+
+// The run's forced share with its counts; unknown (with how many decisions) when a server generated.
+function forcedShare(m) {
+  const counts = `${m.forced_tokens ?? 0} / ${(m.forced_tokens ?? 0) + (m.choice_tokens ?? 0)}`;
+  if (typeof m.forced_share === 'number') return `${pct(m.forced_share)} (${counts})`;
+  if (m.share_unknown_decisions) return `${t('share_unknown')} (${m.share_unknown_decisions})`;
+  return t('na');
 }
 
 // What the claims gate verified of the accepted answer: its status, then each claim (verified, how; or
@@ -367,7 +377,7 @@ function renderRunHead() {
 }
 
 function renderAll() {
-  renderRunHead(); renderStages(); renderMeters(); renderTimeline(); renderMetrics(); renderChart(); renderModel(); renderManifest();
+  renderRunHead(); renderStages(); renderMeters(); renderTimeline(); renderWritten(); renderMetrics(); renderChart(); renderModel(); renderManifest();
   updateStartButton();
 }
 

@@ -52,6 +52,11 @@ export const I18N = {
     manifest_failed: 'Manifest unavailable', binary_file: '(binary file)', cancel_requested: 'Cancel requested…',
     step: 'step', attempt: 'attempt', obs_delta: 'observations',
     meter_steps: 'steps', meter_tool_calls: 'tool calls', meter_time: 'time', meter_input: 'input tokens', meter_output: 'output tokens',
+    written_h: 'Who wrote each decision', written_empty: 'Each valid decision appears here: what the runtime fixed and what the model wrote.',
+    written_hint: 'The runtime writes a prefix before the model\'s first token (guided mode: the branch); the model writes the rest under the step\'s grammar. Of the model\'s tokens, forced ones are where the grammar allowed only one text.',
+    written_runtime: 'Runtime fixed', written_runtime_none: 'nothing (no prefix: free mode)', written_prefix: 'prefix text', written_policy: 'Model wrote',
+    share_tokens: 'Model\'s tokens', share_forced: 'forced', share_choice: 'choice', share_unknown: 'share unknown', share_none: 'not reported',
+    m_forced_share: 'Forced share', m_forced_share_d: 'output tokens the grammar forced / all output tokens (the runtime\'s prefix not counted)',
   },
   zh: {
     title: 'Forge · 本地 ReAct 运行器',
@@ -102,6 +107,11 @@ export const I18N = {
     manifest_failed: '无法读取 manifest', binary_file: '（二进制文件）', cancel_requested: '已请求取消…',
     step: '步', attempt: '尝试', obs_delta: '观察数',
     meter_steps: '步数', meter_tool_calls: '工具调用', meter_time: '时间', meter_input: '输入 token', meter_output: '输出 token',
+    written_h: '每个决策由谁写出', written_empty: '每个合法决策会显示在这里：运行时固定了什么，模型写了什么。',
+    written_hint: '运行时在模型第一个 token 之前写下前缀（guided 模式：分支）；其余部分由模型在本步语法约束下写出。模型的 token 中，"强制"指语法在该位置只允许一种文本。',
+    written_runtime: '运行时固定', written_runtime_none: '无（没有前缀：free 模式）', written_prefix: '前缀文本', written_policy: '模型写出',
+    share_tokens: '模型的 token', share_forced: '强制', share_choice: '可选', share_unknown: '占比未知', share_none: '未报告',
+    m_forced_share: '强制占比', m_forced_share_d: '语法强制的输出 token / 全部输出 token（不含运行时前缀）',
   },
 };
 

@@ -3,6 +3,7 @@
 import { $, el } from './dom.js';
 import { t } from './i18n.js';
 import { S, STAGES } from './state.js';
+import { shareText } from './written.js';
 
 export function phaseClass(phase) {
   const p = phase.toLowerCase();
@@ -64,6 +65,7 @@ export function summarize(data) {
   const parts = [];
   if (data.gap && data.gap.kind) parts.push(data.gap.kind === 'tool' ? `gap → ${data.gap.tool}: ${data.gap.hint}` : `gap → final (${(data.gap.evidence_ids || []).join(', ')})`);
   if (data.output_blake3) parts.push(`tokens ${data.input_tokens} in / ${data.output_tokens} out · ${data.latency_ms} ms`);
+  if (data.output_blake3 && data.share) parts.push(shareText(data.share));
   if (data.observation) {
     const o = data.observation;
     const r = o.result || {};

@@ -101,6 +101,10 @@ impl Session {
         });
         let mut path = TokenPath::new(req.prefill, req.banned_prefixes);
         let mut full_passes: u32 = 0;
+        if req.grammar.is_some() && self.first_bytes.is_none() {
+            self.first_bytes = Some(std::sync::Arc::new(share::FirstBytes::of(&self.model)));
+        }
+        let first_bytes = self.first_bytes.clone();
         let mut logits_idx = self.batch.n_tokens() - 1;
         let finish = loop {
             if path.len() >= req.max_new_tokens {
@@ -160,6 +164,16 @@ impl Session {
                 }
                 Err(e) => return Err(e),
             };
+            // Classified before the grammar accepts the token: where the grammar stands, what else was allowed.
+            let allowance = share::allowance(
+                &self.model,
+                first_bytes.as_deref(),
+                logits,
+                grammar.as_mut(),
+                req.grammar_mode,
+                &banned,
+                &mut full_passes,
+            );
             if let Some(g) = grammar.as_mut() {
                 g.try_accept(token)
                     .map_err(|e| EngineError::Grammar(format!("token rejected on accept: {e}")))?;
@@ -167,7 +181,7 @@ impl Session {
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
-            path.push(token, &vocab.token_to_piece(token, false, None));
+            path.push(token, &vocab.token_to_piece(token, false, None), allowance);
             if req.stop_at_json_end && path.json_complete() {
                 break Finish::JsonComplete;
             }
@@ -199,6 +213,7 @@ impl Session {
             decode_ms,
             full_grammar_passes: full_passes,
             finish,
+            share: path.share(),
         })
     }
 }

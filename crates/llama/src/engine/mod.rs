@@ -32,6 +32,7 @@ mod decode;
 mod path;
 mod sampling;
 mod schema;
+mod share;
 mod uniform;
 
 pub use schema::schema_to_gbnf;
@@ -93,6 +94,9 @@ pub struct Session {
     cached: Vec<LlamaToken>,
     template: LlamaChatTemplate,
     model: Arc<LlamaModel>,
+    /// The vocabulary by first byte, read on the first grammar-constrained generation (the token share's
+    /// shortcut past whole-vocabulary passes).
+    first_bytes: Option<Arc<share::FirstBytes>>,
     pub file_name: String,
     pub config: EngineConfig,
 }
@@ -209,6 +213,7 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
         cached: Vec::new(),
         template,
         model,
+        first_bytes: None,
         file_name: inspect::redact(path),
         config,
     };

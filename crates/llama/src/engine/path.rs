@@ -6,6 +6,7 @@
 use llama_cpp_2::token::LlamaToken;
 
 use forge_decoding::generation::JsonScanner;
+use forge_decoding::share::{Allowance, ShareCount, TokenShare};
 
 use super::sampling::MAX_BACKTRACKS;
 
@@ -20,6 +21,8 @@ pub(super) struct TokenPath<'r> {
     out: Vec<u8>,
     backtracks: u32,
     scanner: JsonScanner,
+    /// Per picked token: whether the masks forced it or left a choice.
+    share: ShareCount,
 }
 
 impl<'r> TokenPath<'r> {
@@ -32,6 +35,7 @@ impl<'r> TokenPath<'r> {
             out: Vec::new(),
             backtracks: 0,
             scanner: JsonScanner::default(),
+            share: ShareCount::default(),
         };
         path.rescan();
         path
@@ -64,7 +68,8 @@ impl<'r> TokenPath<'r> {
             .any(|p| parts_start_with(&parts, p.as_bytes()))
     }
 
-    pub(super) fn push(&mut self, token: LlamaToken, piece: &[u8]) {
+    pub(super) fn push(&mut self, token: LlamaToken, piece: &[u8], allowance: Allowance) {
+        self.share.push(allowance);
         piece.iter().for_each(|&b| self.scanner.feed(b));
         self.out.extend_from_slice(piece);
         self.picked.push((token, piece.len()));
@@ -81,6 +86,7 @@ impl<'r> TokenPath<'r> {
         }
         self.backtracks += 1;
         let (last, len) = self.picked.pop().expect("not empty");
+        self.share.pop();
         self.out.truncate(self.out.len() - len);
         self.refused.truncate(self.picked.len() + 1);
         self.refused[self.picked.len()].push(last);
@@ -95,6 +101,11 @@ impl<'r> TokenPath<'r> {
             .copied()
             .chain(self.picked.iter().map(|(t, _)| *t))
             .collect()
+    }
+
+    /// How many of the picked tokens the masks forced.
+    pub(super) fn share(&self) -> TokenShare {
+        self.share.share()
     }
 
     pub(super) fn json_complete(&self) -> bool {

@@ -1,10 +1,11 @@
 //! Choosing one token under a grammar: argmax or a shortlist sampled at the request's temperature, checked
 //! against the grammar first and run over the whole vocabulary only when refused; dead ends recognised; the
-//! debug view of the top candidates.
+//! debug view of the top candidates; the texts a mask allows folded into forced or a choice (the token share).
 
 use std::sync::OnceLock;
 
 use forge_decoding::generation::{EngineError, GrammarMode};
+use forge_decoding::share::{Allowance, AllowedTexts};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
@@ -65,7 +66,7 @@ pub(super) fn full_array(logits: &[f32]) -> LlamaTokenDataArray {
 pub(super) fn pick(
     logits: &[f32],
     mut chain: Option<&mut LlamaSampler>,
-    mut grammar: Option<&mut LlamaSampler>,
+    grammar: Option<&mut LlamaSampler>,
     mode: GrammarMode,
     banned: &dyn Fn(LlamaToken) -> bool,
     full_passes: &mut u32,
@@ -89,7 +90,7 @@ pub(super) fn pick(
             }
         }
     };
-    let Some(g) = grammar.as_deref_mut() else {
+    let Some(g) = grammar else {
         return unconstrained(chain);
     };
     if mode == GrammarMode::CheckFirst {
@@ -192,4 +193,36 @@ pub(super) fn select(
                 .ok_or_else(|| EngineError::Decode("sampler selected no token".into()))
         }
     }
+}
+
+/// The allowance of the tokens an array still allows (finite and not banned), folded by their texts.
+pub(super) fn fold_allowed(
+    model: &LlamaModel,
+    arr: &LlamaTokenDataArray,
+    banned: &dyn Fn(LlamaToken) -> bool,
+) -> Allowance {
+    fold_tokens(
+        model,
+        arr.data
+            .iter()
+            .filter(|d| d.logit().is_finite())
+            .map(|d| d.id())
+            .filter(|&t| !banned(t)),
+    )
+}
+
+/// The allowance of a set of allowed tokens: their texts (an end-of-generation token as the end) folded.
+pub(super) fn fold_tokens(
+    model: &LlamaModel,
+    allowed: impl IntoIterator<Item = LlamaToken>,
+) -> Allowance {
+    let vocab = model.vocab();
+    let mut texts = AllowedTexts::default();
+    for token in allowed {
+        let text = (!vocab.is_eog(token)).then(|| vocab.token_to_piece(token, false, None));
+        if !texts.add(text.as_deref()) {
+            break;
+        }
+    }
+    texts.allowance()
 }

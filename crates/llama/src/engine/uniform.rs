@@ -70,6 +70,7 @@ impl Session {
                 continue;
             }
             let token = allowed[rng.below(allowed.len())];
+            let allowance = fold_tokens(&self.model, allowed.iter().copied());
             if debug_tokens() {
                 eprintln!(
                     "uniform pick {} of {}: {:?} {:?}",
@@ -85,7 +86,7 @@ impl Session {
             if vocab.is_eog(token) {
                 break Finish::EndOfGeneration;
             }
-            path.push(token, &vocab.token_to_piece(token, false, None));
+            path.push(token, &vocab.token_to_piece(token, false, None), allowance);
             if req.stop_at_json_end && path.json_complete() {
                 break Finish::JsonComplete;
             }
@@ -101,6 +102,7 @@ impl Session {
             decode_ms: started.elapsed().as_secs_f64() * 1e3,
             full_grammar_passes: generated,
             finish,
+            share: path.share(),
         })
     }
 }

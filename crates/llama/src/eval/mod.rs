@@ -30,6 +30,7 @@ use crate::harness::{self, RunSpec};
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
 use forge_decoding::policy::{LlamaConfig, Mode};
+use forge_decoding::share::TokenShare;
 
 /// One evaluated run, as written to `runs.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,14 +82,32 @@ pub struct RunRecord {
     /// Tokens of each decision, in order: what it was for (`knowledge_search`, …, `final`), read and written.
     #[serde(default)]
     pub decision_tokens: Vec<DecisionTokens>,
+    /// Output tokens the decoder's masks forced / left a choice, over the decisions that counted them
+    /// (absent in records written before the share was counted: read as 0 with `forced_share` unknown).
+    #[serde(default)]
+    pub forced_tokens: u64,
+    #[serde(default)]
+    pub choice_tokens: u64,
+    /// Decisions whose share is unknown (a server backend applies the grammar out of sight).
+    #[serde(default)]
+    pub share_unknown_decisions: u32,
+    /// forced / (forced + choice) when every decision was counted; `None` when unknown.
+    #[serde(default)]
+    pub forced_share: Option<f64>,
 }
 
-/// The token cost of one decision (a repair is a decision of its own).
+/// The token cost of one decision (a repair is a decision of its own), and who decided its tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionTokens {
     pub gap: String,
     pub input: u32,
     pub output: u32,
+    /// Characters of the prefix the runtime wrote before the policy's first token (not in `output`).
+    #[serde(default)]
+    pub prefix_chars: usize,
+    /// Of `output`, how many tokens the masks forced, or why that is unknown (`None` in old records).
+    #[serde(default)]
+    pub share: Option<TokenShare>,
 }
 
 fn model_policy() -> String {
@@ -446,6 +465,10 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
         verification: None,
         unverified: Vec::new(),
         decision_tokens: Vec::new(),
+        forced_tokens: 0,
+        choice_tokens: 0,
+        share_unknown_decisions: 0,
+        forced_share: None,
     };
     match harness::run_with_model(
         &spec,
@@ -467,6 +490,10 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
                 record.tool_calls = m.tool_calls;
                 record.input_tokens = m.input_tokens;
                 record.output_tokens = m.output_tokens;
+                record.forced_tokens = m.forced_tokens;
+                record.choice_tokens = m.choice_tokens;
+                record.share_unknown_decisions = m.share_unknown_decisions;
+                record.forced_share = m.forced_share;
                 let metrics = serde_json::to_value(m).unwrap_or(Value::Null);
                 record.checks = metrics
                     .get("task_success_checks")
@@ -504,6 +531,8 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
                     gap: d.gap.clone(),
                     input: d.input_tokens,
                     output: d.output_tokens,
+                    prefix_chars: d.prefix_chars,
+                    share: Some(d.share.clone()),
                 })
                 .collect();
             record.grammar_ms = run
@@ -642,6 +671,10 @@ mod tests {
             verification: None,
             unverified: Vec::new(),
             decision_tokens: Vec::new(),
+            forced_tokens: 60,
+            choice_tokens: 40,
+            share_unknown_decisions: 0,
+            forced_share: Some(0.6),
         }
     }
 
@@ -721,6 +754,71 @@ mod tests {
     }
 
     #[test]
+    fn the_forced_share_is_pooled_per_configuration_and_unknown_runs_are_kept_apart() {
+        let counted = |forced: u32, choice: u32, gap: &str| DecisionTokens {
+            gap: gap.into(),
+            input: 900,
+            output: forced + choice,
+            prefix_chars: 60,
+            share: Some(TokenShare::Counted { forced, choice }),
+        };
+        let mut records = Vec::new();
+        for mode in ["guided", "free"] {
+            for (i, ok) in [true, true, false].into_iter().enumerate() {
+                let mut r = record(&format!("t{i}"), Some(ok), "completed");
+                r.mode = mode.into();
+                r.decision_tokens = vec![counted(20, 30, "calculator"), counted(40, 10, "final")];
+                (r.forced_tokens, r.choice_tokens, r.forced_share) = (60, 40, Some(0.6));
+                if i == 2 {
+                    // One run on a server: its share is unknown and stays out of the pool.
+                    r.share_unknown_decisions = 2;
+                    r.forced_share = None;
+                }
+                records.push(r);
+                let mut g = record(&format!("t{i}"), Some(i == 0), "completed");
+                (g.policy, g.temperature, g.mode) = (GRAMMAR_ONLY.into(), 0.0, mode.into());
+                g.decision_tokens = vec![counted(45, 5, "calculator"), counted(50, 0, "final")];
+                (g.forced_tokens, g.choice_tokens, g.forced_share) = (95, 5, Some(0.95));
+                records.push(g);
+            }
+        }
+        let summaries = summarize(&records);
+        assert_eq!(summaries.len(), 4);
+        for c in &summaries {
+            let share = &c.token_share;
+            match c.policy.as_str() {
+                "model" => {
+                    assert_eq!((share.runs_counted, share.runs_unknown), (2, 1));
+                    assert_eq!((share.forced_tokens, share.choice_tokens), (120, 80));
+                    assert_eq!(share.of_gap("final"), Some(0.8));
+                    // The lift is reported in both modes, against that mode's grammar-only runs.
+                    let lift = c.lift_over_grammar_only.as_ref().expect(&c.mode);
+                    assert!((lift.difference - (2.0 / 3.0 - 1.0 / 3.0)).abs() < 1e-9);
+                }
+                _ => {
+                    assert_eq!(share.forced_share, Some(0.95));
+                    assert_eq!(share.of_gap("final"), Some(1.0));
+                }
+            }
+        }
+        let md = report_markdown(&summaries, "");
+        assert!(md.contains("## Who decided the tokens"), "{md}");
+        assert!(
+            md.contains("| m | model | free | 0.7 | 2/3 (67 %) | 60 % | 120 / 80 | 80 % | 2 / 1 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| m | grammar-only | guided | uniform | 1/3 (33 %) | 95 % | 285 / 15 | 100 % | 3 / 0 |"),
+            "{md}"
+        );
+        let json = serde_json::to_value(&summaries[0]).unwrap();
+        assert_eq!(
+            json["token_share"]["by_gap"]["final"],
+            serde_json::json!([80, 20])
+        );
+    }
+
+    #[test]
     fn the_grammar_only_policy_runs_once_per_task_mode_and_seed() {
         let plan = Plan {
             tasks: vec!["a".into(), "b".into()],
@@ -754,6 +852,64 @@ mod tests {
         old.as_object_mut().unwrap().remove("policy");
         let back: RunRecord = serde_json::from_value(old).unwrap();
         assert_eq!(back.policy, "model");
+    }
+
+    #[test]
+    fn a_record_round_trips_with_its_token_share_and_old_records_read_it_as_unknown() {
+        let mut counted = record("a", Some(true), "completed");
+        counted.decision_tokens = vec![
+            DecisionTokens {
+                gap: "calculator".into(),
+                input: 900,
+                output: 20,
+                prefix_chars: 64,
+                share: Some(TokenShare::Counted {
+                    forced: 12,
+                    choice: 8,
+                }),
+            },
+            DecisionTokens {
+                gap: "final".into(),
+                input: 950,
+                output: 30,
+                prefix_chars: 80,
+                share: Some(TokenShare::Unknown {
+                    reason: "llama-server: masks out of sight".into(),
+                }),
+            },
+        ];
+        let line = serde_json::to_string(&counted).unwrap();
+        let back: RunRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, counted);
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            value["decision_tokens"][0]["share"],
+            serde_json::json!({"status": "counted", "forced": 12, "choice": 8})
+        );
+        assert_eq!(value["decision_tokens"][1]["share"]["status"], "unknown");
+        assert_eq!(value["forced_share"], 0.6);
+        // Written before the share was counted: no counts, the share unknown (never a made-up 0 %).
+        let mut old = value.clone();
+        for key in [
+            "forced_tokens",
+            "choice_tokens",
+            "share_unknown_decisions",
+            "forced_share",
+        ] {
+            old.as_object_mut().unwrap().remove(key);
+        }
+        for d in old["decision_tokens"].as_array_mut().unwrap() {
+            d.as_object_mut().unwrap().remove("share");
+            d.as_object_mut().unwrap().remove("prefix_chars");
+        }
+        let old: RunRecord = serde_json::from_value(old).unwrap();
+        assert_eq!((old.forced_tokens, old.forced_share), (0, None));
+        assert_eq!(old.decision_tokens[0].share, None);
+        // A share that is neither counted nor unknown is refused, naming the field.
+        let mut bad = value;
+        bad["decision_tokens"][0]["share"] = serde_json::json!({"status": "guessed", "forced": 1});
+        let err = serde_json::from_value::<RunRecord>(bad).unwrap_err();
+        assert!(err.to_string().contains("guessed"), "{err}");
     }
 
     #[test]

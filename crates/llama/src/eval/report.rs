@@ -43,6 +43,41 @@ fn percent(x: Option<f64>) -> String {
     x.map_or("n/a".into(), |x| format!("{:.0} %", x * 100.0))
 }
 
+/// The forced-share table: of the tokens each configuration's policy wrote, how many the decoder's masks
+/// forced, overall and in the final answers, next to the success rate it goes with.
+fn share_section(summaries: &[ConfigSummary]) -> String {
+    let mut s = String::from(
+        "\n## Who decided the tokens (forced share)\n\n\
+         A token is forced when every token the decoder's masks (the step's grammar, banned repeats) allowed at \
+         that position spells one text; otherwise the policy had a choice. The prefix the runtime writes before \
+         the policy's first token (guided mode's branch) is not an output token and is in neither count. Free \
+         mode decodes under its own grammar too, so its forced tokens are counted the same way. A server backend \
+         applies the grammar out of sight: its runs are listed as unknown, never estimated.\n\n\
+         | model | policy | mode | temperature | correct | forced share | forced / choice tokens | forced share in final answers | runs counted / unknown |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for c in summaries {
+        let share = &c.token_share;
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {}/{} ({}) | {} | {} / {} | {} | {} / {} |\n",
+            c.model,
+            c.policy,
+            c.mode,
+            temperature_label(c),
+            c.successes,
+            c.scored,
+            percent(c.success_rate),
+            percent(share.forced_share),
+            share.forced_tokens,
+            share.choice_tokens,
+            percent(share.of_gap("final")),
+            share.runs_counted,
+            share.runs_unknown,
+        ));
+    }
+    s
+}
+
 /// `report.md`: the side-by-side table, the per-task table and the failure breakdown.
 pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
     let mut s = String::from("# Evaluation report\n\n");
@@ -83,6 +118,7 @@ pub fn report_markdown(summaries: &[ConfigSummary], note: &str) -> String {
             c.mean_output_tokens,
         ));
     }
+    s.push_str(&share_section(summaries));
     let tasks: Vec<&String> = {
         let mut t: Vec<&String> = summaries.iter().flat_map(|c| c.per_task.keys()).collect();
         t.sort();

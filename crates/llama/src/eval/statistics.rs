@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::RunRecord;
+use forge_decoding::share::TokenShare;
 
 /// An `f32` as it was written (0.7, not 0.699999988079071): the summary is built as a `serde_json::Value`,
 /// which widens every `f32` to the nearest `f64` of its binary value.
@@ -90,6 +91,54 @@ pub struct Lift {
     pub baseline_scored: u32,
 }
 
+/// Who decided the output tokens of one configuration's runs: forced and choice tokens pooled over the runs
+/// whose every decision was counted (runs with an unknown decision are counted apart, never guessed into the
+/// share), overall and by what each decision was for (`knowledge_search`, …, `final`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ConfigShare {
+    pub forced_tokens: u64,
+    pub choice_tokens: u64,
+    /// forced / (forced + choice) over the counted runs; `None` when no run was counted.
+    pub forced_share: Option<f64>,
+    /// Runs in the pool, and runs left out because a decision's share was unknown (a server backend) or the
+    /// record predates the count.
+    pub runs_counted: u32,
+    pub runs_unknown: u32,
+    /// Per gap: (forced, choice) tokens of the counted runs' decisions.
+    pub by_gap: BTreeMap<String, (u64, u64)>,
+}
+
+impl ConfigShare {
+    fn of(runs: &[&RunRecord]) -> ConfigShare {
+        let mut share = ConfigShare::default();
+        for r in runs {
+            if r.forced_share.is_none() {
+                share.runs_unknown += 1;
+                continue;
+            }
+            share.runs_counted += 1;
+            share.forced_tokens += r.forced_tokens;
+            share.choice_tokens += r.choice_tokens;
+            for d in &r.decision_tokens {
+                if let Some(TokenShare::Counted { forced, choice }) = &d.share {
+                    let entry = share.by_gap.entry(d.gap.clone()).or_default();
+                    entry.0 += u64::from(*forced);
+                    entry.1 += u64::from(*choice);
+                }
+            }
+        }
+        let total = share.forced_tokens + share.choice_tokens;
+        share.forced_share = (total > 0).then(|| share.forced_tokens as f64 / total as f64);
+        share
+    }
+
+    /// The forced share of one gap's decisions (`final`, a tool name), when any were counted.
+    pub fn of_gap(&self, gap: &str) -> Option<f64> {
+        let (forced, choice) = self.by_gap.get(gap)?;
+        (forced + choice > 0).then(|| *forced as f64 / (forced + choice) as f64)
+    }
+}
+
 /// The figures for one model × policy × mode × temperature.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigSummary {
@@ -138,6 +187,8 @@ pub struct ConfigSummary {
     /// Per-step grammar build time (build + render), median and 95th percentile.
     pub grammar_p50_ms: Option<f64>,
     pub grammar_p95_ms: Option<f64>,
+    /// Forced and choice tokens (the decoder's masks), pooled over the runs that counted them.
+    pub token_share: ConfigShare,
 }
 
 /// Groups records by (model, mode, temperature) and computes every figure.
@@ -270,6 +321,7 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
                 wall_total_s: walls.iter().sum::<f64>(),
                 grammar_p50_ms: percentile(&grammar, 0.5),
                 grammar_p95_ms: percentile(&grammar, 0.95),
+                token_share: ConfigShare::of(&rs),
             }
         })
         .collect();

@@ -9,7 +9,7 @@ use crate::StopReason;
 use crate::claims;
 use crate::decision::{Decision, FinalDecision, decision_schema, parse_decision};
 use crate::guards::GuardKind;
-use crate::policy::{Gap, Policy, RepairNote};
+use crate::policy::{Gap, Policy, RepairNote, TokenShare};
 
 use super::*;
 
@@ -70,26 +70,11 @@ impl Run<'_, '_> {
                     return Err(end);
                 }
             };
-            let usage = &mut self.meter.usage;
-            usage.input_tokens += u64::from(output.input_tokens);
-            usage.output_tokens += u64::from(output.output_tokens);
-            usage.prefill_tokens_saved += u64::from(output.prefill_tokens_saved);
-            // The raw text is hashed and parsed here, then dropped: it never enters the trace.
+            // The raw text is hashed and parsed here, then dropped: it never enters the trace. The runtime's
+            // prefix (its own text, not the policy's) does, to say which fields of the decision it fixed.
             let parsed = parse_decision(&output.raw_text, &tools);
-            self.emit(
-                completed_phase,
-                attempt,
-                json!({
-                    "output_blake3": blake3::hash(output.raw_text.as_bytes()).to_hex().to_string(),
-                    "output_chars": output.raw_text.chars().count(),
-                    "input_tokens": output.input_tokens,
-                    "output_tokens": output.output_tokens,
-                    "prefill_tokens_saved": output.prefill_tokens_saved,
-                    "temperature": output.temperature,
-                    "latency_ms": latency.as_millis() as u64,
-                }),
-            );
-            drop(output);
+            self.record_call(completed_phase, attempt, &output, latency);
+            let runtime_prefix = output.runtime_prefix;
             if let Some(reason) = self.meter.exceeded_after_model_call() {
                 return Err(End::stop(reason));
             }
@@ -107,7 +92,11 @@ impl Run<'_, '_> {
                     self.emit(
                         phase,
                         attempt,
-                        json!({ "decision": decision.to_json(), "summary": summary }),
+                        json!({
+                            "decision": decision.to_json(),
+                            "summary": summary,
+                            "written": written_by(&decision.to_json(), &runtime_prefix),
+                        }),
                     );
                     return Ok(decision);
                 }
@@ -145,6 +134,37 @@ impl Run<'_, '_> {
                 .as_ref()
                 .map_or_else(String::new, |r| r.error.clone()),
         ))
+    }
+
+    /// A model call that returned: its tokens and share into the run's usage, its `*.completed` event.
+    fn record_call(
+        &mut self,
+        phase: &str,
+        attempt: u32,
+        output: &crate::policy::PolicyOutput,
+        latency: std::time::Duration,
+    ) {
+        let usage = &mut self.meter.usage;
+        usage.input_tokens += u64::from(output.input_tokens);
+        usage.output_tokens += u64::from(output.output_tokens);
+        usage.prefill_tokens_saved += u64::from(output.prefill_tokens_saved);
+        count_share(usage, &output.share);
+        self.emit(
+            phase,
+            attempt,
+            json!({
+                "output_blake3": blake3::hash(output.raw_text.as_bytes()).to_hex().to_string(),
+                "output_chars": output.raw_text.chars().count(),
+                "input_tokens": output.input_tokens,
+                "output_tokens": output.output_tokens,
+                "prefill_tokens_saved": output.prefill_tokens_saved,
+                "temperature": output.temperature,
+                "latency_ms": latency.as_millis() as u64,
+                "share": output.share,
+                "forced_share": output.share.forced_share(),
+                "runtime_prefix_chars": output.runtime_prefix.chars().count(),
+            }),
+        );
     }
 
     /// A short public description of the decision, written by the runtime (not the model).
@@ -322,5 +342,60 @@ impl Run<'_, '_> {
         }
         self.emit(kind.phase(), 0, data);
         End::stop(StopReason::LoopDetected)
+    }
+}
+
+/// Adds one decision's token share to the run's usage (an unknown share is counted as unknown, not as zero).
+fn count_share(usage: &mut crate::budget::Usage, share: &TokenShare) {
+    match share {
+        TokenShare::Counted { forced, choice } => {
+            usage.forced_tokens += u64::from(*forced);
+            usage.choice_tokens += u64::from(*choice);
+        }
+        TokenShare::Unknown { .. } => usage.share_unknown_decisions += 1,
+    }
+}
+
+/// Which top-level fields of a decision the runtime wrote in its prefix (the field and its whole value are
+/// in it) and which the policy wrote, in the decision's order, plus the prefix itself. Read from the
+/// parsed decision, so whatever prefix a grammar uses, the split names fields, never the policy's raw text.
+pub(crate) fn written_by(decision: &Value, runtime_prefix: &str) -> Value {
+    let mut runtime = Vec::new();
+    let mut policy = Vec::new();
+    for (key, value) in decision.as_object().into_iter().flatten() {
+        let field = format!("{}:{}", json!(key), value);
+        if runtime_prefix.contains(&field) {
+            runtime.push(key.as_str());
+        } else {
+            policy.push(key.as_str());
+        }
+    }
+    json!({ "runtime_prefix": runtime_prefix, "runtime": runtime, "policy": policy })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_whole_in_the_prefix_are_the_runtimes_and_the_rest_the_policys() {
+        let action = json!({"type":"action","tool":"calculator","arguments":{"expression":"1+2"}});
+        let prefix = r#"{"type":"action","tool":"calculator","arguments":{"expression":""#;
+        assert_eq!(
+            written_by(&action, prefix),
+            json!({"runtime_prefix": prefix, "runtime": ["type", "tool"], "policy": ["arguments"]})
+        );
+        let answer = json!({"type":"final","evidence_ids":["obs-a-1"],"answer":"It is 3."});
+        let prefix = r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":""#;
+        assert_eq!(
+            written_by(&answer, prefix)["runtime"],
+            json!(["type", "evidence_ids"])
+        );
+        // Free mode: no prefix, every field the policy's; a value only partly in the prefix is not the runtime's.
+        assert_eq!(written_by(&answer, "")["runtime"], json!([]));
+        assert_eq!(
+            written_by(&answer, r#"{"type":"final","evidence_ids":["obs-a"#)["policy"],
+            json!(["evidence_ids", "answer"])
+        );
     }
 }

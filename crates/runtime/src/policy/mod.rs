@@ -62,6 +62,36 @@ pub struct PolicyOutput {
     pub prefill_tokens_saved: u32,
     /// The sampling temperature this call used (repairs run at 0); `None` for policies that do not sample.
     pub temperature: Option<f32>,
+    /// The start of `raw_text` the runtime wrote itself before the model's first token (guided mode's
+    /// branch prefix; empty in free mode). The rest of `raw_text` is what the policy wrote.
+    pub runtime_prefix: String,
+    /// Of the tokens the policy wrote (`output_tokens`), how many the decoder's masks forced.
+    pub share: TokenShare,
+}
+
+/// Who decided the tokens of one decision: counted per generated token where the decoder sees the masks it
+/// applies, named as unknown where it does not (a server applies the grammar out of sight) — never estimated.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TokenShare {
+    /// Every generated token classified when it was picked: `forced` when the tokens the masks allowed there
+    /// all spell one text (exactly one token, or several spellings of one fixed text), `choice` otherwise.
+    /// `forced + choice` is the decision's `output_tokens`; the runtime's prefix is in neither.
+    Counted { forced: u32, choice: u32 },
+    /// The share cannot be counted here, and why (`reason` names the backend or policy).
+    Unknown { reason: String },
+}
+
+impl TokenShare {
+    /// forced / (forced + choice); `None` when unknown or when nothing was generated.
+    pub fn forced_share(&self) -> Option<f64> {
+        match self {
+            TokenShare::Counted { forced, choice } if forced + choice > 0 => {
+                Some(f64::from(*forced) / f64::from(forced + choice))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
+use super::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl, TokenShare};
 
 /// A simulated policy failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +46,12 @@ pub struct ScriptedDecision {
     /// Set the run's cancel flag after returning this decision (a user pressing cancel).
     #[serde(default)]
     pub cancel_after: bool,
+    /// The start of `text` a guided runtime would have written itself (replayed as the runtime's prefix).
+    #[serde(default)]
+    pub runtime_prefix: String,
+    /// The token share to report; unknown when absent (a script has no decoder masks to count).
+    #[serde(default)]
+    pub share: Option<TokenShare>,
 }
 
 impl ScriptedDecision {
@@ -164,6 +170,10 @@ impl Policy for ScriptedPolicy {
             output_tokens,
             prefill_tokens_saved: decision.prefill_tokens_saved,
             temperature: None,
+            runtime_prefix: decision.runtime_prefix,
+            share: decision.share.unwrap_or_else(|| TokenShare::Unknown {
+                reason: "scripted policy: replayed text, no decoder masks".into(),
+            }),
         })
     }
 }

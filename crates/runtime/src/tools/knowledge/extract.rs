@@ -986,7 +986,7 @@ mod tests {
         let found = bullet_tables("T", &with_prose);
         assert_eq!(
             found.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
-            [2..4]
+            vec![std::ops::Range { start: 2, end: 4 }]
         );
         // The preamble has no heading: the column is `Value`.
         let (_, raw) = &bullet_tables(
