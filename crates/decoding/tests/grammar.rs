@@ -252,14 +252,15 @@ fn aggregates_run_over_whole_observed_columns() {
     ] {
         assert!(!calc.accepts(&expr(bad)), "{bad}");
     }
-    // A step that declares no result kind (older task files): a check or one aggregate.
+    // A step that declares no result kind (older task files) takes a number, never a boolean: one aggregate.
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
     assert!(
-        open.accepts(&expr("mean([Arrears rate])"))
-            && open.accepts(&expr("mean([Arrears rate]) <= 3.5"))
+        open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("sum([Loans])"))
     );
     assert!(
-        !open.accepts(&expr("mean([Arrears rate]) * 3.5")) && !open.accepts(&expr("2.8 + 3.4"))
+        !open.accepts(&expr("mean([Arrears rate]) <= 3.5"))
+            && !open.accepts(&expr("mean([Arrears rate]) * 3.5"))
+            && !open.accepts(&expr("2.8 + 3.4"))
     );
 }
 

@@ -15,8 +15,8 @@ use crate::gbnf::{Grammar, Node};
 const CHECK_TERMS: u32 = 4;
 
 /// The grammar of a calculator expression argument (`x-grammar: expression`) for one decision's goal: a
-/// number (guided `number` step), a boolean check (guided `boolean` step), free mode's own choice, or (older
-/// task files) either.
+/// number (guided `number` step, or an older task file's undeclared one: its evidence item takes no boolean), a
+/// boolean check (guided `boolean` step) or free mode's own choice.
 pub(super) fn expression_node(
     grammar: &mut Grammar,
     inputs: &Inputs,
@@ -41,15 +41,10 @@ pub(super) fn expression_node(
         CalcGoal::Number => "calc-num",
         CalcGoal::Free if over_table => free_choice(grammar, inputs, tool, field, &references)?,
         CalcGoal::Free => "calc-any",
-        // Undeclared (older task files), over a table: an aggregate or a check.
-        CalcGoal::Undeclared if over_table => {
-            grammar.define(
-                "calc-any-table",
-                Node::Alt(vec![Node::rule("calc-check"), Node::rule("calc-aggregate")]),
-            );
-            "calc-any-table"
-        }
-        CalcGoal::Undeclared => "calc-any",
+        // Undeclared (older task files): the evidence item takes a number, never a boolean
+        // (`RequiredEvidence::accepts`), so a number: over a table, one aggregate.
+        CalcGoal::Undeclared if over_table => "calc-aggregate",
+        CalcGoal::Undeclared => "calc-num",
     };
     Ok(Node::seq([
         Node::lit("\""),
