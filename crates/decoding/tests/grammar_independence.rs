@@ -95,6 +95,10 @@ impl Policy for RecordingWalk {
             output_tokens: 1,
             prefill_tokens_saved: 0,
             temperature: None,
+            runtime_prefix: String::new(),
+            share: runtime::policy::TokenShare::Unknown {
+                reason: "grammar walk: whole strings sampled, not tokens".into(),
+            },
         })
     }
 }
