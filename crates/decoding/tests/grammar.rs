@@ -254,9 +254,7 @@ fn aggregates_run_over_whole_observed_columns() {
     }
     // A step that declares no result kind (older task files) takes a number, never a boolean: one aggregate.
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
-    assert!(
-        open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("sum([Loans])"))
-    );
+    assert!(open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("sum([Loans])")));
     assert!(
         !open.accepts(&expr("mean([Arrears rate]) <= 3.5"))
             && !open.accepts(&expr("mean([Arrears rate]) * 3.5"))
@@ -324,6 +322,10 @@ fn every_verdict_option_and_every_grounded_value_is_open_to_the_answer() {
         "Average 3.87%; highest Westgate; limits not met.",
         "Average 3.87%; highest Eastgate; limits exceeded.",
         "Average 3.87%; highest Eastgate; limits not met",
+        // A value slot holds one value; a note is words only, never a second value.
+        "Average 3.87, 2.8%; highest Eastgate; limits not met.",
+        "Average 3.87%; highest Eastgate (3.5, Seafront); limits not met.",
+        "Average 3.87%; highest Eastgate (and) Seafront); limits not met.",
     ] {
         assert!(!fin.accepts(&answer(bad)), "{bad}");
     }

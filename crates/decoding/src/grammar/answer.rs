@@ -8,7 +8,7 @@ use super::Inputs;
 use super::text::{define_text, escape_json_text as escape, text_numbers};
 use crate::gbnf::{Grammar, Node};
 
-/// Values one slot may list (`A, B and C` for a top-N slot or a tie): more is a list no template asks for.
+/// Row labels one slot may list (`A, B and C` for a top-N slot or a tie): more is a list no template asks for.
 const SLOT_VALUES: u32 = 5;
 /// Characters of a slot's bracketed note (`(tie)`, `(unverified)`): a remark, not a second answer.
 const SLOT_NOTE_CHARS: u32 = 24;
@@ -42,16 +42,17 @@ pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     Node::Seq(items)
 }
 
-/// One slot: a grounded value or row label, or a short list of them (`A and B`), optionally followed by a
-/// bracketed note; grounded free text when the observations hold no value yet.
+/// One slot: a grounded value, or a row label or a short list of them (`A and B`: a top-N slot or a tie),
+/// optionally followed by a bracketed note in words (`(tie)`); grounded free text when the observations hold
+/// no value yet. A note holds no digits or brackets: it cannot carry a second value past the gate.
 fn slot_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     if grammar.has_rule("slot") {
         return Node::rule("slot");
     }
-    let mut values: Vec<String> = text_numbers(inputs, true);
-    values.extend(inputs.grounding.labels.iter().map(|l| escape(l)));
-    define_text(grammar, inputs);
-    if values.is_empty() {
+    let numbers: Vec<String> = text_numbers(inputs, true);
+    let labels: Vec<String> = inputs.grounding.labels.iter().map(|l| escape(l)).collect();
+    if numbers.is_empty() && labels.is_empty() {
+        define_text(grammar, inputs);
         grammar.define(
             "slot",
             Node::seq([
@@ -61,20 +62,24 @@ fn slot_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         );
         return Node::rule("slot");
     }
-    grammar.define("slot-value", Node::one_of_texts(values));
-    let joiner = Node::one_of_texts([", ", " and "]);
+    let mut values = Vec::new();
+    if !numbers.is_empty() {
+        grammar.define("slot-number", Node::one_of_texts(numbers));
+        values.push(Node::rule("slot-number"));
+    }
+    if !labels.is_empty() {
+        grammar.define("slot-label", Node::one_of_texts(labels));
+        let joiner = Node::one_of_texts([", ", " and "]);
+        values.push(Node::seq([
+            Node::rule("slot-label"),
+            Node::seq([joiner, Node::rule("slot-label")]).repeat(0, SLOT_VALUES - 1),
+        ]));
+    }
     let note = Node::seq([
         Node::lit(" ("),
-        Node::rule("text-seg").repeat(1, SLOT_NOTE_CHARS),
+        Node::char_except("\"\\0123456789()[]").repeat(1, SLOT_NOTE_CHARS),
         Node::lit(")"),
     ]);
-    grammar.define(
-        "slot",
-        Node::seq([
-            Node::rule("slot-value"),
-            Node::seq([joiner, Node::rule("slot-value")]).repeat(0, SLOT_VALUES - 1),
-            note.opt(),
-        ]),
-    );
+    grammar.define("slot", Node::seq([Node::Alt(values), note.opt()]));
     Node::rule("slot")
 }
