@@ -120,7 +120,8 @@ fn bracketed_unit(key: &str) -> Option<String> {
 }
 
 /// The unit written right after a limit's number (`5 minutes, and …` → `minutes`, `120克，且` → `克`): the
-/// longest run of up to three words (or five CJK characters) the unit vocabulary knows; `None` otherwise.
+/// longest run of up to three words (or five CJK characters) the unit vocabulary knows; `None` otherwise
+/// (`70 and no school`, `3 hospitals`).
 fn unit_after(text: &str) -> Option<String> {
     let text = text.trim_start();
     let mut ends: Vec<usize> = text
@@ -132,7 +133,15 @@ fn unit_after(text: &str) -> Option<String> {
         .take(3)
         .collect();
     ends.push(text.len());
-    ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
+    // CJK text runs on without spaces (`120克，且`): its first characters are candidates too. Latin text is
+    // cut only at word ends, so `3 hospitals` is never `3 h`.
+    if text
+        .chars()
+        .next()
+        .is_some_and(crate::language::lexicon::is_cjk)
+    {
+        ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
+    }
     ends.sort_unstable_by(|a, b| b.cmp(a));
     ends.into_iter()
         .map(|end| text[..end].trim())
@@ -897,6 +906,41 @@ mod tests {
         assert_eq!(
             read("The 2024 season had 9 rounds with 362 stops in all."),
             []
+        );
+    }
+
+    #[test]
+    fn sentence_limits_keep_the_unit_written_with_them() {
+        let units = |text: &str| -> Vec<Option<String>> {
+            sentence_rules(text).into_iter().map(|r| r.unit).collect()
+        };
+        assert_eq!(
+            units(
+                "The average wait is no more than 5 minutes, and no store averages more than 8 minutes."
+            ),
+            [Some("minutes".to_owned()), Some("minutes".to_owned())]
+        );
+        assert_eq!(
+            units("The average basket is at least $42 and no store falls below 35%."),
+            [Some("$".to_owned()), Some("%".to_owned())]
+        );
+        assert_eq!(
+            units("The average must be at least 70 and no school may have fewer than 3 hospitals."),
+            [None, None]
+        );
+        assert_eq!(
+            units("平均值不超过120克，且任一食堂不超过150克。"),
+            [Some("克".to_owned()), Some("克".to_owned())]
+        );
+        let decimal = sentence_rules(
+            "The average yield is at least 7,0 t/ha and no plot yields less than 5,5 t/ha.",
+        );
+        let read: Vec<(f64, Option<String>)> =
+            decimal.into_iter().map(|r| (r.threshold, r.unit)).collect();
+        assert_eq!(
+            read,
+            [(7.0, None), (5.5, None)],
+            "decimal commas read; t/ha is no unit the vocabulary knows"
         );
     }
 

@@ -85,8 +85,12 @@ pub fn read(text: &str) -> Option<Unit> {
                     offset: 0.0,
                 });
             }
-            // `minutes per incident`: the value is minutes; the rest says what each one is about.
-            None if numerator.is_some() && !period.trim().is_empty() => {
+            // `minutes per incident`: the value is minutes; the rest says what each one is about. Only after
+            // a word (`per`, `each`): `t/ha` is tonnes per hectare, a unit of its own, not tonnes.
+            None if numerator.is_some()
+                && !period.trim().is_empty()
+                && per.chars().all(char::is_alphabetic) =>
+            {
                 return numerator.map(from_named);
             }
             _ => return None,
@@ -234,6 +238,11 @@ mod tests {
         assert!((c(40.0, "per week", "per day") - 40.0 / 7.0).abs() < 1e-9);
         assert_eq!(c(14.0, "kg/week", "kg per day"), 2.0);
         assert_eq!(c(8.0, "minutes per incident", "min"), 8.0);
+        assert!(
+            read("t/ha").is_none(),
+            "a compound the vocabulary does not know is unknown, not tonnes"
+        );
+        assert!(read("kWh/m²").is_none());
     }
 
     #[test]

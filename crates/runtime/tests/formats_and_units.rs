@@ -66,9 +66,18 @@ fn chart(result: &Value, reference: &str) -> (Vec<u8>, Value) {
     (png, out.result["spec"].clone())
 }
 
+/// A knowledge file (name, text), the query that finds it, the column asked and its expected rows.
+type FormatCase = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<(&'static str, f64)>,
+);
+
 #[test]
 fn every_new_data_format_loads_into_an_observed_table_and_charts() {
-    let cases: [(&str, &str, &str, &str, Vec<(&str, f64)>); 6] = [
+    let cases: [FormatCase; 6] = [
         (
             "pasted.md",
             "# Export\n\n```csv\nSite,\"Visits, total\",Uptime (%)\nNorth,\"1,250\",99.2\nSouth,980,98.5\n```\n",

@@ -67,6 +67,7 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             "Rows: {}",
             clip_at_word(&rows.join("; "), MAX_TEXT_TABLE_CHARS)
         );
+        render_notes_and_unread(out, table);
         return;
     }
     for (index, column) in table.columns.iter().enumerate() {
