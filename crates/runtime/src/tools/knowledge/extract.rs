@@ -298,40 +298,12 @@ fn read_table(raw: &RawTable) -> Table {
         label_index,
     } = layout(&grid, width, is_text_cell);
     let names = column_names(&raw.header);
-    let plain_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
-    let marks = cells::decimal_marks(&grid, &body, &plain_names);
-
-    let mut series: Vec<(usize, Column, Vec<Option<f64>>)> = Vec::new();
-    let mut unread = Vec::new();
-    for c in (0..width).filter(|&c| c != label_index) {
-        if body.iter().any(|&r| is_text_cell(r, c)) || !body.iter().any(|&r| looks_numeric[r][c]) {
-            continue;
-        }
-        let (name, header_unit) = &names[c];
-        let mark = match &marks[c] {
-            Ok(mark) => *mark,
-            Err(error) => {
-                unread.push(error.clone());
-                continue;
-            }
-        };
-        let mut quantities: Vec<Option<Quantity>> = grid
-            .text
-            .iter()
-            .map(|row| numbers::parse_quantity_with(&row[c], mark))
-            .collect();
-        match cells::one_unit(name, header_unit.as_deref(), &mut quantities) {
-            Ok(unit) => series.push((
-                c,
-                Column {
-                    name: name.clone(),
-                    unit,
-                },
-                quantities.into_iter().map(|q| q.map(|q| q.value)).collect(),
-            )),
-            Err(error) => unread.push(error),
-        }
-    }
+    let candidates: Vec<usize> = (0..width)
+        .filter(|&c| c != label_index)
+        .filter(|&c| !body.iter().any(|&r| is_text_cell(r, c)))
+        .filter(|&c| body.iter().any(|&r| looks_numeric[r][c]))
+        .collect();
+    let (series, unread) = read_series(&grid, &body, &names, &candidates);
     let values = |r: usize| -> Vec<Option<f64>> { series.iter().map(|(_, _, v)| v[r]).collect() };
     let notes = |r: usize| -> Vec<CellNote> {
         series
@@ -377,6 +349,50 @@ fn read_table(raw: &RawTable) -> Table {
         unread,
         transposed: false,
     }
+}
+
+/// A numeric series: its raw column index, its name and unit, and one value per raw row.
+type Series = (usize, Column, Vec<Option<f64>>);
+
+/// Reads the `candidates` (columns of numbers and missing markers) as series, each with its decimal mark
+/// and in one unit; a column that cannot be read exactly is returned as its [`ColumnError`] instead.
+fn read_series(
+    grid: &cells::Grid,
+    body: &[usize],
+    names: &[(String, Option<String>)],
+    candidates: &[usize],
+) -> (Vec<Series>, Vec<ColumnError>) {
+    let plain_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+    let marks = cells::decimal_marks(grid, body, &plain_names);
+    let mut series = Vec::new();
+    let mut unread = Vec::new();
+    for &c in candidates {
+        let (name, header_unit) = &names[c];
+        let mark = match &marks[c] {
+            Ok(mark) => *mark,
+            Err(error) => {
+                unread.push(error.clone());
+                continue;
+            }
+        };
+        let mut quantities: Vec<Option<Quantity>> = grid
+            .text
+            .iter()
+            .map(|row| numbers::parse_quantity_with(&row[c], mark))
+            .collect();
+        match cells::one_unit(name, header_unit.as_deref(), &mut quantities) {
+            Ok(unit) => series.push((
+                c,
+                Column {
+                    name: name.clone(),
+                    unit,
+                },
+                quantities.into_iter().map(|q| q.map(|q| q.value)).collect(),
+            )),
+            Err(error) => unread.push(error),
+        }
+    }
+    (series, unread)
 }
 
 /// A row's label as written (a label keeps any marker it carries: it is a name, not a number).
