@@ -23,6 +23,7 @@ pub mod rules;
 pub mod task;
 pub mod tools;
 pub mod trace;
+pub mod units;
 
 use serde::{Deserialize, Serialize};
 

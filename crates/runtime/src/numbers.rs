@@ -128,11 +128,13 @@ pub fn parse_quantity(cell: &str) -> Option<Quantity> {
         if unit.is_some() {
             return None; // `$4.50 USD`: one unit is enough to be sure
         }
-        let is_unit_word = rest.chars().count() <= MAX_UNIT_CHARS
+        let is_unit_word = (rest.chars().count() <= MAX_UNIT_CHARS
             && (rest == "%"
                 || rest.chars().all(|c| {
                     c.is_alphabetic() || matches!(c, '/' | '²' | '³' | '°' | '‰' | 'µ' | '·')
-                }));
+                })))
+            // A unit of several words the vocabulary knows (`40 per week`, `21 ° C`).
+            || crate::units::read(rest).is_some();
         if !is_unit_word {
             return None;
         }
@@ -314,6 +316,205 @@ pub fn printed_forms(value: f64) -> Vec<String> {
         forms.push(canonical);
     }
     forms
+}
+
+/// Full-width digits and number punctuation folded to ASCII (`１２．５` → `12.5`, `８５％` → `85%`): the same
+/// number as Unicode compatibility folding reads it. Only `０`–`９`, a `．` or `，` between digits and a `％`
+/// or `－` next to a digit change; a full-width `，` between words stays the clause separator it is.
+pub fn fold_full_width(text: &str) -> std::borrow::Cow<'_, str> {
+    let is_full_digit = |c: char| ('０'..='９').contains(&c);
+    if !text.chars().any(is_full_digit) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let digit_at = |i: Option<usize>| {
+        i.and_then(|i| chars.get(i))
+            .is_some_and(|c| c.is_ascii_digit() || is_full_digit(*c))
+    };
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let (before, after) = (digit_at(i.checked_sub(1)), digit_at(Some(i + 1)));
+        out.push(match c {
+            c if is_full_digit(c) => char::from(b'0' + (c as u32 - '０' as u32) as u8),
+            '．' if before && after => '.',
+            '，' if before && after => ',',
+            '％' if before => '%',
+            '－' if after => '-',
+            c => c,
+        });
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Footnote markers a writer glues to a number (`91.4*`, `12.4¹`, `12.4[a]`, `96.0†`).
+const NOTE_SYMBOLS: [char; 6] = ['*', '†', '‡', '§', '¶', '#'];
+const SUPERSCRIPTS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+
+/// A cell without its trailing footnote marker, and the marker: `91.4*` → (`91.4`, `*`), `12.4¹` →
+/// (`12.4`, `¹`), `12.4[a]` → (`12.4`, `[a]`), `42 min†` → (`42 min`, `†`). A marker follows a digit, a
+/// `%` or a unit letter, glued or after one space; superscript digits count only right after a digit or
+/// `%` (`m²` is a unit). `None` when the cell ends in no marker.
+pub fn split_note_marker(cell: &str) -> (&str, Option<&str>) {
+    let cell = cell.trim();
+    let marker_start = if let Some(inner) = cell.strip_suffix(']')
+        && let Some(open) = inner.rfind('[')
+        && (1..=3).contains(&inner[open + 1..].chars().count())
+        && inner[open + 1..].chars().all(char::is_alphanumeric)
+    {
+        Some(open)
+    } else {
+        let symbols = cell
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| NOTE_SYMBOLS.contains(c))
+            .last()
+            .map(|(i, _)| i);
+        symbols.or_else(|| {
+            cell.char_indices()
+                .rev()
+                .take_while(|(_, c)| SUPERSCRIPTS.contains(c))
+                .last()
+                .map(|(i, _)| i)
+                .filter(|&i| cell[..i].ends_with(|c: char| c.is_ascii_digit() || c == '%'))
+        })
+    };
+    match marker_start {
+        Some(start) => {
+            let value = cell[..start].trim_end();
+            let glued_to = value.chars().next_back();
+            if glued_to.is_some_and(|c| c.is_alphanumeric() || c == '%' || c == ')') {
+                (value, Some(&cell[start..]))
+            } else {
+                (cell, None)
+            }
+        }
+        None => (cell, None),
+    }
+}
+
+/// Which character a cell uses as its decimal mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecimalMark {
+    /// `12.5`, `1,250.5` (commas group thousands): what [`parse_quantity`] reads.
+    Point,
+    /// `12,5`, `1.250,5`, `12 400,5` (points or spaces group thousands).
+    Comma,
+}
+
+/// What one cell's digits say about its decimal mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecimalEvidence {
+    /// No separator between digits (`12`, `12 400`): any mark reads it the same.
+    Neither,
+    /// Only a decimal comma reads it (`7,4`, `12,50`, `1.234,5`, `1.234.567`).
+    Comma,
+    /// Only a decimal point reads it (`7.4`, `1,234.5`, `1,234,567`).
+    Point,
+    /// One separator followed by exactly three digits (`1,250` or `1.250`): thousands or decimals.
+    Either,
+}
+
+/// The decimal evidence of the number at the start of `cell` (after a sign, bracket or currency).
+pub fn decimal_evidence(cell: &str) -> DecimalEvidence {
+    let start = cell.find(|c: char| c.is_ascii_digit());
+    let Some(start) = start else {
+        return DecimalEvidence::Neither;
+    };
+    let digits: String = cell[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, ',' | '.'))
+        .collect();
+    let digits = digits.trim_end_matches([',', '.']);
+    let groups: Vec<&str> = digits.split([',', '.']).collect();
+    let marks: Vec<char> = digits.chars().filter(|c| matches!(c, ',' | '.')).collect();
+    let (commas, points) = (
+        marks.iter().filter(|c| **c == ',').count(),
+        marks.iter().filter(|c| **c == '.').count(),
+    );
+    let tail_len = groups.last().map_or(0, |g| g.len());
+    match (commas, points) {
+        (0, 0) => DecimalEvidence::Neither,
+        (1, 0) if tail_len == 3 && groups[0].len() <= 3 => DecimalEvidence::Either,
+        (0, 1) if tail_len == 3 && groups[0].len() <= 3 => DecimalEvidence::Either,
+        (1, 0) => DecimalEvidence::Comma,
+        (0, 1) => DecimalEvidence::Point,
+        (_, 0) => DecimalEvidence::Point, // `1,234,567`
+        (0, _) => DecimalEvidence::Comma, // `1.234.567`
+        _ if marks.last() == Some(&',') => DecimalEvidence::Comma, // `1.234,5`
+        _ => DecimalEvidence::Point,      // `1,234.5`
+    }
+}
+
+/// [`parse_quantity`] with the decimal mark decided for the cell's column: with [`DecimalMark::Comma`],
+/// `7,4` is 7.4 and `1.250,5` is 1250.5 (a point or space groups thousands, in groups of three).
+pub fn parse_quantity_with(cell: &str, mark: DecimalMark) -> Option<Quantity> {
+    match mark {
+        DecimalMark::Point => parse_quantity(cell),
+        DecimalMark::Comma => parse_quantity(&comma_to_point(cell)?),
+    }
+}
+
+/// `1.250,5 t` → `1250.5 t`: the number's thousands points dropped (each before exactly three digits) and
+/// its decimal comma made a point; `None` when the digits are not grouped that way.
+fn comma_to_point(cell: &str) -> Option<String> {
+    let start = cell.find(|c: char| c.is_ascii_digit())?;
+    // The number runs over digits, `,` and `.`, and a space-like thousands separator before a digit.
+    let mut end = start;
+    let mut chars = cell[start..].char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next_is_digit = chars.peek().is_some_and(|(_, n)| n.is_ascii_digit());
+        let grouping_space = c != ',' && THOUSANDS_SEPARATORS.contains(&c) && next_is_digit;
+        if !(c.is_ascii_digit() || matches!(c, ',' | '.') || grouping_space) {
+            break;
+        }
+        end = start + i + c.len_utf8();
+    }
+    let number = cell[start..end].trim_end_matches([',', '.']);
+    let end = start + number.len();
+    let (integer, fraction) = match number.split_once(',') {
+        Some((i, f)) if !f.is_empty() && f.chars().all(|c| c.is_ascii_digit()) => (i, Some(f)),
+        Some(_) => return None,
+        None => (number, None),
+    };
+    let groups: Vec<&str> = integer
+        .split(|c: char| c == '.' || (c != ',' && THOUSANDS_SEPARATORS.contains(&c)))
+        .collect();
+    let grouped = groups.len() > 1;
+    if grouped
+        && (groups[0].is_empty() || groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3))
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(cell.len());
+    out.push_str(&cell[..start]);
+    out.push_str(&groups.concat());
+    if let Some(fraction) = fraction {
+        out.push('.');
+        out.push_str(fraction);
+    }
+    out.push_str(&cell[end..]);
+    Some(out)
+}
+
+/// The number `text` starts with and the byte where it ends, reading a decimal comma the way the writer
+/// means it: `7,0 t/ha` is 7.0 (a comma followed by digits that are not a thousands group of three),
+/// `1,250 units` stays 1250. `None` when `text` does not start with a number.
+pub fn leading_value(text: &str) -> Option<(f64, usize)> {
+    let first = scan(text).into_iter().next()?;
+    if first.start != 0 {
+        return None;
+    }
+    let rest = &text[first.end..];
+    let fraction: String = rest
+        .strip_prefix(',')
+        .map(|r| r.chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_default();
+    let glued_group = rest.starts_with(',') && fraction.len() == 3;
+    if !first.percent && first.decimals == 0 && !fraction.is_empty() && !glued_group {
+        let value: f64 = format!("{}.{fraction}", first.printed).parse().ok()?;
+        return Some((value, first.end + 1 + fraction.len()));
+    }
+    Some((first.value, first.end))
 }
 
 #[cfg(test)]
@@ -526,6 +727,97 @@ mod tests {
         );
         let m = &scan("x \u{2212}3")[0];
         assert_eq!((m.printed.as_str(), m.start, m.end), ("-3", 2, 6));
+    }
+
+    #[test]
+    fn full_width_numbers_fold_to_ascii() {
+        assert_eq!(fold_full_width("１２８．５"), "128.5");
+        assert_eq!(
+            fold_full_width("不超过１２０克，且任一"),
+            "不超过120克，且任一"
+        );
+        assert_eq!(fold_full_width("８５％，－３．１"), "85%，-3.1");
+        assert_eq!(fold_full_width("１，２５０"), "1,250");
+        assert!(matches!(
+            fold_full_width("plain 12.5"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            parse_quantity(&fold_full_width("１２．５")).map(|q| q.value),
+            Some(12.5)
+        );
+    }
+
+    #[test]
+    fn note_markers_after_numbers() {
+        for (cell, value, marker) in [
+            ("91.4*", "91.4", Some("*")),
+            ("12.4¹", "12.4", Some("¹")),
+            ("12.4[a]", "12.4", Some("[a]")),
+            ("96.0 †", "96.0", Some("†")),
+            ("42 min‡", "42 min", Some("‡")),
+            ("12%**", "12%", Some("**")),
+            ("12 m²", "12 m²", None),
+            ("North", "North", None),
+            ("*", "*", None),
+            ("[a]", "[a]", None),
+        ] {
+            assert_eq!(split_note_marker(cell), (value, marker), "{cell}");
+        }
+    }
+
+    #[test]
+    fn decimal_marks_are_read_as_the_cell_shows_them() {
+        use DecimalEvidence::*;
+        for (cell, evidence) in [
+            ("12", Neither),
+            ("12 400", Neither),
+            ("7,4", Comma),
+            ("12,50", Comma),
+            ("1.234,5", Comma),
+            ("1.234.567", Comma),
+            ("7.4", Point),
+            ("1,234.5", Point),
+            ("1,234,567", Point),
+            ("1,250", Either),
+            ("1.250", Either),
+            ("-3,5 %", Comma),
+            ("€1,5", Comma),
+        ] {
+            assert_eq!(decimal_evidence(cell), evidence, "{cell}");
+        }
+        let comma = |s: &str| parse_quantity_with(s, DecimalMark::Comma).map(|q| (q.value, q.unit));
+        assert_eq!(comma("7,4"), Some((7.4, None)));
+        assert_eq!(comma("1.250,5 t"), Some((1250.5, Some("t".into()))));
+        assert_eq!(comma("1,250"), Some((1.25, None)));
+        assert_eq!(comma("12 400,5"), Some((12400.5, None)));
+        assert_eq!(comma("(3,5)"), Some((-3.5, None)));
+        assert_eq!(comma("1.23,4"), None, "points group thousands in threes");
+        assert_eq!(comma("n/a"), None);
+        assert_eq!(
+            parse_quantity_with("1,250", DecimalMark::Point).map(|q| q.value),
+            Some(1250.0)
+        );
+    }
+
+    #[test]
+    fn leading_values_read_a_decimal_comma_but_not_a_thousands_group() {
+        assert_eq!(leading_value("7,0 t/ha and"), Some((7.0, 3)));
+        assert_eq!(leading_value("5,5 t/ha."), Some((5.5, 3)));
+        assert_eq!(leading_value("1,250 units"), Some((1250.0, 5)));
+        assert_eq!(leading_value("30 minutes"), Some((30.0, 2)));
+        assert_eq!(leading_value("85%, and"), Some((85.0, 3)));
+        assert_eq!(leading_value("about 30"), None);
+    }
+
+    #[test]
+    fn units_of_several_words_the_vocabulary_knows() {
+        let q = |s: &str| parse_quantity(s).map(|q| (q.value, q.unit));
+        assert_eq!(q("40 per week"), Some((40.0, Some("per week".into()))));
+        assert_eq!(q("21 ° C"), Some((21.0, Some("° C".into()))));
+        assert_eq!(q("3 km"), Some((3.0, Some("km".into()))));
+        assert_eq!(q("€1,200"), Some((1200.0, Some("€".into()))));
+        assert_eq!(q("40 per fortnight"), None);
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct FactRule {
     pub aggregate: Aggregate,
     pub comparison: Comparison,
     pub threshold: f64,
+    /// The limit's unit as written (`min`, `°C`, `%`, `$`), when the rule states one: the limit is
+    /// converted to the column's unit before any comparison, or the rule is not applied ([`crate::units`]).
+    pub unit: Option<String>,
 }
 
 /// The verdict the rules give on one table column, with a sentence saying why.
@@ -104,7 +107,46 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
         aggregate,
         comparison,
         threshold,
+        unit: bracketed_unit(key),
     })
+}
+
+/// `Maximum average turnaround (min)` → `min`: a bracketed suffix of a key that names a known unit.
+fn bracketed_unit(key: &str) -> Option<String> {
+    let inner = key.trim().strip_suffix([')', '）'])?;
+    let start = inner.rfind(['(', '（'])?;
+    let unit = inner[start..].trim_start_matches(['(', '（']).trim();
+    crate::units::read(unit).map(|_| unit.to_owned())
+}
+
+/// The unit written right after a limit's number (`5 minutes, and …` → `minutes`, `120克，且` → `克`): the
+/// longest run of up to three words (or five CJK characters) the unit vocabulary knows; `None` otherwise
+/// (`70 and no school`, `3 hospitals`).
+fn unit_after(text: &str) -> Option<String> {
+    let text = text.trim_start();
+    let mut ends: Vec<usize> = text
+        .char_indices()
+        .filter(|(_, c)| {
+            c.is_whitespace() || matches!(c, ',' | ';' | '.' | '，' | '；' | '。' | ')')
+        })
+        .map(|(i, _)| i)
+        .take(3)
+        .collect();
+    ends.push(text.len());
+    // CJK text runs on without spaces (`120克，且`): its first characters are candidates too. Latin text is
+    // cut only at word ends, so `3 hospitals` is never `3 h`.
+    if text
+        .chars()
+        .next()
+        .is_some_and(crate::language::lexicon::is_cjk)
+    {
+        ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
+    }
+    ends.sort_unstable_by(|a, b| b.cmp(a));
+    ends.into_iter()
+        .map(|end| text[..end].trim())
+        .find(|candidate| !candidate.is_empty() && crate::units::read(candidate).is_some())
+        .map(str::to_owned)
 }
 
 /// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
@@ -119,7 +161,13 @@ pub fn reading(result: &Value) -> RuleReading {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|fact| understand(fact["key"].as_str()?, fact["value"].as_f64()?))
+        .filter_map(|fact| {
+            let mut rule = understand(fact["key"].as_str()?, fact["value"].as_f64()?)?;
+            if let Some(unit) = fact["unit"].as_str() {
+                rule.unit = Some(unit.to_owned());
+            }
+            Some(rule)
+        })
         .collect();
     let mut out = RuleReading::default();
     if facts.is_empty() {
@@ -151,22 +199,44 @@ pub fn reading(result: &Value) -> RuleReading {
     out
 }
 
-/// The number a threshold is: the first number in `text` after optional spaces and a currency sign.
-fn number_right_after(text: &str) -> Option<f64> {
-    let trimmed = text.trim_start_matches(|c: char| {
-        c.is_whitespace() || matches!(c, '$' | '£' | '€' | '¥' | '￥' | ':' | '：')
-    });
-    let first = crate::numbers::scan(trimmed).into_iter().next()?;
-    (first.start == 0).then_some(first.value)
+/// A limit as a sentence writes it: its number and the unit written with it, if any.
+type Limit = (f64, Option<String>);
+
+/// The number a threshold is: the first number in `text` after optional spaces and a currency sign (a
+/// decimal comma read as one: `7,0 t/ha` is 7), with its unit — the currency sign before it, a `%`, or a
+/// unit the vocabulary knows right after it (`5 minutes`, `120克`).
+fn number_right_after(text: &str) -> Option<Limit> {
+    let text = text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '：'));
+    let currency: String = text
+        .chars()
+        .take_while(|c| matches!(c, '$' | '£' | '€' | '¥' | '￥'))
+        .collect();
+    let trimmed = text[currency.len()..].trim_start();
+    let (value, end) = crate::numbers::leading_value(trimmed)?;
+    let unit = if !currency.is_empty() {
+        Some(currency)
+    } else if trimmed[..end].ends_with('%') {
+        Some("%".to_owned())
+    } else {
+        unit_after(&trimmed[end..])
+    };
+    Some((value, unit))
 }
 
-/// The number a trailing phrase ("30 or more", "85%以上") follows: the last number right before it.
-fn number_right_before(text: &str) -> Option<f64> {
+/// The number a trailing phrase ("30 or more", "85%以上") follows: the last number right before it, with
+/// the unit between them when the vocabulary knows it.
+fn number_right_before(text: &str) -> Option<Limit> {
     let trimmed = text.trim_end();
     let last = crate::numbers::scan(trimmed).into_iter().last()?;
     let rest = trimmed[last.end..].trim();
     // A unit word may stand between ("30 minutes or more", "85分以上").
-    (rest.chars().count() <= 12 && !rest.chars().any(|c| c.is_ascii_digit())).then_some(last.value)
+    let unit = if last.percent {
+        Some("%".to_owned())
+    } else {
+        crate::units::read(rest).map(|_| rest.to_owned())
+    };
+    (rest.chars().count() <= 12 && !rest.chars().any(|c| c.is_ascii_digit()))
+        .then_some((last.value, unit))
 }
 
 /// One clause as a rule (`Ok`), as an unplaced comparison (`Err(clause)`), or nothing (no comparison
@@ -184,7 +254,9 @@ fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
         } else {
             number_right_after(&clause[hit.end..])
         };
-        let Some(threshold) = threshold else { continue };
+        let Some((threshold, unit)) = threshold else {
+            continue;
+        };
         // What the comparison is about stands before it (before the number, for a trailing phrase).
         let subject_end = if phrase.after {
             crate::numbers::scan(&clause[..hit.start])
@@ -226,6 +298,7 @@ fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
             aggregate,
             comparison,
             threshold,
+            unit,
         }));
     }
     None
@@ -457,18 +530,79 @@ fn singular(word: &str) -> String {
     }
 }
 
-/// Applies every rule to the column; `None` without rules or without one clear column. `context` is
-/// the task's text (see [`column_values`]).
+/// The unit of `column` as the result's tables state it (the first table holding a column of that name,
+/// as [`column_reference`] picks it).
+fn column_unit(result: &Value, column: &str) -> Option<String> {
+    result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
+        .find(|c| c["name"] == column)
+        .and_then(|c| c["unit"].as_str())
+        .map(str::to_owned)
+}
+
+/// Each rule's limit in the unit of its column (`5 min` → 300 for a column in seconds), in rule order; the
+/// first rule whose unit cannot be compared with the column's is an error naming both: its limit is never
+/// compared raw.
+fn aligned_limits(
+    rules: &[FactRule],
+    column: &str,
+    unit: Option<&str>,
+) -> Result<Vec<crate::units::Aligned>, String> {
+    rules
+        .iter()
+        .map(|rule| {
+            crate::units::align_limit(
+                rule.threshold,
+                rule.unit.as_deref(),
+                unit,
+                rule.aggregate == Aggregate::Sum,
+            )
+            .map_err(|error| {
+                format!(
+                    "the limit {} {} of \"{}\" is not comparable with {column} ({}): {error}",
+                    crate::numbers::canonical(rule.threshold),
+                    rule.unit.as_deref().unwrap_or_default(),
+                    rule.key,
+                    unit.unwrap_or_default(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Why the rules the result states cannot be applied to their column: a limit whose unit cannot be
+/// compared with the column's (`5 kg` against a column in km, `€` against `$`, a unit the vocabulary does
+/// not know). Empty when the units agree, convert, or no rule or column is clear.
+pub fn unit_conflicts(result: &Value, context: &str) -> Vec<String> {
+    let rules = rules_in(result);
+    let Some((column, _)) = column_values(result, &rules, context) else {
+        return Vec::new();
+    };
+    let unit = column_unit(result, &column);
+    aligned_limits(&rules, &column, unit.as_deref())
+        .err()
+        .into_iter()
+        .collect()
+}
+
+/// Applies every rule to the column, each limit in the column's unit; `None` without rules, without one
+/// clear column, or when a limit's unit cannot be compared with the column's ([`unit_conflicts`] names
+/// it). `context` is the task's text (see [`column_values`]).
 pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     let rules = rules_in(result);
     if rules.is_empty() {
         return None;
     }
     let (column, rows) = column_values(result, &rules, context)?;
+    let unit = column_unit(result, &column);
+    let limits = aligned_limits(&rules, &column, unit.as_deref()).ok()?;
     let values: Vec<f64> = rows.iter().map(|(_, v)| *v).collect();
     let mut parts = Vec::new();
     let mut holds = true;
-    for rule in &rules {
+    for (rule, limit) in rules.iter().zip(&limits) {
         let (value, what) = match (rule.aggregate, rule.comparison) {
             (Aggregate::Mean, _) => (
                 values.iter().sum::<f64>() / values.len() as f64,
@@ -490,15 +624,24 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
                 (*v, format!("highest row {label}"))
             }
         };
-        let ok = rule.comparison.holds(value, rule.threshold);
+        let ok = rule.comparison.holds(value, limit.value);
         holds &= ok;
+        // A converted limit says so: `5 minutes = 300 s`.
+        let converted = match &limit.converted {
+            Some((from, to)) => format!(
+                " ({} {from} = {} {to})",
+                crate::numbers::canonical(rule.threshold),
+                crate::numbers::canonical(limit.value)
+            ),
+            None => String::new(),
+        };
         parts.push(format!(
-            "{} {}: {what} {} {} {} ({})",
+            "{} {}{converted}: {what} {} {} {} ({})",
             rule.key,
             crate::numbers::canonical(rule.threshold),
             crate::numbers::canonical((value * 1e4).round() / 1e4),
             rule.comparison.symbol(),
-            crate::numbers::canonical(rule.threshold),
+            crate::numbers::canonical(limit.value),
             if ok { "holds" } else { "fails" }
         ));
     }
@@ -510,10 +653,16 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
 
 /// The rules as calculator comparisons over their column, in the order the knowledge states them
 /// (`mean(28, 35, 31.5) <= 30`, `max(28, 35, 31.5) <= 40`): what a rule-check expression may be made of
-/// when the rules are understood. Empty when they are not (no rules, or no one clear column).
+/// when the rules are understood. Each limit is in the column's unit (`mean([Wait]) <= 300` for "at most
+/// 5 minutes" over a column in seconds). Empty when they are not (no rules, no one clear column, or a
+/// limit whose unit cannot be compared with the column's).
 pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
     let Some((column, _)) = column_values(result, &rules, context) else {
+        return Vec::new();
+    };
+    let unit = column_unit(result, &column);
+    let Ok(limits) = aligned_limits(&rules, &column, unit.as_deref()) else {
         return Vec::new();
     };
     // The column by reference (`mean([Wait]) <= 30`): the same few tokens for 5 rows or 500, and the
@@ -521,7 +670,8 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let reference = column_reference(result, &column);
     rules
         .iter()
-        .map(|rule| {
+        .zip(&limits)
+        .map(|(rule, limit)| {
             let function = match (rule.aggregate, rule.comparison) {
                 (Aggregate::Mean, _) => "mean",
                 (Aggregate::Sum, _) => "sum",
@@ -531,7 +681,7 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
             format!(
                 "{function}({reference}) {} {}",
                 rule.comparison.symbol(),
-                crate::numbers::canonical(rule.threshold)
+                crate::numbers::canonical(limit.value)
             )
         })
         .collect()
@@ -756,6 +906,41 @@ mod tests {
         assert_eq!(
             read("The 2024 season had 9 rounds with 362 stops in all."),
             []
+        );
+    }
+
+    #[test]
+    fn sentence_limits_keep_the_unit_written_with_them() {
+        let units = |text: &str| -> Vec<Option<String>> {
+            sentence_rules(text).into_iter().map(|r| r.unit).collect()
+        };
+        assert_eq!(
+            units(
+                "The average wait is no more than 5 minutes, and no store averages more than 8 minutes."
+            ),
+            [Some("minutes".to_owned()), Some("minutes".to_owned())]
+        );
+        assert_eq!(
+            units("The average basket is at least $42 and no store falls below 35%."),
+            [Some("$".to_owned()), Some("%".to_owned())]
+        );
+        assert_eq!(
+            units("The average must be at least 70 and no school may have fewer than 3 hospitals."),
+            [None, None]
+        );
+        assert_eq!(
+            units("平均值不超过120克，且任一食堂不超过150克。"),
+            [Some("克".to_owned()), Some("克".to_owned())]
+        );
+        let decimal = sentence_rules(
+            "The average yield is at least 7,0 t/ha and no plot yields less than 5,5 t/ha.",
+        );
+        let read: Vec<(f64, Option<String>)> =
+            decimal.into_iter().map(|r| (r.threshold, r.unit)).collect();
+        assert_eq!(
+            read,
+            [(7.0, None), (5.5, None)],
+            "decimal commas read; t/ha is no unit the vocabulary knows"
         );
     }
 

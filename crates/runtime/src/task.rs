@@ -251,10 +251,12 @@ impl Task {
             let plain = !name.is_empty()
                 && !name.contains(['/', '\\'])
                 && !name.starts_with('.')
-                && name.ends_with(".md");
+                && [".md", ".csv", ".tsv"]
+                    .iter()
+                    .any(|ext| name.ends_with(ext));
             if !plain {
                 return Err(format!(
-                    "knowledge_files entry {name:?} must be a plain .md file name"
+                    "knowledge_files entry {name:?} must be a plain .md, .csv or .tsv file name"
                 ));
             }
         }

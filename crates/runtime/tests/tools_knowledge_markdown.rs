@@ -244,7 +244,7 @@ fn malformed_tables_give_sensible_data() {
 | Team | Score | Units |
 |---|---|---|
 | A | 72 | 30 min |
-| B | n/a | 2 h |
+| B | n/a | 2 kg |
 | C | 75 (est.) | 1 h |
 
 ## Duplicate names
@@ -285,8 +285,10 @@ fn malformed_tables_give_sensible_data() {
         ])
     );
     assert_eq!(ragged["stats"]["Score"]["count"], 2);
-    // Text in a numeric-looking column, or mixed units: not a series.
+    // Text in a numeric-looking column, or units of different kinds (`30 min`, `2 kg`): not a series,
+    // and the second is named as unread.
     assert_eq!(by_heading("Mixed")["columns"], json!([]));
+    assert_eq!(by_heading("Mixed")["unread_columns"][0]["name"], "Units");
     assert_eq!(
         by_heading("Duplicate names")["columns"],
         json!([
@@ -300,9 +302,10 @@ fn malformed_tables_give_sensible_data() {
     let v = view(&out);
     assert!(v.contains("| Batch | Score | | Batch A | 72 |"), "{v}");
     assert!(
-        v.contains("Rows: A | 72 | 30 min; B | n/a | 2 h; C | 75 (est.) | 1 h"),
+        v.contains("Rows: A | 72 | 30 min; B | n/a | 2 kg; C | 75 (est.) | 1 h"),
         "{v}"
     );
+    assert!(v.contains("Not read: column \"Units\""), "{v}");
 }
 
 #[test]

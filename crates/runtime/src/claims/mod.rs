@@ -135,6 +135,9 @@ enum Truth {
     },
     /// Nothing says it; the clauses that hold a comparison the runtime could not place.
     Unknown { uncertain: Vec<String> },
+    /// The rule was read, but a limit's unit cannot be compared with its column's (`5 kg` against a
+    /// column in km, `€` against `$`, an unknown unit): the numbers are never compared raw.
+    UnitsDiffer { conflicts: Vec<String> },
 }
 
 impl Truth {
@@ -369,6 +372,15 @@ pub fn check(
                     "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
                 ),
             ),
+            (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
+                part,
+                "verdict",
+                &stated_text,
+                &format!(
+                    "the runtime does not compare numbers in different units: {}",
+                    conflicts.join("; ")
+                ),
+            ),
             (Truth::Unknown { uncertain }, Some(_)) => {
                 let why = if uncertain.is_empty() {
                     "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
@@ -502,6 +514,14 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
                 ),
             };
         }
+    }
+    let conflicts: Vec<String> = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::unit_conflicts(r, task.text()))
+        .collect();
+    if !conflicts.is_empty() {
+        return Truth::UnitsDiffer { conflicts };
     }
     if let Some(index) = task.rule_check()
         && let Some(Some(id)) = task.evidence(ledger.records()).get(index).cloned()

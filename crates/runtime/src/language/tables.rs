@@ -1,5 +1,7 @@
 //! Table vocabulary as data (`tables.json`, per language): the row labels that mark a summary row
-//! (`Total`, `Average`, `合计`, …) by kind, and the cell texts that mark a missing value (`n/a`, `—`, `暂无`, …).
+//! (`Total`, `Average`, `合计`, …) by kind, the cell texts that mark a missing value (`n/a`, `—`, `暂无`, …),
+//! and what marks a table laid out one row per measure: label headers (`Metric`, `指标`) and period names
+//! (`Jan`, `Q3`, `3月`) as column headers.
 //!
 //! Matching is whole-text and case-insensitive: a bold `**Sum**` and `Sum:` are summary labels, `Total Care
 //! Clinic` is not. The file is parsed once; a malformed file is a build-time bug caught by the unit tests.
@@ -50,12 +52,20 @@ struct SummaryWords {
 struct Vocabulary {
     summary_rows: SummaryWords,
     missing_cells: PerLanguage,
+    metric_headers: PerLanguage,
+    /// Period kind (its label column's name, `Month`) → the header cells that name one such period.
+    periods: BTreeMap<String, PerLanguage>,
+    /// The label column's name for headers that are years (`2023`, `2024`).
+    year_label: String,
 }
 
 /// The vocabulary, lower-cased, read once.
 struct Words {
     summary: Vec<(String, SummaryKind)>,
     missing: Vec<String>,
+    metric_headers: Vec<String>,
+    periods: Vec<(String, String)>,
+    year_label: String,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
@@ -77,9 +87,17 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| {
     ] {
         summary.extend(flat(words).into_iter().map(|w| (w, kind)));
     }
+    let periods = vocabulary
+        .periods
+        .iter()
+        .flat_map(|(kind, words)| flat(words).into_iter().map(|w| (w, kind.clone())))
+        .collect();
     Words {
         summary,
         missing: flat(&vocabulary.missing_cells),
+        metric_headers: flat(&vocabulary.metric_headers),
+        periods,
+        year_label: vocabulary.year_label,
     }
 });
 
@@ -112,6 +130,31 @@ pub fn is_missing_marker(cell: &str) -> bool {
     }
     let cell = cell.to_lowercase();
     WORDS.missing.contains(&cell)
+}
+
+/// Whether a label column's header says its rows are measures (`Metric`, `Measure`, `KPI`, `指标`): a table
+/// laid out one row per measure, one column per period or site.
+pub fn is_metric_header(header: &str) -> bool {
+    let header = normalized(header);
+    WORDS.metric_headers.contains(&header)
+}
+
+/// The kind of period a header cell names (`Jan` → `Month`, `Q3` → `Quarter`, `2024` → `Year`), as the
+/// name of the label column those periods make.
+pub fn period_kind(header: &str) -> Option<&'static str> {
+    let text = normalized(header);
+    let text = text.trim_end_matches('.');
+    if text.len() == 4
+        && text.chars().all(|c| c.is_ascii_digit())
+        && (1900..=2100).contains(&text.parse::<u32>().unwrap_or(0))
+    {
+        return Some(WORDS.year_label.as_str());
+    }
+    WORDS
+        .periods
+        .iter()
+        .find(|(word, _)| word == text)
+        .map(|(_, kind)| kind.as_str())
 }
 
 #[cfg(test)]
@@ -176,6 +219,28 @@ mod tests {
         ] {
             assert_eq!(summary_kind(label), None, "{label}");
         }
+    }
+
+    #[test]
+    fn periods_and_metric_headers() {
+        for (header, kind) in [
+            ("Jan", "Month"),
+            ("Sept.", "Month"),
+            ("March", "Month"),
+            ("3月", "Month"),
+            ("Q3", "Quarter"),
+            ("2024", "Year"),
+            ("Mon", "Day"),
+        ] {
+            assert_eq!(period_kind(header), Some(kind), "{header}");
+        }
+        for header in ["North", "1850", "Wait (min)", "Q5", ""] {
+            assert_eq!(period_kind(header), None, "{header}");
+        }
+        assert!(is_metric_header("Measure"));
+        assert!(is_metric_header("**KPI**"));
+        assert!(is_metric_header("指标"));
+        assert!(!is_metric_header("Site"));
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! summary rows), a bullet list of `label: number` items that states no rule becomes a table too, and
 //! each other `key: number` line becomes a fact.
 //!
-//! Every number goes through [`crate::numbers::parse_quantity`]; numbers inside sentences stay prose.
-//! This module knows no task, heading or column name; the few words it reads (summary labels, missing
-//! markers) are data in [`crate::language::tables`].
+//! Every number goes through [`crate::numbers::parse_quantity`] (per column: footnote markers, decimal
+//! commas and cell units are read by `cells`; a table laid out one row per measure is turned by
+//! `transpose`); numbers inside sentences stay prose. This module knows no task, heading or column name;
+//! the few words it reads (summary labels, missing markers, period names) are data in
+//! [`crate::language::tables`].
 //!
 //! Caps (rows, columns, facts) make the whole file `knowledge_corrupt` instead of truncating it: an
 //! average over a silently cut table is a wrong answer that looks right, while the error names the
@@ -14,7 +16,10 @@
 use crate::language::tables;
 use crate::numbers::{self, Quantity};
 
+use super::cells;
+pub use super::cells::ColumnError;
 use super::markdown::{ProseLine, RawTable};
+use super::transpose;
 
 /// Most body rows read from one table; a longer table makes the file `knowledge_corrupt`.
 pub const MAX_TABLE_ROWS: usize = 200;
@@ -57,6 +62,19 @@ pub struct Column {
 pub struct Row {
     pub label: String,
     pub values: Vec<Option<f64>>,
+    /// Footnote markers written after this row's numbers (`91.4*`), one per marked cell of a series.
+    pub notes: Vec<CellNote>,
+}
+
+/// A footnote marker after a number (`91.4*`, `12.4¹`, `12.4[a]`): the number is read, the marker kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellNote {
+    /// The series the marked cell belongs to.
+    pub column: String,
+    /// The marker as written (`*`, `¹`, `[a]`, `†`).
+    pub marker: String,
+    /// The footnote's text, when a line of the same section starts with the marker.
+    pub text: Option<String>,
 }
 
 impl Row {
@@ -100,11 +118,31 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// Leading and trailing rows labelled `Total`, `Average`, `合计`, … in file order.
     pub summary_rows: Vec<SummaryRow>,
+    /// Columns of numbers that could not be read exactly (an ambiguous decimal mark, units that cannot be
+    /// compared): not series, named so a claim about them stays unverified.
+    pub unread: Vec<ColumnError>,
+    /// Whether the table was written one row per measure and one column per period or site, and read
+    /// turned (the column headers are the row labels).
+    pub transposed: bool,
 }
 
 impl Table {
     pub fn has_numeric_column(&self) -> bool {
         !self.columns.is_empty()
+    }
+
+    /// Fills each note's text from the section's prose: a line that starts with the note's marker
+    /// (`* Audit repeated in week 3`, `¹ Includes night shifts`, `[a] Closed for five days`).
+    pub(crate) fn attach_note_texts(&mut self, prose: &[ProseLine]) {
+        for note in self.rows.iter_mut().flat_map(|r| r.notes.iter_mut()) {
+            note.text = prose
+                .iter()
+                .filter(|l| !l.code)
+                .find_map(|l| l.text.strip_prefix(note.marker.as_str()))
+                .map(str::trim)
+                .filter(|t| !t.is_empty() && !t.starts_with(|c: char| c.is_ascii_digit()))
+                .map(str::to_owned);
+        }
     }
 
     /// Labels of the rows without a value in column `index`, in row order.
@@ -158,13 +196,19 @@ pub struct Fact {
     pub unit: Option<String>,
 }
 
-/// Reads one table. Rows: a leading or trailing run of rows whose first text cell is a whole summary
-/// word (`Total`, `**Average**`, `合计`; [`crate::language::tables`]) are summary rows, kept apart.
-/// Columns, over the other rows: the label column is the first one holding a text cell (neither a
-/// quantity nor a missing marker), wherever it stands (else the first column); every other column whose
-/// cells are all quantities with one unit or missing (empty, `n/a`, `—`, `TBD`, …), with at least one
-/// quantity, is a series. Rows with an empty label are skipped.
 pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
+    check_caps(raw)?;
+    // One row per measure, one column per period or site: read turned, so each measure is a series.
+    if let Some(turned) = transpose::reoriented(raw) {
+        check_caps(&turned)?;
+        let mut table = read_table(&turned);
+        table.transposed = true;
+        return Ok(table);
+    }
+    Ok(read_table(raw))
+}
+
+fn check_caps(raw: &RawTable) -> Result<(), ExtractError> {
     if raw.header.len() > MAX_TABLE_COLUMNS {
         return Err(ExtractError::TooManyColumns {
             line: raw.line,
@@ -177,24 +221,25 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
             rows: raw.rows.len(),
         });
     }
-    let width = raw.header.len();
-    let parsed: Vec<Vec<Option<Quantity>>> = raw
-        .rows
-        .iter()
-        .map(|row| {
-            (0..width)
-                .map(|c| numbers::parse_quantity(cell(row, c)))
-                .collect()
-        })
-        .collect();
-    let is_text_cell = |r: usize, c: usize| {
-        parsed[r][c].is_none() && !tables::is_missing_marker(cell(&raw.rows[r], c))
-    };
+    Ok(())
+}
 
-    // Summary rows: the leading and trailing runs of rows whose first text cell is a summary word.
+/// Which rows are data and which summary rows, and which column labels them.
+struct Layout {
+    /// Body rows (not summary rows), in order.
+    body: Vec<usize>,
+    /// Per raw row: its summary label and kind, when it is a summary row.
+    summary: Vec<Option<(String, SummaryKind)>>,
+    label_index: usize,
+}
+
+/// Summary rows: the leading and trailing runs of rows whose first text cell is a summary word; the label
+/// column: the first holding a text cell over the other rows (else the first column).
+fn layout(grid: &cells::Grid, width: usize, is_text_cell: impl Fn(usize, usize) -> bool) -> Layout {
+    let rows = grid.text.len();
     let summary_label = |r: usize| -> Option<(String, SummaryKind)> {
         let first_text = (0..width).find(|&c| is_text_cell(r, c))?;
-        let label = cell(&raw.rows[r], first_text);
+        let label = grid.text[r][first_text].as_str();
         tables::summary_kind(label).map(|kind| {
             (
                 label
@@ -205,65 +250,80 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
             )
         })
     };
-    let summary: Vec<Option<(String, SummaryKind)>> =
-        (0..raw.rows.len()).map(summary_label).collect();
+    let summary: Vec<Option<(String, SummaryKind)>> = (0..rows).map(summary_label).collect();
     let leading = summary.iter().take_while(|s| s.is_some()).count();
     let trailing = summary[leading..]
         .iter()
         .rev()
         .take_while(|s| s.is_some())
         .count();
-    let body: Vec<usize> = (leading..raw.rows.len() - trailing).collect();
+    let body: Vec<usize> = (leading..rows - trailing).collect();
     // A table of nothing but summary rows has no other rows to summarize: its rows are its data.
     let (body, summary) = if body.is_empty() {
-        ((0..raw.rows.len()).collect(), vec![None; raw.rows.len()])
+        ((0..rows).collect(), vec![None; rows])
     } else {
         (body, summary)
     };
-
     let label_index = (0..width)
         .find(|&c| body.iter().any(|&r| is_text_cell(r, c)))
         .unwrap_or(0);
-    let names = column_names(&raw.header);
-
-    let mut series: Vec<(usize, Column)> = Vec::new();
-    for c in (0..width).filter(|&c| c != label_index) {
-        let filled: Vec<&Quantity> = body.iter().filter_map(|&r| parsed[r][c].as_ref()).collect();
-        let all_numbers = body.iter().all(|&r| !is_text_cell(r, c));
-        if filled.is_empty() || !all_numbers {
-            continue;
-        }
-        let mut cell_units: Vec<&str> = filled.iter().filter_map(|q| q.unit.as_deref()).collect();
-        cell_units.sort_unstable();
-        cell_units.dedup();
-        if cell_units.len() > 1 {
-            continue; // `30 min` next to `2 h`: not one series
-        }
-        let (name, header_unit) = &names[c];
-        let unit = header_unit
-            .clone()
-            .or_else(|| cell_units.first().map(|u| (*u).to_owned()));
-        series.push((
-            c,
-            Column {
-                name: name.clone(),
-                unit,
-            },
-        ));
+    Layout {
+        body,
+        summary,
+        label_index,
     }
-    let values = |r: usize| -> Vec<Option<f64>> {
+}
+
+/// Reads one table (caps already checked). Rows: a leading or trailing run of rows whose first text cell
+/// is a whole summary word (`Total`, `**Average**`, `合计`; [`crate::language::tables`]) are summary rows,
+/// kept apart. Columns, over the other rows: the label column is the first one holding a text cell
+/// (neither a number nor a missing marker), wherever it stands (else the first column); every other
+/// column whose cells are all numbers or missing (empty, `n/a`, `—`, `TBD`, …), with at least one number,
+/// is a series once its decimal mark and units are read ([`cells`]); a column of numbers that cannot be
+/// read exactly is listed in [`Table::unread`]. Footnote markers after numbers become row notes. Rows
+/// with an empty label are skipped.
+fn read_table(raw: &RawTable) -> Table {
+    let width = raw.header.len();
+    let grid = cells::Grid::new(&raw.rows, width);
+    let looks_numeric: Vec<Vec<bool>> = grid
+        .text
+        .iter()
+        .map(|row| row.iter().map(|c| cells::reads_as_number(c)).collect())
+        .collect();
+    let is_text_cell =
+        |r: usize, c: usize| !looks_numeric[r][c] && !tables::is_missing_marker(&grid.text[r][c]);
+    let Layout {
+        body,
+        summary,
+        label_index,
+    } = layout(&grid, width, is_text_cell);
+    let names = column_names(&raw.header);
+    let candidates: Vec<usize> = (0..width)
+        .filter(|&c| c != label_index)
+        .filter(|&c| !body.iter().any(|&r| is_text_cell(r, c)))
+        .filter(|&c| body.iter().any(|&r| looks_numeric[r][c]))
+        .collect();
+    let (series, unread) = read_series(&grid, &body, &names, &candidates);
+    let values = |r: usize| -> Vec<Option<f64>> { series.iter().map(|(_, _, v)| v[r]).collect() };
+    let notes = |r: usize| -> Vec<CellNote> {
         series
             .iter()
-            .map(|(c, _)| parsed[r][*c].as_ref().map(|q| q.value))
+            .filter_map(|(c, column, _)| {
+                Some(CellNote {
+                    column: column.name.clone(),
+                    marker: grid.markers[r][*c].clone()?,
+                    text: None,
+                })
+            })
             .collect()
     };
-
     let rows = body
         .iter()
-        .filter(|&&r| !cell(&raw.rows[r], label_index).is_empty())
+        .filter(|&&r| !grid.text[r][label_index].is_empty())
         .map(|&r| Row {
-            label: cell(&raw.rows[r], label_index).to_owned(),
+            label: raw_label(raw, r, label_index),
             values: values(r),
+            notes: notes(r),
         })
         .collect();
     let summary_rows = (0..raw.rows.len())
@@ -277,16 +337,67 @@ pub(crate) fn table(raw: &RawTable) -> Result<Table, ExtractError> {
             })
         })
         .collect();
-    Ok(Table {
+    Table {
         line: raw.line,
         label_column: names
             .get(label_index)
             .map(|(n, _)| n.clone())
             .unwrap_or_default(),
-        columns: series.into_iter().map(|(_, column)| column).collect(),
+        columns: series.into_iter().map(|(_, column, _)| column).collect(),
         rows,
         summary_rows,
-    })
+        unread,
+        transposed: false,
+    }
+}
+
+/// A numeric series: its raw column index, its name and unit, and one value per raw row.
+type Series = (usize, Column, Vec<Option<f64>>);
+
+/// Reads the `candidates` (columns of numbers and missing markers) as series, each with its decimal mark
+/// and in one unit; a column that cannot be read exactly is returned as its [`ColumnError`] instead.
+fn read_series(
+    grid: &cells::Grid,
+    body: &[usize],
+    names: &[(String, Option<String>)],
+    candidates: &[usize],
+) -> (Vec<Series>, Vec<ColumnError>) {
+    let plain_names: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+    let marks = cells::decimal_marks(grid, body, &plain_names);
+    let mut series = Vec::new();
+    let mut unread = Vec::new();
+    for &c in candidates {
+        let (name, header_unit) = &names[c];
+        let mark = match &marks[c] {
+            Ok(mark) => *mark,
+            Err(error) => {
+                unread.push(error.clone());
+                continue;
+            }
+        };
+        let mut quantities: Vec<Option<Quantity>> = grid
+            .text
+            .iter()
+            .map(|row| numbers::parse_quantity_with(&row[c], mark))
+            .collect();
+        match cells::one_unit(name, header_unit.as_deref(), &mut quantities) {
+            Ok(unit) => series.push((
+                c,
+                Column {
+                    name: name.clone(),
+                    unit,
+                },
+                quantities.into_iter().map(|q| q.map(|q| q.value)).collect(),
+            )),
+            Err(error) => unread.push(error),
+        }
+    }
+    (series, unread)
+}
+
+/// A row's label as written (a label keeps any marker it carries: it is a name, not a number).
+fn raw_label(raw: &RawTable, row: usize, label_index: usize) -> String {
+    cell(&raw.rows[row], label_index).to_owned()
 }
 
 fn cell(row: &[String], column: usize) -> &str {
@@ -314,9 +425,16 @@ fn column_names(header: &[String]) -> Vec<(String, Option<String>)> {
 }
 
 /// `Task Success (%)` → (`Task Success`, `%`); `Uptime %` → (`Uptime`, `%`); `Energy [kWh]` →
-/// (`Energy`, `kWh`). A bracketed suffix with digits (`New loans (Q3)`) is part of the name.
+/// (`Energy`, `kWh`); `Wait, minutes` → (`Wait`, `minutes`) when the words after the comma are a unit the
+/// vocabulary knows. A bracketed suffix with digits (`New loans (Q3)`) is part of the name.
 pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
     let header = header.trim();
+    if let Some((name, unit)) = header.rsplit_once([',', '，'])
+        && !name.trim().is_empty()
+        && crate::units::read(unit).is_some()
+    {
+        return (name.trim().to_owned(), Some(unit.trim().to_owned()));
+    }
     for (open, close) in [('(', ')'), ('[', ']'), ('（', '）')] {
         if let Some(inner_end) = header.strip_suffix(close)
             && let Some(start) = inner_end.rfind(open)
@@ -365,12 +483,22 @@ pub(crate) fn fact(line: &ProseLine) -> Option<Fact> {
         .trim()
         .trim_end_matches(['.', '。', ';', '；', ','])
         .trim_matches(|c| matches!(c, '*' | '_' | '`'));
-    let quantity = numbers::parse_quantity(value)?;
+    let quantity = fact_quantity(value)?;
     Some(Fact {
         line: line.line,
         key: key.to_owned(),
         value: quantity.value,
         unit: quantity.unit,
+    })
+}
+
+/// A fact's value: a quantity as [`numbers::parse_quantity`] reads it, or one written with a decimal comma
+/// that only a decimal comma reads (`7,0 t/ha`; `1,250` stays 1250).
+fn fact_quantity(value: &str) -> Option<Quantity> {
+    numbers::parse_quantity(value).or_else(|| {
+        (numbers::decimal_evidence(value) == numbers::DecimalEvidence::Comma)
+            .then(|| numbers::parse_quantity_with(value, numbers::DecimalMark::Comma))
+            .flatten()
     })
 }
 
@@ -527,6 +655,8 @@ mod tests {
         );
         assert_eq!(s("New loans (Q3)"), ("New loans (Q3)".into(), None));
         assert_eq!(s("Score"), ("Score".into(), None));
+        assert_eq!(s("Wait, minutes"), ("Wait".into(), Some("minutes".into())));
+        assert_eq!(s("Sales, North"), ("Sales, North".into(), None));
         assert_eq!(s("(%)"), ("(%)".into(), None));
     }
 
@@ -558,7 +688,7 @@ mod tests {
             &["Site", "Uptime", "Note", "Score", "Score", "Mixed"],
             &[
                 &["A", "99.2%", "ok", "1", "", "30 min"],
-                &["B", "98%", "", "2", "3", "2 h"],
+                &["B", "98%", "", "2", "3", "2 kg"],
                 &["", "1%", "x", "9", "9", "1 h"],
             ],
         ))
@@ -580,6 +710,92 @@ mod tests {
             (2, ("B".into(), 98.0), ("A".into(), 99.2))
         );
         assert_eq!(t.stats(2).unwrap().count, 1);
+        // `30 min` beside `2 kg`: not one series, and named as unread.
+        assert_eq!(t.unread.len(), 1);
+        assert_eq!(t.unread[0].column(), "Mixed");
+    }
+
+    #[test]
+    fn cells_in_two_units_of_one_kind_are_converted() {
+        let t = table(&raw(
+            &["Desk", "Wait", "Wait (s)"],
+            &[&["A", "4 min", "270"], &["B", "270 s", "4 min"]],
+        ))
+        .unwrap();
+        assert_eq!(t.columns[0].unit.as_deref(), Some("min"));
+        assert_eq!(values(&t, 0), [Some(4.0), Some(4.5)]);
+        assert_eq!(t.columns[1].unit.as_deref(), Some("s"));
+        assert_eq!(values(&t, 1), [Some(270.0), Some(240.0)]);
+    }
+
+    #[test]
+    fn footnoted_cells_are_read_with_their_marker_as_a_row_note() {
+        let t = table(&raw(
+            &["Ward", "Compliance (%)"],
+            &[
+                &["Ash", "94.5"],
+                &["Beech", "91.4*"],
+                &["Cedar", "88.0¹"],
+                &["Dove", "96.2[a]"],
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            values(&t, 0),
+            [Some(94.5), Some(91.4), Some(88.0), Some(96.2)]
+        );
+        let notes: Vec<(&str, &str)> = t
+            .rows
+            .iter()
+            .flat_map(|r| {
+                r.notes
+                    .iter()
+                    .map(move |n| (r.label.as_str(), n.marker.as_str()))
+            })
+            .collect();
+        assert_eq!(notes, [("Beech", "*"), ("Cedar", "¹"), ("Dove", "[a]")]);
+        assert_eq!(t.rows[1].notes[0].column, "Compliance");
+    }
+
+    #[test]
+    fn decimal_commas_are_read_per_column_and_ambiguous_columns_named() {
+        let t = table(&raw(
+            &["Plot", "Area (ha)", "Vines", "Rain (mm)", "Yield (t/ha)"],
+            &[
+                &["Nord", "2,4", "9,600", "412", "7,4"],
+                &["Sud", "1,8", "7,200", "398", "6,1"],
+            ],
+        ))
+        .unwrap();
+        let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Area", "Rain", "Yield"]);
+        assert_eq!(values(&t, 2), [Some(7.4), Some(6.1)]);
+        assert_eq!(
+            t.unread,
+            [ColumnError::AmbiguousDecimalMark {
+                column: "Vines".into(),
+                cell: "9,600".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_table_one_row_per_measure_is_read_turned() {
+        let t = table(&raw(
+            &["Measure", "Jan", "Feb", "Mar"],
+            &[
+                &["Calls offered", "4,210", "3,980", "4,650"],
+                &["Abandonment rate (%)", "6.2", "5.8", "7.4"],
+            ],
+        ))
+        .unwrap();
+        assert!(t.transposed);
+        assert_eq!(t.label_column, "Month");
+        let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["Jan", "Feb", "Mar"]);
+        assert_eq!(t.columns[1].name, "Abandonment rate");
+        assert_eq!(t.columns[1].unit.as_deref(), Some("%"));
+        assert_eq!(t.stats(1).unwrap().highest, ("Mar".into(), 7.4));
     }
 
     #[test]
@@ -598,6 +814,10 @@ mod tests {
             Some(("Maximum wait".into(), 30.0, Some("min".into())))
         );
         assert_eq!(f("最低平均值：80"), Some(("最低平均值".into(), 80.0, None)));
+        assert_eq!(
+            f("Minimum average yield: 7,0 t/ha"),
+            Some(("Minimum average yield".into(), 7.0, Some("t/ha".into())))
+        );
         assert_eq!(
             f("Budget: $1,250"),
             Some(("Budget".into(), 1250.0, Some("$".into())))
@@ -891,13 +1111,13 @@ mod tests {
             t.rows[0].values,
             [Some(12400.0), Some(1.2), Some(4.5), Some(12.0), Some(42.0)]
         );
-        // European `12.400,5` is not read as a number: the column is not a series, nothing is silently wrong.
+        // European `12.400,5`: a column that only a decimal comma reads is read with one.
         let eu = table(&raw(
             &["Plant", "Output"],
             &[&["A", "12.400,5"], &["B", "9.100,0"]],
         ))
         .unwrap();
-        assert!(eu.columns.is_empty());
+        assert_eq!(values(&eu, 0), [Some(12400.5), Some(9100.0)]);
     }
 
     #[test]
@@ -984,10 +1204,8 @@ mod tests {
             item("C: 3", 4, 1),
         ];
         let found = bullet_tables("T", &with_prose);
-        assert_eq!(
-            found.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
-            vec![std::ops::Range { start: 2, end: 4 }]
-        );
+        let ranges: Vec<(usize, usize)> = found.iter().map(|(r, _)| (r.start, r.end)).collect();
+        assert_eq!(ranges, [(2, 4)]);
         // The preamble has no heading: the column is `Value`.
         let (_, raw) = &bullet_tables(
             super::super::markdown::PREAMBLE,

@@ -1,10 +1,13 @@
 //! Markdown → sections, with pulldown-cmark (CommonMark + GFM tables): each section's heading path,
-//! its source markdown, its prose lines (markup stripped) and its raw tables (cell text).
+//! its source markdown, its prose lines (markup stripped) and its raw tables (cell text) — GFM tables and
+//! fenced ```` ```csv ```` / ```` ```tsv ```` blocks (read by `delimited`).
 //!
 //! This module only reads structure. It does not decide what is a number, a fact or a series
 //! (that is `extract`), nor how sections are scored (that is `retrieval`).
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use super::delimited::{self, DelimitedError};
 
 /// Heading shown for text that comes before the first heading.
 pub(crate) const PREAMBLE: &str = "(preamble)";
@@ -49,6 +52,8 @@ pub(crate) struct Section {
     pub markdown: String,
     pub prose: Vec<ProseLine>,
     pub tables: Vec<RawTable>,
+    /// CSV/TSV blocks that could not be read (the file is then corrupt: a row would be lost).
+    pub errors: Vec<DelimitedError>,
 }
 
 impl Section {
@@ -92,6 +97,14 @@ struct Open {
     start: usize,
     prose: Vec<ProseLine>,
     tables: Vec<RawTable>,
+    errors: Vec<DelimitedError>,
+}
+
+/// A fenced CSV/TSV block being read: its delimiter, its first line, its text so far.
+struct DelimitedBlock {
+    delimiter: u8,
+    line: usize,
+    text: String,
 }
 
 /// Splits `text` into sections. Never fails: anything the parser accepts (all text) has a reading.
@@ -110,8 +123,10 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
         start: 0,
         prose: Vec::new(),
         tables: Vec::new(),
+        errors: Vec::new(),
     };
     let mut sink = Sink::Prose;
+    let mut delimited_block: Option<DelimitedBlock> = None;
     let mut buffer = String::new();
     let mut buffer_line = 0;
     let mut heading_text = String::new();
@@ -181,6 +196,7 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                     start,
                     prose: Vec::new(),
                     tables: Vec::new(),
+                    errors: Vec::new(),
                 };
                 stack.push((level, title));
                 let previous = std::mem::replace(&mut open, next);
@@ -223,6 +239,38 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
             Event::End(TagEnd::TableCell) => {
                 row.push(collapse_whitespace(&cell));
                 sink = Sink::Prose;
+            }
+            // A fenced CSV/TSV block is data: read as a table, not kept as code lines.
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info)))
+                if delimited::delimiter(&info).is_some() =>
+            {
+                flush(
+                    &mut buffer,
+                    buffer_line,
+                    in_code,
+                    continues,
+                    &mut open.prose,
+                    &mut item,
+                );
+                continues = false;
+                delimited_block = delimited::delimiter(&info).map(|delimiter| DelimitedBlock {
+                    delimiter,
+                    line: lines.line(range.start) + 1,
+                    text: String::new(),
+                });
+            }
+            Event::Text(t) if delimited_block.is_some() => {
+                if let Some(block) = delimited_block.as_mut() {
+                    block.text.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) if delimited_block.is_some() => {
+                if let Some(block) = delimited_block.take() {
+                    match delimited::read(&block.text, block.delimiter, block.line) {
+                        Ok(table) => open.tables.push(table),
+                        Err(error) => open.errors.push(error),
+                    }
+                }
             }
             Event::Start(Tag::CodeBlock(_)) => {
                 flush(
@@ -392,7 +440,7 @@ fn close(
 ) {
     let is_preamble = open.level == 0;
     let is_container = next_level.is_some_and(|next| next > open.level);
-    let has_body = !open.prose.is_empty() || !open.tables.is_empty();
+    let has_body = !open.prose.is_empty() || !open.tables.is_empty() || !open.errors.is_empty();
     if !has_body && (is_preamble || is_container) {
         return;
     }
@@ -407,6 +455,7 @@ fn close(
             .to_owned(),
         prose: open.prose,
         tables: open.tables,
+        errors: open.errors,
     };
     debug_assert!(section.has_body() || !is_preamble);
     sections.push(section);
@@ -483,6 +532,30 @@ mod tests {
                 vec!["North".to_owned(), "24".to_owned()],
                 vec!["South".to_owned(), String::new()]
             ]
+        );
+    }
+
+    #[test]
+    fn fenced_csv_and_tsv_blocks_are_tables() {
+        let s = parse(
+            "# T\n\n```csv\nSite,Wait (min)\nNorth,24\n```\n\n```tsv\nSite\tWait\nSouth\t31\n```\n\n```\na,b\n1,2\n```\n",
+        );
+        let t = &s[0].tables;
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].line, 4, "the header's own line");
+        assert_eq!(t[0].header, ["Site", "Wait (min)"]);
+        assert_eq!(t[1].rows, [vec!["South".to_owned(), "31".to_owned()]]);
+        let code: Vec<&str> = s[0].prose.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(code, ["a,b", "1,2"], "other fenced blocks stay code");
+        let bad = parse("# T\n\n```csv\nSite,Wait\nNorth,24,9\n```\n");
+        assert_eq!(
+            bad[0].errors,
+            [DelimitedError::RaggedRow {
+                line: 5,
+                header_line: 4,
+                found: 3,
+                expected: 2
+            }]
         );
     }
 

@@ -1,16 +1,22 @@
 //! The knowledge_search tool: BM25 over the heading-delimited sections of the task's allowed
-//! `knowledge/*.md` files, returning the best passages (text + citations), the tables and
-//! `key: number` facts found in them, and a compact text view for the model.
+//! `knowledge/*.md` files (and `*.csv` / `*.tsv` files, one table each), returning the best passages
+//! (text + citations), the tables and `key: number` facts found in them, and a compact text view for
+//! the model.
 //!
 //! The model only sends a query. Which files may be read comes from the task (`allowed_sources`,
 //! plain file names); each is resolved inside the knowledge directory and refused if it is
 //! path-like or resolves outside it (symlinks). Any markdown is a source: a file without tables is
 //! prose, not an error. The result shape is `schemas/knowledge_result.schema.json`.
-//! Submodules: `markdown` (parsing), `extract` (tables and facts), `retrieval` (BM25), `view` (text).
+//! Full-width digits (`１２．５`) are folded to ASCII before anything is read.
+//! Submodules: `markdown` (parsing), `delimited` (CSV/TSV), `extract` (tables and facts), `cells`
+//! (cell values), `transpose` (tables one row per measure), `retrieval` (BM25), `view` (text).
 
+mod cells;
+mod delimited;
 mod extract;
 mod markdown;
 mod retrieval;
+mod transpose;
 mod view;
 
 /// The retrieval tokenizer, shared with the grounding so that "which column is this text about" and
@@ -24,9 +30,10 @@ use serde_json::{Map, Value, json};
 
 use super::{ToolError, ToolOutput, number_value};
 
+pub use delimited::DelimitedError;
 pub use extract::{
-    Column, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS,
-    Row, SummaryKind, SummaryRow, Table,
+    CellNote, Column, ColumnError, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE,
+    MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, SummaryKind, SummaryRow, Table,
 };
 pub use view::MAX_PROSE_CHARS;
 
@@ -184,20 +191,36 @@ impl ParsedSource {
     }
 }
 
-/// Reads and parses one allowed source (`name` is a plain `*.md` file name inside `knowledge_dir`).
+/// Reads and parses one allowed source (`name` is a plain `*.md`, `*.csv` or `*.tsv` file name inside
+/// `knowledge_dir`).
 pub fn parse_source(knowledge_dir: &Path, name: &str) -> Result<ParsedSource, ToolError> {
     let path = resolve(knowledge_dir, name)?;
     let text = read_source(&path, name)?;
     parse_text(name, &text)
 }
 
-/// Parses markdown `text` as the source `name` (a `*.md` file name; its stem is the source id).
-/// Errors are `knowledge_corrupt`, with the file name first and the line of the offending part.
+/// Parses `text` as the source `name` (a `*.md` file name, or `*.csv` / `*.tsv` for one table; its stem
+/// is the source id). Errors are `knowledge_corrupt`, with the file name first and the line of the
+/// offending part.
 pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
     let corrupt =
         |reason: String| ToolError::permanent("knowledge_corrupt", format!("{name}: {reason}"));
-    let source_id = name.strip_suffix(".md").unwrap_or(name).to_owned();
-    let sections = markdown::parse(text);
+    let source_id = name
+        .rsplit_once('.')
+        .filter(|(_, ext)| matches!(*ext, "md" | "csv" | "tsv"))
+        .map_or(name, |(stem, _)| stem)
+        .to_owned();
+    let blake3 = blake3::hash(text.as_bytes()).to_hex().to_string();
+    let text = crate::numbers::fold_full_width(text);
+    let sections = match delimited::file_delimiter(name) {
+        Some(delimiter) => vec![
+            delimited::file_section(name, &text, delimiter).map_err(|e| corrupt(e.to_string()))?,
+        ],
+        None => markdown::parse(&text),
+    };
+    if let Some(error) = sections.iter().flat_map(|s| &s.errors).next() {
+        return Err(corrupt(error.to_string()));
+    }
     if sections.is_empty() {
         return Err(corrupt(
             "no section with content (the file has no text)".into(),
@@ -223,6 +246,18 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
             table.label_column = String::new();
             taken[lines].fill(true);
             tables.push((table, raw));
+        }
+        // Comma-separated lines pasted as a paragraph (a header of names over a column of numbers).
+        for (lines, raw) in delimited::bare_tables(&section.prose) {
+            if taken[lines.clone()].iter().any(|t| *t) {
+                continue;
+            }
+            let table = extract::table(&raw).map_err(|e| corrupt(e.to_string()))?;
+            taken[lines].fill(true);
+            tables.push((table, raw));
+        }
+        for (table, _) in &mut tables {
+            table.attach_note_texts(&section.prose);
         }
         tables.sort_by_key(|(t, _)| t.line);
         let (tables, raw_tables): (Vec<Table>, Vec<markdown::RawTable>) =
@@ -258,7 +293,7 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
         .map_err(|e| corrupt(e.to_string()))?;
     Ok(ParsedSource {
         source_id,
-        blake3: blake3::hash(text.as_bytes()).to_hex().to_string(),
+        blake3,
         passages,
     })
 }
@@ -458,8 +493,9 @@ fn data_json(passages: &[&Passage]) -> Value {
 }
 
 /// One table: `columns` (`name`, `unit`, `count` of rows with a value, `missing` row labels), `rows`
-/// (`label`, `values`, and `missing` column names when the row lacks some), `summary_rows` (`label`,
-/// `kind` `sum`|`mean`|`other`, `values`) kept out of `rows` and `stats`, and `stats`.
+/// (`label`, `values`, `missing` column names when the row lacks some, `notes` when its numbers carry
+/// footnote markers), `summary_rows` (`label`, `kind` `sum`|`mean`|`other`, `values`) kept out of `rows`
+/// and `stats`, `stats`, and when they apply `unread_columns` (`name`, `reason`) and `transposed`.
 fn table_json(passage: &Passage, table: &Table) -> Value {
     let columns: Vec<Value> = table
         .columns
@@ -483,6 +519,13 @@ fn table_json(passage: &Passage, table: &Table) -> Value {
         .iter()
         .map(|row| {
             let mut out = json!({ "label": row.label, "values": values_json(&row.values) });
+            if !row.notes.is_empty() {
+                out["notes"] = row
+                    .notes
+                    .iter()
+                    .map(|n| json!({ "column": n.column, "marker": n.marker, "text": n.text }))
+                    .collect();
+            }
             let missing: Vec<&str> = table
                 .columns
                 .iter()
@@ -514,7 +557,7 @@ fn table_json(passage: &Passage, table: &Table) -> Value {
             );
         }
     }
-    json!({
+    let mut out = json!({
         "citation_id": passage.citation_id,
         "heading": passage.heading,
         "label_column": table.label_column,
@@ -522,7 +565,18 @@ fn table_json(passage: &Passage, table: &Table) -> Value {
         "rows": rows,
         "summary_rows": summary_rows,
         "stats": stats,
-    })
+    });
+    if !table.unread.is_empty() {
+        out["unread_columns"] = table
+            .unread
+            .iter()
+            .map(|e| json!({ "name": e.column(), "reason": e.to_string() }))
+            .collect();
+    }
+    if table.transposed {
+        out["transposed"] = json!(true);
+    }
+    out
 }
 
 /// `3 passage(s): kb-a-x, kb-a-y, kb-a-z; 1 table(s) (4 rows), 2 fact(s)`.
@@ -595,11 +649,14 @@ pub fn slug(text: &str) -> String {
     }
 }
 
-/// A plain `*.md` file name: no separators, no leading dot, no `..`.
-fn is_plain_markdown_name(name: &str) -> bool {
+/// A plain `*.md`, `*.csv` or `*.tsv` file name: no separators, no leading dot, no `..`.
+fn is_plain_source_name(name: &str) -> bool {
+    let stem_len = [".md", ".csv", ".tsv"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext))
+        .map_or(0, str::len);
     name.len() <= 128
-        && name.ends_with(".md")
-        && name.len() > 3
+        && stem_len > 0
         && !name.starts_with('.')
         && !name.contains("..")
         && name
@@ -609,11 +666,11 @@ fn is_plain_markdown_name(name: &str) -> bool {
 
 /// Resolves `name` inside `knowledge_dir`, refusing anything that escapes it.
 fn resolve(knowledge_dir: &Path, name: &str) -> Result<PathBuf, ToolError> {
-    if !is_plain_markdown_name(name) {
+    if !is_plain_source_name(name) {
         return Err(ToolError::permanent(
             "knowledge_source_invalid",
             format!(
-                "knowledge source {:?} is not a plain .md file name",
+                "knowledge source {:?} is not a plain .md, .csv or .tsv file name",
                 clip(name, 80)
             ),
         ));
@@ -705,9 +762,12 @@ mod tests {
             "kb\\x.md",
             ".md",
         ] {
-            assert!(!is_plain_markdown_name(bad), "{bad}");
+            assert!(!is_plain_source_name(bad), "{bad}");
         }
-        assert!(is_plain_markdown_name("quarterly_sales.md"));
+        assert!(is_plain_source_name("quarterly_sales.md"));
+        assert!(is_plain_source_name("route_times.csv"));
+        assert!(is_plain_source_name("route_times.tsv"));
+        assert!(!is_plain_source_name(".csv"));
     }
 
     #[test]

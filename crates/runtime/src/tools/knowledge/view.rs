@@ -1,8 +1,9 @@
 //! The `view`: the text the model reads from a knowledge_search result, printed verbatim by the
 //! prompt code. Per passage, in rank order: `[<citation id>] <heading path>`, the prose (tables and
 //! fact lines removed, clipped), one `Table:` line and one line per numeric column with every row
-//! as `label = value` plus count/rows without a value/lowest/highest, a `Stated <label> (<kind>):` line
-//! per summary row (`Total`, `Average`; kept out of the column lines), and a `Facts:` line.
+//! as `label = value` plus count/rows without a value/lowest/highest, a `Notes:` line for footnoted
+//! cells and a `Not read:` line per column that could not be read exactly, a `Stated <label> (<kind>):`
+//! line per summary row (`Total`, `Average`; kept out of the column lines), and a `Facts:` line.
 //!
 //! It must stay compact (every character is prompt tokens on a small CPU) and print numbers with
 //! [`crate::numbers::canonical`], the form grounding and the claims gate compare against.
@@ -66,6 +67,7 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             "Rows: {}",
             clip_at_word(&rows.join("; "), MAX_TEXT_TABLE_CHARS)
         );
+        render_notes_and_unread(out, table);
         return;
     }
     for (index, column) in table.columns.iter().enumerate() {
@@ -103,6 +105,7 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             canonical(stats.highest.1),
         );
     }
+    render_notes_and_unread(out, table);
     // Stated totals and averages: shown apart, never part of the column lines above.
     for summary in &table.summary_rows {
         let values: Vec<String> = table
@@ -120,6 +123,32 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
                 values.join(", ")
             );
         }
+    }
+}
+
+/// `Notes: Beech Compliance * (Audit repeated …)` for footnoted cells, and `Not read: <reason>` per column
+/// of numbers that could not be read exactly, so the model never computes on a guess of its own.
+fn render_notes_and_unread(out: &mut String, table: &Table) {
+    let notes: Vec<String> = table
+        .rows
+        .iter()
+        .flat_map(|row| row.notes.iter().map(move |n| (row, n)))
+        .map(|(row, n)| match &n.text {
+            Some(text) => format!(
+                "{} {} {} ({})",
+                row.label,
+                n.column,
+                n.marker,
+                clip_at_word(text, 60)
+            ),
+            None => format!("{} {} {}", row.label, n.column, n.marker),
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "Notes: {}", notes.join("; "));
+    }
+    for error in &table.unread {
+        let _ = writeln!(out, "Not read: {error}");
     }
 }
 

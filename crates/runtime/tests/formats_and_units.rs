@@ -1,0 +1,456 @@
+//! Data as people keep it and units as they write them (issue 39, items 1–2): CSV blocks, `.csv` files,
+//! bare comma-separated lines, footnoted cells, decimal commas, tables one row per measure and full-width
+//! digits load into the same observed tables and chart to a real PNG; a rule in one unit over cells in
+//! another is checked after conversion, by the runtime and by the calculator; what cannot be read is
+//! named, never guessed. The scripted runs use the suite's own tasks (no model).
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use runtime::tools::calculator::{self, CalcValue, TableColumns};
+use runtime::tools::knowledge::{self, ParsedSource, SearchRequest};
+use runtime::tools::{ArtifactStore, ToolContext, call_tool};
+use runtime::{RunStatus, StopReason};
+use serde_json::{Value, json};
+
+fn search(sources: &[ParsedSource], query: &str) -> Value {
+    let request = SearchRequest::new(query, knowledge::MAX_TOP_K).unwrap();
+    knowledge::search_sources(&request, sources).unwrap().result
+}
+
+/// The rows of the first table holding `column`, as (label, value).
+fn column(result: &Value, column: &str) -> Vec<(String, f64)> {
+    let table = result["data"]["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["name"] == column)
+        })
+        .unwrap_or_else(|| panic!("no table with {column}: {result}"));
+    table["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["label"].as_str().unwrap().to_owned(),
+                r["values"][column].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Charts `[reference]` from `result` with the plot tool and returns the PNG's bytes and the spec.
+fn chart(result: &Value, reference: &str) -> (Vec<u8>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = ArtifactStore::new();
+    let columns = TableColumns::from_results([result]);
+    let mut ctx = ToolContext {
+        knowledge_dir: Path::new("."),
+        allowed_sources: &[],
+        artifact_dir: dir.path(),
+        artifacts: &mut store,
+        columns: &columns,
+    };
+    let args = json!({"column": reference, "title": "chart"});
+    let out = call_tool("plot", args.as_object().unwrap(), &mut ctx).expect("a chart");
+    let png = fs::read(dir.path().join(out.artifacts[0].file_name.as_str())).unwrap();
+    (png, out.result["spec"].clone())
+}
+
+/// A knowledge file (name, text), the query that finds it, the column asked and its expected rows.
+type FormatCase = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<(&'static str, f64)>,
+);
+
+#[test]
+fn every_new_data_format_loads_into_an_observed_table_and_charts() {
+    let cases: [FormatCase; 6] = [
+        (
+            "pasted.md",
+            "# Export\n\n```csv\nSite,\"Visits, total\",Uptime (%)\nNorth,\"1,250\",99.2\nSouth,980,98.5\n```\n",
+            "uptime",
+            "Uptime",
+            vec![("North", 99.2), ("South", 98.5)],
+        ),
+        (
+            "sites.csv",
+            "Site,Uptime (%)\nNorth,99.2\nSouth,98.5\nEast,97.0\n",
+            "uptime",
+            "Uptime",
+            vec![("North", 99.2), ("South", 98.5), ("East", 97.0)],
+        ),
+        (
+            "bare.md",
+            "# Uptime\n\nSite,Uptime,Owner\nNorth,99.2,Ana\nSouth,98.5,Bo\n",
+            "uptime",
+            "Uptime",
+            vec![("North", 99.2), ("South", 98.5)],
+        ),
+        (
+            "notes.md",
+            "# Audit\n\n| Ward | Compliance (%) |\n|---|---|\n| Ash | 94.5* |\n| Beech | 88.0¹ |\n| Cedar | 96.2[a] |\n\n\\* Repeated in week 3.\n",
+            "compliance",
+            "Compliance",
+            vec![("Ash", 94.5), ("Beech", 88.0), ("Cedar", 96.2)],
+        ),
+        (
+            "harvest.md",
+            "# Harvest\n\n| Plot | Vines | Yield (t/ha) |\n|---|---|---|\n| Nord | 9,600 | 7,4 |\n| Sud | 7,200 | 6,1 |\n",
+            "yield",
+            "Yield",
+            vec![("Nord", 7.4), ("Sud", 6.1)],
+        ),
+        (
+            "dashboard.md",
+            "# Dashboard\n\n| Measure | Jan | Feb | Mar |\n|---|---|---|---|\n| Calls | 4,210 | 3,980 | 4,650 |\n| Abandonment rate (%) | 6.2 | 5.8 | 7.4 |\n",
+            "abandonment rate",
+            "Abandonment rate",
+            vec![("Jan", 6.2), ("Feb", 5.8), ("Mar", 7.4)],
+        ),
+    ];
+    for (name, text, query, name_of_column, rows) in cases {
+        let source = knowledge::parse_text(name, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let result = search(&[source], query);
+        let expected: Vec<(String, f64)> =
+            rows.iter().map(|(l, v)| ((*l).to_owned(), *v)).collect();
+        assert_eq!(column(&result, name_of_column), expected, "{name}");
+        let (png, spec) = chart(&result, &format!("[{name_of_column}]"));
+        assert!(png.starts_with(b"\x89PNG"), "{name}");
+        assert_eq!(
+            spec["values"].as_array().unwrap().len(),
+            rows.len(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn read_details_are_in_the_result_footnotes_unread_columns_and_turned_tables() {
+    let notes = knowledge::parse_text(
+        "notes.md",
+        "# Audit\n\n| Ward | Compliance (%) |\n|---|---|\n| Ash | 94.5* |\n| Beech | 88.0 |\n\n\\* Repeated in week 3.\n",
+    )
+    .unwrap();
+    let result = search(&[notes], "compliance");
+    assert_eq!(
+        result["data"]["tables"][0]["rows"][0]["notes"],
+        json!([{"column": "Compliance", "marker": "*", "text": "Repeated in week 3."}])
+    );
+    assert!(
+        result["view"]
+            .as_str()
+            .unwrap()
+            .contains("Notes: Ash Compliance *")
+    );
+    let harvest = knowledge::parse_text(
+        "harvest.md",
+        "# Harvest\n\n| Plot | Vines | Yield (t/ha) |\n|---|---|---|\n| Nord | 9,600 | 7,4 |\n| Sud | 7,200 | 6,1 |\n",
+    )
+    .unwrap();
+    let result = search(&[harvest], "yield vines");
+    let unread = &result["data"]["tables"][0]["unread_columns"];
+    assert_eq!(unread[0]["name"], "Vines");
+    assert!(unread[0]["reason"].as_str().unwrap().contains("\"9,600\""));
+    assert!(
+        result["view"]
+            .as_str()
+            .unwrap()
+            .contains("Not read: column \"Vines\"")
+    );
+    // A number the calculator is asked of an unread column is refused, not guessed.
+    let columns = TableColumns::from_results([&result]);
+    assert!(calculator::evaluate_with("mean([Vines])", &columns).is_err());
+}
+
+#[test]
+fn full_width_digits_read_as_the_numbers_they_are() {
+    let source = knowledge::parse_text(
+        "canteen.md",
+        "# 食堂\n\n| 食堂 | 人均剩餐量（克） |\n|---|---|\n| 一号 | １２８．５ |\n| 二号 | １４２．０ |\n\n## 要求\n\n各食堂人均剩餐量的平均值不超过１２０克，且任一食堂不超过１５０克。\n",
+    )
+    .unwrap();
+    let result = search(&[source], "人均剩餐量 要求");
+    assert_eq!(
+        column(&result, "人均剩餐量"),
+        [("一号".to_owned(), 128.5), ("二号".to_owned(), 142.0)]
+    );
+    let verdict = runtime::rules::verdict(&result, "人均剩餐量").unwrap();
+    assert!(!verdict.holds, "{}", verdict.explanation);
+}
+
+#[test]
+fn a_malformed_csv_row_makes_the_file_corrupt_naming_the_line() {
+    for (name, text, line) in [
+        ("bad.csv", "Site,Wait\nNorth,31\nSouth,28,9\n", "line 3"),
+        (
+            "bad.md",
+            "# T\n\n```csv\nSite,Wait\nNorth,31,4\n```\n",
+            "line 5",
+        ),
+    ] {
+        let error = knowledge::parse_text(name, text).unwrap_err();
+        assert_eq!(error.code, "knowledge_corrupt", "{name}");
+        assert!(error.message.contains(line), "{name}: {}", error.message);
+    }
+}
+
+/// The knowledge observation of a run of `task` searched with its own hint.
+fn knowledge_result(task: &str) -> (Value, String) {
+    let task = common::task(task);
+    let hint = task.required_evidence()[0].hint.clone();
+    let request = SearchRequest::new(hint, knowledge::DEFAULT_TOP_K).unwrap();
+    let out = knowledge::search(
+        &request,
+        &common::knowledge_dir(),
+        &task.file.knowledge_files,
+    )
+    .unwrap();
+    (out.result, task.text().to_owned())
+}
+
+#[test]
+fn a_unit_rule_is_checked_by_the_calculator_after_conversion() {
+    for (task, terms) in [
+        (
+            "checkout_queue_seconds",
+            ["mean([Queue wait]) <= 300", "max([Queue wait]) <= 480"],
+        ),
+        (
+            "vaccine_fridge_fahrenheit",
+            ["mean([Temperature]) <= 41", "max([Temperature]) <= 46.4"],
+        ),
+    ] {
+        let (result, context) = knowledge_result(task);
+        assert_eq!(
+            runtime::rules::calculator_terms(&result, &context),
+            terms,
+            "{task}"
+        );
+        let columns = TableColumns::from_results([&result]);
+        let checked = calculator::evaluate_with(&terms.join(" and "), &columns).unwrap();
+        assert_eq!(checked.value, CalcValue::Boolean(true), "{task}");
+        // Compared raw (5 against seconds, 5 against °F), the same rule would say "not met".
+        let raw = terms.map(|t| {
+            t.replace("300", "5")
+                .replace("480", "8")
+                .replace("41", "5")
+                .replace("46.4", "8")
+        });
+        let raw = calculator::evaluate_with(&raw.join(" and "), &columns).unwrap();
+        assert_eq!(raw.value, CalcValue::Boolean(false), "{task}");
+        let verdict = runtime::rules::verdict(&result, &context).unwrap();
+        assert!(verdict.holds, "{task}: {}", verdict.explanation);
+    }
+}
+
+fn rejections(o: &common::Outcome) -> Vec<String> {
+    o.events
+        .iter()
+        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
+        .map(|e| e.data["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A scripted run of `task`: search, average, the raw rule check a model wrote before units were read,
+/// a chart, then the verdict the raw comparison gives and the right one.
+fn run_raw_then_right(
+    task: &str,
+    column: &str,
+    raw_check: &str,
+    wrong: &str,
+    right: &str,
+) -> common::Outcome {
+    let task = common::task(task);
+    let action = |tool: &str, arguments: Value| {
+        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+    };
+    let evidence = [
+        "obs-knowledge_search-1",
+        "obs-calculator-2",
+        "obs-calculator-3",
+        "obs-plot-4",
+    ];
+    let final_answer = |answer: String| {
+        json!({"type": "final", "answer": answer, "evidence_ids": evidence}).to_string()
+    };
+    let texts = vec![
+        action(
+            "knowledge_search",
+            json!({"query": task.required_evidence()[0].hint}),
+        ),
+        action(
+            "calculator",
+            json!({"expression": format!("mean([{column}])")}),
+        ),
+        action("calculator", json!({"expression": raw_check})),
+        action(
+            "plot",
+            json!({"column": format!("[{column}]"), "title": "chart"}),
+        ),
+        final_answer(wrong.to_owned()),
+        final_answer(right.to_owned()),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    common::run_with(&task, &mut policy, |_| {})
+}
+
+#[test]
+fn seconds_against_a_limit_in_minutes_compared_raw_is_rejected_then_repaired() {
+    let o = run_raw_then_right(
+        "checkout_queue_seconds",
+        "Queue wait",
+        "mean([Queue wait]) <= 5 and max([Queue wait]) <= 8",
+        "Average queue wait: 293 seconds; longest wait: Old Town; the queue promise was broken.",
+        "Average queue wait: 293 seconds; longest wait: Old Town; the queue promise was kept.",
+    );
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let message = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap()
+        .data["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("(5 minutes = 300 s)"), "{message}");
+    let verification = o.result.verification.clone().unwrap();
+    assert_eq!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+    assert_eq!(verification.verdict, Some(true));
+    // The model's own raw check (false) is not what decides: the runtime's converted reading does.
+    assert!(o.result.final_answer.as_deref().unwrap().ends_with("kept."));
+}
+
+#[test]
+fn fahrenheit_against_a_limit_in_celsius_compared_raw_is_rejected_then_repaired() {
+    let o = run_raw_then_right(
+        "vaccine_fridge_fahrenheit",
+        "Temperature",
+        "mean([Temperature]) <= 5 and max([Temperature]) <= 8",
+        "Average temperature: 39.3 °F; warmest fridge: Ward block B; the cold chain standard was not met.",
+        "Average temperature: 39.3 °F; warmest fridge: Ward block B; the cold chain standard was met.",
+    );
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let verification = o.result.verification.clone().unwrap();
+    assert_eq!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .ends_with("was met.")
+    );
+}
+
+#[test]
+fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let knowledge_dir = dir.path().join("knowledge");
+    let task_dir = dir.path().join("depot_loads");
+    fs::create_dir_all(&knowledge_dir).unwrap();
+    fs::create_dir_all(&task_dir).unwrap();
+    fs::write(
+        knowledge_dir.join("depot_loads.md"),
+        "# Depot loads\n\n| Depot | Load (kg) |\n|---|---|\n| North | 420 |\n| South | 380 |\n\n## Load rule\n\n- Maximum average load: 5 km\n- Maximum load at any depot: 9 km\n",
+    )
+    .unwrap();
+    let mut task = fs::read_to_string(
+        common::fixtures_dir()
+            .join("tasks")
+            .join("checkout_queue_seconds")
+            .join("task.json"),
+    )
+    .unwrap()
+    .replace("checkout_queue_seconds", "depot_loads");
+    task = task.replace("queue wait", "load").replace("store", "depot");
+    fs::write(task_dir.join("task.json"), task).unwrap();
+    let task = runtime::task::Task::load(&task_dir).unwrap();
+    let texts = vec![
+        json!({"type": "action", "tool": "knowledge_search", "arguments": {"query": "load rule depot"}}).to_string(),
+        json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Load])"}}).to_string(),
+        json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Load]) <= 5"}}).to_string(),
+        json!({"type": "action", "tool": "plot", "arguments": {"column": "[Load]", "title": "chart"}}).to_string(),
+        json!({"type": "final", "answer": "Average load: 400 seconds; longest wait: North; the queue promise was broken.",
+               "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]}).to_string(),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |config| {
+        config.knowledge_dir = knowledge_dir.clone();
+    });
+    assert_eq!(o.result.stop_reason, StopReason::Completed);
+    let verification = o.result.verification.clone().unwrap();
+    let verdict = verification
+        .claims
+        .iter()
+        .find(|c| c.kind == "verdict")
+        .unwrap();
+    assert_eq!(verdict.status, "unverified");
+    assert!(
+        verdict.detail.contains("different units")
+            && verdict.detail.contains("\"km\"")
+            && verdict.detail.contains("\"kg\""),
+        "{}",
+        verdict.detail
+    );
+    assert_ne!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+}
+
+#[test]
+fn unit_conflicts_name_unknown_and_mismatched_pairs() {
+    let parse = |rule: &str| {
+        knowledge::parse_text(
+            "d.md",
+            &format!("# Loads\n\n| Depot | Load (kg) |\n|---|---|\n| North | 420 |\n| South | 380 |\n\n## Rule\n\n{rule}\n"),
+        )
+        .unwrap()
+    };
+    for (rule, named) in [
+        ("- Maximum average load: 5 km", "\"km\" (distance)"),
+        (
+            "- Maximum average load: 5 crates",
+            "\"crates\" is not one the runtime knows",
+        ),
+        ("- Maximum average load: 0.5 t", ""),
+    ] {
+        let result = search(&[parse(rule)], "load rule depot");
+        let conflicts = runtime::rules::unit_conflicts(&result, "the load of each depot");
+        if named.is_empty() {
+            assert!(conflicts.is_empty(), "{rule}: {conflicts:?}");
+            let terms = runtime::rules::calculator_terms(&result, "the load of each depot");
+            assert_eq!(terms, ["mean([Load]) <= 500"], "0.5 t is 500 kg");
+        } else {
+            assert!(
+                conflicts.len() == 1 && conflicts[0].contains(named),
+                "{rule}: {conflicts:?}"
+            );
+            assert!(runtime::rules::verdict(&result, "the load of each depot").is_none());
+            assert!(runtime::rules::calculator_terms(&result, "the load of each depot").is_empty());
+        }
+    }
+}
