@@ -330,7 +330,11 @@ fn seconds_against_a_limit_in_minutes_compared_raw_is_rejected_then_repaired() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(message.contains("(5 minutes = 300 s)"), "{message}");
+    // The repair names where the rule is, not the converted limit or the verdict to write.
+    assert!(
+        message.contains("obs-knowledge_search-1") && !message.contains("kept"),
+        "{message}"
+    );
     let verification = o.result.verification.clone().unwrap();
     assert_eq!(
         verification.status,

@@ -222,15 +222,20 @@ fn thousands_separators_and_units_stay_attached() {
 
 #[test]
 fn european_decimals_are_not_silently_misread() {
+    // Every cell of the column writes `.` for thousands and `,` for decimals: the column's decimal mark is the
+    // comma, read exactly (the old reader left it out rather than misread it).
     let out = search_one(
         "## Output\n\n| Plant | Output |\n|---|---|\n| A | 12.400,5 |\n| B | 9.100,0 |\n",
         "output",
     );
+    let table = first_table(&out);
+    assert_eq!(table["columns"][0]["name"], "Output", "{table}");
     assert_eq!(
-        first_table(&out)["columns"],
-        json!([]),
-        "not a series, so no wrong number"
+        table["rows"][0]["values"]["Output"],
+        json!(12400.5),
+        "{table}"
     );
+    assert_eq!(table["rows"][1]["values"]["Output"], json!(9100), "{table}");
 }
 
 #[test]
