@@ -18,6 +18,10 @@ export_ggml_cpu_features
 # One cargo invocation builds everything the steps below run, with one feature set: every crate, test, example
 # and xtask. `cargo test`, `cargo xtask` and the runner then reuse every unit of it (xtask's and the runner's
 # feature pins keep their own resolutions inside it; crates/runner/tests/build_sharing.rs checks all three).
+# Style is part of the build: an unformatted tree fails before anything compiles (seconds; rustfmt.toml).
+step "cargo fmt --all -- --check"
+cargo fmt --all -- --check
+
 step "cargo build --workspace --all-targets (llama.cpp included: compiled once)"
 cargo build --workspace --all-targets
 
