@@ -10,8 +10,25 @@
 
 use std::ops::Range;
 
-pub use super::document::DelimitedError;
-use super::document::{ProseLine, RawTable, Section};
+use super::markdown::{ProseLine, RawTable, Section};
+
+/// Why delimited data cannot be read; becomes a `knowledge_corrupt` tool error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DelimitedError {
+    #[error(
+        "CSV/TSV row at line {line} has {found} fields; its header (line {header_line}) has {expected}"
+    )]
+    RaggedRow {
+        line: usize,
+        header_line: usize,
+        found: usize,
+        expected: usize,
+    },
+    #[error("CSV/TSV data at line {line} cannot be read: {message}")]
+    Malformed { line: usize, message: String },
+    #[error("CSV/TSV block at line {line} has no header row")]
+    NoHeader { line: usize },
+}
 
 /// The field delimiter a fenced block's info string or a file name asks for (`csv` → `,`, `tsv` → tab).
 pub(crate) fn delimiter(kind: &str) -> Option<u8> {

@@ -16,9 +16,9 @@
 use crate::language::tables;
 use crate::numbers::{self, Quantity};
 
+use super::cells;
 pub use super::cells::ColumnError;
-use super::cells::{self, split_unit};
-use super::document::{ProseLine, RawTable};
+use super::markdown::{ProseLine, RawTable};
 use super::transpose;
 
 /// Most body rows read from one table; a longer table makes the file `knowledge_corrupt`.
@@ -30,6 +30,7 @@ pub const MAX_FACTS_PER_FILE: usize = 100;
 /// Longest fact key: a longer text before the colon is a sentence, not a key.
 const MAX_FACT_KEY_CHARS: usize = 80;
 /// Longest header suffix read as a unit (`(min)`, `[kWh]`, `（分钟）`).
+const MAX_UNIT_CHARS: usize = 24;
 
 /// Why a file's data cannot be read; becomes a `knowledge_corrupt` tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -423,6 +424,39 @@ fn column_names(header: &[String]) -> Vec<(String, Option<String>)> {
     out
 }
 
+/// `Task Success (%)` → (`Task Success`, `%`); `Uptime %` → (`Uptime`, `%`); `Energy [kWh]` →
+/// (`Energy`, `kWh`); `Wait, minutes` → (`Wait`, `minutes`) when the words after the comma are a unit the
+/// vocabulary knows. A bracketed suffix with digits (`New loans (Q3)`) is part of the name.
+pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
+    let header = header.trim();
+    if let Some((name, unit)) = header.rsplit_once([',', '，'])
+        && !name.trim().is_empty()
+        && crate::units::read(unit).is_some()
+    {
+        return (name.trim().to_owned(), Some(unit.trim().to_owned()));
+    }
+    for (open, close) in [('(', ')'), ('[', ']'), ('（', '）')] {
+        if let Some(inner_end) = header.strip_suffix(close)
+            && let Some(start) = inner_end.rfind(open)
+        {
+            let name = inner_end[..start].trim();
+            let unit = inner_end[start + open.len_utf8()..].trim();
+            let unit_like = !unit.is_empty()
+                && unit.chars().count() <= MAX_UNIT_CHARS
+                && !unit.chars().any(|c| c.is_ascii_digit());
+            if unit_like && !name.is_empty() {
+                return (name.to_owned(), Some(unit.to_owned()));
+            }
+        }
+    }
+    if let Some(name) = header.strip_suffix('%').map(str::trim)
+        && !name.is_empty()
+    {
+        return (name.to_owned(), Some("%".to_owned()));
+    }
+    (header.to_owned(), None)
+}
+
 /// The fact on one prose line, if the line is `key: number` (ASCII colon followed by a space, or a
 /// full-width `：`) and the whole value is one quantity. Code lines are never facts.
 pub(crate) fn fact(line: &ProseLine) -> Option<Fact> {
@@ -523,8 +557,8 @@ pub(crate) fn bullet_tables(
                     .is_some_and(|(key, _, q)| crate::rules::understand(key, q.value).is_some())
         })
     };
-    let header = if title == super::document::PREAMBLE
-        || title == super::document::UNTITLED
+    let header = if title == super::markdown::PREAMBLE
+        || title == super::markdown::UNTITLED
         || title.trim().is_empty()
     {
         "Value".to_owned()
@@ -1174,7 +1208,7 @@ mod tests {
         assert_eq!(ranges, [(2, 4)]);
         // The preamble has no heading: the column is `Value`.
         let (_, raw) = &bullet_tables(
-            super::super::document::PREAMBLE,
+            super::super::markdown::PREAMBLE,
             &[item("A: $1", 1, 1), item("B: $2", 2, 1)],
         )[0];
         let t = table(raw).unwrap();

@@ -13,7 +13,6 @@
 
 mod cells;
 mod delimited;
-mod document;
 mod extract;
 mod markdown;
 mod retrieval;
@@ -120,7 +119,7 @@ pub struct Passage {
     prose: String,
     tables: Vec<Table>,
     /// The tables' cells as written, parallel to `tables` (the view lists text-only tables from them).
-    raw_tables: Vec<document::RawTable>,
+    raw_tables: Vec<markdown::RawTable>,
     facts: Vec<Fact>,
     terms: retrieval::Terms,
 }
@@ -231,7 +230,7 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
     let mut passages = Vec::with_capacity(sections.len());
     for section in sections {
         let chunk_id = unique_slug(&section, &mut used_ids);
-        let mut tables: Vec<(Table, document::RawTable)> = section
+        let mut tables: Vec<(Table, markdown::RawTable)> = section
             .tables
             .iter()
             .map(|raw| extract::table(raw).map(|t| (t, raw.clone())))
@@ -261,7 +260,7 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
             table.attach_note_texts(&section.prose);
         }
         tables.sort_by_key(|(t, _)| t.line);
-        let (tables, raw_tables): (Vec<Table>, Vec<document::RawTable>) =
+        let (tables, raw_tables): (Vec<Table>, Vec<markdown::RawTable>) =
             tables.into_iter().unzip();
         let mut facts = Vec::new();
         let mut prose_lines = Vec::new();
@@ -304,8 +303,8 @@ pub fn parse_text(name: &str, text: &str) -> Result<ParsedSource, ToolError> {
 /// text cells (row labels) count once. Numeric cells are left out: a table of 40 numbers would
 /// otherwise look like a long, diluted section. Enclosing headings are left out too: the file's
 /// title sits above every section, so it would only blur the scores.
-fn passage_terms(section: &document::Section) -> retrieval::Terms {
-    let title = if section.title == document::PREAMBLE {
+fn passage_terms(section: &markdown::Section) -> retrieval::Terms {
+    let title = if section.title == markdown::PREAMBLE {
         ""
     } else {
         section.title.as_str()
@@ -615,8 +614,8 @@ fn aggregate_hash(sources: &[ParsedSource]) -> String {
 }
 
 /// The section's slug, made unique within the file with `-2`, `-3`, ….
-fn unique_slug(section: &document::Section, used: &mut Vec<String>) -> String {
-    let base = if section.title == document::PREAMBLE {
+fn unique_slug(section: &markdown::Section, used: &mut Vec<String>) -> String {
+    let base = if section.title == markdown::PREAMBLE {
         "preamble".to_owned()
     } else {
         slug(&section.title)

@@ -10,8 +10,8 @@
 use crate::language::tables;
 use crate::numbers;
 
-use super::cells::split_unit;
-use super::document::RawTable;
+use super::extract::split_unit;
+use super::markdown::RawTable;
 
 /// The table turned (header: the periods' kind or the first header, then one column per measure; one row
 /// per former column), or `None` when `raw` is not laid out one row per measure.

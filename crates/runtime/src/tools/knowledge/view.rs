@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use crate::numbers::canonical;
 
 use super::Passage;
-use super::document::{ProseLine, RawTable};
 use super::extract::Table;
+use super::markdown::{ProseLine, RawTable};
 
 /// Prose characters shown per passage; longer prose is cut at a word boundary.
 pub const MAX_PROSE_CHARS: usize = 400;
