@@ -341,8 +341,8 @@ pub fn check(
                     "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
                 } else {
                     format!(
-                        "the runtime could not read the rule: it cannot place \"{}\"",
-                        uncertain.join("\"; \"")
+                        "the runtime could not read the rule, so it checks none of it: {}",
+                        uncertain.join("; ")
                     )
                 };
                 unverified(part, "verdict", &stated_text, &why)

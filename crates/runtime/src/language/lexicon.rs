@@ -79,6 +79,44 @@ pub struct Extremes {
     pub either: Vec<String>,
 }
 
+/// Words that type a rule clause beyond one comparison (see `rule_terms` in `lexicon.json`).
+#[derive(Debug, Deserialize)]
+pub struct RuleTerms {
+    /// Words that promise a range ("between"): without one after them the clause is unread.
+    pub range_openers: Vec<String>,
+    /// Words a range may follow that are also bounds of their own ("within 30 minutes").
+    pub range_or_bound: Vec<String>,
+    pub range_joiners: Vec<String>,
+    pub plus_minus: Vec<String>,
+    pub relative_of: Vec<String>,
+    pub percent_words: Vec<String>,
+    pub ratio_words: Vec<String>,
+    pub definition_links: Vec<String>,
+    pub per_words: Vec<String>,
+    pub untyped_connectives: Vec<String>,
+    /// Words that make a count word part of a bigger number ("三百", "one hundred").
+    pub numeral_multipliers: Vec<String>,
+    /// Counts written as words ("no more than one depot"), with their value.
+    pub count_words: std::collections::BTreeMap<String, u32>,
+}
+
+/// Rank and tie vocabulary (see `ranks` in `lexicon.json`).
+#[derive(Debug, Deserialize)]
+pub struct Ranks {
+    pub ordinals: std::collections::BTreeMap<String, u32>,
+    pub rank_ends: RankEnds,
+    pub tie_words: Vec<String>,
+    /// Per language (`en`, `zh`): what joins the rows of a list, the first the one to write.
+    pub list_joiners: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// End words by end, for ranks (no "either").
+#[derive(Debug, Deserialize)]
+pub struct RankEnds {
+    pub lowest: Vec<String>,
+    pub highest: Vec<String>,
+}
+
 /// The whole vocabulary (see `lexicon.json` for what each list is for).
 #[derive(Debug, Deserialize)]
 pub struct Lexicon {
@@ -91,6 +129,10 @@ pub struct Lexicon {
     pub negations: Vec<String>,
     pub universal_negations: Vec<String>,
     pub quantity_each: Vec<String>,
+    pub rule_terms: RuleTerms,
+    pub ranks: Ranks,
+    /// Per language (`en`, `zh`): the mark written after a claim the runtime could not verify.
+    pub unverified_marker: std::collections::BTreeMap<String, String>,
     pub excluded_rows: Vec<String>,
     pub answer_cues: Vec<String>,
     /// Words that carry no subject of their own (articles, prepositions, pronouns, auxiliaries, question

@@ -1,0 +1,284 @@
+//! Rules read as typed terms, ranks and ties, and abstentions that say what they could not check, driven
+//! by scripted runs on the suite's own tasks (no model): each wrong verdict or row below was certified
+//! before the reader typed ranges, count tolerances, relative limits, ratios of totals, ranked slots and
+//! ties; now it is rejected, and the right answer is verified. A rule with a clause the reader cannot type
+//! is unread whole, and the answer the user reads marks the claims left unverified.
+
+mod common;
+
+use pretty_assertions::assert_eq;
+use runtime::policy::scripted::ScriptedPolicy;
+use runtime::{RunStatus, StopReason};
+use serde_json::json;
+
+fn action(tool: &str, arguments: serde_json::Value) -> String {
+    json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+}
+
+fn final_answer(answer: &str, ids: &[&str]) -> String {
+    json!({"type": "final", "answer": answer, "evidence_ids": ids}).to_string()
+}
+
+/// The suite's chain for a rule task: look up, average, rule check, chart by reference.
+fn rule_chain(query: &str, column: &str, average: f64, check: &str) -> Vec<String> {
+    vec![
+        action("knowledge_search", json!({"query": query, "top_k": 3})),
+        action(
+            "calculator",
+            json!({"expression": format!("mean([{column}])")}),
+        ),
+        action("calculator", json!({"expression": check})),
+        action(
+            "plot",
+            json!({"column": format!("[{column}]"), "average": average, "title": column}),
+        ),
+    ]
+}
+
+const RULE_IDS: [&str; 4] = [
+    "obs-knowledge_search-1",
+    "obs-calculator-2",
+    "obs-calculator-3",
+    "obs-plot-4",
+];
+
+/// Runs `task` with `actions` then each of `finals` (cited with `ids`), knowledge from `knowledge` when
+/// given (a folder of the test's own), else the repository's.
+fn run(
+    task: &str,
+    actions: Vec<String>,
+    finals: &[&str],
+    ids: &[&str],
+    knowledge: Option<&std::path::Path>,
+) -> common::Outcome {
+    let task = common::task(task);
+    let mut texts = actions;
+    texts.extend(finals.iter().map(|f| final_answer(f, ids)));
+    let mut policy = ScriptedPolicy::from_texts(texts);
+    let dir = knowledge.map(std::path::Path::to_path_buf);
+    common::run_with(&task, &mut policy, move |c| {
+        if let Some(dir) = dir {
+            c.knowledge_dir = dir;
+        }
+    })
+}
+
+fn rejections(o: &common::Outcome) -> Vec<(String, String)> {
+    o.events
+        .iter()
+        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
+        .map(|e| {
+            (
+                e.data["code"].as_str().unwrap().to_owned(),
+                e.data["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn codes(o: &common::Outcome) -> Vec<String> {
+    rejections(o).into_iter().map(|(c, _)| c).collect()
+}
+
+fn completed_and_verified(o: &common::Outcome) {
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        rejections(o)
+    );
+    let v = o.result.verification.as_ref().expect("verification");
+    assert_eq!(
+        v.status,
+        runtime::claims::VerificationStatus::Verified,
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_count_tolerance_is_a_count_of_rows_not_a_limit_on_every_row() {
+    // "no more than one depot is above 7%": Burford alone is above, so the licence is renewed. Read as
+    // "every depot at most 7%" the wrong "is not renewed" was certified.
+    let o = run(
+        "bus_depot_late_departures",
+        rule_chain(
+            "late departures depot licence punctuality condition",
+            "Late departures",
+            4.9,
+            "mean([Late departures]) <= 5 and count([Late departures] > 7) <= 1",
+        ),
+        &[
+            "Late departures averaged 4.9% across the depots and were highest at Burford, so the licence is not renewed.",
+            "Late departures averaged 4.9% across the depots and were highest at Burford, so the licence is renewed.",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("rows of Late departures > 7 (Burford)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+    assert_eq!(
+        o.result.observations[2]["result"]["value"],
+        json!(true),
+        "the calculator counts the rows over the limit"
+    );
+}
+
+#[test]
+fn a_limit_relative_to_a_stated_capacity_is_that_share_of_it() {
+    // "at least 85% of the hall's capacity" with 320 seats is 272; read as "at least 85" the wrong
+    // "is renewed" (average 269.2) was certified.
+    let o = run(
+        "concert_hall_attendance",
+        rule_chain(
+            "attendance concert hall capacity grant renewal condition",
+            "Attendance",
+            269.2,
+            "mean([Attendance]) >= 85 * 320 / 100",
+        ),
+        &[
+            "Average attendance was 269.2 and Britten songs drew the smallest audience, so the grant is renewed.",
+            "Average attendance was 269.2 and Britten songs drew the smallest audience, so the grant is not renewed.",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("average Attendance 269.2 >= 272 (fails)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+}
+
+/// The greenhouse task's knowledge with humidities inside both ranges (average 72, every bay 68–75).
+fn greenhouse_within_range() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(common::knowledge_dir().join("greenhouse_humidity_band.md"))
+            .unwrap();
+    let mut text = original.clone();
+    for (from, to) in [
+        ("| 120 | 74 |", "| 120 | 74 |"),
+        ("| 95 | 79 |", "| 95 | 70 |"),
+        ("| 140 | 77 |", "| 140 | 73 |"),
+        ("| 110 | 71 |", "| 110 | 68 |"),
+        ("| 105 | 78 |", "| 105 | 72 |"),
+        ("| 60 | 80 |", "| 60 | 75 |"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(dir.path().join("greenhouse_humidity_band.md"), text).unwrap();
+    dir
+}
+
+#[test]
+fn a_range_bounds_both_ends_and_a_dash_is_a_range_not_a_limit() {
+    // "between 60% and 75%" and "within 55–80%": every bay at 68–75 and the average 72 keep the policy.
+    // "within 55–80%" read as "at most 55" certified the wrong "lapses".
+    let knowledge = greenhouse_within_range();
+    let o = run(
+        "greenhouse_humidity_band",
+        rule_chain(
+            "relative humidity bay insurer climate condition",
+            "Relative humidity",
+            72.0,
+            "mean([Relative humidity]) >= 60 and mean([Relative humidity]) <= 75 and min([Relative humidity]) >= 55 and max([Relative humidity]) <= 80",
+        ),
+        &[
+            "The bays averaged 72% relative humidity, the lowest being South 1, so the crop policy lapses.",
+            "The bays averaged 72% relative humidity, the lowest being South 1, so the crop policy stays valid.",
+        ],
+        &RULE_IDS,
+        Some(knowledge.path()),
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("average Relative humidity 72 <= 75 (holds)")
+            && message.contains("highest row Cuttings 75 <= 80 (holds)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+}
+
+#[test]
+fn a_ratio_of_totals_is_the_total_over_the_total_not_the_mean_of_the_rates() {
+    // All completions over all starts is 78.5 per 100; the mean of the providers' rates (82) would renew.
+    let actions = vec![
+        action(
+            "knowledge_search",
+            json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
+        ),
+        action(
+            "calculator",
+            json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
+        ),
+        action(
+            "calculator",
+            json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
+        ),
+        action(
+            "plot",
+            json!({"column": "[Completion rate]", "title": "Completion rate"}),
+        ),
+    ];
+    let o = run(
+        "apprentice_completion_overall",
+        actions,
+        &[
+            "The overall completion rate was 78.5 per 100 starts and Eastway Works had the lowest completion rate, so the contract is renewed.",
+            "The overall completion rate was 78.5 per 100 starts and Eastway Works had the lowest completion rate, so the contract is not renewed.",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("total Completions / total Starts × 100 78.5 >= 80 (fails)"),
+        "{message}"
+    );
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+    let v = o.result.verification.as_ref().unwrap();
+    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
+    assert_eq!(verdict.status, "verified", "{v:?}");
+}
+
+#[test]
+fn a_strict_bound_at_its_boundary_value_fails_and_an_inclusive_one_holds() {
+    // The average night level is exactly 45 ("below 45" fails); Rail Bridge is exactly 50 ("no site
+    // exceeds 50" holds). Read right before this work; kept so.
+    let o = run(
+        "street_noise_night_levels",
+        rule_chain(
+            "night level monitoring site night noise standard",
+            "Night level",
+            45.0,
+            "mean([Night level]) < 45 and max([Night level]) <= 50",
+        ),
+        &[
+            "The average night level was 45 dB, loudest at Rail Bridge, so the quarter complies with the night noise standard.",
+            "The average night level was 45 dB, loudest at Rail Bridge, so the quarter does not comply with the night noise standard.",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("average Night level 45 < 45 (fails)")
+            && message.contains("highest row Rail Bridge 50 <= 50 (holds)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+}
