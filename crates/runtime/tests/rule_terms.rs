@@ -245,13 +245,47 @@ fn a_ratio_of_totals_is_the_total_over_the_total_not_the_mean_of_the_rates() {
         message.contains("total Completions / total Starts × 100 78.5 >= 80 (fails)"),
         "{message}"
     );
-    assert_eq!(
-        (o.result.status, o.result.stop_reason),
-        (RunStatus::Completed, StopReason::Completed)
-    );
+    completed_and_verified(&o);
+    // The slot naming the defined quantity claims the defined ratio, not the mean of the rates.
     let v = o.result.verification.as_ref().unwrap();
-    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
-    assert_eq!(verdict.status, "verified", "{v:?}");
+    let ratio = v.claims.iter().find(|c| c.kind == "defined_ratio").unwrap();
+    assert!(
+        ratio
+            .detail
+            .contains("sum([Completions]) / sum([Starts]) * 100 = 78.5"),
+        "{ratio:?}"
+    );
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
+    let mean_of_rates = run(
+        "apprentice_completion_overall",
+        vec![
+            action(
+                "knowledge_search",
+                json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
+            ),
+            action(
+                "calculator",
+                json!({"expression": "mean([Completion rate])"}),
+            ),
+            action(
+                "calculator",
+                json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
+            ),
+            action(
+                "plot",
+                json!({"column": "[Completion rate]", "title": "Completion rate"}),
+            ),
+        ],
+        &[
+            "The overall completion rate was 82 per 100 starts and Eastway Works had the lowest completion rate, so the contract is not renewed.",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&mean_of_rates), ["wrong_quantity"]);
 }
 
 #[test]
@@ -281,4 +315,152 @@ fn a_strict_bound_at_its_boundary_value_fails_and_an_inclusive_one_holds() {
         "{message}"
     );
     completed_and_verified(&o);
+}
+
+/// The tram task's chain (no rule): look up, average, chart by reference.
+fn tram_chain() -> Vec<String> {
+    vec![
+        action(
+            "knowledge_search",
+            json!({"query": "punctuality tram line", "top_k": 3}),
+        ),
+        action("calculator", json!({"expression": "mean([Punctuality])"})),
+        action(
+            "plot",
+            json!({"column": "[Punctuality]", "average": 90.5, "title": "Punctuality"}),
+        ),
+    ]
+}
+
+const TRAM_IDS: [&str; 3] = ["obs-knowledge_search-1", "obs-calculator-2", "obs-plot-3"];
+
+#[test]
+fn a_second_lowest_slot_claims_the_second_row_not_the_lowest() {
+    // "<second-lowest line>" was read as "<lowest line>": Eastfield twice was certified.
+    let o = run(
+        "tram_line_punctuality",
+        tram_chain(),
+        &[
+            "Punctuality averaged 90.5%; Eastfield was the least punctual line and Eastfield the next least punctual.",
+            "Punctuality averaged 90.5%; Eastfield was the least punctual line and Harbour the next least punctual.",
+        ],
+        &TRAM_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["wrong_row"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("rank 2 from the lowest row of [Punctuality] is Harbour (88)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+    let v = o.result.verification.as_ref().unwrap();
+    assert!(
+        v.claims
+            .iter()
+            .any(|c| c.kind == "ranked_label" && c.stated == "Harbour"),
+        "{v:?}"
+    );
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
+}
+
+fn hygiene(finals: &[&str]) -> common::Outcome {
+    run(
+        "ward_hand_hygiene_tie",
+        rule_chain(
+            "compliance ward trust hand hygiene standard",
+            "Compliance",
+            90.0,
+            "mean([Compliance]) >= 90 and min([Compliance]) >= 85",
+        ),
+        finals,
+        &RULE_IDS,
+        None,
+    )
+}
+
+#[test]
+fn a_tie_names_every_tied_row_or_says_it_is_a_tie() {
+    // Beech and Elm tie for the lowest (84). Before, the tie left the slot unverified and any row —
+    // Cedar, the highest — was printed beside an abstention.
+    let o = hygiene(&[
+        "Average compliance was 90% and the lowest compliance was on Cedar, so the standard was not met.",
+        "Average compliance was 90% and the lowest compliance was on Beech, so the standard was not met.",
+        "Average compliance was 90% and the lowest compliance was on Beech and Elm, so the standard was not met.",
+    ]);
+    assert_eq!(codes(&o), ["wrong_row", "tie_not_stated"]);
+    let (_, message) = &rejections(&o)[1];
+    assert!(
+        message.contains("Beech, Elm tie at the lowest of [Compliance] (84)"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
+    // One of the tied rows is enough when the answer says it is a tie.
+    let o = hygiene(&[
+        "Average compliance was 90% and the lowest compliance was on Elm (tied with Beech), so the standard was not met.",
+    ]);
+    assert!(codes(&o).is_empty(), "{:?}", rejections(&o));
+    completed_and_verified(&o);
+    let o = hygiene(&[
+        "Average compliance was 90% and the lowest compliance was on Elm (tied), so the standard was not met.",
+    ]);
+    assert!(codes(&o).is_empty(), "{:?}", rejections(&o));
+    completed_and_verified(&o);
+}
+
+#[test]
+fn an_abstaining_answer_marks_each_claim_it_could_not_verify_in_its_text() {
+    // The concert task's knowledge without the capacity: "85% of the hall's capacity" cannot be typed, so
+    // the verdict is unverified — and the answer the user reads says so where it states it.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(common::knowledge_dir().join("concert_hall_attendance.md"))
+        .unwrap()
+        .replace(
+            "The hall's capacity is 320\nseats; complimentary",
+            "Complimentary",
+        );
+    assert!(!text.contains("320"), "the capacity is gone");
+    std::fs::write(dir.path().join("concert_hall_attendance.md"), text).unwrap();
+    let o = run(
+        "concert_hall_attendance",
+        rule_chain(
+            "attendance concert hall capacity grant renewal condition",
+            "Attendance",
+            269.2,
+            "mean([Attendance]) >= 85",
+        ),
+        &[
+            "Average attendance was 269.2 and Britten songs drew the smallest audience, so the grant is renewed.",
+        ],
+        &RULE_IDS,
+        Some(dir.path()),
+    );
+    assert!(codes(&o).is_empty(), "{:?}", rejections(&o));
+    let v = o.result.verification.as_ref().unwrap();
+    assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
+    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
+    assert!(
+        verdict.detail.contains("could not read the rule")
+            && verdict.detail.contains("85% of the hall's capacity"),
+        "{}",
+        verdict.detail
+    );
+    assert_eq!(
+        o.result.final_answer.as_deref(),
+        Some(
+            "Average attendance was 269.2 and Britten songs drew the smallest audience, so the grant is renewed [unverified]."
+        )
+    );
+    // Counted as an abstention, never as a certified answer.
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Abstained)
+    );
 }

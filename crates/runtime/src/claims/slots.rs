@@ -22,6 +22,10 @@ pub enum SlotClaim {
     ExtremeLabel(End),
     /// The value of the row at one end of the column ("<highest peak temperature>").
     ExtremeValue(End),
+    /// The label of the row at a rank from one end ("<second-lowest line>": (Lowest, 2)).
+    RankedLabel(End, u32),
+    /// The value of the row at a rank from one end ("<second-highest score>").
+    RankedValue(End, u32),
     /// The value of the row an earlier extreme slot named ("<its value>").
     OwnValue,
     /// The label of a row the column has no value for ("<class left out>"): a missing cell.
@@ -65,6 +69,28 @@ impl ColumnData {
             [only] => Some((self.labels[*only].as_str(), best)),
             _ => None,
         }
+    }
+
+    /// The rows at `rank` (1 = the end itself) from `end`, with their shared value: one row, or every row
+    /// tied there. `None` for an empty column, too few rows, or a tie that reaches over from a better rank
+    /// (three rows at 84 have no second-lowest of their own).
+    pub fn ranked(&self, end: End, rank: u32) -> Option<(Vec<&str>, f64)> {
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        let at = usize::try_from(rank).ok()?.checked_sub(1)?;
+        let value = self.values[*order.get(at)?];
+        if at > 0 && self.values[order[at - 1]] == value {
+            return None;
+        }
+        let labels = (0..self.values.len())
+            .filter(|&i| self.values[i] == value)
+            .map(|i| self.labels[i].as_str())
+            .collect();
+        Some((labels, value))
     }
 
     pub fn value_of(&self, label: &str) -> Option<f64> {
@@ -225,6 +251,13 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     if let Some(quantity) = lexicon::unsupported_in(&own_words) {
         return SlotClaim::Unsupported(quantity.to_owned());
     }
+    if let Some((end, rank)) = lexicon::rank_in(&own_words) {
+        return if names_quantity_not_rows(name, columns) {
+            SlotClaim::RankedValue(end, rank)
+        } else {
+            SlotClaim::RankedLabel(end, rank)
+        };
+    }
     let end = lexicon::end_in(&own_words);
     let aggregates = lexicon::aggregates_in(&own_words);
     if end.is_none()
@@ -233,20 +266,7 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::Aggregate(*first);
     }
     if let Some(end) = end {
-        let words = lexicon::content_words(name);
-        // The rows are named by the label column's header, or (a list without one) by the words the
-        // row labels share ("Line A", "Line B" → "line").
-        let rows_named = columns.iter().any(|c| {
-            lexicon::content_words(&c.rows)
-                .iter()
-                .any(|r| words.contains(r))
-                || c.labels
-                    .iter()
-                    .flat_map(|l| lexicon::content_words(l))
-                    .any(|r| words.contains(&r))
-        });
-        let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
-        return if names_quantity && !rows_named {
+        return if names_quantity_not_rows(name, columns) {
             SlotClaim::ExtremeValue(end)
         } else {
             SlotClaim::ExtremeLabel(end)
@@ -270,6 +290,24 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::Row;
     }
     SlotClaim::Open
+}
+
+/// Whether an end or rank slot's name names a column's quantity and not its rows: then it claims the
+/// row's value, otherwise its label. The rows are named by the label column's header, or (a list
+/// without one) by the words the row labels share ("Line A", "Line B" → "line").
+fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
+    let words = lexicon::content_words(name);
+    let rows_named = columns.iter().any(|c| {
+        lexicon::content_words(&c.rows)
+            .iter()
+            .any(|r| words.contains(r))
+            || c.labels
+                .iter()
+                .flat_map(|l| lexicon::content_words(l))
+                .any(|r| words.contains(&r))
+    });
+    let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
+    names_quantity && !rows_named
 }
 
 /// Whether `words` name the rows of an observed column: its label column's header, or (a list without

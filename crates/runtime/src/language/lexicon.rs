@@ -410,6 +410,57 @@ pub fn end_in(text: &str) -> Option<End> {
     }
 }
 
+/// The rank from an end `text` names with an ordinal right before an end word ("second-lowest" →
+/// (Lowest, 2), "3rd highest", "第二低"), if any.
+pub fn rank_in(text: &str) -> Option<(End, u32)> {
+    let ranks = &lexicon().ranks;
+    let e = &lexicon().extremes;
+    let ends = [
+        (End::Lowest, e.lowest.iter().chain(&ranks.rank_ends.lowest)),
+        (
+            End::Highest,
+            e.highest.iter().chain(&ranks.rank_ends.highest),
+        ),
+    ];
+    for hit in scan(text, ranks.ordinals.keys().map(String::as_str)) {
+        let rest = text[hit.end..].trim_start_matches([' ', '-', '\u{2011}']);
+        for (end, words) in ends.clone() {
+            let starts = words
+                .into_iter()
+                .any(|w| find(rest, w).first().is_some_and(|h| h.start == 0));
+            if starts {
+                return Some((end, ranks.ordinals[hit.entry]));
+            }
+        }
+    }
+    None
+}
+
+/// The words that say an answer names a tie ("tied", "jointly", "并列").
+pub fn names_a_tie(text: &str) -> bool {
+    contains_any(text, &lexicon().ranks.tie_words)
+}
+
+/// The text that joins the rows of a list in the language of `sample` (Chinese when it holds CJK).
+pub fn list_joiner(sample: &str) -> &'static str {
+    let language = if sample.chars().any(is_cjk_script) {
+        "zh"
+    } else {
+        "en"
+    };
+    lexicon().ranks.list_joiners[language][0].as_str()
+}
+
+/// The mark written after a claim the runtime could not verify, in the language of `sample`.
+pub fn unverified_marker(sample: &str) -> &'static str {
+    let language = if sample.chars().any(is_cjk_script) {
+        "zh"
+    } else {
+        "en"
+    };
+    lexicon().unverified_marker[language].as_str()
+}
+
 /// A quantity the tools cannot compute that `text` names ("median"), if any.
 pub fn unsupported_in(text: &str) -> Option<&'static str> {
     lexicon()

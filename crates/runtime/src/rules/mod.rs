@@ -177,6 +177,12 @@ pub fn reading(result: &Value) -> RuleReading {
     out
 }
 
+/// The ratios of column totals a result's passages define ("the overall rate is all completions divided
+/// by all starts"): what a slot naming that quantity claims.
+pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
+    context_of(result).definitions
+}
+
 fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
     result["citations"]
         .as_array()
