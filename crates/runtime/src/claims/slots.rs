@@ -569,4 +569,49 @@ mod tests {
         assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
         assert_eq!(c.extreme(End::Highest), None);
     }
+
+    #[test]
+    fn ranks_count_from_an_end_and_keep_their_ties() {
+        let c = col(
+            "Score",
+            "Team",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 3.0, 2.0],
+        );
+        assert_eq!(c.ranked(End::Lowest, 1), Some((vec!["B"], 1.0)));
+        assert_eq!(c.ranked(End::Lowest, 2), Some((vec!["D"], 2.0)));
+        // A and C tie at the top: both are the highest, and neither is a second-highest of its own.
+        assert_eq!(c.ranked(End::Highest, 1), Some((vec!["A", "C"], 3.0)));
+        assert_eq!(c.ranked(End::Highest, 2), None);
+        assert_eq!(c.ranked(End::Highest, 3), Some((vec!["D"], 2.0)));
+        assert_eq!(c.ranked(End::Lowest, 5), None, "too few rows");
+        assert_eq!(c.ranked(End::Lowest, 0), None, "no rank 0");
+        assert_eq!(c.ranked(End::Either, 1), None);
+    }
+
+    #[test]
+    fn ranked_slots_name_their_rank() {
+        let lines = vec![col("Punctuality", "Line", &["A", "B"], &[91.5, 88.0])];
+        assert_eq!(
+            classify("second-lowest line", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        assert_eq!(
+            classify("3rd highest punctuality", &lines),
+            SlotClaim::RankedValue(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("第二低的线路", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        // "seconds" is a unit, not an ordinal before an end word.
+        assert_eq!(
+            classify("average punctuality in seconds", &lines),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("lowest line", &lines),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
 }
