@@ -154,7 +154,7 @@ fn resolve_limit(clause: &str, limit: Limit, ctx: &Context) -> Result<f64, Strin
             ));
         }
         let base = referent(&after[end..], ctx)?;
-        return Ok(limit.value / 100.0 * base);
+        return Ok(tidy(limit.value / 100.0 * base));
     }
     let relations = lexicon::scan(
         after,
@@ -177,12 +177,21 @@ fn resolve_limit(clause: &str, limit: Limit, ctx: &Context) -> Result<f64, Strin
         }
         let base = referent(&after[hit.end..], ctx)?;
         return match op {
-            Some(Comparison::Above | Comparison::AtLeast) => Ok(base * (1.0 + limit.value / 100.0)),
-            Some(Comparison::Below | Comparison::AtMost) => Ok(base * (1.0 - limit.value / 100.0)),
+            Some(Comparison::Above | Comparison::AtLeast) => {
+                Ok(tidy(base * (1.0 + limit.value / 100.0)))
+            }
+            Some(Comparison::Below | Comparison::AtMost) => {
+                Ok(tidy(base * (1.0 - limit.value / 100.0)))
+            }
             None => Err("an unknown relation".into()),
         };
     }
     Ok(limit.value)
+}
+
+/// A computed limit without float noise (85% of 320 is 272, not 271.99999999999997): 10 decimals kept.
+fn tidy(value: f64) -> f64 {
+    (value * 1e10).round() / 1e10
 }
 
 /// The value of the quantity `text` names: a number written in it ("last year's 4,200"), else the one
@@ -626,7 +635,7 @@ mod tests {
         assert!(untyped("the average is at least 5 above 7", &none).contains("offset"));
         assert_eq!(
             typed("the average is at least 5% above 7", &none),
-            [(Mean, AtLeast, 7.0 * 1.05)]
+            [(Mean, AtLeast, 7.35)]
         );
         // A number in words is not a limit; "三百" is not three.
         assert_eq!(read("每月抽取不少于三百名患者", &none), ClauseRead::Nothing);
