@@ -58,6 +58,8 @@ pub struct Definition {
 pub struct Context {
     pub definitions: Vec<Definition>,
     pub statements: Vec<(Vec<String>, f64)>,
+    /// The result's column headers: a header's own words ("Cost variance") name a column, not a statistic.
+    pub columns: Vec<String>,
 }
 
 /// A limit as written: its number, whether it is a percentage, and where it ends in the clause.
@@ -465,6 +467,20 @@ fn placed(
     ctx: &Context,
     make: impl FnOnce(Aggregate) -> Vec<FactRule>,
 ) -> ClauseRead {
+    // "the median wait", "the weighted average": a quantity the tools cannot compute is no mean.
+    let mut without_headers = before.to_lowercase();
+    for column in &ctx.columns {
+        let header = column.split(['(', '（']).next().unwrap_or(column).trim();
+        if !header.is_empty() {
+            without_headers = without_headers.replace(&header.to_lowercase(), " ");
+        }
+    }
+    if let Some(quantity) = lexicon::unsupported_in(&without_headers) {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!("its subject is a {quantity}, which the tools cannot compute"),
+        ));
+    }
     match subject(before, ctx) {
         Some(aggregate) => ClauseRead::Rules(make(aggregate)),
         None => ClauseRead::Unplaced(Unread::new(
@@ -649,6 +665,7 @@ mod tests {
     fn relative_limits_resolve_against_what_the_knowledge_states() {
         let stated = Context {
             definitions: Vec::new(),
+            columns: Vec::new(),
             statements: vec![
                 (
                     lexicon::content_words("The hall's capacity is 320 seats"),
@@ -679,6 +696,7 @@ mod tests {
         );
         let twice = Context {
             definitions: Vec::new(),
+            columns: Vec::new(),
             statements: vec![
                 (vec!["capacity".into()], 320.0),
                 (vec!["capacity".into(), "balcony".into()], 80.0),
@@ -714,6 +732,7 @@ mod tests {
         let ctx = Context {
             definitions: vec![def],
             statements: Vec::new(),
+            columns: Vec::new(),
         };
         assert_eq!(
             typed(
@@ -738,6 +757,25 @@ mod tests {
                 &columns
             ),
             None
+        );
+    }
+
+    #[test]
+    fn a_subject_the_tools_cannot_compute_is_named() {
+        let none = Context::default();
+        assert!(untyped("the median wait is at most 30", &none).contains("median"));
+        assert!(
+            untyped("the weighted average score is at least 70", &none)
+                .contains("weighted average")
+        );
+        // A column named after a statistic is a column: its average is an average.
+        let named = Context {
+            columns: vec!["Cost variance (%)".into()],
+            ..Context::default()
+        };
+        assert_eq!(
+            typed("the average cost variance is at least -1.5%", &named),
+            [(Mean, AtLeast, -1.5)]
         );
     }
 }

@@ -143,11 +143,20 @@ pub fn reading(result: &Value) -> RuleReading {
         .collect();
     let context = context_of(result);
     let mut sentences = SentenceReading::default();
+    sentences
+        .untyped
+        .extend(facts.iter().filter_map(|f| untyped_fact(&f.key)));
     for text in citation_texts(result) {
         let read = read_sentences_with(text, &context);
-        sentences.rules.extend(read.rules);
-        sentences.unplaced.extend(read.unplaced);
+        sentences.rules.extend(read.rules.iter().cloned());
         sentences.untyped.extend(read.untyped);
+        if read.rules.is_empty() {
+            sentences.unplaced.extend(read.unplaced);
+        } else {
+            // A passage that states rules and a comparison the reader cannot place: that comparison may be
+            // part of the rule (its subject in another sentence), so none of the passage's rules is read.
+            sentences.untyped.extend(read.unplaced);
+        }
     }
     let mut out = RuleReading::default();
     if !sentences.untyped.is_empty() {
@@ -183,6 +192,36 @@ pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
     context_of(result).definitions
 }
 
+/// A fact key read as a rule that says more than one comparison can type: a number of its own ("Maximum
+/// depots above 7%"), a second comparison, or a limit relative to something ("Minimum average attendance
+/// (% of capacity)"): named, so the result's rules stay unread.
+fn untyped_fact(key: &str) -> Option<String> {
+    let lex = lexicon();
+    let reason = if key.chars().any(|c| c.is_ascii_digit()) {
+        "the key holds a number of its own"
+    } else if lexicon::contains_any(key, &lex.rule_terms.relative_of) {
+        "the key makes the limit relative to something"
+    } else if second_comparison(key) {
+        "the key holds a comparison beside its limit"
+    } else {
+        return None;
+    };
+    Some(format!("\"{key}\" ({reason})"))
+}
+
+/// Whether a fact key holds a sentence comparison other than the key comparison it is read by.
+fn second_comparison(key: &str) -> bool {
+    let lex = lexicon();
+    let plain = key.replace('_', " ");
+    let own = lexicon::scan(
+        &plain,
+        lex.key_comparisons.iter().map(|c| c.phrase.as_str()),
+    );
+    lexicon::scan(&plain, lex.comparisons.iter().map(|c| c.phrase.as_str()))
+        .iter()
+        .any(|h| !own.iter().any(|o| h.start < o.end && o.start < h.end))
+}
+
 fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
     result["citations"]
         .as_array()
@@ -201,7 +240,10 @@ fn context_of(result: &Value) -> clause::Context {
         .flat_map(|t| t["columns"].as_array().into_iter().flatten())
         .filter_map(|c| c["name"].as_str().map(str::to_owned))
         .collect();
-    let mut context = clause::Context::default();
+    let mut context = clause::Context {
+        columns: columns.clone(),
+        ..clause::Context::default()
+    };
     for text in citation_texts(result) {
         for sentence in sentences_of(text) {
             for part in clauses_of(&sentence) {
@@ -1152,5 +1194,40 @@ mod tests {
             computed,
             crate::tools::calculator::CalcValue::Boolean(read.holds)
         );
+    }
+
+    #[test]
+    fn a_fact_key_that_says_more_than_one_comparison_leaves_the_rules_unread() {
+        let data = [("A", 250.0), ("B", 262.0)];
+        for key in [
+            "Minimum average attendance (% of capacity)",
+            "Maximum depots above 7%",
+            "Maximum sites over the limit",
+        ] {
+            let r = result(&data, &[(key, 1.0), ("Minimum average score", 70.0)]);
+            let read = reading(&r);
+            assert!(read.rules.is_empty(), "{key}: {read:?}");
+            assert!(read.uncertain[0].contains(key), "{read:?}");
+            assert!(verdict(&r, "the score of each team").is_none());
+        }
+        // The suite's keys stay rules: a unit in brackets, "at any", "per".
+        let r = result(&data, &[("Maximum wait at any clinic (min)", 300.0)]);
+        assert_eq!(reading(&r).rules.len(), 1);
+    }
+
+    #[test]
+    fn a_passage_with_a_rule_and_a_comparison_it_cannot_place_gives_no_rule() {
+        let table = json!({"columns": [{"name": "Score"}],
+            "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});
+        // The second sentence's subject ("the overall rate") is defined nowhere: it may be half the rule.
+        let result = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60. The overall rate must be at least 80%."}]});
+        assert!(verdict(&result, "the score of each school").is_none());
+        assert!(reading(&result).uncertain[0].contains("overall rate"));
+        // In a passage of its own, a comparison with no subject is something else: the rule is read.
+        let apart = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60."},
+                          {"text": "Buses run for at least 40 minutes."}]});
+        assert!(verdict(&apart, "the score of each school").unwrap().holds);
     }
 }
