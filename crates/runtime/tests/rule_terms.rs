@@ -464,3 +464,47 @@ fn an_abstaining_answer_marks_each_claim_it_could_not_verify_in_its_text() {
         Some(runtime::metrics::Outcome::Abstained)
     );
 }
+
+#[test]
+fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is() {
+    use runtime::claims::{ClaimCheck, Verification, VerificationStatus, marked_answer};
+    let task = common::task("ward_hand_hygiene_tie");
+    let claim = |part: &str, status: &'static str| ClaimCheck {
+        part: part.into(),
+        kind: "test",
+        stated: String::new(),
+        status,
+        detail: String::new(),
+    };
+    let answer = "Average compliance was 90% and the lowest compliance was on Elm, so the standard was not met.";
+    let partial = Verification {
+        status: VerificationStatus::Partial,
+        claims: vec![
+            claim("<average compliance>", "verified"),
+            claim("<lowest ward>", "unverified"),
+            claim("<met / not met>", "unverified"),
+        ],
+        numbers: Vec::new(),
+        verdict: Some(false),
+        rule_source: None,
+    };
+    assert_eq!(
+        marked_answer(&task, answer, &partial),
+        "Average compliance was 90% and the lowest compliance was on Elm [unverified], so the standard was not met [unverified]."
+    );
+    let verified = Verification {
+        status: VerificationStatus::Verified,
+        claims: vec![claim("<lowest ward>", "verified")],
+        ..partial.clone()
+    };
+    assert_eq!(marked_answer(&task, answer, &verified), answer);
+    // An answer off the template is marked once, at its end.
+    let whole = Verification {
+        claims: vec![claim("answer", "unverified")],
+        ..partial
+    };
+    assert_eq!(
+        marked_answer(&task, "Elm is lowest.", &whole),
+        "Elm is lowest. [unverified]"
+    );
+}
