@@ -508,3 +508,37 @@ fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is
         "Elm is lowest. [unverified]"
     );
 }
+
+#[test]
+fn a_list_slot_names_exactly_the_rows_at_that_end() {
+    // The tram task asking for the three least punctual lines: Eastfield 86.5, Harbour 88, Riverside 89.5.
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixtures_dir().join("tasks/tram_line_punctuality");
+    for file in ["task.json", "expected.json"] {
+        std::fs::copy(source.join(file), dir.path().join(file)).unwrap();
+    }
+    let mut task_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("task.json")).unwrap())
+            .unwrap();
+    task_json["answer_template"] = json!(
+        "Punctuality averaged <average punctuality>%; the three lowest lines were <three lowest lines>."
+    );
+    std::fs::write(dir.path().join("task.json"), task_json.to_string()).unwrap();
+    let task = runtime::task::Task::load(dir.path()).unwrap();
+    let mut texts = tram_chain();
+    for answer in [
+        "Punctuality averaged 90.5%; the three lowest lines were Eastfield and Harbour.",
+        "Punctuality averaged 90.5%; the three lowest lines were Eastfield, Harbour and Riverside.",
+    ] {
+        texts.push(final_answer(answer, &TRAM_IDS));
+    }
+    let mut policy = ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(codes(&o), ["wrong_row"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(
+        message.contains("are Eastfield, Harbour, Riverside"),
+        "{message}"
+    );
+    completed_and_verified(&o);
+}

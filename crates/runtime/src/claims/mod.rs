@@ -661,6 +661,15 @@ impl<'t> Plan<'t> {
                     }
                 }
             }
+            SlotClaim::EndList(end, n) => {
+                if let Some(end) = self.resolve_end(end) {
+                    for c in focus.candidates() {
+                        if let Some(rows) = c.first_from(end, n) {
+                            push(vec![rows.join(lexicon::list_joiner(name))]);
+                        }
+                    }
+                }
+            }
             SlotClaim::OwnValue => {
                 if let Some((c, label)) = last_row.as_ref()
                     && let Some(v) = c.value_of(label)
@@ -791,6 +800,7 @@ impl<'t> Plan<'t> {
             SlotClaim::ExtremeValue(_) => "extreme_value",
             SlotClaim::RankedLabel(..) => "ranked_label",
             SlotClaim::RankedValue(..) => "ranked_value",
+            SlotClaim::EndList(..) => "end_list",
             SlotClaim::OwnValue => "own_value",
             SlotClaim::ExcludedRow => "excluded_row",
             SlotClaim::Row => "row",
@@ -988,6 +998,63 @@ impl<'t> Plan<'t> {
                     value,
                     number.is_some(),
                 )
+            }
+            SlotClaim::EndList(end, n) => {
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the rows cannot be checked",
+                    ));
+                };
+                let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "[{}] has no {n} rows of its own at that end (a tie at the last place, too few rows, or no end a rule decides)",
+                            c.name
+                        ),
+                    ));
+                };
+                let named: Vec<&str> = c
+                    .labels
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|l| !lexicon::find(fill, l).is_empty())
+                    .collect();
+                let mut want = rows.clone();
+                want.sort_unstable();
+                let mut got = named.clone();
+                got.sort_unstable();
+                if want == got {
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "the {n} rows at that end of [{}]: {}",
+                            c.name,
+                            rows.join(", ")
+                        ),
+                    ));
+                }
+                Err(reject(
+                    "wrong_row",
+                    format!(
+                        "{part} names {}, but the {n} rows at that end of [{}] are {}",
+                        if named.is_empty() {
+                            format!("\"{fill}\"")
+                        } else {
+                            named.join(", ")
+                        },
+                        c.name,
+                        rows.join(", ")
+                    ),
+                ))
             }
             SlotClaim::OwnValue => {
                 let Some((c, label)) = last_row.as_ref() else {

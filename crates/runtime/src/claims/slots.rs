@@ -26,6 +26,8 @@ pub enum SlotClaim {
     RankedLabel(End, u32),
     /// The value of the row at a rank from one end ("<second-highest score>").
     RankedValue(End, u32),
+    /// The labels of the first `n` rows from one end ("<top 3 stores>", "<three lowest lines>").
+    EndList(End, u32),
     /// The value of the row an earlier extreme slot named ("<its value>").
     OwnValue,
     /// The label of a row the column has no value for ("<class left out>"): a missing cell.
@@ -91,6 +93,32 @@ impl ColumnData {
             .map(|i| self.labels[i].as_str())
             .collect();
         Some((labels, value))
+    }
+
+    /// The first `n` rows from `end`; `None` when a tie straddles the list's last place (which rows
+    /// belong in it is then not one answer) or the column has fewer rows.
+    pub fn first_from(&self, end: End, n: u32) -> Option<Vec<&str>> {
+        let n = usize::try_from(n).ok()?;
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        if n == 0 || n > order.len() {
+            return None;
+        }
+        if let Some(&next) = order.get(n)
+            && self.values[next] == self.values[order[n - 1]]
+        {
+            return None;
+        }
+        Some(
+            order[..n]
+                .iter()
+                .map(|&i| self.labels[i].as_str())
+                .collect(),
+        )
     }
 
     pub fn value_of(&self, label: &str) -> Option<f64> {
@@ -250,6 +278,9 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     let own_words = without_quantity_names(name, columns);
     if let Some(quantity) = lexicon::unsupported_in(&own_words) {
         return SlotClaim::Unsupported(quantity.to_owned());
+    }
+    if let Some((end, n)) = lexicon::list_in(&own_words) {
+        return SlotClaim::EndList(end, n);
     }
     if let Some((end, rank)) = lexicon::rank_in(&own_words) {
         return if names_quantity_not_rows(name, columns) {
@@ -612,6 +643,32 @@ mod tests {
         assert_eq!(
             classify("lowest line", &lines),
             SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
+
+    #[test]
+    fn lists_from_an_end_take_their_rows_unless_a_tie_straddles_the_last_place() {
+        let c = col(
+            "Score",
+            "Store",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 2.0, 2.0],
+        );
+        assert_eq!(c.first_from(End::Highest, 1), Some(vec!["A"]));
+        assert_eq!(c.first_from(End::Lowest, 3), Some(vec!["B", "C", "D"]));
+        assert_eq!(c.first_from(End::Lowest, 2), None, "C and D tie for second");
+        assert_eq!(c.first_from(End::Lowest, 5), None);
+        assert_eq!(
+            classify("top 3 stores", &[c.clone()]),
+            SlotClaim::EndList(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("three lowest stores", &[c.clone()]),
+            SlotClaim::EndList(End::Lowest, 3)
+        );
+        assert_eq!(
+            classify("top store", &[c]),
+            SlotClaim::ExtremeLabel(End::Highest)
         );
     }
 }

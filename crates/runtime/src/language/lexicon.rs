@@ -436,6 +436,35 @@ pub fn rank_in(text: &str) -> Option<(End, u32)> {
     None
 }
 
+/// A list of rows from an end `text` names with a count beside an end word ("top 3", "3 lowest", "three
+/// highest", "bottom 2"): the end and how many rows. A count of 1 is no list.
+pub fn list_in(text: &str) -> Option<(End, u32)> {
+    let e = &lexicon().extremes;
+    let counts = &lexicon().rule_terms.count_words;
+    let count_at = |word: &Word| -> Option<u32> {
+        word.folded
+            .parse::<u32>()
+            .ok()
+            .or_else(|| counts.get(&word.folded).copied())
+    };
+    let all = words(text);
+    for (i, word) in all.iter().enumerate() {
+        let end = if e.lowest.iter().any(|w| *w == word.folded) {
+            End::Lowest
+        } else if e.highest.iter().any(|w| *w == word.folded) {
+            End::Highest
+        } else {
+            continue;
+        };
+        let before = i.checked_sub(1).and_then(|j| count_at(&all[j]));
+        let after = all.get(i + 1).and_then(count_at);
+        if let Some(n) = before.or(after).filter(|n| *n > 1) {
+            return Some((end, n));
+        }
+    }
+    None
+}
+
 /// The words that say an answer names a tie ("tied", "jointly", "并列").
 pub fn names_a_tie(text: &str) -> bool {
     contains_any(text, &lexicon().ranks.tie_words)
