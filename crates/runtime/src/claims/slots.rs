@@ -659,11 +659,11 @@ mod tests {
         assert_eq!(c.first_from(End::Lowest, 2), None, "C and D tie for second");
         assert_eq!(c.first_from(End::Lowest, 5), None);
         assert_eq!(
-            classify("top 3 stores", &[c.clone()]),
+            classify("top 3 stores", std::slice::from_ref(&c)),
             SlotClaim::EndList(End::Highest, 3)
         );
         assert_eq!(
-            classify("three lowest stores", &[c.clone()]),
+            classify("three lowest stores", std::slice::from_ref(&c)),
             SlotClaim::EndList(End::Lowest, 3)
         );
         assert_eq!(
