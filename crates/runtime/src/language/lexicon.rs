@@ -155,7 +155,7 @@ pub fn lexicon() -> &'static Lexicon {
 /// Whether `word` (any case) is one of the lexicon's function words.
 pub fn is_function_word(word: &str) -> bool {
     let lower = word.to_lowercase();
-    lexicon().function_words.iter().any(|w| *w == lower)
+    lexicon().function_words.contains(&lower)
 }
 
 /// An aggregate a text names.
@@ -449,9 +449,9 @@ pub fn list_in(text: &str) -> Option<(End, u32)> {
     };
     let all = words(text);
     for (i, word) in all.iter().enumerate() {
-        let end = if e.lowest.iter().any(|w| *w == word.folded) {
+        let end = if e.lowest.contains(&word.folded) {
             End::Lowest
-        } else if e.highest.iter().any(|w| *w == word.folded) {
+        } else if e.highest.contains(&word.folded) {
             End::Highest
         } else {
             continue;
