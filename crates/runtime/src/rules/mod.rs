@@ -855,7 +855,7 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
 /// `op` over two numbers with the calculator's tolerance for float noise.
 fn compare_as_calculator(op: Comparison, value: f64, threshold: f64) -> bool {
     let scale = value.abs().max(threshold.abs()).max(1.0);
-    let same = (value - threshold).abs() <= crate::tools::calculator::COMPARISON_TOLERANCE * scale;
+    let same = (value - threshold).abs() <= crate::numbers::COMPARISON_TOLERANCE * scale;
     match op {
         Comparison::AtLeast => value > threshold || same,
         Comparison::Above => value > threshold && !same,

@@ -74,11 +74,9 @@ pub const MAX_MAGNITUDE: f64 = 1e15;
 pub const MAX_DEPTH: usize = 48;
 /// Most arguments one aggregate call accepts.
 pub const MAX_ARGUMENTS: usize = 64;
-/// Comparisons treat two numbers as equal when they differ by at most this
-/// fraction of the larger magnitude (at least 1), so float noise such as
-/// `0.1 + 0.2 == 0.3` cannot flip a rule check. Two whole numbers always compare
-/// exactly (every integer within [`MAX_MAGNITUDE`] is exact in f64).
-pub const COMPARISON_TOLERANCE: f64 = 1e-12;
+// The comparison tolerance lives with the numbers: the rule reader compares with it too, and it must not
+// import the calculator to do so (a circle through `tools`).
+pub use crate::numbers::COMPARISON_TOLERANCE;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalcError {
