@@ -37,10 +37,12 @@ pub struct ClaimRejection {
 /// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
 /// check (a value, a row, a verdict): a dispute, which ends in an abstention once repairs run out. The
 /// other codes are faults of form (an ungrounded number, a verdict missing or stated twice, a number where
-/// a label belongs): those are only ever rejected.
-const DISPUTE_CODES: [&str; 4] = [
+/// a label belongs): those are only ever rejected. Naming one row of a tie at an end is a dispute too: the
+/// runtime's check finds no single row there.
+const DISPUTE_CODES: [&str; 5] = [
     "wrong_quantity",
     "wrong_row",
+    "tie_not_stated",
     "misattributed_number",
     "verdict_contradicts_evidence",
 ];
