@@ -5,6 +5,12 @@
 //! grounding (which numbers a model may write), the claims gate and the answer scorer — so all of them
 //! agree on what `83.3` means. It knows nothing about tasks, tools or models.
 
+/// Comparisons treat two numbers as equal when they differ by at most this fraction of the larger
+/// magnitude (at least 1), so float noise such as `0.1 + 0.2 == 0.3` cannot flip a rule check — the
+/// calculator's comparisons and the rule reader's alike. Two whole numbers always compare exactly (every
+/// integer within the calculator's `MAX_MAGNITUDE` is exact in f64).
+pub const COMPARISON_TOLERANCE: f64 = 1e-12;
+
 /// Most decimals a printed rounding may have (`83.3333` is accepted for 83.333…; more is not a rounding).
 pub const MAX_ROUNDING_DECIMALS: u32 = 4;
 

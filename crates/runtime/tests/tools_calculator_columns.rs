@@ -389,3 +389,51 @@ fn tool_context_passes_its_columns_to_the_calculator() {
         runtime::tools::call_tool("calculator", arguments.as_object().unwrap(), &mut ctx).unwrap();
     assert_eq!(out.result["value"], json!(3));
 }
+
+#[test]
+fn a_filtered_count_counts_the_rows_passing_one_comparison() {
+    let source = ledger();
+    // Wait has 12, 15.5, 18 and one missing row: the missing row is never counted.
+    assert_eq!(number("count([Wait] > 15)", &source), 2.0);
+    assert_eq!(number("count([Wait] >= 18)", &source), 1.0);
+    assert_eq!(number("count([Wait] < 12)", &source), 0.0);
+    assert_eq!(number("count([Wait] <= 12)", &source), 1.0);
+    assert_eq!(number("count([Wait] == 15.5)", &source), 1.0);
+    // The limit is any number expression, an aggregate of the column included.
+    assert_eq!(number("count([Wait] > mean([Wait]))", &source), 2.0);
+    assert_eq!(number("count([Wait] > 10 + 5)", &source), 2.0);
+    // Float noise does not flip a row at its limit: 0.1 + 0.2 is 0.3.
+    let noisy = TableColumns {
+        tables: vec![table("Site", &["A"], &[("Rate", vec![Some(0.3)])])],
+    };
+    assert_eq!(number("count([Rate] > 0.1 + 0.2)", &noisy), 0.0);
+    let check = calculator::evaluate_with("count([Wait] > 15) <= 1", &source).unwrap();
+    assert_eq!(check.value, CalcValue::Boolean(false));
+    // The canonical rendering keeps the filter, so two spellings digest alike.
+    assert_eq!(
+        calculator::parse("count( [Wait]>15 )").unwrap().to_string(),
+        calculator::parse("count([Wait] > 15)").unwrap().to_string()
+    );
+}
+
+#[test]
+fn a_filter_outside_count_or_malformed_is_a_typed_error() {
+    let source = ledger();
+    let code = |expression: &str| {
+        calculator::evaluate_with(expression, &source)
+            .unwrap_err()
+            .code()
+    };
+    assert_eq!(code("mean([Wait] > 15)"), "filter_outside_count");
+    assert_eq!(code("sum([Wait] < 3)"), "filter_outside_count");
+    // One comparison only, a number after it, and the call closed.
+    assert_eq!(code("count([Wait] > 15 > 3)"), "syntax_error");
+    assert_eq!(code("count([Wait] > true)"), "type_error");
+    assert_eq!(code("count([Wait] >)"), "syntax_error");
+    assert_eq!(code("count([Wait] > 15"), "syntax_error");
+    assert_eq!(code("count([Nope] > 15)"), "unknown_column");
+    assert!(matches!(
+        calculator::parse("max([Wait] > 1)"),
+        Err(CalcError::FilterOutsideCount { .. })
+    ));
+}

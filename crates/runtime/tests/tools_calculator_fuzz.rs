@@ -12,7 +12,7 @@ use runtime::tools::calculator::{
 };
 
 /// Every code a calculator error may carry; a new code must be added here on purpose.
-const KNOWN_CODES: [&str; 13] = [
+const KNOWN_CODES: [&str; 14] = [
     "expression_empty",
     "expression_too_long",
     "forbidden_token",
@@ -24,6 +24,7 @@ const KNOWN_CODES: [&str; 13] = [
     "non_finite",
     "column_not_a_list",
     "unknown_column",
+    "filter_outside_count",
     "ambiguous_column",
     "empty_column",
 ];

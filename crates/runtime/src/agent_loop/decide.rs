@@ -286,9 +286,14 @@ impl Run<'_, '_> {
                     0,
                     json!({ "accepted": true, "evidence_ids": cited, "claims": claims.to_json() }),
                 );
+                // An abstention reads as one: each claim the gate could not verify is marked in the text.
+                let answer = claims::marked_answer(self.task, &final_decision.answer, &claims);
                 self.verification = Some(claims);
                 self.counters.recovered += std::mem::take(&mut self.pending_recovery);
-                Ok(final_decision)
+                Ok(FinalDecision {
+                    answer,
+                    ..final_decision
+                })
             }
             Err((code, message)) => {
                 self.emit(

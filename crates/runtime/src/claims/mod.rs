@@ -37,10 +37,12 @@ pub struct ClaimRejection {
 /// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
 /// check (a value, a row, a verdict): a dispute, which ends in an abstention once repairs run out. The
 /// other codes are faults of form (an ungrounded number, a verdict missing or stated twice, a number where
-/// a label belongs): those are only ever rejected.
-const DISPUTE_CODES: [&str; 4] = [
+/// a label belongs): those are only ever rejected. Naming one row of a tie at an end is a dispute too: the
+/// runtime's check finds no single row there.
+const DISPUTE_CODES: [&str; 5] = [
     "wrong_quantity",
     "wrong_row",
+    "tie_not_stated",
     "misattributed_number",
     "verdict_contradicts_evidence",
 ];
@@ -132,6 +134,8 @@ enum Truth {
     ModelCheck {
         source_id: String,
         expression: String,
+        /// The rule clauses the runtime could not read, by name with the reason.
+        uncertain: Vec<String>,
     },
     /// Nothing says it; the clauses that hold a comparison the runtime could not place.
     Unknown { uncertain: Vec<String> },
@@ -362,16 +366,21 @@ pub fn check(
                 Truth::ModelCheck {
                     source_id,
                     expression,
+                    uncertain,
                 },
                 Some(_),
-            ) => unverified(
-                part,
-                "verdict",
-                &stated_text,
-                &format!(
+            ) => {
+                let mut why = format!(
                     "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
-                ),
-            ),
+                );
+                if !uncertain.is_empty() {
+                    why.push_str(&format!(
+                        " (it could not read the rule, so it checks none of it: {})",
+                        uncertain.join("; ")
+                    ));
+                }
+                unverified(part, "verdict", &stated_text, &why)
+            }
             (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
                 part,
                 "verdict",
@@ -386,8 +395,8 @@ pub fn check(
                     "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
                 } else {
                     format!(
-                        "the runtime could not read the rule: it cannot place \"{}\"",
-                        uncertain.join("\"; \"")
+                        "the runtime could not read the rule, so it checks none of it: {}",
+                        uncertain.join("; ")
                     )
                 };
                 unverified(part, "verdict", &stated_text, &why)
@@ -411,6 +420,46 @@ pub fn check(
         verdict: stated,
         rule_source,
     })
+}
+
+/// The answer as the user reads it: after each claim the gate could not verify, the language's mark
+/// (`[unverified]`, `【未核实】`); an answer that does not follow the template is marked at its end. A verified
+/// answer is returned as it is.
+pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> String {
+    let unverified: Vec<&ClaimCheck> = verification
+        .claims
+        .iter()
+        .filter(|c| c.status == "unverified")
+        .collect();
+    if unverified.is_empty() {
+        return answer.to_owned();
+    }
+    let marker = lexicon::unverified_marker(&task.file.answer_template);
+    let parts = template::parse(&task.file.answer_template);
+    let Some(spans) = template::read_back_spans(&parts, answer) else {
+        return format!("{}{marker}", answer.trim_end());
+    };
+    let mut left: Vec<&str> = unverified.iter().map(|c| c.part.as_str()).collect();
+    let mut ends: Vec<usize> = Vec::new();
+    for (fill, span) in spans {
+        let part = match fill {
+            Fill::Slot { name, .. } => format!("<{name}>"),
+            Fill::Choice { options, .. } => format!("<{}>", options.join(" / ")),
+        };
+        if let Some(i) = left.iter().position(|p| *p == part) {
+            left.remove(i);
+            ends.push(span.end);
+        }
+    }
+    let mut out = answer.to_owned();
+    for end in ends.into_iter().rev() {
+        out.insert_str(end, marker);
+    }
+    if !left.is_empty() {
+        // A claim about the whole answer ("answer": not in the template's shape).
+        out = format!("{}{marker}", out.trim_end());
+    }
+    out
 }
 
 fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> ClaimCheck {
@@ -523,6 +572,11 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
     if !conflicts.is_empty() {
         return Truth::UnitsDiffer { conflicts };
     }
+    let uncertain: Vec<String> = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::reading(r).uncertain)
+        .collect();
     if let Some(index) = task.rule_check()
         && let Some(Some(id)) = task.evidence(ledger.records()).get(index).cloned()
         && let Some(record) = cited.iter().find(|r| r.id == id)
@@ -537,13 +591,9 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
         return Truth::ModelCheck {
             source_id: id,
             expression,
+            uncertain,
         };
     }
-    let uncertain = cited
-        .iter()
-        .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| rules::reading(r).uncertain)
-        .collect();
     Truth::Unknown { uncertain }
 }
 
@@ -556,6 +606,8 @@ pub struct Plan<'t> {
     each_row_lower_limit: Option<bool>,
     /// The numeric results of computations among the records (results with an `expression`).
     computed: Vec<f64>,
+    /// Ratios of column totals the cited knowledge defines ("the overall rate is all A divided by all B").
+    definitions: Vec<rules::clause::Definition>,
 }
 
 impl<'t> Plan<'t> {
@@ -581,11 +633,17 @@ impl<'t> Plan<'t> {
             .filter(|result| result["expression"].is_string())
             .filter_map(|result| result["value"].as_f64())
             .collect();
+        let definitions = records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .flat_map(rules::definitions_in)
+            .collect();
         Plan {
             columns,
             texts,
             each_row_lower_limit,
             computed,
+            definitions,
         }
     }
 
@@ -607,6 +665,9 @@ impl<'t> Plan<'t> {
     /// What a slot may hold, as printed texts (empty: nothing the runtime can narrow it to). `last_row`
     /// is the row the previous extreme slot named.
     pub fn offers(&self, name: &str, last_row: &mut Option<(ColumnData, String)>) -> Vec<String> {
+        if let Some((_, values)) = self.defined_ratio(name) {
+            return values.into_iter().flat_map(slots::forms).collect();
+        }
         let claim = slots::classify(name, &self.columns);
         let focus = self.focus(name);
         let mut out: Vec<String> = Vec::new();
@@ -625,21 +686,41 @@ impl<'t> Plan<'t> {
                     }
                 }
             }
-            SlotClaim::ExtremeLabel(end) | SlotClaim::ExtremeValue(end) => {
+            SlotClaim::ExtremeLabel(end)
+            | SlotClaim::ExtremeValue(end)
+            | SlotClaim::RankedLabel(end, _)
+            | SlotClaim::RankedValue(end, _) => {
+                let rank = match claim {
+                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
+                    _ => 1,
+                };
                 let ends: Vec<End> = match self.resolve_end(end) {
                     Some(e) => vec![e],
                     None => vec![End::Lowest, End::Highest],
                 };
-                let value = matches!(claim, SlotClaim::ExtremeValue(_));
+                let value = matches!(
+                    claim,
+                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
+                );
                 for c in focus.candidates() {
                     for e in &ends {
-                        if let Some((label, v)) = c.extreme(*e) {
+                        if let Some((labels, v)) = c.ranked(*e, rank) {
                             if value {
                                 push(slots::forms(v))
                             } else {
-                                push(vec![label.to_owned()])
+                                // A tie is offered whole: every tied row, joined as the language joins a list.
+                                push(vec![labels.join(lexicon::list_joiner(name))])
                             }
-                            *last_row = Some((c.clone(), label.to_owned()));
+                            *last_row = Some((c.clone(), labels[0].to_owned()));
+                        }
+                    }
+                }
+            }
+            SlotClaim::EndList(end, n) => {
+                if let Some(end) = self.resolve_end(end) {
+                    for c in focus.candidates() {
+                        if let Some(rows) = c.first_from(end, n) {
+                            push(vec![rows.join(lexicon::list_joiner(name))]);
                         }
                     }
                 }
@@ -671,6 +752,83 @@ impl<'t> Plan<'t> {
         out
     }
 
+    /// The value of a ratio the knowledge defines, when the slot names it (every word of the defined name):
+    /// the printed forms it may take (scaled as the definition says, else as a fraction or per 100).
+    fn defined_ratio(&self, name: &str) -> Option<(&rules::clause::Definition, Vec<f64>)> {
+        let words = lexicon::content_words(name);
+        let def = self
+            .definitions
+            .iter()
+            .find(|d| d.name.iter().all(|w| words.contains(w)))?;
+        let total = |column: &str| -> Option<f64> {
+            let c = self.columns.iter().find(|c| c.name == column)?;
+            c.missing.is_empty().then(|| c.values.iter().sum())
+        };
+        let (top, bottom) = (total(&def.numerator)?, total(&def.denominator)?);
+        if bottom == 0.0 {
+            return None;
+        }
+        let ratio = top / bottom;
+        let values = match def.per {
+            Some(per) => vec![ratio * per],
+            None => vec![ratio, ratio * 100.0],
+        };
+        Some((def, values))
+    }
+
+    /// A slot naming a defined ratio holds its value, computed by a cited calculator call.
+    fn check_defined_ratio(
+        &self,
+        name: &str,
+        fill: &str,
+    ) -> Option<Result<ClaimCheck, ClaimRejection>> {
+        let (def, values) = self.defined_ratio(name)?;
+        let part = format!("<{name}>");
+        let describe = format!(
+            "sum([{}]) / sum([{}]){}",
+            def.numerator,
+            def.denominator,
+            def.per
+                .map(|p| format!(" * {}", crate::numbers::canonical(p)))
+                .unwrap_or_default()
+        );
+        let Some(mention) = crate::numbers::scan(fill).into_iter().next() else {
+            return Some(Err(reject(
+                "slot_type_mismatch",
+                format!(
+                    "{part} claims {describe}, a number, but the answer puts \"{fill}\" there; write the number"
+                ),
+            )));
+        };
+        let Some(value) = values.iter().copied().find(|v| mention.stands_for(*v)) else {
+            return Some(Err(reject(
+                "wrong_quantity",
+                format!(
+                    "{part} states {}, which is not {describe} as the knowledge defines it; compute that with the calculator",
+                    mention.printed,
+                ),
+            )));
+        };
+        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+            return Some(Err(reject(
+                "wrong_quantity",
+                format!(
+                    "{part} states {}, which is {describe}, but no cited calculator result computed it; compute it with the calculator and cite it",
+                    mention.printed
+                ),
+            )));
+        }
+        Some(Ok(verified(
+            &part,
+            "defined_ratio",
+            fill,
+            format!(
+                "{describe} = {} (as the knowledge defines it)",
+                crate::numbers::canonical(value)
+            ),
+        )))
+    }
+
     /// Checks one filled slot.
     fn check_slot(
         &self,
@@ -680,6 +838,9 @@ impl<'t> Plan<'t> {
         last_row: &mut Option<(ColumnData, String)>,
     ) -> Result<ClaimCheck, ClaimRejection> {
         let part = format!("<{name}>");
+        if let Some(checked) = self.check_defined_ratio(name, fill) {
+            return checked;
+        }
         let claim = slots::classify(name, &self.columns);
         let number = crate::numbers::scan(fill).into_iter().next();
         let focus = self.focus(name);
@@ -687,6 +848,9 @@ impl<'t> Plan<'t> {
             SlotClaim::Aggregate(_) => "aggregate",
             SlotClaim::ExtremeLabel(_) => "extreme_label",
             SlotClaim::ExtremeValue(_) => "extreme_value",
+            SlotClaim::RankedLabel(..) => "ranked_label",
+            SlotClaim::RankedValue(..) => "ranked_value",
+            SlotClaim::EndList(..) => "end_list",
             SlotClaim::OwnValue => "own_value",
             SlotClaim::ExcludedRow => "excluded_row",
             SlotClaim::Row => "row",
@@ -795,7 +959,10 @@ impl<'t> Plan<'t> {
                     )),
                 }
             }
-            SlotClaim::ExtremeLabel(end) | SlotClaim::ExtremeValue(end) => {
+            SlotClaim::ExtremeLabel(end)
+            | SlotClaim::ExtremeValue(end)
+            | SlotClaim::RankedLabel(end, _)
+            | SlotClaim::RankedValue(end, _) => {
                 let Some(end) = self.resolve_end(end) else {
                     return Ok(unverified(
                         &part,
@@ -803,6 +970,10 @@ impl<'t> Plan<'t> {
                         fill,
                         "the slot names an end (\"worst\", \"best\") but no rule says which end is worse",
                     ));
+                };
+                let rank = match claim {
+                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
+                    _ => 1,
                 };
                 let candidates = focus.candidates();
                 let [c] = candidates.as_slice() else {
@@ -813,24 +984,32 @@ impl<'t> Plan<'t> {
                         "the task's words fit no single observed column, so the row cannot be checked",
                     ));
                 };
-                let Some((label, value)) = c.extreme(end) else {
+                let at = Rank { end, rank };
+                let Some((labels, value)) = c.ranked(end, rank) else {
                     return Ok(unverified(
                         &part,
                         kind,
                         fill,
-                        &format!("[{}] has no single {} row (a tie)", c.name, end_word(end)),
+                        &format!(
+                            "[{}] has no row of its own at the {} (too few rows, or a tie from a better rank)",
+                            c.name,
+                            at.words()
+                        ),
                     ));
                 };
-                *last_row = Some(((*c).clone(), label.to_owned()));
-                if matches!(claim, SlotClaim::ExtremeValue(_)) {
-                    let mention = need_number(&format!("the value of the {} row", end_word(end)))?;
+                *last_row = Some(((*c).clone(), labels[0].to_owned()));
+                if matches!(
+                    claim,
+                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
+                ) {
+                    let mention = need_number(&format!("the value of the {} row", at.words()))?;
                     if !mention.stands_for(value) {
                         return Err(reject(
                             "wrong_quantity",
                             format!(
                                 "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
                                 mention.printed,
-                                end_word(end),
+                                at.words(),
                                 c.name,
                             ),
                         ));
@@ -840,41 +1019,78 @@ impl<'t> Plan<'t> {
                         kind,
                         fill,
                         format!(
-                            "the {} row of [{}] is {label} = {}",
-                            end_word(end),
+                            "the {} row of [{}] is {} = {}",
+                            at.words(),
                             c.name,
+                            labels.join(", "),
                             crate::numbers::canonical(value)
                         ),
                     ));
                 }
-                if fill.trim().eq_ignore_ascii_case(label) {
+                check_ranked_label(
+                    &part,
+                    kind,
+                    fill,
+                    answer_text,
+                    c,
+                    at,
+                    &labels,
+                    value,
+                    number.is_some(),
+                )
+            }
+            SlotClaim::EndList(end, n) => {
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the rows cannot be checked",
+                    ));
+                };
+                let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "[{}] has no {n} rows of its own at that end (a tie at the last place, too few rows, or no end a rule decides)",
+                            c.name
+                        ),
+                    ));
+                };
+                let named: Vec<&str> = c
+                    .labels
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|l| !lexicon::find(fill, l).is_empty())
+                    .collect();
+                let mut want = rows.clone();
+                want.sort_unstable();
+                let mut got = named.clone();
+                got.sort_unstable();
+                if want == got {
                     return Ok(verified(
                         &part,
                         kind,
                         fill,
                         format!(
-                            "the {} row of [{}] ({} = {})",
-                            end_word(end),
+                            "the {n} rows at that end of [{}]: {}",
                             c.name,
-                            label,
-                            crate::numbers::canonical(value)
-                        ),
-                    ));
-                }
-                let is_label = c.labels.iter().any(|l| l.eq_ignore_ascii_case(fill.trim()));
-                if !is_label && number.is_some() {
-                    return Err(reject(
-                        "slot_type_mismatch",
-                        format!(
-                            "{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name"
+                            rows.join(", ")
                         ),
                     ));
                 }
                 Err(reject(
                     "wrong_row",
                     format!(
-                        "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
-                        end_word(end),
+                        "{part} names {}, which are not the {n} rows at that end of [{}]; compare the rows of that column again",
+                        if named.is_empty() {
+                            format!("\"{fill}\"")
+                        } else {
+                            named.join(", ")
+                        },
                         c.name,
                     ),
                 ))
@@ -1004,6 +1220,100 @@ fn end_word(end: End) -> &'static str {
         End::Highest => "highest",
         End::Either => "extreme",
     }
+}
+
+/// A position counted from one end of a column.
+#[derive(Debug, Clone, Copy)]
+struct Rank {
+    end: End,
+    rank: u32,
+}
+
+impl Rank {
+    /// "lowest", "2nd highest".
+    fn words(self) -> String {
+        match self.rank {
+            1 => end_word(self.end).to_owned(),
+            n => format!("rank {n} from the {}", end_word(self.end)),
+        }
+    }
+}
+
+/// A label slot against the rows at its rank: one row must be named as it is; a tie must be named
+/// whole, or in part only where the answer says it is a tie (`tie_not_stated` otherwise).
+#[allow(clippy::too_many_arguments)]
+fn check_ranked_label(
+    part: &str,
+    kind: &'static str,
+    fill: &str,
+    answer_text: &str,
+    c: &ColumnData,
+    at: Rank,
+    labels: &[&str],
+    value: f64,
+    is_number: bool,
+) -> Result<ClaimCheck, ClaimRejection> {
+    let shown = crate::numbers::canonical(value);
+    if let [label] = labels
+        && fill.trim().eq_ignore_ascii_case(label)
+    {
+        return Ok(verified(
+            part,
+            kind,
+            fill,
+            format!("the {} row of [{}] ({label} = {shown})", at.words(), c.name),
+        ));
+    }
+    // The rows the fill names, by whole label.
+    let named: Vec<&str> = c
+        .labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !lexicon::find(fill, l).is_empty())
+        .collect();
+    let all_tied = labels.len() > 1 && labels.iter().all(|l| named.contains(l));
+    let only_tied = !named.is_empty() && named.iter().all(|n| labels.contains(n));
+    if only_tied && (all_tied || (labels.len() > 1 && lexicon::names_a_tie(answer_text))) {
+        return Ok(verified(
+            part,
+            kind,
+            fill,
+            format!(
+                "{} tie at the {} of [{}] ({shown}); the answer names {}",
+                labels.join(", "),
+                at.words(),
+                c.name,
+                named.join(", ")
+            ),
+        ));
+    }
+    if only_tied && labels.len() > 1 {
+        return Err(reject(
+            "tie_not_stated",
+            format!(
+                "{part} names {}, but the {} of [{}] is a tie; name every tied row, or say it is a tie",
+                named.join(", "),
+                at.words(),
+                c.name
+            ),
+        ));
+    }
+    if named.is_empty() && is_number {
+        return Err(reject(
+            "slot_type_mismatch",
+            format!(
+                "{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name"
+            ),
+        ));
+    }
+    Err(reject(
+        "wrong_row",
+        format!(
+            "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
+            at.words(),
+            c.name,
+        ),
+    ))
 }
 
 /// What each template part of the task may hold now, for the grammar: per slot or choice, in template

@@ -22,6 +22,12 @@ pub enum SlotClaim {
     ExtremeLabel(End),
     /// The value of the row at one end of the column ("<highest peak temperature>").
     ExtremeValue(End),
+    /// The label of the row at a rank from one end ("<second-lowest line>": (Lowest, 2)).
+    RankedLabel(End, u32),
+    /// The value of the row at a rank from one end ("<second-highest score>").
+    RankedValue(End, u32),
+    /// The labels of the first `n` rows from one end ("<top 3 stores>", "<three lowest lines>").
+    EndList(End, u32),
     /// The value of the row an earlier extreme slot named ("<its value>").
     OwnValue,
     /// The label of a row the column has no value for ("<class left out>"): a missing cell.
@@ -65,6 +71,54 @@ impl ColumnData {
             [only] => Some((self.labels[*only].as_str(), best)),
             _ => None,
         }
+    }
+
+    /// The rows at `rank` (1 = the end itself) from `end`, with their shared value: one row, or every row
+    /// tied there. `None` for an empty column, too few rows, or a tie that reaches over from a better rank
+    /// (three rows at 84 have no second-lowest of their own).
+    pub fn ranked(&self, end: End, rank: u32) -> Option<(Vec<&str>, f64)> {
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        let at = usize::try_from(rank).ok()?.checked_sub(1)?;
+        let value = self.values[*order.get(at)?];
+        if at > 0 && self.values[order[at - 1]] == value {
+            return None;
+        }
+        let labels = (0..self.values.len())
+            .filter(|&i| self.values[i] == value)
+            .map(|i| self.labels[i].as_str())
+            .collect();
+        Some((labels, value))
+    }
+
+    /// The first `n` rows from `end`; `None` when a tie straddles the list's last place (which rows
+    /// belong in it is then not one answer) or the column has fewer rows.
+    pub fn first_from(&self, end: End, n: u32) -> Option<Vec<&str>> {
+        let n = usize::try_from(n).ok()?;
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        if n == 0 || n > order.len() {
+            return None;
+        }
+        if let Some(&next) = order.get(n)
+            && self.values[next] == self.values[order[n - 1]]
+        {
+            return None;
+        }
+        Some(
+            order[..n]
+                .iter()
+                .map(|&i| self.labels[i].as_str())
+                .collect(),
+        )
     }
 
     pub fn value_of(&self, label: &str) -> Option<f64> {
@@ -225,6 +279,16 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     if let Some(quantity) = lexicon::unsupported_in(&own_words) {
         return SlotClaim::Unsupported(quantity.to_owned());
     }
+    if let Some((end, n)) = lexicon::list_in(&own_words) {
+        return SlotClaim::EndList(end, n);
+    }
+    if let Some((end, rank)) = lexicon::rank_in(&own_words) {
+        return if names_quantity_not_rows(name, columns) {
+            SlotClaim::RankedValue(end, rank)
+        } else {
+            SlotClaim::RankedLabel(end, rank)
+        };
+    }
     let end = lexicon::end_in(&own_words);
     let aggregates = lexicon::aggregates_in(&own_words);
     if end.is_none()
@@ -233,20 +297,7 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::Aggregate(*first);
     }
     if let Some(end) = end {
-        let words = lexicon::content_words(name);
-        // The rows are named by the label column's header, or (a list without one) by the words the
-        // row labels share ("Line A", "Line B" → "line").
-        let rows_named = columns.iter().any(|c| {
-            lexicon::content_words(&c.rows)
-                .iter()
-                .any(|r| words.contains(r))
-                || c.labels
-                    .iter()
-                    .flat_map(|l| lexicon::content_words(l))
-                    .any(|r| words.contains(&r))
-        });
-        let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
-        return if names_quantity && !rows_named {
+        return if names_quantity_not_rows(name, columns) {
             SlotClaim::ExtremeValue(end)
         } else {
             SlotClaim::ExtremeLabel(end)
@@ -270,6 +321,24 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::Row;
     }
     SlotClaim::Open
+}
+
+/// Whether an end or rank slot's name names a column's quantity and not its rows: then it claims the
+/// row's value, otherwise its label. The rows are named by the label column's header, or (a list
+/// without one) by the words the row labels share ("Line A", "Line B" → "line").
+fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
+    let words = lexicon::content_words(name);
+    let rows_named = columns.iter().any(|c| {
+        lexicon::content_words(&c.rows)
+            .iter()
+            .any(|r| words.contains(r))
+            || c.labels
+                .iter()
+                .flat_map(|l| lexicon::content_words(l))
+                .any(|r| words.contains(&r))
+    });
+    let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
+    names_quantity && !rows_named
 }
 
 /// Whether `words` name the rows of an observed column: its label column's header, or (a list without
@@ -530,5 +599,76 @@ mod tests {
         let c = col("Score", "Team", &["A", "B", "C"], &[3.0, 1.0, 3.0]);
         assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
         assert_eq!(c.extreme(End::Highest), None);
+    }
+
+    #[test]
+    fn ranks_count_from_an_end_and_keep_their_ties() {
+        let c = col(
+            "Score",
+            "Team",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 3.0, 2.0],
+        );
+        assert_eq!(c.ranked(End::Lowest, 1), Some((vec!["B"], 1.0)));
+        assert_eq!(c.ranked(End::Lowest, 2), Some((vec!["D"], 2.0)));
+        // A and C tie at the top: both are the highest, and neither is a second-highest of its own.
+        assert_eq!(c.ranked(End::Highest, 1), Some((vec!["A", "C"], 3.0)));
+        assert_eq!(c.ranked(End::Highest, 2), None);
+        assert_eq!(c.ranked(End::Highest, 3), Some((vec!["D"], 2.0)));
+        assert_eq!(c.ranked(End::Lowest, 5), None, "too few rows");
+        assert_eq!(c.ranked(End::Lowest, 0), None, "no rank 0");
+        assert_eq!(c.ranked(End::Either, 1), None);
+    }
+
+    #[test]
+    fn ranked_slots_name_their_rank() {
+        let lines = vec![col("Punctuality", "Line", &["A", "B"], &[91.5, 88.0])];
+        assert_eq!(
+            classify("second-lowest line", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        assert_eq!(
+            classify("3rd highest punctuality", &lines),
+            SlotClaim::RankedValue(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("第二低的线路", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        // "seconds" is a unit, not an ordinal before an end word.
+        assert_eq!(
+            classify("average punctuality in seconds", &lines),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("lowest line", &lines),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
+
+    #[test]
+    fn lists_from_an_end_take_their_rows_unless_a_tie_straddles_the_last_place() {
+        let c = col(
+            "Score",
+            "Store",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 2.0, 2.0],
+        );
+        assert_eq!(c.first_from(End::Highest, 1), Some(vec!["A"]));
+        assert_eq!(c.first_from(End::Lowest, 3), Some(vec!["B", "C", "D"]));
+        assert_eq!(c.first_from(End::Lowest, 2), None, "C and D tie for second");
+        assert_eq!(c.first_from(End::Lowest, 5), None);
+        assert_eq!(
+            classify("top 3 stores", std::slice::from_ref(&c)),
+            SlotClaim::EndList(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("three lowest stores", std::slice::from_ref(&c)),
+            SlotClaim::EndList(End::Lowest, 3)
+        );
+        assert_eq!(
+            classify("top store", &[c]),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
     }
 }

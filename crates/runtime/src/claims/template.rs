@@ -56,15 +56,33 @@ pub enum Fill {
 /// text is missing, or a choice took none of its options). Fixed texts compare with collapsed white
 /// space; a slot's fill is the shortest text up to the next fixed text.
 pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
+    read_back_spans(parts, answer).map(|fills| fills.into_iter().map(|(f, _)| f).collect())
+}
+
+/// [`read_back`] with where each fill stands in `answer` (byte range, a slot's without its surrounding
+/// white space).
+pub fn read_back_spans(
+    parts: &[Part],
+    answer: &str,
+) -> Option<Vec<(Fill, std::ops::Range<usize>)>> {
     let mut fills = Vec::new();
     let mut pos = 0usize;
     let mut pending: Option<String> = None;
-    let close_slot = |pending: &mut Option<String>, fills: &mut Vec<Fill>, text: &str| {
+    let close_slot = |pending: &mut Option<String>,
+                      fills: &mut Vec<(Fill, std::ops::Range<usize>)>,
+                      from: usize,
+                      to: usize| {
         if let Some(name) = pending.take() {
-            fills.push(Fill::Slot {
-                name,
-                text: text.trim().to_owned(),
-            });
+            let raw = &answer[from..to];
+            let start = from + (raw.len() - raw.trim_start().len());
+            let end = start + raw.trim().len();
+            fills.push((
+                Fill::Slot {
+                    name,
+                    text: raw.trim().to_owned(),
+                },
+                start..end,
+            ));
         }
     };
     for part in parts {
@@ -84,7 +102,7 @@ pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
                     }
                     pos + skipped
                 };
-                close_slot(&mut pending, &mut fills, &answer[pos..at]);
+                close_slot(&mut pending, &mut fills, pos, at);
                 pos = at + wanted.len();
             }
             Part::Slot(name) => {
@@ -115,16 +133,19 @@ pub fn read_back(parts: &[Part], answer: &str) -> Option<Vec<Fill>> {
                         .map(|&i| (pos + skipped, i))
                 };
                 let (at, chosen) = found?;
-                close_slot(&mut pending, &mut fills, &answer[pos..at]);
-                fills.push(Fill::Choice {
-                    options: options.clone(),
-                    chosen,
-                });
+                close_slot(&mut pending, &mut fills, pos, at);
+                fills.push((
+                    Fill::Choice {
+                        options: options.clone(),
+                        chosen,
+                    },
+                    at..at + options[chosen].len(),
+                ));
                 pos = at + options[chosen].len();
             }
         }
     }
-    close_slot(&mut pending, &mut fills, &answer[pos..]);
+    close_slot(&mut pending, &mut fills, pos, answer.len());
     Some(fills)
 }
 

@@ -79,6 +79,44 @@ pub struct Extremes {
     pub either: Vec<String>,
 }
 
+/// Words that type a rule clause beyond one comparison (see `rule_terms` in `lexicon.json`).
+#[derive(Debug, Deserialize)]
+pub struct RuleTerms {
+    /// Words that promise a range ("between"): without one after them the clause is unread.
+    pub range_openers: Vec<String>,
+    /// Words a range may follow that are also bounds of their own ("within 30 minutes").
+    pub range_or_bound: Vec<String>,
+    pub range_joiners: Vec<String>,
+    pub plus_minus: Vec<String>,
+    pub relative_of: Vec<String>,
+    pub percent_words: Vec<String>,
+    pub ratio_words: Vec<String>,
+    pub definition_links: Vec<String>,
+    pub per_words: Vec<String>,
+    pub untyped_connectives: Vec<String>,
+    /// Words that make a count word part of a bigger number ("三百", "one hundred").
+    pub numeral_multipliers: Vec<String>,
+    /// Counts written as words ("no more than one depot"), with their value.
+    pub count_words: std::collections::BTreeMap<String, u32>,
+}
+
+/// Rank and tie vocabulary (see `ranks` in `lexicon.json`).
+#[derive(Debug, Deserialize)]
+pub struct Ranks {
+    pub ordinals: std::collections::BTreeMap<String, u32>,
+    pub rank_ends: RankEnds,
+    pub tie_words: Vec<String>,
+    /// Per language (`en`, `zh`): what joins the rows of a list, the first the one to write.
+    pub list_joiners: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// End words by end, for ranks (no "either").
+#[derive(Debug, Deserialize)]
+pub struct RankEnds {
+    pub lowest: Vec<String>,
+    pub highest: Vec<String>,
+}
+
 /// The whole vocabulary (see `lexicon.json` for what each list is for).
 #[derive(Debug, Deserialize)]
 pub struct Lexicon {
@@ -91,6 +129,10 @@ pub struct Lexicon {
     pub negations: Vec<String>,
     pub universal_negations: Vec<String>,
     pub quantity_each: Vec<String>,
+    pub rule_terms: RuleTerms,
+    pub ranks: Ranks,
+    /// Per language (`en`, `zh`): the mark written after a claim the runtime could not verify.
+    pub unverified_marker: std::collections::BTreeMap<String, String>,
     pub excluded_rows: Vec<String>,
     pub answer_cues: Vec<String>,
     /// Words that carry no subject of their own (articles, prepositions, pronouns, auxiliaries, question
@@ -366,6 +408,86 @@ pub fn end_in(text: &str) -> Option<End> {
         (false, false, true) | (true, true, _) => Some(End::Either),
         _ => None,
     }
+}
+
+/// The rank from an end `text` names with an ordinal right before an end word ("second-lowest" →
+/// (Lowest, 2), "3rd highest", "第二低"), if any.
+pub fn rank_in(text: &str) -> Option<(End, u32)> {
+    let ranks = &lexicon().ranks;
+    let e = &lexicon().extremes;
+    let ends = [
+        (End::Lowest, e.lowest.iter().chain(&ranks.rank_ends.lowest)),
+        (
+            End::Highest,
+            e.highest.iter().chain(&ranks.rank_ends.highest),
+        ),
+    ];
+    for hit in scan(text, ranks.ordinals.keys().map(String::as_str)) {
+        let rest = text[hit.end..].trim_start_matches([' ', '-', '\u{2011}']);
+        for (end, words) in ends.clone() {
+            let starts = words
+                .into_iter()
+                .any(|w| find(rest, w).first().is_some_and(|h| h.start == 0));
+            if starts {
+                return Some((end, ranks.ordinals[hit.entry]));
+            }
+        }
+    }
+    None
+}
+
+/// A list of rows from an end `text` names with a count beside an end word ("top 3", "3 lowest", "three
+/// highest", "bottom 2"): the end and how many rows. A count of 1 is no list.
+pub fn list_in(text: &str) -> Option<(End, u32)> {
+    let e = &lexicon().extremes;
+    let counts = &lexicon().rule_terms.count_words;
+    let count_at = |word: &Word| -> Option<u32> {
+        word.folded
+            .parse::<u32>()
+            .ok()
+            .or_else(|| counts.get(&word.folded).copied())
+    };
+    let all = words(text);
+    for (i, word) in all.iter().enumerate() {
+        let end = if e.lowest.contains(&word.folded) {
+            End::Lowest
+        } else if e.highest.contains(&word.folded) {
+            End::Highest
+        } else {
+            continue;
+        };
+        let before = i.checked_sub(1).and_then(|j| count_at(&all[j]));
+        let after = all.get(i + 1).and_then(count_at);
+        if let Some(n) = before.or(after).filter(|n| *n > 1) {
+            return Some((end, n));
+        }
+    }
+    None
+}
+
+/// The words that say an answer names a tie ("tied", "jointly", "并列").
+pub fn names_a_tie(text: &str) -> bool {
+    contains_any(text, &lexicon().ranks.tie_words)
+}
+
+/// The text that joins the rows of a list in the language of `sample` (Chinese when it holds CJK).
+pub fn list_joiner(sample: &str) -> &'static str {
+    let language = if sample.chars().any(is_cjk_script) {
+        "zh"
+    } else {
+        "en"
+    };
+    lexicon().ranks.list_joiners[language][0].as_str()
+}
+
+/// The mark written after a claim the runtime could not verify, in the language of `sample`.
+pub fn unverified_marker(sample: &str) -> &'static str {
+    let language = if sample.chars().any(is_cjk_script) {
+        "zh"
+    } else {
+        "en"
+    };
+    lexicon().unverified_marker[language].as_str()
 }
 
 /// A quantity the tools cannot compute that `text` names ("median"), if any.

@@ -198,14 +198,16 @@ impl Evaluator<'_> {
                     (BinOp::Or, Boolean(a), Boolean(b)) => Boolean(a || b),
                     (BinOp::Equal, Boolean(a), Boolean(b)) => Boolean(a == b),
                     (BinOp::NotEqual, Boolean(a), Boolean(b)) => Boolean(a != b),
-                    (BinOp::Equal, Number(a), Number(b)) => Boolean(same_number(a, b)),
-                    (BinOp::NotEqual, Number(a), Number(b)) => Boolean(!same_number(a, b)),
-                    (BinOp::Less, Number(a), Number(b)) => Boolean(a < b && !same_number(a, b)),
-                    (BinOp::LessEqual, Number(a), Number(b)) => Boolean(a < b || same_number(a, b)),
-                    (BinOp::Greater, Number(a), Number(b)) => Boolean(a > b && !same_number(a, b)),
-                    (BinOp::GreaterEqual, Number(a), Number(b)) => {
-                        Boolean(a > b || same_number(a, b))
-                    }
+                    (
+                        BinOp::Equal
+                        | BinOp::NotEqual
+                        | BinOp::Less
+                        | BinOp::LessEqual
+                        | BinOp::Greater
+                        | BinOp::GreaterEqual,
+                        Number(a),
+                        Number(b),
+                    ) => Boolean(compare(*op, a, b)),
                     (
                         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow,
                         Number(a),
@@ -246,12 +248,45 @@ impl Evaluator<'_> {
             Expr::ColumnCall {
                 function,
                 column,
+                filter,
                 position,
                 column_position,
             } => {
                 let values = self.column(column, *column_position)?;
-                Ok(Number(aggregate(*function, &values, *position)?))
+                match filter {
+                    None => Ok(Number(aggregate(*function, &values, *position)?)),
+                    Some(filter) => {
+                        let Number(limit) = self.eval(&filter.limit)? else {
+                            return Err(binary_type_error(
+                                filter.op,
+                                ValueType::Number,
+                                ValueType::Boolean,
+                                *position,
+                            ));
+                        };
+                        // Each row compared as a comparison node compares, float noise included.
+                        let passing = values
+                            .iter()
+                            .filter(|&&v| compare(filter.op, v, limit))
+                            .count();
+                        Ok(Number(passing as f64))
+                    }
+                }
             }
         }
+    }
+}
+
+/// A number comparison with float noise ignored (see [`super::COMPARISON_TOLERANCE`]); `op` is one of the
+/// six comparison operators (anything else is false).
+fn compare(op: BinOp, a: f64, b: f64) -> bool {
+    match op {
+        BinOp::Equal => same_number(a, b),
+        BinOp::NotEqual => !same_number(a, b),
+        BinOp::Less => a < b && !same_number(a, b),
+        BinOp::LessEqual => a < b || same_number(a, b),
+        BinOp::Greater => a > b && !same_number(a, b),
+        BinOp::GreaterEqual => a > b || same_number(a, b),
+        _ => false,
     }
 }

@@ -115,11 +115,22 @@ pub enum Expr {
     ColumnCall {
         function: Function,
         column: ColumnRef,
+        /// `count([Rate] > 7)`: only the rows passing the comparison (count only).
+        filter: Option<RowFilter>,
         /// Of the function name.
         position: usize,
         /// Of the reference's `[`.
         column_position: usize,
     },
+}
+
+/// A comparison each row of a column reference must pass to be counted (`[Rate] > 7`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowFilter {
+    /// A comparison operator (`<`, `<=`, `>`, `>=`, `==`, `!=`).
+    pub op: BinOp,
+    /// A number expression without column references.
+    pub limit: Box<Expr>,
 }
 
 impl Expr {
@@ -332,8 +343,22 @@ impl fmt::Display for Expr {
                 f.write_str(")")
             }
             Expr::ColumnCall {
-                function, column, ..
+                function,
+                column,
+                filter: None,
+                ..
             } => write!(f, "{function}({column})"),
+            Expr::ColumnCall {
+                function,
+                column,
+                filter: Some(filter),
+                ..
+            } => write!(
+                f,
+                "{function}({column} {} {})",
+                filter.op.symbol(),
+                filter.limit
+            ),
         }
     }
 }

@@ -23,7 +23,10 @@
 //! one observed table column, resolved through the [`ColumnSource`] passed to
 //! [`eval_with`] / [`run_with`] (see [`columns`]); a reference anywhere else is a
 //! `column_not_a_list` error, and a column has no [`MAX_ARGUMENTS`] limit.
-//! `count([Name])` counts the rows that have a value.
+//! `count([Name])` counts the rows that have a value; `count([Name] > 7)` (any
+//! comparison operator, a number expression after it) counts those whose value
+//! passes the comparison — what a count tolerance ("no more than one depot above
+//! 7") needs. A filter anywhere but in `count` is `filter_outside_count`.
 //!
 //! The aggregates take 1 to [`MAX_ARGUMENTS`] number arguments (`count()` is an
 //! arity error like the others: a count of nothing is never what a task asks
@@ -56,7 +59,7 @@ pub use columns::{
     normalize_name,
 };
 pub use eval::{ColumnUse, Evaluation, eval, eval_with};
-pub use expr::{BinOp, CalcValue, Expr, Function, UnaryOp, ValueType};
+pub use expr::{BinOp, CalcValue, Expr, Function, RowFilter, UnaryOp, ValueType};
 pub use parse::parse;
 
 pub const TOOL_NAME: &str = "calculator";
@@ -71,11 +74,9 @@ pub const MAX_MAGNITUDE: f64 = 1e15;
 pub const MAX_DEPTH: usize = 48;
 /// Most arguments one aggregate call accepts.
 pub const MAX_ARGUMENTS: usize = 64;
-/// Comparisons treat two numbers as equal when they differ by at most this
-/// fraction of the larger magnitude (at least 1), so float noise such as
-/// `0.1 + 0.2 == 0.3` cannot flip a rule check. Two whole numbers always compare
-/// exactly (every integer within [`MAX_MAGNITUDE`] is exact in f64).
-pub const COMPARISON_TOLERANCE: f64 = 1e-12;
+// The comparison tolerance lives with the numbers: the rule reader compares with it too, and it must not
+// import the calculator to do so (a circle through `tools`).
+pub use crate::numbers::COMPARISON_TOLERANCE;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalcError {
@@ -120,6 +121,11 @@ pub enum CalcError {
     ColumnNotAList { reference: String, position: usize },
     #[error("column reference at position {position}: {error}")]
     Column { error: ColumnError, position: usize },
+    #[error(
+        "a row filter at position {position} works only inside count, e.g. count([Rate] > 7); \
+         {function} takes the column alone"
+    )]
+    FilterOutsideCount { function: Function, position: usize },
 }
 
 impl CalcError {
@@ -137,6 +143,7 @@ impl CalcError {
             CalcError::NonFinite { .. } => "non_finite",
             CalcError::ColumnNotAList { .. } => "column_not_a_list",
             CalcError::Column { error, .. } => error.code(),
+            CalcError::FilterOutsideCount { .. } => "filter_outside_count",
         }
     }
 
@@ -152,7 +159,8 @@ impl CalcError {
             | CalcError::Overflow { position, .. }
             | CalcError::NonFinite { position }
             | CalcError::ColumnNotAList { position, .. }
-            | CalcError::Column { position, .. } => Some(*position),
+            | CalcError::Column { position, .. }
+            | CalcError::FilterOutsideCount { position, .. } => Some(*position),
         }
     }
 }
@@ -266,10 +274,15 @@ fn resolve_references(ast: &Expr, used: &[ColumnUse]) -> Expr {
         Expr::ColumnCall {
             function,
             column,
+            filter,
             position,
             column_position,
         } => Expr::ColumnCall {
             function: *function,
+            filter: filter.as_ref().map(|f| RowFilter {
+                op: f.op,
+                limit: again(&f.limit),
+            }),
             column: used.iter().find(|u| u.reference == *column).map_or_else(
                 || column.clone(),
                 |u| ColumnRef::qualified(&u.column.rows_label, &u.column.name),

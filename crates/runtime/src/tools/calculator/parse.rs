@@ -3,8 +3,8 @@
 
 use super::columns::ColumnRef;
 use super::expr::{
-    BinOp, Expr, Function, UnaryOp, ValueType, argument_type_error, binary_type_error, check_arity,
-    unary_type_error,
+    BinOp, Expr, Function, RowFilter, UnaryOp, ValueType, argument_type_error, binary_type_error,
+    check_arity, unary_type_error,
 };
 use super::lex::{Token, describe, tokenize};
 use super::{CalcError, MAX_DEPTH, MAX_EXPRESSION_CHARS};
@@ -252,9 +252,16 @@ impl Parser {
             return Ok(Expr::ColumnCall {
                 function,
                 column: self.columns[index].clone(),
+                filter: None,
                 position,
                 column_position,
             });
+        }
+        // `count([Rate] > 7)`: the rows of a column whose value passes one comparison.
+        if let (Some(Token::Column(index)), Some((Token::Compare(_), _))) =
+            (self.peek(), self.tokens.get(self.next + 1))
+        {
+            return self.filtered_count(function, index, position, open);
         }
         let mut arguments = Vec::new();
         if self.peek() != Some(Token::RParen) {
@@ -293,6 +300,58 @@ impl Parser {
             function,
             arguments,
             position,
+        })
+    }
+}
+
+impl Parser {
+    /// `count([Name] <op> limit)` after `count(`: the limit is a number expression without column
+    /// references; any other function with a filter is `filter_outside_count`.
+    fn filtered_count(
+        &mut self,
+        function: Function,
+        index: usize,
+        position: usize,
+        open: usize,
+    ) -> Result<Expr, CalcError> {
+        let column_position = self.position();
+        if function != Function::Count {
+            return Err(CalcError::FilterOutsideCount {
+                function,
+                position: column_position,
+            });
+        }
+        self.next += 1;
+        let Some(Token::Compare(op)) = self.peek() else {
+            return self.syntax("expected a comparison after the column reference".to_owned());
+        };
+        let op_position = self.position();
+        self.next += 1;
+        let limit = self.sum()?;
+        if limit.value_type() != ValueType::Number {
+            return Err(binary_type_error(
+                op,
+                ValueType::Number,
+                limit.value_type(),
+                op_position,
+            ));
+        }
+        if self.peek() != Some(Token::RParen) {
+            return self.syntax(format!(
+                "expected ')' to close '{function}(' at position {open}: a filter is one comparison"
+            ));
+        }
+        self.next += 1;
+        self.depth -= 1;
+        Ok(Expr::ColumnCall {
+            function,
+            column: self.columns[index].clone(),
+            filter: Some(RowFilter {
+                op,
+                limit: Box::new(limit),
+            }),
+            position,
+            column_position,
         })
     }
 }

@@ -173,6 +173,42 @@ pub(crate) fn one_unit(
     Ok(target)
 }
 
+/// Longest header suffix read as a unit (`(min)`, `[kWh]`, `（分钟）`).
+const MAX_UNIT_CHARS: usize = 24;
+
+/// `Task Success (%)` → (`Task Success`, `%`); `Uptime %` → (`Uptime`, `%`); `Energy [kWh]` →
+/// (`Energy`, `kWh`); `Wait, minutes` → (`Wait`, `minutes`) when the words after the comma are a unit the
+/// vocabulary knows. A bracketed suffix with digits (`New loans (Q3)`) is part of the name.
+pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
+    let header = header.trim();
+    if let Some((name, unit)) = header.rsplit_once([',', '，'])
+        && !name.trim().is_empty()
+        && crate::units::read(unit).is_some()
+    {
+        return (name.trim().to_owned(), Some(unit.trim().to_owned()));
+    }
+    for (open, close) in [('(', ')'), ('[', ']'), ('（', '）')] {
+        if let Some(inner_end) = header.strip_suffix(close)
+            && let Some(start) = inner_end.rfind(open)
+        {
+            let name = inner_end[..start].trim();
+            let unit = inner_end[start + open.len_utf8()..].trim();
+            let unit_like = !unit.is_empty()
+                && unit.chars().count() <= MAX_UNIT_CHARS
+                && !unit.chars().any(|c| c.is_ascii_digit());
+            if unit_like && !name.is_empty() {
+                return (name.to_owned(), Some(unit.to_owned()));
+            }
+        }
+    }
+    if let Some(name) = header.strip_suffix('%').map(str::trim)
+        && !name.is_empty()
+    {
+        return (name.to_owned(), Some("%".to_owned()));
+    }
+    (header.to_owned(), None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

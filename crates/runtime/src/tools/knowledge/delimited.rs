@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::markdown::{ProseLine, RawTable, Section};
+use super::{ProseLine, RawTable, Section};
 
 /// Why delimited data cannot be read; becomes a `knowledge_corrupt` tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

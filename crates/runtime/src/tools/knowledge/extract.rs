@@ -16,8 +16,8 @@
 use crate::language::tables;
 use crate::numbers::{self, Quantity};
 
-use super::cells;
 pub use super::cells::ColumnError;
+use super::cells::{self, split_unit};
 use super::markdown::{ProseLine, RawTable};
 use super::transpose;
 
@@ -29,8 +29,6 @@ pub const MAX_TABLE_COLUMNS: usize = 32;
 pub const MAX_FACTS_PER_FILE: usize = 100;
 /// Longest fact key: a longer text before the colon is a sentence, not a key.
 const MAX_FACT_KEY_CHARS: usize = 80;
-/// Longest header suffix read as a unit (`(min)`, `[kWh]`, `（分钟）`).
-const MAX_UNIT_CHARS: usize = 24;
 
 /// Why a file's data cannot be read; becomes a `knowledge_corrupt` tool error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -422,39 +420,6 @@ fn column_names(header: &[String]) -> Vec<(String, Option<String>)> {
         out.push((name, unit));
     }
     out
-}
-
-/// `Task Success (%)` → (`Task Success`, `%`); `Uptime %` → (`Uptime`, `%`); `Energy [kWh]` →
-/// (`Energy`, `kWh`); `Wait, minutes` → (`Wait`, `minutes`) when the words after the comma are a unit the
-/// vocabulary knows. A bracketed suffix with digits (`New loans (Q3)`) is part of the name.
-pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
-    let header = header.trim();
-    if let Some((name, unit)) = header.rsplit_once([',', '，'])
-        && !name.trim().is_empty()
-        && crate::units::read(unit).is_some()
-    {
-        return (name.trim().to_owned(), Some(unit.trim().to_owned()));
-    }
-    for (open, close) in [('(', ')'), ('[', ']'), ('（', '）')] {
-        if let Some(inner_end) = header.strip_suffix(close)
-            && let Some(start) = inner_end.rfind(open)
-        {
-            let name = inner_end[..start].trim();
-            let unit = inner_end[start + open.len_utf8()..].trim();
-            let unit_like = !unit.is_empty()
-                && unit.chars().count() <= MAX_UNIT_CHARS
-                && !unit.chars().any(|c| c.is_ascii_digit());
-            if unit_like && !name.is_empty() {
-                return (name.to_owned(), Some(unit.to_owned()));
-            }
-        }
-    }
-    if let Some(name) = header.strip_suffix('%').map(str::trim)
-        && !name.is_empty()
-    {
-        return (name.to_owned(), Some("%".to_owned()));
-    }
-    (header.to_owned(), None)
 }
 
 /// The fact on one prose line, if the line is `key: number` (ASCII colon followed by a space, or a

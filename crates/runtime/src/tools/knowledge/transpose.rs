@@ -10,7 +10,7 @@
 use crate::language::tables;
 use crate::numbers;
 
-use super::extract::split_unit;
+use super::cells::split_unit;
 use super::markdown::RawTable;
 
 /// The table turned (header: the periods' kind or the first header, then one column per measure; one row

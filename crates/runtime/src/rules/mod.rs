@@ -1,27 +1,45 @@
 //! Rules a knowledge file states as `key: number` facts (`average_gte: 78`, `Maximum wait at any clinic: 40`)
-//! or as an English sentence ("eligible only when the average basket is at least $42 and no store falls
-//! below $35"), read well enough to check a verdict when a task declares no rule check of its own.
+//! or as sentences ("eligible only when the average basket is at least $42 and no store falls below
+//! $35"), read as typed terms to check a verdict apart from anything the model wrote.
 //!
-//! This is the claims gate's fallback, not a rule engine: a key or clause is understood only when it
-//! names a comparison (`gte`/`lte`/`minimum`/`at most`/`below`/`最低`/`不超过`…) followed by its number and,
-//! optionally, an aggregate (average, total; otherwise every row — "no crew may average more than 3.2"
-//! is every row at most 3.2). A clause with no quantity word (average, total, every, any, no…) is not a
-//! rule ("warmers run for at least 45 minutes"). Facts win over sentences when both state rules.
-//! Anything it does not understand makes it say nothing — a verdict is then left unchecked rather than
-//! checked against a guess. Nothing here names a task or a domain.
+//! A key or clause is a rule when it names a comparison (`gte`/`lte`/`minimum`/`at most`/`below`/`最低`/
+//! `不超过`…) or a range (`between 60 and 75`, `7.2–7.8`, `within ±0.3 of 7.5`) with its limit, and what it
+//! measures: an aggregate (average, total), every row ("no crew may average more than 3.2"), a count of
+//! rows ("no more than one depot is above 7%"), or a ratio of totals the knowledge defines ("the overall
+//! rate is all completions divided by all starts"). A limit may be a share of a quantity the knowledge
+//! states ("85% of the hall's capacity") — `clause` types each clause. A clause with no quantity word is not
+//! placed ("warmers run for at least 45 minutes"). Fail closed: a sentence with any clause the reader
+//! cannot type or place, or with a connective it does not type ("or", "unless"), gives no rule at all, and
+//! a result holding a rule-shaped clause it cannot type gives none either — a verdict is then left
+//! unchecked, the clause named, rather than checked against the part that was read. Facts win over
+//! sentences when both state rules. Nothing here names a task or a domain.
+
+pub mod clause;
 
 use serde_json::Value;
 
 pub use crate::language::lexicon::Op as Comparison;
-use crate::language::lexicon::{self, Hit, lexicon};
+use crate::language::lexicon::{self, lexicon};
 
-/// What a rule aggregates before comparing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a rule measures before comparing.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Aggregate {
     Mean,
     Sum,
     /// Every row on its own (the lowest row for a lower limit, the highest for an upper one).
     EachRow,
+    /// How many rows pass `row limit` ("no more than one depot is above 7%": rows > 7, compared with 1).
+    CountRows {
+        row: Comparison,
+        limit: f64,
+    },
+    /// The total of one column over the total of another, times `per` (`None`: 100 for a percentage
+    /// limit, else 1), each column named by the knowledge's own definition.
+    RatioOfTotals {
+        numerator: String,
+        denominator: String,
+        per: Option<f64>,
+    },
 }
 
 /// One understood fact.
@@ -43,11 +61,12 @@ pub struct RuleVerdict {
     pub explanation: String,
 }
 
-/// What a result's knowledge says about rules: the clauses read with certainty, and the clauses that
-/// hold a comparison with a number but could not be placed (no quantity word, a symbol with no number…).
+/// What a result's knowledge says about rules: the clauses read with certainty, and, by name with the
+/// reason, the clauses that hold a comparison with a number but could not be placed or typed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleReading {
     pub rules: Vec<FactRule>,
+    /// `"clause" (reason)` for each clause left unread.
     pub uncertain: Vec<String>,
 }
 
@@ -119,43 +138,14 @@ fn bracketed_unit(key: &str) -> Option<String> {
     crate::units::read(unit).map(|_| unit.to_owned())
 }
 
-/// The unit written right after a limit's number (`5 minutes, and …` → `minutes`, `120克，且` → `克`): the
-/// longest run of up to three words (or five CJK characters) the unit vocabulary knows; `None` otherwise
-/// (`70 and no school`, `3 hospitals`).
-fn unit_after(text: &str) -> Option<String> {
-    let text = text.trim_start();
-    let mut ends: Vec<usize> = text
-        .char_indices()
-        .filter(|(_, c)| {
-            c.is_whitespace() || matches!(c, ',' | ';' | '.' | '，' | '；' | '。' | ')')
-        })
-        .map(|(i, _)| i)
-        .take(3)
-        .collect();
-    ends.push(text.len());
-    // CJK text runs on without spaces (`120克，且`): its first characters are candidates too. Latin text is
-    // cut only at word ends, so `3 hospitals` is never `3 h`.
-    if text
-        .chars()
-        .next()
-        .is_some_and(crate::language::lexicon::is_cjk)
-    {
-        ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
-    }
-    ends.sort_unstable_by(|a, b| b.cmp(a));
-    ends.into_iter()
-        .map(|end| text[..end].trim())
-        .find(|candidate| !candidate.is_empty() && crate::units::read(candidate).is_some())
-        .map(str::to_owned)
-}
-
 /// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
 /// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
 pub fn rules_in(result: &Value) -> Vec<FactRule> {
     reading(result).rules
 }
 
-/// [`rules_in`] with the clauses that could not be read.
+/// [`rules_in`] with the clauses that could not be read. Fails closed: a rule-shaped clause the reader
+/// cannot type anywhere in the cited passages leaves every rule of the result unread.
 pub fn reading(result: &Value) -> RuleReading {
     let facts: Vec<FactRule> = result["data"]["facts"]
         .as_array()
@@ -169,18 +159,33 @@ pub fn reading(result: &Value) -> RuleReading {
             Some(rule)
         })
         .collect();
-    let mut out = RuleReading::default();
-    if facts.is_empty() {
-        for text in result["citations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["text"].as_str())
-        {
-            let read = read_sentences(text);
-            out.rules.extend(read.rules);
-            out.uncertain.extend(read.uncertain);
+    let context = context_of(result);
+    let mut sentences = SentenceReading::default();
+    sentences
+        .untyped
+        .extend(facts.iter().filter_map(|f| untyped_fact(&f.key)));
+    for text in citation_texts(result) {
+        let read = read_sentences_with(text, &context);
+        sentences.rules.extend(read.rules.iter().cloned());
+        sentences.untyped.extend(read.untyped);
+        if read.rules.is_empty() {
+            sentences.unplaced.extend(read.unplaced);
+        } else {
+            // A passage that states rules and a comparison the reader cannot place: that comparison may be
+            // part of the rule (its subject in another sentence), so none of the passage's rules is read.
+            sentences.untyped.extend(read.unplaced);
         }
+    }
+    let mut out = RuleReading::default();
+    if !sentences.untyped.is_empty() {
+        // A rule the reader could not type: enforcing the rest of what it read would enforce part of it.
+        out.uncertain = sentences.untyped;
+        out.uncertain.extend(sentences.unplaced);
+        return out;
+    }
+    if facts.is_empty() {
+        out.rules = sentences.rules;
+        out.uncertain = sentences.unplaced;
     } else {
         out.rules = facts;
     }
@@ -199,109 +204,94 @@ pub fn reading(result: &Value) -> RuleReading {
     out
 }
 
-/// A limit as a sentence writes it: its number and the unit written with it, if any.
-type Limit = (f64, Option<String>);
-
-/// The number a threshold is: the first number in `text` after optional spaces and a currency sign (a
-/// decimal comma read as one: `7,0 t/ha` is 7), with its unit — the currency sign before it, a `%`, or a
-/// unit the vocabulary knows right after it (`5 minutes`, `120克`).
-fn number_right_after(text: &str) -> Option<Limit> {
-    let text = text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '：'));
-    let currency: String = text
-        .chars()
-        .take_while(|c| matches!(c, '$' | '£' | '€' | '¥' | '￥'))
-        .collect();
-    let trimmed = text[currency.len()..].trim_start();
-    let (value, end) = crate::numbers::leading_value(trimmed)?;
-    let unit = if !currency.is_empty() {
-        Some(currency)
-    } else if trimmed[..end].ends_with('%') {
-        Some("%".to_owned())
-    } else {
-        unit_after(&trimmed[end..])
-    };
-    Some((value, unit))
+/// The ratios of column totals a result's passages define ("the overall rate is all completions divided
+/// by all starts"): what a slot naming that quantity claims.
+pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
+    context_of(result).definitions
 }
 
-/// The number a trailing phrase ("30 or more", "85%以上") follows: the last number right before it, with
-/// the unit between them when the vocabulary knows it.
-fn number_right_before(text: &str) -> Option<Limit> {
-    let trimmed = text.trim_end();
-    let last = crate::numbers::scan(trimmed).into_iter().last()?;
-    let rest = trimmed[last.end..].trim();
-    // A unit word may stand between ("30 minutes or more", "85分以上").
-    let unit = if last.percent {
-        Some("%".to_owned())
-    } else {
-        crate::units::read(rest).map(|_| rest.to_owned())
-    };
-    (rest.chars().count() <= 12 && !rest.chars().any(|c| c.is_ascii_digit()))
-        .then_some((last.value, unit))
-}
-
-/// One clause as a rule (`Ok`), as an unplaced comparison (`Err(clause)`), or nothing (no comparison
-/// with a number). Negations before the comparison flip it; a universal negation ("no store", "没有")
-/// makes it a rule on every row; an aggregate word before it makes it a rule on that aggregate; an
-/// "each" word (every, any, 任一, 各) on every row. A comparison with a number and none of these is not
-/// placed: it may be a rule about something else ("warmers run for at least 45 minutes").
-fn read_clause(clause: &str) -> Option<Result<FactRule, String>> {
+/// A fact key read as a rule that says more than one comparison can type: a number of its own ("Maximum
+/// depots above 7%"), a second comparison, or a limit relative to something ("Minimum average attendance
+/// (% of capacity)"): named, so the result's rules stay unread.
+fn untyped_fact(key: &str) -> Option<String> {
     let lex = lexicon();
-    let hits: Vec<Hit> = lexicon::scan(clause, lex.comparisons.iter().map(|c| c.phrase.as_str()));
-    for hit in hits {
-        let phrase = lex.comparisons.iter().find(|c| c.phrase == hit.entry)?;
-        let threshold = if phrase.after {
-            number_right_before(&clause[..hit.start])
-        } else {
-            number_right_after(&clause[hit.end..])
-        };
-        let Some((threshold, unit)) = threshold else {
-            continue;
-        };
-        // What the comparison is about stands before it (before the number, for a trailing phrase).
-        let subject_end = if phrase.after {
-            crate::numbers::scan(&clause[..hit.start])
-                .last()
-                .map_or(hit.start, |m| m.start)
-        } else {
-            hit.start
-        };
-        let before = &clause[..subject_end];
-        let negations = lexicon::scan(
-            before,
-            lex.negations
-                .iter()
-                .chain(&lex.universal_negations)
-                .map(String::as_str),
-        );
-        let universal = negations
-            .iter()
-            .any(|h| lex.universal_negations.iter().any(|u| u == h.entry));
-        let comparison = if negations.len() % 2 == 1 {
-            phrase.op.negated()
-        } else {
-            phrase.op
-        };
-        let named = lexicon::aggregates_in(before);
-        let aggregate = if universal {
-            Aggregate::EachRow
-        } else if named.contains(&lexicon::Aggregate::Mean) {
-            Aggregate::Mean
-        } else if named.contains(&lexicon::Aggregate::Sum) {
-            Aggregate::Sum
-        } else if lexicon::contains_any(before, &lex.quantity_each) {
-            Aggregate::EachRow
-        } else {
-            return Some(Err(clause.trim().to_owned()));
-        };
-        return Some(Ok(FactRule {
-            key: clause.trim().to_owned(),
-            aggregate,
-            comparison,
-            threshold,
-            unit,
-        }));
+    let reason = if key.chars().any(|c| c.is_ascii_digit()) {
+        "the key holds a number of its own"
+    } else if lexicon::contains_any(key, &lex.rule_terms.relative_of) {
+        "the key makes the limit relative to something"
+    } else if second_comparison(key) {
+        "the key holds a comparison beside its limit"
+    } else {
+        return None;
+    };
+    Some(format!("\"{key}\" ({reason})"))
+}
+
+/// Whether a fact key holds a sentence comparison other than the key comparison it is read by.
+fn second_comparison(key: &str) -> bool {
+    let lex = lexicon();
+    let plain = key.replace('_', " ");
+    let own = lexicon::scan(
+        &plain,
+        lex.key_comparisons.iter().map(|c| c.phrase.as_str()),
+    );
+    lexicon::scan(&plain, lex.comparisons.iter().map(|c| c.phrase.as_str()))
+        .iter()
+        .any(|h| !own.iter().any(|o| h.start < o.end && o.start < h.end))
+}
+
+fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
+    result["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+}
+
+/// What the whole result offers each clause: ratios it defines over its columns and quantities it states
+/// once (in its passages, or as `key: number` facts that are not rules).
+fn context_of(result: &Value) -> clause::Context {
+    let columns: Vec<String> = result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect();
+    let mut context = clause::Context {
+        columns: columns.clone(),
+        ..clause::Context::default()
+    };
+    for text in citation_texts(result) {
+        for sentence in sentences_of(text) {
+            for part in clauses_of(&sentence) {
+                if let Some(def) = clause::definition(&part, &sentence, &columns) {
+                    context.definitions.push(def);
+                } else if let Some(stated) = clause::statement(&part) {
+                    context.statements.push(stated);
+                }
+            }
+        }
     }
-    None
+    for fact in result["data"]["facts"].as_array().into_iter().flatten() {
+        if let (Some(key), Some(value)) = (fact["key"].as_str(), fact["value"].as_f64())
+            && understand(key, value).is_none()
+        {
+            context
+                .statements
+                .push((crate::language::lexicon::content_words(key), value));
+        }
+    }
+    context
+}
+
+/// The rules of a run of sentences, with the clauses left unread: `unplaced` (a comparison whose subject
+/// names no quantity, maybe not a rule) and `untyped` (a rule-shaped clause the reader cannot type).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SentenceReading {
+    rules: Vec<FactRule>,
+    unplaced: Vec<String>,
+    untyped: Vec<String>,
 }
 
 /// The rules a passage states in sentences (English or Chinese), clause by clause (clauses split at
@@ -311,22 +301,86 @@ pub fn sentence_rules(text: &str) -> Vec<FactRule> {
     read_sentences(text).rules
 }
 
-/// [`sentence_rules`] with the clauses that hold a comparison it could not place.
+/// [`sentence_rules`] with the clauses it could not read, by name (no stated quantities to resolve a
+/// relative limit against, no defined ratios: see [`reading`] for a whole knowledge result).
 pub fn read_sentences(text: &str) -> RuleReading {
-    let mut out = RuleReading::default();
-    let mut sentence = String::new();
-    let mut chars = text.chars().peekable();
-    let flush = |sentence: &mut String, out: &mut RuleReading| {
-        let normalised = sentence.replace(" and ", "; ").replace(", ", "; ");
-        for clause in normalised.split(['；', '，', '、', '且', ';']) {
-            match read_clause(clause) {
-                Some(Ok(rule)) => out.rules.push(rule),
-                Some(Err(unplaced)) => out.uncertain.push(unplaced),
-                None => {}
+    let read = read_sentences_with(text, &clause::Context::default());
+    let mut uncertain = read.untyped;
+    uncertain.extend(read.unplaced);
+    if !uncertain.is_empty() && read.rules.is_empty() {
+        return RuleReading {
+            rules: Vec::new(),
+            uncertain,
+        };
+    }
+    RuleReading {
+        rules: read.rules,
+        uncertain,
+    }
+}
+
+fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading {
+    let mut out = SentenceReading::default();
+    for sentence in sentences_of(text) {
+        let mut rules = Vec::new();
+        let mut unread: Vec<String> = Vec::new();
+        let mut untyped = false;
+        for part in clauses_of(&sentence) {
+            match clause::read(&part, context) {
+                clause::ClauseRead::Rules(read) => rules.extend(read),
+                clause::ClauseRead::Unplaced(u) => unread.push(named(&u)),
+                clause::ClauseRead::Untyped(u) => {
+                    untyped = true;
+                    unread.push(named(&u));
+                }
+                clause::ClauseRead::Nothing => {}
             }
         }
-        sentence.clear();
-    };
+        if !rules.is_empty()
+            && let Some(word) = untyped_connective(&sentence)
+        {
+            out.untyped.push(format!(
+                "\"{}\" (the connective \"{word}\" is not typed)",
+                sentence.trim()
+            ));
+            continue;
+        }
+        match (rules.is_empty(), unread.is_empty(), untyped) {
+            (_, true, _) => out.rules.extend(rules),
+            // One rule, part of it unread: the whole sentence is unread.
+            (false, false, _) | (true, false, true) => out.untyped.extend(unread),
+            (true, false, false) => out.unplaced.extend(unread),
+        }
+    }
+    out
+}
+
+fn named(unread: &clause::Unread) -> String {
+    format!("\"{}\" ({})", unread.clause, unread.reason)
+}
+
+/// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
+fn untyped_connective(sentence: &str) -> Option<String> {
+    let lex = lexicon();
+    let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
+    lexicon::scan(
+        sentence,
+        lex.rule_terms
+            .untyped_connectives
+            .iter()
+            .map(String::as_str),
+    )
+    .into_iter()
+    .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end))
+    .map(|c| c.entry.to_owned())
+}
+
+/// A text's sentences (at `.` `!` `?` before a space, Chinese end marks, and line breaks before a list
+/// item, table row or heading), each on one line.
+fn sentences_of(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence = String::new();
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace())
             || matches!(c, '。' | '！' | '？');
@@ -336,13 +390,56 @@ pub fn read_sentences(text: &str) -> RuleReading {
                     .peek()
                     .is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#'))
         {
-            flush(&mut sentence, &mut out);
+            out.push(std::mem::take(&mut sentence));
         } else {
             sentence.push(if c == '\n' { ' ' } else { c });
         }
     }
-    flush(&mut sentence, &mut out);
+    out.push(sentence);
+    out.retain(|s| !s.trim().is_empty());
     out
+}
+
+/// A sentence's clauses (split at `, ` `; ` " and " and their Chinese forms), a range's own "and"
+/// ("between 60% and 75%") kept inside its clause.
+fn clauses_of(sentence: &str) -> Vec<String> {
+    let protected = protect_ranges(sentence);
+    let normalised = protected.replace(" and ", "; ").replace(", ", "; ");
+    normalised
+        .split(['；', '，', '、', '且', ';'])
+        .map(str::to_owned)
+        .collect()
+}
+
+/// "between 60% and 75%" → "between 60% to 75%": the "and" of a range opener is the range's joiner.
+fn protect_ranges(sentence: &str) -> String {
+    let openers = &lexicon().rule_terms.range_openers;
+    let mut out = sentence.to_owned();
+    for hit in lexicon::scan(sentence, openers.iter().map(String::as_str)) {
+        let rest = &sentence[hit.end..];
+        if let Some(at) = rest.find(" and ") {
+            let first = &rest[..at];
+            let second = rest[at + 5..].trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, '$' | '£' | '€' | '-' | '\u{2212}')
+            });
+            let short = first.trim().chars().count() <= 16;
+            if short
+                && first.chars().any(|c| c.is_ascii_digit())
+                && second.starts_with(|c: char| c.is_ascii_digit())
+            {
+                let from = hit.end + at;
+                out.replace_range(from..from + 5, " to ");
+                return protect_ranges_rest(out, from + 4);
+            }
+        }
+    }
+    out
+}
+
+/// [`protect_ranges`] again on the text after byte `from` (a sentence may hold several ranges).
+fn protect_ranges_rest(text: String, from: usize) -> String {
+    let (head, tail) = text.split_at(from);
+    format!("{head}{}", protect_ranges(tail))
 }
 
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
@@ -530,6 +627,24 @@ fn singular(word: &str) -> String {
     }
 }
 
+/// The column the rules measure and its rows, when some rule measures one; `Err(())` when that column is
+/// not clear (ratio rules name their own columns and need none).
+type RuleColumn = Option<(String, Vec<(String, f64)>)>;
+
+fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<RuleColumn, ()> {
+    let on_column: Vec<FactRule> = rules
+        .iter()
+        .filter(|r| !matches!(r.aggregate, Aggregate::RatioOfTotals { .. }))
+        .cloned()
+        .collect();
+    if on_column.is_empty() {
+        return Ok(None);
+    }
+    column_values(result, &on_column, context)
+        .map(Some)
+        .ok_or(())
+}
+
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,
 /// as [`column_reference`] picks it).
 fn column_unit(result: &Value, column: &str) -> Option<String> {
@@ -543,32 +658,60 @@ fn column_unit(result: &Value, column: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Each rule's limit in the unit of its column (`5 min` → 300 for a column in seconds), in rule order; the
-/// first rule whose unit cannot be compared with the column's is an error naming both: its limit is never
-/// compared raw.
-fn aligned_limits(
+/// One rule with its limit in its column's unit, and the note a converted limit carries (` (5 minutes =
+/// 300 s)`), empty when nothing was converted.
+type AlignedRule = (FactRule, String);
+
+/// Each rule with its limit in the unit of the column it is compared with (`5 min` → 300 for a column in
+/// seconds; for a count of rows, the row condition's limit), in rule order. A ratio of totals is compared
+/// with no column's values and keeps its limit. The first rule whose unit cannot be compared with the
+/// column's is an error naming both: its limit is never compared raw.
+fn aligned_rules(
+    result: &Value,
     rules: &[FactRule],
-    column: &str,
-    unit: Option<&str>,
-) -> Result<Vec<crate::units::Aligned>, String> {
+    column: &RuleColumn,
+) -> Result<Vec<AlignedRule>, String> {
+    let name = column.as_ref().map_or("", |(name, _)| name.as_str());
+    let unit = column
+        .as_ref()
+        .and_then(|(name, _)| column_unit(result, name));
     rules
         .iter()
         .map(|rule| {
-            crate::units::align_limit(
-                rule.threshold,
+            let limit = match &rule.aggregate {
+                Aggregate::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
+                Aggregate::CountRows { limit, .. } => *limit,
+                _ => rule.threshold,
+            };
+            let aligned = crate::units::align_limit(
+                limit,
                 rule.unit.as_deref(),
-                unit,
+                unit.as_deref(),
                 rule.aggregate == Aggregate::Sum,
             )
             .map_err(|error| {
                 format!(
-                    "the limit {} {} of \"{}\" is not comparable with {column} ({}): {error}",
-                    crate::numbers::canonical(rule.threshold),
+                    "the limit {} {} of \"{}\" is not comparable with {name} ({}): {error}",
+                    crate::numbers::canonical(limit),
                     rule.unit.as_deref().unwrap_or_default(),
                     rule.key,
-                    unit.unwrap_or_default(),
+                    unit.as_deref().unwrap_or_default(),
                 )
-            })
+            })?;
+            let note = match &aligned.converted {
+                Some((from, to)) => format!(
+                    " ({} {from} = {} {to})",
+                    crate::numbers::canonical(limit),
+                    crate::numbers::canonical(aligned.value)
+                ),
+                None => String::new(),
+            };
+            let mut in_column = rule.clone();
+            match &mut in_column.aggregate {
+                Aggregate::CountRows { limit, .. } => *limit = aligned.value,
+                _ => in_column.threshold = aligned.value,
+            }
+            Ok((in_column, note))
         })
         .collect()
 }
@@ -578,70 +721,128 @@ fn aligned_limits(
 /// not know). Empty when the units agree, convert, or no rule or column is clear.
 pub fn unit_conflicts(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
-    let Some((column, _)) = column_values(result, &rules, context) else {
+    let Ok(column) = rule_column(result, &rules, context) else {
         return Vec::new();
     };
-    let unit = column_unit(result, &column);
-    aligned_limits(&rules, &column, unit.as_deref())
+    aligned_rules(result, &rules, &column)
         .err()
         .into_iter()
         .collect()
 }
 
-/// Applies every rule to the column, each limit in the column's unit; `None` without rules, without one
-/// clear column, or when a limit's unit cannot be compared with the column's ([`unit_conflicts`] names
-/// it). `context` is the task's text (see [`column_values`]).
+/// The values of the column named `name` in `result`, every row holding one; `None` otherwise.
+fn whole_column(result: &Value, name: &str) -> Option<Vec<f64>> {
+    let table = result["data"]["tables"].as_array()?.iter().find(|t| {
+        t["columns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["name"] == name)
+    })?;
+    table["rows"]
+        .as_array()?
+        .iter()
+        .map(|row| row["values"][name].as_f64())
+        .collect()
+}
+
+/// A ratio rule's scale: the definition's own (`per 100 starts`), else 100 for a percentage limit.
+fn ratio_scale(per: Option<f64>, rule: &FactRule) -> f64 {
+    per.unwrap_or(if rule.key.contains('%') { 100.0 } else { 1.0 })
+}
+
+/// What one rule measures on the data, and a few words saying what that is.
+fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64, String)> {
+    if let Aggregate::RatioOfTotals {
+        numerator,
+        denominator,
+        per,
+    } = &rule.aggregate
+    {
+        let top: f64 = whole_column(result, numerator)?.iter().sum();
+        let bottom: f64 = whole_column(result, denominator)?.iter().sum();
+        if bottom == 0.0 {
+            return None;
+        }
+        let scale = ratio_scale(*per, rule);
+        return Some((
+            top / bottom * scale,
+            format!(
+                "total {numerator} / total {denominator} × {}",
+                crate::numbers::canonical(scale)
+            ),
+        ));
+    }
+    let (name, rows) = column.as_ref()?;
+    let values: Vec<f64> = rows.iter().map(|(_, v)| *v).collect();
+    let extreme = |lowest: bool| {
+        let pick = rows.iter();
+        let (label, v) = if lowest {
+            pick.min_by(|a, b| a.1.total_cmp(&b.1))
+        } else {
+            pick.max_by(|a, b| a.1.total_cmp(&b.1))
+        }?;
+        Some((
+            *v,
+            format!("{} row {label}", if lowest { "lowest" } else { "highest" }),
+        ))
+    };
+    match (&rule.aggregate, rule.comparison) {
+        (Aggregate::Mean, _) => Some((
+            values.iter().sum::<f64>() / values.len() as f64,
+            format!("average {name}"),
+        )),
+        (Aggregate::Sum, _) => Some((values.iter().sum::<f64>(), format!("total {name}"))),
+        (Aggregate::EachRow, op) => extreme(op.is_lower_limit()),
+        (Aggregate::CountRows { row, limit }, _) => {
+            let passing: Vec<&str> = rows
+                .iter()
+                .filter(|(_, v)| row.holds(*v, *limit))
+                .map(|(l, _)| l.as_str())
+                .collect();
+            Some((
+                passing.len() as f64,
+                format!(
+                    "rows of {name} {} {} ({})",
+                    row.symbol(),
+                    crate::numbers::canonical(*limit),
+                    if passing.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        passing.join(", ")
+                    }
+                ),
+            ))
+        }
+        (Aggregate::RatioOfTotals { .. }, _) => None,
+    }
+}
+
+/// Applies every rule to the data, each limit in its column's unit; `None` without rules, without one
+/// clear column, when a rule's quantity cannot be computed, or when a limit's unit cannot be compared with
+/// the column's ([`unit_conflicts`] names it). `context` is the task's text (see [`column_values`]).
 pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     let rules = rules_in(result);
     if rules.is_empty() {
         return None;
     }
-    let (column, rows) = column_values(result, &rules, context)?;
-    let unit = column_unit(result, &column);
-    let limits = aligned_limits(&rules, &column, unit.as_deref()).ok()?;
-    let values: Vec<f64> = rows.iter().map(|(_, v)| *v).collect();
+    let column = rule_column(result, &rules, context).ok()?;
+    let aligned = aligned_rules(result, &rules, &column).ok()?;
     let mut parts = Vec::new();
     let mut holds = true;
-    for (rule, limit) in rules.iter().zip(&limits) {
-        let (value, what) = match (rule.aggregate, rule.comparison) {
-            (Aggregate::Mean, _) => (
-                values.iter().sum::<f64>() / values.len() as f64,
-                format!("average {column}"),
-            ),
-            (Aggregate::Sum, _) => (values.iter().sum::<f64>(), format!("total {column}")),
-            (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => {
-                let (label, v) = rows
-                    .iter()
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .expect("non-empty");
-                (*v, format!("lowest row {label}"))
-            }
-            (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => {
-                let (label, v) = rows
-                    .iter()
-                    .max_by(|a, b| a.1.total_cmp(&b.1))
-                    .expect("non-empty");
-                (*v, format!("highest row {label}"))
-            }
-        };
-        let ok = rule.comparison.holds(value, limit.value);
+    for ((rule, converted), written) in aligned.iter().zip(&rules) {
+        let (value, what) = measure(result, rule, &column)?;
+        // Compared as the calculator compares (float noise ignored), so the two never disagree.
+        let ok = compare_as_calculator(rule.comparison, value, rule.threshold);
         holds &= ok;
         // A converted limit says so: `5 minutes = 300 s`.
-        let converted = match &limit.converted {
-            Some((from, to)) => format!(
-                " ({} {from} = {} {to})",
-                crate::numbers::canonical(rule.threshold),
-                crate::numbers::canonical(limit.value)
-            ),
-            None => String::new(),
-        };
         parts.push(format!(
             "{} {}{converted}: {what} {} {} {} ({})",
             rule.key,
-            crate::numbers::canonical(rule.threshold),
+            crate::numbers::canonical(written.threshold),
             crate::numbers::canonical((value * 1e4).round() / 1e4),
             rule.comparison.symbol(),
-            crate::numbers::canonical(limit.value),
+            crate::numbers::canonical((rule.threshold * 1e4).round() / 1e4),
             if ok { "holds" } else { "fails" }
         ));
     }
@@ -651,40 +852,87 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     })
 }
 
-/// The rules as calculator comparisons over their column, in the order the knowledge states them
-/// (`mean(28, 35, 31.5) <= 30`, `max(28, 35, 31.5) <= 40`): what a rule-check expression may be made of
-/// when the rules are understood. Each limit is in the column's unit (`mean([Wait]) <= 300` for "at most
-/// 5 minutes" over a column in seconds). Empty when they are not (no rules, no one clear column, or a
-/// limit whose unit cannot be compared with the column's).
+/// `op` over two numbers with the calculator's tolerance for float noise.
+fn compare_as_calculator(op: Comparison, value: f64, threshold: f64) -> bool {
+    let scale = value.abs().max(threshold.abs()).max(1.0);
+    let same = (value - threshold).abs() <= crate::numbers::COMPARISON_TOLERANCE * scale;
+    match op {
+        Comparison::AtLeast => value > threshold || same,
+        Comparison::Above => value > threshold && !same,
+        Comparison::AtMost => value < threshold || same,
+        Comparison::Below => value < threshold && !same,
+    }
+}
+
+/// The rules as calculator comparisons, in the order the knowledge states them (`mean([Wait]) <= 30`,
+/// `max([Wait]) <= 40`, `count([Late] > 7) <= 1`, `sum([Done]) / sum([Starts]) * 100 >= 80`): what a
+/// rule-check expression may be made of when the rules are understood. Each limit is in the column's unit
+/// (`mean([Queue wait]) <= 300` for "at most 5 minutes" over a column in seconds). Empty when they are not
+/// (no rules, no one clear column, or a limit whose unit cannot be compared with the column's).
 pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
     let rules = rules_in(result);
-    let Some((column, _)) = column_values(result, &rules, context) else {
+    let Ok(column) = rule_column(result, &rules, context) else {
         return Vec::new();
     };
-    let unit = column_unit(result, &column);
-    let Ok(limits) = aligned_limits(&rules, &column, unit.as_deref()) else {
+    let Ok(aligned) = aligned_rules(result, &rules, &column) else {
         return Vec::new();
     };
     // The column by reference (`mean([Wait]) <= 30`): the same few tokens for 5 rows or 500, and the
     // calculator resolves it from the observed table, so no value can be mistyped or left out.
-    let reference = column_reference(result, &column);
-    rules
+    let reference = column
+        .as_ref()
+        .map(|(name, _)| column_reference(result, name));
+    aligned
         .iter()
-        .zip(&limits)
-        .map(|(rule, limit)| {
-            let function = match (rule.aggregate, rule.comparison) {
-                (Aggregate::Mean, _) => "mean",
-                (Aggregate::Sum, _) => "sum",
-                (Aggregate::EachRow, Comparison::AtLeast | Comparison::Above) => "min",
-                (Aggregate::EachRow, Comparison::AtMost | Comparison::Below) => "max",
-            };
-            format!(
-                "{function}({reference}) {} {}",
+        .filter_map(|(rule, _)| {
+            Some(format!(
+                "{} {} {}",
+                measured_term(result, rule, reference.as_deref())?,
                 rule.comparison.symbol(),
-                crate::numbers::canonical(limit.value)
-            )
+                crate::numbers::canonical(rule.threshold)
+            ))
         })
         .collect()
+}
+
+/// The calculator expression for what one rule measures (`mean([Wait])`, `count([Late] > 7)`,
+/// `sum([Done]) / sum([Starts]) * 100`); `None` for a column rule without a clear column.
+fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Option<String> {
+    let limit = crate::numbers::canonical;
+    Some(match (&rule.aggregate, rule.comparison) {
+        (
+            Aggregate::RatioOfTotals {
+                numerator,
+                denominator,
+                per,
+            },
+            _,
+        ) => {
+            let scale = ratio_scale(*per, rule);
+            let ratio = format!(
+                "sum({}) / sum({})",
+                column_reference(result, numerator),
+                column_reference(result, denominator)
+            );
+            if scale == 1.0 {
+                ratio
+            } else {
+                format!("{ratio} * {}", limit(scale))
+            }
+        }
+        (Aggregate::CountRows { row, limit: at }, _) => {
+            format!("count({} {} {})", reference?, row.symbol(), limit(*at))
+        }
+        (aggregate, op) => {
+            let function = match (aggregate, op) {
+                (Aggregate::Mean, _) => "mean",
+                (Aggregate::Sum, _) => "sum",
+                (_, op) if op.is_lower_limit() => "min",
+                _ => "max",
+            };
+            format!("{function}({})", reference?)
+        }
+    })
 }
 
 /// `[Wait]`, or `[Hotel | Occupancy]` when another table of the result has a column of the same name.
@@ -1027,5 +1275,145 @@ mod tests {
         let vague = json!({"data": {"tables": [by_hotel, by_month], "facts": []},
             "citations": [{"text": "The bonus is paid when the average occupancy is at least 75%."}]});
         assert!(calculator_terms(&vague, "").is_empty());
+    }
+
+    #[test]
+    fn a_sentence_with_a_clause_the_reader_cannot_type_gives_no_rule() {
+        // "or" joins the parts: read as "and" it would enforce a rule the knowledge does not state.
+        let read = read_sentences(
+            "The standard is met when the average score is at least 70 or no school is below 60.",
+        );
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(read.uncertain[0].contains("\"or\""), "{read:?}");
+        // A clause with no subject in the same sentence as a rule: the rule is unread whole.
+        let read = read_sentences(
+            "Funding continues when the average score is at least 70 and the overall rate is at least 80%.",
+        );
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(read.uncertain[0].contains("overall rate"), "{read:?}");
+        // "or more" is a comparison, not a connective.
+        assert_eq!(
+            sentence_rules("Every site needs 30 or more visits.").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn an_untyped_clause_anywhere_in_a_result_leaves_every_rule_unread() {
+        let table = json!({"columns": [{"name": "Score"}],
+            "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});
+        let result = json!({"data": {"tables": [table], "facts": [{"key": "Minimum average score", "value": 70}]},
+            "citations": [{"text": "The average score is at least 70."},
+                          {"text": "Every school is also at least 85% of the county figure."}]});
+        assert!(verdict(&result, "the score of each school").is_none());
+        let read = reading(&result);
+        assert!(read.rules.is_empty());
+        assert!(read.uncertain[0].contains("county figure"), "{read:?}");
+        assert!(calculator_terms(&result, "the score of each school").is_empty());
+    }
+
+    #[test]
+    fn typed_rules_become_calculator_terms_the_calculator_agrees_with() {
+        let table = json!({"label_column": "Depot", "columns": [{"name": "Late"}, {"name": "Trips"}, {"name": "Done"}],
+            "rows": [{"label": "A", "values": {"Late": 3.0, "Trips": 40, "Done": 30}},
+                     {"label": "B", "values": {"Late": 7.5, "Trips": 60, "Done": 57}},
+                     {"label": "C", "values": {"Late": 8.0, "Trips": 100, "Done": 81}}]});
+        let text = "Capacity is 10 depots. The overall share is all done divided by all trips. The group passes when no more than one depot is above 7 and the overall share is at least 84% and the average late is at most 80% of capacity.";
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": text}]});
+        let terms = calculator_terms(&result, "the late rate of each depot");
+        assert_eq!(
+            terms,
+            [
+                "count([Late] > 7) <= 1",
+                "sum([Done]) / sum([Trips]) * 100 >= 84",
+                "mean([Late]) <= 8"
+            ]
+        );
+        let columns = crate::tools::calculator::TableColumns::from_results([&result]);
+        let computed = crate::tools::calculator::evaluate_with(&terms.join(" and "), &columns)
+            .unwrap()
+            .value;
+        let read = verdict(&result, "the late rate of each depot").unwrap();
+        assert!(!read.holds, "two depots above 7: {}", read.explanation);
+        assert_eq!(
+            computed,
+            crate::tools::calculator::CalcValue::Boolean(read.holds)
+        );
+    }
+
+    #[test]
+    fn a_fact_key_that_says_more_than_one_comparison_leaves_the_rules_unread() {
+        let data = [("A", 250.0), ("B", 262.0)];
+        for key in [
+            "Minimum average attendance (% of capacity)",
+            "Maximum depots above 7%",
+            "Maximum sites over the limit",
+        ] {
+            let r = result(&data, &[(key, 1.0), ("Minimum average score", 70.0)]);
+            let read = reading(&r);
+            assert!(read.rules.is_empty(), "{key}: {read:?}");
+            assert!(read.uncertain[0].contains(key), "{read:?}");
+            assert!(verdict(&r, "the score of each team").is_none());
+        }
+        // The suite's keys stay rules: a unit in brackets, "at any", "per".
+        let r = result(&data, &[("Maximum wait at any clinic (min)", 300.0)]);
+        assert_eq!(reading(&r).rules.len(), 1);
+    }
+
+    #[test]
+    fn a_passage_with_a_rule_and_a_comparison_it_cannot_place_gives_no_rule() {
+        let table = json!({"columns": [{"name": "Score"}],
+            "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});
+        // The second sentence's subject ("the overall rate") is defined nowhere: it may be half the rule.
+        let result = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60. The overall rate must be at least 80%."}]});
+        assert!(verdict(&result, "the score of each school").is_none());
+        assert!(reading(&result).uncertain[0].contains("overall rate"));
+        // In a passage of its own, a comparison with no subject is something else: the rule is read.
+        let apart = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60."},
+                          {"text": "Buses run for at least 40 minutes."}]});
+        assert!(verdict(&apart, "the score of each school").unwrap().holds);
+    }
+
+    #[test]
+    fn every_limit_is_compared_in_its_columns_unit_or_not_at_all() {
+        let table = |unit: &str| {
+            json!({"data": {"tables": [{"label_column": "Store",
+                "columns": [{"name": "Queue wait", "unit": unit}],
+                "rows": [{"label": "A", "values": {"Queue wait": 270.0}},
+                         {"label": "B", "values": {"Queue wait": 500.0}},
+                         {"label": "C", "values": {"Queue wait": 290.0}}]}]},
+              "citations": [{"text": "The average queue wait is between 4 minutes and 6 minutes, and no more than one store has a queue wait above 8 minutes."}]})
+        };
+        let seconds = table("s");
+        assert_eq!(
+            calculator_terms(&seconds, "queue wait"),
+            [
+                "mean([Queue wait]) >= 240",
+                "mean([Queue wait]) <= 360",
+                "count([Queue wait] > 480) <= 1"
+            ]
+        );
+        let verdict = verdict(&seconds, "queue wait").unwrap();
+        assert!(verdict.holds, "{}", verdict.explanation);
+        assert!(
+            verdict.explanation.contains("(8 minutes = 480 s)"),
+            "{}",
+            verdict.explanation
+        );
+        // A column in kilograms: no limit in minutes is compared with it, and the conflict is named.
+        let kilograms = table("kg");
+        assert_eq!(
+            calculator_terms(&kilograms, "queue wait"),
+            Vec::<String>::new()
+        );
+        assert_eq!(super::verdict(&kilograms, "queue wait"), None);
+        let conflicts = unit_conflicts(&kilograms, "queue wait");
+        assert!(
+            matches!(conflicts.as_slice(), [c] if c.contains("Queue wait") && c.contains("kg")),
+            "{conflicts:?}"
+        );
     }
 }
