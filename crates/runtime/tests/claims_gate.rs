@@ -537,4 +537,7 @@ fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_disp
         o.metrics().outcome,
         Some(runtime::metrics::Outcome::Abstained)
     );
+    // The text a user reads says so.
+    let shown = o.result.final_answer.as_deref().unwrap();
+    assert!(shown.ends_with("[unverified]"), "{shown}");
 }

@@ -423,13 +423,14 @@ pub fn check(
 }
 
 /// The answer as the user reads it: after each claim the gate could not verify, the language's mark
-/// (`[unverified]`, `【未核实】`); an answer that does not follow the template is marked at its end. A verified
-/// answer is returned as it is.
+/// (`[unverified]`, `【未核实】`); an answer that does not follow the template, or that the gate disputed through
+/// every repair (its one claim is the whole `answer`), is marked at its end. A verified answer is returned as
+/// it is.
 pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> String {
     let unverified: Vec<&ClaimCheck> = verification
         .claims
         .iter()
-        .filter(|c| c.status == "unverified")
+        .filter(|c| c.status != "verified")
         .collect();
     if unverified.is_empty() {
         return answer.to_owned();
