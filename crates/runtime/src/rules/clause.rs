@@ -448,7 +448,7 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
             }
             Some(Err(why)) => return ClauseRead::Untyped(Unread::new(clause, why)),
             // "between" promises a range; "within 30 minutes" is a bound of its own.
-            // "between June and August" is no range of numbers: nothing to type.
+            // "between spring and autumn" is no range of numbers: nothing to type.
             None if terms.range_openers.iter().any(|o| o == opener.entry)
                 && clause[opener.end..].chars().any(|c| c.is_ascii_digit()) =>
             {
@@ -697,13 +697,13 @@ mod tests {
             typed("平均值介于60至75之间", &none),
             [(Mean, AtLeast, 60.0), (Mean, AtMost, 75.0)]
         );
-        // "within 30 minutes" is a bound of its own; "between June and August" no range of numbers.
+        // "within 30 minutes" is a bound of its own; "between spring and autumn" no range of numbers.
         assert_eq!(
             typed("every call is answered within 30 seconds", &none),
             [(EachRow, AtMost, 30.0)]
         );
         assert_eq!(
-            read("visits between June and August", &none),
+            read("visits between spring and autumn", &none),
             ClauseRead::Nothing
         );
     }

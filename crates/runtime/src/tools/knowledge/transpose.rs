@@ -5,7 +5,7 @@
 //! A table is read as transposed when its first column holds the measures' names and (a) that column's
 //! header says so (`Metric`, `Measure`, `指标`), or (b) every other header names a period of one kind
 //! (`Jan`…, `Q1`…, `2023`…), or (c) every row's label ends in a unit the vocabulary knows
-//! (`Abandonment rate (%)`). Nothing else is turned: a table that fits none stays as written.
+//! (`Error share (%)`). Nothing else is turned: a table that fits none stays as written.
 
 use crate::language::tables;
 use crate::numbers;
@@ -96,12 +96,12 @@ mod tests {
         let t = reoriented(&raw(
             &["Measure", "Jan", "Feb", "Mar"],
             &[
-                &["Calls offered", "4,210", "3,980", "4,650"],
-                &["Abandonment rate (%)", "6.2", "5.8", "7.4"],
+                &["Items checked", "4,210", "3,980", "4,650"],
+                &["Error share (%)", "6.2", "5.8", "7.4"],
             ],
         ))
         .unwrap();
-        assert_eq!(t.header, ["Month", "Calls offered", "Abandonment rate (%)"]);
+        assert_eq!(t.header, ["Month", "Items checked", "Error share (%)"]);
         assert_eq!(t.rows[2], ["Mar", "4,650", "7.4"]);
         assert_eq!(t.line, 3);
     }

@@ -126,7 +126,7 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
     }
 }
 
-/// `Notes: Beech Compliance * (Audit repeated …)` for footnoted cells, and `Not read: <reason>` per column
+/// `Notes: <row> <column> <marker> (<footnote text>)` for footnoted cells, and `Not read: <reason>` per column
 /// of numbers that could not be read exactly, so the model never computes on a guess of its own.
 fn render_notes_and_unread(out: &mut String, table: &Table) {
     let notes: Vec<String> = table
