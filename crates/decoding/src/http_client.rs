@@ -181,6 +181,9 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
+/// How long an idle pooled connection may be reused: under llama-server's 5 s keep-alive timeout.
+const IDLE_CONNECTION_AGE: Duration = Duration::from_secs(2);
+
 /// Largest JSON body read from a non-streaming answer or an error.
 const MAX_JSON_BYTES: u64 = 8 << 20;
 
@@ -221,6 +224,11 @@ impl HttpClient {
             .timeout_per_read(Some(stall))
             .timeout_per_write(Some(stall))
             .http_status_as_error(false)
+            // llama-server (cpp-httplib) closes a keep-alive connection after 5 s idle; ureq keeps idle
+            // connections 15 s by default. A request written just as the server closes its end fails with
+            // "Peer disconnected" before any answer (seen in CI as a spurious model_unavailable). Loopback
+            // connections are cheap, so idle ones are dropped well before any common server timeout.
+            .max_idle_age(IDLE_CONNECTION_AGE)
             // An inference server is addressed directly; a proxy from the environment would only get in the way.
             .proxy(None)
             .build()

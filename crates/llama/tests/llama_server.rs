@@ -333,8 +333,9 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
             r.stop_reason,
             StopReason::ModelUnavailable | StopReason::RuntimeError
         ),
-        "{}",
-        describe(&run)
+        "{}\nllama-server log tail:\n{}",
+        describe(&run),
+        server.log_tail()
     );
     assert!(
         r.steps >= 1 && !run.decisions.is_empty(),
