@@ -523,21 +523,94 @@ fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_disp
     assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
     let claims = verification(&o);
     assert_eq!(claims["status"], "disputed", "{claims}");
-    assert_eq!(
-        claims["claims"][0]["stated"],
-        "verdict_contradicts_evidence"
-    );
+    let all = claims["claims"].as_array().unwrap();
+    let disputed: Vec<&serde_json::Value> =
+        all.iter().filter(|c| c["status"] == "disputed").collect();
+    assert_eq!(disputed.len(), 1, "{claims}");
+    assert_eq!(disputed[0]["part"], "<achieved / missed>", "{claims}");
+    assert_eq!(disputed[0]["stated"], "verdict_contradicts_evidence");
     assert!(
-        claims["claims"][0]["detail"]
+        disputed[0]["detail"]
             .as_str()
             .unwrap()
             .contains("obs-knowledge_search-1")
     );
+    // What the gate could check beside the dispute is kept: the average and the longest-wait clinic agree.
+    assert!(
+        all.iter()
+            .filter(|c| c["status"] != "disputed")
+            .all(|c| c["status"] == "verified"),
+        "{claims}"
+    );
+    assert_eq!(all.len(), 3, "{claims}");
     assert_eq!(
         o.metrics().outcome,
         Some(runtime::metrics::Outcome::Abstained)
     );
-    // The text a user reads says so.
+    // The text a user reads marks the disputed part, and only it.
     let shown = o.result.final_answer.as_deref().unwrap();
-    assert!(shown.ends_with("[unverified]"), "{shown}");
+    assert_eq!(shown.matches("[unverified]").count(), 1, "{shown}");
+    assert!(shown.contains("achieved [unverified]"), "{shown}");
+}
+
+#[test]
+fn every_disagreement_of_one_answer_is_named_at_once_and_marked_where_it_stands() {
+    // Two slots disagree with the runtime's check (the longest-wait clinic and the verdict): the one rejection
+    // names both, so one repair can fix both; held to, the answer is accepted as disputed with both parts marked.
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait])"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 40 and max([Wait]) <= 40"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"column": "[Wait]", "average": 32, "title": "Walk-in wait by clinic"}}"#,
+    ];
+    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
+    let wrong = format!(
+        r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Castle Hill has the longest wait, so the standard is achieved.", "evidence_ids": {ids}}}"#
+    );
+    let task = common::task("clinic_wait_times");
+    let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
+    texts.extend([wrong.clone(), wrong]);
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        o.result.error
+    );
+    let feedback: Vec<String> = o
+        .events
+        .iter()
+        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
+        .map(|e| e.data["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(feedback.len(), 1, "{feedback:?}");
+    assert!(
+        feedback[0].contains("2 places")
+            && feedback[0].contains("<longest-wait clinic>")
+            && feedback[0].contains("<achieved / missed>"),
+        "{}",
+        feedback[0]
+    );
+    // The repair note names the parts and the checks, never the runtime's row or verdict.
+    assert!(!feedback[0].contains("Dean Park"), "{}", feedback[0]);
+    let claims = verification(&o);
+    let disputed: Vec<String> = claims["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "disputed")
+        .map(|c| format!("{} {}", c["part"], c["stated"]))
+        .collect();
+    assert_eq!(
+        disputed,
+        [
+            r#""<longest-wait clinic>" "wrong_row""#,
+            r#""<achieved / missed>" "verdict_contradicts_evidence""#
+        ],
+        "{claims}"
+    );
+    let shown = o.result.final_answer.as_deref().unwrap();
+    assert_eq!(shown.matches("[unverified]").count(), 2, "{shown}");
+    assert!(shown.contains("Castle Hill [unverified]"), "{shown}");
 }

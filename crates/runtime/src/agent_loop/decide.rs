@@ -322,7 +322,7 @@ impl Run<'_, '_> {
 
     /// A final the claims gate disagrees with: rejected with the failed check named while repairs remain;
     /// once `max_retries` repairs have been disputed too (or the model repeats a disputed answer), accepted
-    /// as an abstention that names the disagreement — the runtime neither certifies the model's answer nor
+    /// as an abstention that names every disagreement on its part — the runtime neither certifies the model's answer nor
     /// writes its own.
     fn dispute(
         &mut self,

@@ -28,10 +28,19 @@ use slots::{ColumnData, Focus, SlotClaim};
 use template::{Fill, Part};
 
 /// Why the gate refused a final answer: a stable code and a message the model can act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A dispute names every disagreement the answer holds, not only the first: `message` lists them all (so one
+/// repair can fix them all), `disputes` holds one claim per disagreement with the template part it concerns,
+/// and `checked` the answer's other claims as the gate found them — so an answer accepted as disputed marks
+/// exactly the parts in dispute in the text a user reads.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClaimRejection {
     pub code: &'static str,
     pub message: String,
+    /// One `disputed` claim per disagreement (empty for a fault of form).
+    pub disputes: Vec<ClaimCheck>,
+    /// The answer's claims the gate checked besides the disputed ones (empty for a fault of form).
+    pub checked: Vec<ClaimCheck>,
 }
 
 /// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
@@ -154,25 +163,85 @@ impl Truth {
 }
 
 /// The verification of an answer accepted as an abstention after the gate disputed it through every repair:
-/// the failed check is the one claim, named with its code.
+/// each disagreement is a `disputed` claim on its template part (named with its code), beside the claims the
+/// gate could check. A rejection without parts (built by hand) is one dispute about the whole answer.
 pub fn disputed(rejection: ClaimRejection) -> Verification {
+    let mut claims = rejection.checked;
+    if rejection.disputes.is_empty() {
+        claims.push(dispute_claim("answer", rejection.code, rejection.message));
+    } else {
+        claims.extend(rejection.disputes);
+    }
     Verification {
         status: VerificationStatus::Disputed,
-        claims: vec![ClaimCheck {
-            part: "answer".into(),
-            kind: "dispute",
-            stated: rejection.code.into(),
-            status: "disputed",
-            detail: rejection.message,
-        }],
+        claims,
         numbers: Vec::new(),
         verdict: None,
         rule_source: None,
     }
 }
 
+fn dispute_claim(part: &str, code: &'static str, detail: String) -> ClaimCheck {
+    ClaimCheck {
+        part: part.into(),
+        kind: "dispute",
+        stated: code.into(),
+        status: "disputed",
+        detail,
+    }
+}
+
 fn reject(code: &'static str, message: String) -> ClaimRejection {
-    ClaimRejection { code, message }
+    ClaimRejection {
+        code,
+        message,
+        disputes: Vec::new(),
+        checked: Vec::new(),
+    }
+}
+
+/// The disagreements found in one answer, each on its part, collected so that all are named at once.
+#[derive(Default)]
+struct Disputes(Vec<(String, ClaimRejection)>);
+
+impl Disputes {
+    fn add(&mut self, part: impl Into<String>, rejection: ClaimRejection) {
+        self.0.push((part.into(), rejection));
+    }
+
+    /// `Ok(checked)` when nothing is in dispute; else one rejection naming every disagreement (the first's
+    /// code), with the claims checked beside them.
+    fn settle(self, checked: Vec<ClaimCheck>) -> Result<Vec<ClaimCheck>, ClaimRejection> {
+        let Some(code) = self.0.first().map(|(_, r)| r.code) else {
+            return Ok(checked);
+        };
+        let message = if self.0.len() == 1 {
+            self.0[0].1.message.clone()
+        } else {
+            let each: Vec<String> = self
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, (part, r))| format!("({}) {part}: {}", i + 1, r.message))
+                .collect();
+            format!(
+                "the answer disagrees with the runtime's check in {} places: {}",
+                self.0.len(),
+                each.join("; ")
+            )
+        };
+        let disputes = self
+            .0
+            .into_iter()
+            .map(|(part, r)| dispute_claim(&part, r.code, r.message))
+            .collect();
+        Err(ClaimRejection {
+            code,
+            message,
+            disputes,
+            checked,
+        })
+    }
 }
 
 /// Checks `final_decision` (already through the evidence gate) against the observations it cites.
@@ -217,6 +286,7 @@ pub fn check(
     // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
     let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
     let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    let mut disputes = Disputes::default();
     for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
         let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else {
             continue;
@@ -225,7 +295,9 @@ pub fn check(
             let mut shown: Vec<String> =
                 own.iter().map(|v| crate::numbers::canonical(*v)).collect();
             shown.dedup();
-            return Err(reject(
+            disputes.add(
+                "answer",
+                reject(
                 "misattributed_number",
                 format!(
                     "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
@@ -234,7 +306,8 @@ pub fn check(
                     labels[label],
                     final_decision.evidence_ids.join(", "),
                 ),
-            ));
+            ),
+            );
         }
     }
     let numbers: Vec<String> = mentions.iter().map(|m| m.printed.clone()).collect();
@@ -252,12 +325,13 @@ pub fn check(
             for fill in fills {
                 match fill {
                     Fill::Slot { name, text } => {
-                        claims.push(plan.check_slot(
-                            &name,
-                            &text,
-                            &final_decision.answer,
-                            &mut last_row,
-                        )?);
+                        match plan.check_slot(&name, &text, &final_decision.answer, &mut last_row) {
+                            Ok(claim) => claims.push(claim),
+                            Err(dispute) if dispute.is_dispute() => {
+                                disputes.add(format!("<{name}>"), dispute);
+                            }
+                            Err(fault) => return Err(fault),
+                        }
                     }
                     Fill::Choice { options, chosen } => {
                         let polarity = option_polarity(&options, chosen, &phrases);
@@ -347,13 +421,17 @@ pub fn check(
             ) => {
                 rule_source = Some(source_id.clone());
                 if p != holds {
-                    return Err(reject(
-                        "verdict_contradicts_evidence",
-                        format!(
-                            "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
-                            if *p { &met } else { &not_met }
+                    disputes.add(
+                        part.clone(),
+                        reject(
+                            "verdict_contradicts_evidence",
+                            format!(
+                                "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
+                                if *p { &met } else { &not_met }
+                            ),
                         ),
-                    ));
+                    );
+                    continue;
                 }
                 verified(
                     part,
@@ -405,6 +483,7 @@ pub fn check(
         claims.push(check);
     }
 
+    let claims = disputes.settle(claims)?;
     let verified_count = claims.iter().filter(|c| c.status == "verified").count();
     let status = if verified_count == claims.len() {
         VerificationStatus::Verified
@@ -423,9 +502,9 @@ pub fn check(
 }
 
 /// The answer as the user reads it: after each claim the gate could not verify, the language's mark
-/// (`[unverified]`, `【未核实】`); an answer that does not follow the template, or that the gate disputed through
-/// every repair (its one claim is the whole `answer`), is marked at its end. A verified answer is returned as
-/// it is.
+/// (`[unverified]`, `【未核实】`), so an answer the gate disputed through every repair is marked after each
+/// disputed part; an answer that does not follow the template, or a claim about the whole `answer`, is marked
+/// at its end. A verified answer is returned as it is.
 pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> String {
     let unverified: Vec<&ClaimCheck> = verification
         .claims
