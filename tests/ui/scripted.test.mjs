@@ -144,6 +144,18 @@ test('scripted run end to end in the browser', { timeout: 180_000 }, async () =>
     assert.equal(await page.locator('[data-testid=file-chain]').getAttribute('data-stage'), 'final');
     await page.locator('#source-card').screenshot({ path: join(EVIDENCE, 'follow-one-decision.png') });
 
+    // A final the gate disputes in two parts, held to: an abstention, shown as one — the status named in the
+    // page's language, each disputed claim listed, each disputed part marked in the answer's text.
+    await page.fill('[data-testid=fixture]', 'crates/server/tests/fixtures/disputed_final.json');
+    await page.click('[data-testid=start-btn]');
+    assert.equal(await waitTerminal(page, 60_000), 'completed');
+    await page.waitForFunction(() => document.querySelector('#verification')?.dataset.status === 'disputed', null, { timeout: 10_000 });
+    const badge = await page.locator('#verification .badge').textContent();
+    assert.match(badge, /disputed \(abstains/, badge);
+    assert.equal(await page.locator('#verification .claim-disputed').count(), 2);
+    const shown = await page.locator('[data-testid=final]').textContent();
+    assert.equal((shown.match(/\[unverified\]/g) || []).length, 2, shown);
+
     // Cancel a second, slow run while it is running.
     await page.fill('[data-testid=fixture]', 'crates/server/tests/fixtures/slow_happy.json');
     await page.click('[data-testid=start-btn]');
