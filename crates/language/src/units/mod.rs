@@ -6,7 +6,7 @@
 //! dimension (time, ratio, mass, distance, temperature, one currency, a rate per period), converted
 //! exactly. A side that states no unit is taken in the other side's unit (a bare `30` beside `Wait (min)`
 //! is how people write it). Anything else is a [`UnitError`]: the caller leaves the comparison unread
-//! rather than compare raw numbers. Names and symbols are data (`language/units.json`).
+//! rather than compare raw numbers. Names and symbols are data (`units/units.json`).
 
 pub mod names;
 

@@ -55,7 +55,7 @@ struct Words {
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
     let vocabulary: Vocabulary = serde_json::from_str(UNITS_JSON)
-        .expect("language/units.json is valid (checked by its unit tests)");
+        .expect("units/units.json is valid (checked by its unit tests)");
     let mut names = Vec::new();
     for (dimension, units) in &vocabulary.dimensions {
         for entry in units {
