@@ -1,11 +1,12 @@
 //! `cargo xtask layers`: the crates' dependency direction — the runtime's layers point down, never up.
 //!
 //! [`LAYERS`] is the one statement of the rule, bottom first: the stage crates, then language (vocabulary and
-//! readers of text), tools, evidence (task, ledger, grounding, claims, rules applied), runtime (the loop). A
-//! crate may depend on crates of its own layer or of a lower one; an edge from a lower layer to a higher one
+//! readers of text), tools, evidence (task, ledger, grounding, claims, rules applied), runtime (the loop), then
+//! what runs a model (model files and decoding, then llama.cpp), the server and the runner binary. A crate may
+//! depend on crates of its own layer or of a lower one; an edge from a lower layer to a higher one
 //! (normal, build or dev dependency) is an upward edge and fails, named. The edges are read from
 //! `cargo metadata --format-version 1 --no-deps`, so a manifest cannot hide one.
-//! `the_runtime_layers_point_down` keeps it in `cargo test`.
+//! `the_crate_layers_point_down` keeps it in `cargo test`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,7 +19,7 @@ use crate::args::{Args, Verb};
 
 pub const LAYERS_VERB: Verb = Verb {
     name: "layers",
-    about: "Check that no lower crate depends on a higher one (stages, language, tools, evidence, runtime)",
+    about: "Check that no lower crate depends on a higher one (stages, language, tools, evidence, runtime, …, runner)",
     positionals: "",
     flags: &[],
 };
@@ -31,6 +32,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("tools", &["forge-tools"]),
     ("evidence", &["forge-evidence"]),
     ("runtime", &["forge-runtime"]),
+    ("model and decoding", &["forge-model", "forge-decoding"]),
+    ("llama", &["forge-llama"]),
+    ("server", &["forge-server"]),
+    ("runner", &["runner"]),
 ];
 
 /// One dependency that points up: `from` (in layer `from_layer`) depends on `to` (in the higher `to_layer`).
@@ -54,7 +59,7 @@ impl std::fmt::Display for UpwardEdge {
 }
 
 /// The layer a package belongs to: its index in [`LAYERS`] and the layer's name; `None` for a package
-/// outside the layered stack (decoding, llama, server, runner, xtask sit above it and are not constrained here).
+/// outside the stack (xtask, the course's tooling, is not constrained here).
 pub fn layer_of(package: &str) -> Option<(usize, &'static str)> {
     LAYERS
         .iter()
@@ -153,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_runtime_layers_point_down() {
+    fn the_crate_layers_point_down() {
         let metadata = workspace_metadata(&crate::workspace_root()).unwrap();
         let names: Vec<&str> = metadata["packages"]
             .as_array()
@@ -191,7 +196,8 @@ mod tests {
             package("forge-evidence", &[("forge-tools", None), ("serde", None)]),
             package("forge-tools", &[("forge-language", None), ("forge-evidence", Some("dev"))]),
             package("forge-language", &[("forge-runtime", None)]),
-            package("forge-decoding", &[("forge-runtime", None)]),
+            package("forge-decoding", &[("forge-runtime", None), ("forge-model", None)]),
+            package("forge-llama", &[("forge-server", None)]),
         ]});
         let found: Vec<String> = upward_edges(&metadata)
             .iter()
@@ -204,6 +210,8 @@ mod tests {
                  depends on a higher one",
                 "forge-language (language) -> forge-runtime (runtime), a normal dependency: a lower layer \
                  never depends on a higher one",
+                "forge-llama (llama) -> forge-server (server), a normal dependency: a lower layer never \
+                 depends on a higher one",
             ]
         );
     }

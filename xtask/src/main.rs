@@ -50,8 +50,8 @@ instructors
                          time grade on a synthetic class (default 30 learners × 7 stages),
                          write evidence/bench/grade.json
   circles                list import circles between the modules of every crate (none is the rule)
-  layers                 check that no lower crate depends on a higher one
-                         (stages <- language <- tools <- evidence <- runtime)
+  layers                 check that no lower crate depends on a higher one (stages <- language <- tools
+                         <- evidence <- runtime <- model, decoding <- llama <- server <- runner)
   code-map               check ARCHITECTURE.md's code map: one line per source file, each the
                          first sentence of the file's //! line
   bench-verify [--runs N] [--skip-cold]
