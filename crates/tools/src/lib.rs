@@ -1,4 +1,8 @@
-//! The three built-in tools (knowledge_search, calculator, plot) and their shared types.
+//! Forge's tools: the three built-in tools (knowledge_search, calculator, plot), their shared types and
+//! `call_tool`, the artifact store, and the tool registry that validates their arguments.
+//!
+//! Below the evidence and the loop, above `forge_language` (numbers, units, a fact key read as a rule): nothing
+//! here reads a task, the ledger or ground truth. `runtime::tools` and `runtime::registry` re-export it.
 //!
 //! Arguments reaching [`call_tool`] have already been validated by
 //! [`crate::registry::ToolRegistry::validate_arguments`]; this module does not
