@@ -9,10 +9,12 @@ mod args;
 mod cargo;
 mod check;
 mod circles;
+mod code_map;
 mod course;
 mod grade;
 mod guide;
 mod judge;
+mod layers;
 mod learn;
 mod learner;
 mod llama_tools;
@@ -48,6 +50,10 @@ instructors
                          time grade on a synthetic class (default 30 learners × 7 stages),
                          write evidence/bench/grade.json
   circles                list import circles between the modules of every crate (none is the rule)
+  layers                 check that no lower crate depends on a higher one (stages <- language <- tools
+                         <- evidence <- runtime <- model, decoding <- llama <- server <- runner)
+  code-map               check ARCHITECTURE.md's code map: one line per source file, each the
+                         first sentence of the file's //! line
   bench-verify [--runs N] [--skip-cold]
                          time verify cached / warm --no-cache / cold, write evidence/bench-verify.json
 
@@ -124,6 +130,8 @@ fn dispatch(verb: &str, rest: Vec<String>) -> anyhow::Result<ExitCode> {
         }
         "mutants" => mutants::cmd_mutants(Args::parse(&mutants::MUTANTS, rest)?),
         "circles" => circles::cmd_circles(Args::parse(&circles::CIRCLES, rest)?),
+        "layers" => layers::cmd_layers(Args::parse(&layers::LAYERS_VERB, rest)?),
+        "code-map" => code_map::cmd_code_map(Args::parse(&code_map::CODE_MAP, rest)?),
         // The model verbs: crates/model (fetch, inspect) and crates/llama (bench, eval), via xtask/src/model.rs.
         "model" => model::run(&rest).map(|()| ExitCode::SUCCESS),
         "llama-tools" => {

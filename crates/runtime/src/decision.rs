@@ -36,11 +36,8 @@ pub struct ActionDecision {
     pub arguments: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct FinalDecision {
-    pub answer: String,
-    pub evidence_ids: Vec<String>,
-}
+/// The `final` branch: the claims gate's own input type, defined beside the gate (a lower crate).
+pub use forge_evidence::claims::FinalDecision;
 
 impl Decision {
     /// The decision in contract form; safe for the trace (every field was checked).

@@ -1,29 +1,26 @@
-//! Forge's agent runtime: decision contract, tools, budgets, guards, the loop, trace and metrics.
+//! Forge's agent runtime: the loop, decision contract, budgets, guards, trace, policy facade and metrics.
 //!
 //! No async, no HTTP, no model: a [`policy::Policy`] proposes decisions and [`run_task`] does the
-//! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where).
+//! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where). The layers
+//! below are re-exported under their old paths: `language`, `numbers`, `units`, `answer` (forge-language),
+//! `tools`, `registry` (forge-tools), `task`, `observe`, `grounding`, `rules`, `claims`, `consistency`
+//! (forge-evidence).
 
 pub mod agent_loop;
-pub mod answer;
 pub mod budget;
-pub mod claims;
-pub mod consistency;
 pub mod decision;
 pub mod dry_run;
 pub mod fixture;
-pub mod grounding;
 pub mod guards;
-pub mod language;
 pub mod metrics;
-pub mod numbers;
-pub mod observe;
 pub mod policy;
-pub mod registry;
-pub mod rules;
-pub mod task;
-pub mod tools;
 pub mod trace;
-pub mod units;
+
+pub use forge_evidence::{claims, consistency, grounding, observe, rules, task};
+pub use forge_language as language;
+pub use forge_language::{answer, numbers, units};
+pub use forge_tools as tools;
+pub use forge_tools::registry;
 
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,7 @@
 //! fault contract summary from each stage's files), each guide as raw markdown, the guide section
 //! list, and the learner's `learn/progress.json` when the service runs where a learner works.
 //!
-//! Read-only and axum-free (`http.rs` serves it). It never renders markdown and never judges a
+//! Read-only and axum-free (`http/` serves it). It never renders markdown and never judges a
 //! `verification.json`: the page does both in the browser, so a learner's file is never uploaded.
 
 use std::fs;

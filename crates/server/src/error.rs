@@ -1,6 +1,6 @@
 //! The one error shape every refusal takes: HTTP status plus JSON `{code, message}` (and field errors).
 //!
-//! Not an axum module: `http.rs` turns an `ApiError` into a response; jobs and the example package
+//! Not an axum module: `http/` turns an `ApiError` into a response; jobs and the example package
 //! build them without knowing about axum.
 
 /// One offending field of a request body (budgets, mode, temperature, ...): the runtime's type.

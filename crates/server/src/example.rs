@@ -23,10 +23,12 @@ const EXCLUDED_DIRS: &[&str] = &[
     "models",
     ".runs",
     "learn",
-    "evidence",
     "node_modules",
     "__pycache__",
 ];
+/// Top-level folders never included: the project's records (`evidence/`: verification, eval reports). Only at
+/// the top: `crates/evidence/` is the evidence crate's source.
+const EXCLUDED_TOP_DIRS: &[&str] = &["evidence"];
 /// Top-level build-output folders with a prefix (e.g. `target-llama`).
 const EXCLUDED_DIR_PREFIXES: &[&str] = &["target-", "target_"];
 /// Larger files are listed under `skipped` rather than served (weights and data dumps do not belong here).
@@ -333,9 +335,10 @@ fn select(
         let segments: Vec<&str> = rel.split('/').collect();
         let (name, dirs) = segments.split_last().expect("split yields one segment");
         if dirs.iter().any(|d| EXCLUDED_DIRS.contains(d))
-            || dirs
-                .first()
-                .is_some_and(|top| EXCLUDED_DIR_PREFIXES.iter().any(|p| top.starts_with(p)))
+            || dirs.first().is_some_and(|top| {
+                EXCLUDED_TOP_DIRS.contains(top)
+                    || EXCLUDED_DIR_PREFIXES.iter().any(|p| top.starts_with(p))
+            })
         {
             continue;
         }

@@ -1,7 +1,7 @@
 //! The source browser's explanations: each Rust file's public items (read by `syn`), each file's stage in the decision → validate → tool → observation chain, and a finished run's events linked to the files that produced them.
 //!
 //! The chain is data (`crates/server/chain.toml`, compiled in) so the page, the API and the completeness test
-//! read one table; nothing here names a file. Axum-free: `http.rs` shapes the responses.
+//! read one table; nothing here names a file. Axum-free: `http/` shapes the responses.
 
 use std::sync::OnceLock;
 use syn::ext::IdentExt;

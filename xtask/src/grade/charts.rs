@@ -1,4 +1,4 @@
-//! The class's charts as PNG files (plotters' bitmap backend, the runtime's bundled DejaVu Sans font, so no
+//! The class's charts as PNG files (plotters' bitmap backend, the plot tool's bundled DejaVu Sans font, so no
 //! system fonts are needed): pass rate per stage, the tests that fail most, and the median time to a first
 //! pass per stage where learners' progress logs record it. Each chart says how many submissions it rests on.
 
@@ -11,7 +11,7 @@ use plotters::style::FontStyle;
 
 use super::report::Summary;
 
-static FONT: &[u8] = include_bytes!("../../../crates/runtime/assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../crates/tools/assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 480;

@@ -2,7 +2,7 @@
 //! each choice any of its options, or grounded free text when there is no usable template. Which value, which
 //! row and which verdict are the model's; the claims gate checks them afterwards, apart.
 
-use runtime::claims::template::{self, Part};
+use forge_language::template::{self, Part};
 
 use super::Inputs;
 use super::text::{define_text, escape_json_text as escape, text_numbers};

@@ -4,7 +4,7 @@
 //! column, which function, which comparison and which limit are the model's choice: nothing here reads the
 //! task's words or the runtime's reading of its rule.
 
-use runtime::tools::calculator::{BinOp, Function, UnaryOp};
+use forge_tools::calculator::{BinOp, Function, UnaryOp};
 
 use super::text::{escape_json_text, text_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, usable_series};

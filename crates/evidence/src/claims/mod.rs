@@ -1,0 +1,1469 @@
+//! The claims gate: a final answer that passed the evidence gate is accepted only when what it *says*
+//! agrees with what it *cites* — every number it states is grounded in a cited observation of the data,
+//! a number it states for a row is that row's value, each template slot holds what its name claims (the
+//! aggregate of the column the task names, the label or value of that column's extreme row), all its
+//! verdict choices agree with each other and with the rule the knowledge states.
+//!
+//! What the gate cannot check it does not guess: such a claim is accepted as *unverified*, named with
+//! its reason, and the run's [`Verification`] says `partial` or `unverified` (an abstention, counted
+//! apart from correct and wrong answers). The rule's truth comes from the runtime's own reading of the
+//! cited knowledge (`rules`); a rule check the model computed without a rule the runtime could read is
+//! the model's own comparison and leaves the verdict unverified. This module reads; it never changes
+//! the answer, and it runs for every policy (scripted ones included).
+
+pub mod slots;
+pub use forge_language::template;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::grounding::GroundedValues;
+use crate::observe::{Ledger, ObservationRecord};
+use crate::rules;
+use crate::task::Task;
+use forge_language::answer::{self, Verdict, VerdictPhrases};
+use forge_language::lexicon::{self, End};
+use slots::{ColumnData, Focus, SlotClaim};
+use template::{Fill, Part};
+
+/// A final answer and the observation ids it cites: what the gate checks (the decision contract's `final`
+/// branch, `runtime::decision::FinalDecision`, is this type).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalDecision {
+    pub answer: String,
+    pub evidence_ids: Vec<String>,
+}
+
+/// Why the gate refused a final answer: a stable code and a message the model can act on.
+///
+/// A dispute names every disagreement the answer holds, not only the first: `message` lists them all (so one
+/// repair can fix them all), `disputes` holds one claim per disagreement with the template part it concerns,
+/// and `checked` the answer's other claims as the gate found them — so an answer accepted as disputed marks
+/// exactly the parts in dispute in the text a user reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimRejection {
+    pub code: &'static str,
+    pub message: String,
+    /// One `disputed` claim per disagreement (empty for a fault of form).
+    pub disputes: Vec<ClaimCheck>,
+    /// The answer's claims the gate checked besides the disputed ones (empty for a fault of form).
+    pub checked: Vec<ClaimCheck>,
+}
+
+/// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
+/// check (a value, a row, a verdict): a dispute, which ends in an abstention once repairs run out. The
+/// other codes are faults of form (an ungrounded number, a verdict missing or stated twice, a number where
+/// a label belongs): those are only ever rejected. Naming one row of a tie at an end is a dispute too: the
+/// runtime's check finds no single row there.
+const DISPUTE_CODES: [&str; 5] = [
+    "wrong_quantity",
+    "wrong_row",
+    "tie_not_stated",
+    "misattributed_number",
+    "verdict_contradicts_evidence",
+];
+
+impl ClaimRejection {
+    /// Whether the answer disagrees with the runtime's check rather than breaking the answer's form.
+    pub fn is_dispute(&self) -> bool {
+        DISPUTE_CODES.contains(&self.code)
+    }
+}
+
+/// How much of an accepted answer the runtime verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    /// Every claim checked against the data.
+    Verified,
+    /// Some claims checked, some not (each named with its reason): an abstention.
+    Partial,
+    /// No claim could be checked: an abstention.
+    Unverified,
+    /// The answer disagreed with the runtime's own check through every repair: accepted as an abstention
+    /// with the disagreement named, neither the model's claim certified nor the runtime's put in its place.
+    Disputed,
+}
+
+impl VerificationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Verified => "verified",
+            Self::Partial => "partial",
+            Self::Unverified => "unverified",
+            Self::Disputed => "disputed",
+        }
+    }
+}
+
+/// One claim of an answer and what the gate made of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClaimCheck {
+    /// The template part (`<average wait>`, `<met / not met>`), or `answer` for a whole-answer claim.
+    pub part: String,
+    /// `aggregate`, `extreme_label`, `extreme_value`, `own_value`, `verdict`, `unsupported`, `open`, `template`.
+    pub kind: &'static str,
+    /// What the answer put there.
+    pub stated: String,
+    /// `verified` or `unverified`.
+    pub status: &'static str,
+    /// How it was verified, or why it could not be.
+    pub detail: String,
+}
+
+/// What the gate checked on an accepted answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verification {
+    pub status: VerificationStatus,
+    pub claims: Vec<ClaimCheck>,
+    /// Every number the answer states (all grounded).
+    pub numbers: Vec<String>,
+    /// The verdict the answer states, when it states one.
+    pub verdict: Option<bool>,
+    /// Where the rule's truth came from (`obs-knowledge_search-1`), when known.
+    pub rule_source: Option<String>,
+}
+
+impl Verification {
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+    /// The claims the runtime could not verify (or disputes), as `part: reason` lines.
+    pub fn unverified(&self) -> Vec<String> {
+        self.claims
+            .iter()
+            .filter(|c| c.status != "verified")
+            .map(|c| format!("{}: {}", c.part, c.detail))
+            .collect()
+    }
+}
+
+/// The rule's truth, and how the runtime knows it.
+enum Truth {
+    /// The runtime read the rule in the cited knowledge and applied it to the data.
+    Rule {
+        holds: bool,
+        source_id: String,
+        because: String,
+    },
+    /// Only the model's own rule check (a boolean calculator result) says it; no rule was read.
+    ModelCheck {
+        source_id: String,
+        expression: String,
+        /// The rule clauses the runtime could not read, by name with the reason.
+        uncertain: Vec<String>,
+    },
+    /// Nothing says it; the clauses that hold a comparison the runtime could not place.
+    Unknown { uncertain: Vec<String> },
+    /// The rule was read, but a limit's unit cannot be compared with its column's (`5 kg` against a
+    /// column in km, `€` against `$`, an unknown unit): the numbers are never compared raw.
+    UnitsDiffer { conflicts: Vec<String> },
+}
+
+impl Truth {
+    fn established(&self) -> Option<bool> {
+        match self {
+            Truth::Rule { holds, .. } => Some(*holds),
+            _ => None,
+        }
+    }
+}
+
+/// The verification of an answer accepted as an abstention after the gate disputed it through every repair:
+/// each disagreement is a `disputed` claim on its template part (named with its code), beside the claims the
+/// gate could check. A rejection without parts (built by hand) is one dispute about the whole answer.
+pub fn disputed(rejection: ClaimRejection) -> Verification {
+    let mut claims = rejection.checked;
+    if rejection.disputes.is_empty() {
+        claims.push(dispute_claim("answer", rejection.code, rejection.message));
+    } else {
+        claims.extend(rejection.disputes);
+    }
+    Verification {
+        status: VerificationStatus::Disputed,
+        claims,
+        numbers: Vec::new(),
+        verdict: None,
+        rule_source: None,
+    }
+}
+
+fn dispute_claim(part: &str, code: &'static str, detail: String) -> ClaimCheck {
+    ClaimCheck {
+        part: part.into(),
+        kind: "dispute",
+        stated: code.into(),
+        status: "disputed",
+        detail,
+    }
+}
+
+fn reject(code: &'static str, message: String) -> ClaimRejection {
+    ClaimRejection {
+        code,
+        message,
+        disputes: Vec::new(),
+        checked: Vec::new(),
+    }
+}
+
+/// The disagreements found in one answer, each on its part, collected so that all are named at once.
+#[derive(Default)]
+struct Disputes(Vec<(String, ClaimRejection)>);
+
+impl Disputes {
+    fn add(&mut self, part: impl Into<String>, rejection: ClaimRejection) {
+        self.0.push((part.into(), rejection));
+    }
+
+    /// `Ok(checked)` when nothing is in dispute; else one rejection naming every disagreement (the first's
+    /// code), with the claims checked beside them.
+    fn settle(self, checked: Vec<ClaimCheck>) -> Result<Vec<ClaimCheck>, ClaimRejection> {
+        let Some(code) = self.0.first().map(|(_, r)| r.code) else {
+            return Ok(checked);
+        };
+        let message = if self.0.len() == 1 {
+            self.0[0].1.message.clone()
+        } else {
+            let each: Vec<String> = self
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, (part, r))| format!("({}) {part}: {}", i + 1, r.message))
+                .collect();
+            format!(
+                "the answer disagrees with the runtime's check in {} places: {}",
+                self.0.len(),
+                each.join("; ")
+            )
+        };
+        let disputes = self
+            .0
+            .into_iter()
+            .map(|(part, r)| dispute_claim(&part, r.code, r.message))
+            .collect();
+        Err(ClaimRejection {
+            code,
+            message,
+            disputes,
+            checked,
+        })
+    }
+}
+
+/// Checks `final_decision` (already through the evidence gate) against the observations it cites.
+pub fn check(
+    task: &Task,
+    ledger: &Ledger,
+    final_decision: &FinalDecision,
+) -> Result<Verification, ClaimRejection> {
+    let cited: Vec<&ObservationRecord> = final_decision
+        .evidence_ids
+        .iter()
+        .filter_map(|id| ledger.get(id))
+        .collect();
+    let texts = [task.text(), task.file.answer_template.as_str()];
+    let grounded = GroundedValues::collect(cited.iter().copied(), &texts);
+
+    // Digits inside row labels and observation ids are names, not claims.
+    let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
+    let masked: Vec<&str> = grounded
+        .labels
+        .iter()
+        .map(String::as_str)
+        .chain(ids.iter().map(String::as_str))
+        .collect();
+    let mentions = answer::numbers_outside(&final_decision.answer, &masked);
+    let ungrounded: Vec<&str> = mentions
+        .iter()
+        .filter(|m| !grounded.grounds(m))
+        .map(|m| m.printed.as_str())
+        .collect();
+    if !ungrounded.is_empty() {
+        return Err(reject(
+            "ungrounded_number",
+            format!(
+                "the answer states {}, which no cited observation of the data ({}) contains; state only numbers from the cited observations",
+                ungrounded.join(", "),
+                final_decision.evidence_ids.join(", ")
+            ),
+        ));
+    }
+    // A grounded number can still be the wrong row's: "Site C with Pass Rate 70" where 70 is the
+    // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
+    let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
+    let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    let mut disputes = Disputes::default();
+    for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
+        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else {
+            continue;
+        };
+        if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
+            let mut shown: Vec<String> = own
+                .iter()
+                .map(|v| forge_language::numbers::canonical(*v))
+                .collect();
+            shown.dedup();
+            disputes.add(
+                "answer",
+                reject(
+                "misattributed_number",
+                format!(
+                    "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
+                    labels[label],
+                    mention.printed,
+                    labels[label],
+                    final_decision.evidence_ids.join(", "),
+                ),
+            ),
+            );
+        }
+    }
+    let numbers: Vec<String> = mentions.iter().map(|m| m.printed.clone()).collect();
+    let truth = rule_truth(task, ledger, &cited);
+    let phrases = task.verdict_phrases();
+    let plan = Plan::new(task, &cited);
+    let mut claims = Vec::new();
+    let mut stated_verdicts: Vec<(String, Option<bool>)> = Vec::new();
+
+    let parts = template::parse(&task.file.answer_template);
+    let has_parts = parts.iter().any(|p| !matches!(p, Part::Text(_)));
+    match template::read_back(&parts, &final_decision.answer) {
+        Some(fills) if has_parts => {
+            let mut last_row: Option<(ColumnData, String)> = None;
+            for fill in fills {
+                match fill {
+                    Fill::Slot { name, text } => {
+                        match plan.check_slot(&name, &text, &final_decision.answer, &mut last_row) {
+                            Ok(claim) => claims.push(claim),
+                            Err(dispute) if dispute.is_dispute() => {
+                                disputes.add(format!("<{name}>"), dispute);
+                            }
+                            Err(fault) => return Err(fault),
+                        }
+                    }
+                    Fill::Choice { options, chosen } => {
+                        let polarity = option_polarity(&options, chosen, &phrases);
+                        if polarity.is_some()
+                            || options
+                                .iter()
+                                .any(|o| answer::verdict_of(o, &phrases) != Verdict::Neither)
+                        {
+                            stated_verdicts.push((format!("<{}>", options.join(" / ")), polarity));
+                        }
+                        let _ = &options[chosen];
+                    }
+                }
+            }
+        }
+        Some(_) => {}
+        None => {
+            claims.push(ClaimCheck {
+                part: "answer".into(),
+                kind: "template",
+                stated: final_decision.answer.clone(),
+                status: "unverified",
+                detail: "the answer does not follow the task's template, so its slots cannot be read back and checked".into(),
+            });
+            let whole = match answer::verdict_of(&final_decision.answer, &phrases) {
+                Verdict::Met => Some(Some(true)),
+                Verdict::NotMet => Some(Some(false)),
+                Verdict::Both => {
+                    return Err(reject(
+                        "verdicts_disagree",
+                        "the answer states both verdicts; state one".into(),
+                    ));
+                }
+                Verdict::Neither => None,
+            };
+            if let Some(p) = whole {
+                stated_verdicts.push(("verdict".into(), p));
+            }
+        }
+    }
+
+    // All verdict choices of one answer say the same thing.
+    let known: Vec<bool> = stated_verdicts.iter().filter_map(|(_, p)| *p).collect();
+    if known.iter().any(|p| *p != known[0]) {
+        let said: Vec<String> = stated_verdicts
+            .iter()
+            .map(|(part, p)| format!("{part} says {}", polarity_word(*p)))
+            .collect();
+        return Err(reject(
+            "verdicts_disagree",
+            format!(
+                "the answer's verdict choices disagree ({}); choose options that say the same",
+                said.join(", ")
+            ),
+        ));
+    }
+    let stated = known.first().copied();
+    let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
+    if stated.is_none()
+        && task.rule_check().is_some()
+        && let Truth::Rule { source_id, .. } = &truth
+    {
+        return Err(reject(
+            "verdict_missing",
+            format!(
+                "the answer states no verdict; check the rule {source_id} states against the data and choose the template's option for it"
+            ),
+        ));
+    }
+    let mut rule_source = None;
+    for (part, polarity) in &stated_verdicts {
+        let stated_text = polarity_word(*polarity).to_owned();
+        let check = match (&truth, polarity) {
+            (_, None) => unverified(
+                part,
+                "verdict",
+                &stated_text,
+                "the runtime cannot tell which verdict this option states",
+            ),
+            (
+                Truth::Rule {
+                    holds,
+                    source_id,
+                    because,
+                },
+                Some(p),
+            ) => {
+                rule_source = Some(source_id.clone());
+                if p != holds {
+                    disputes.add(
+                        part.clone(),
+                        reject(
+                            "verdict_contradicts_evidence",
+                            format!(
+                                "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
+                                if *p { &met } else { &not_met }
+                            ),
+                        ),
+                    );
+                    continue;
+                }
+                verified(
+                    part,
+                    "verdict",
+                    &stated_text,
+                    format!("{source_id}: {because}"),
+                )
+            }
+            (
+                Truth::ModelCheck {
+                    source_id,
+                    expression,
+                    uncertain,
+                },
+                Some(_),
+            ) => {
+                let mut why = format!(
+                    "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
+                );
+                if !uncertain.is_empty() {
+                    why.push_str(&format!(
+                        " (it could not read the rule, so it checks none of it: {})",
+                        uncertain.join("; ")
+                    ));
+                }
+                unverified(part, "verdict", &stated_text, &why)
+            }
+            (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
+                part,
+                "verdict",
+                &stated_text,
+                &format!(
+                    "the runtime does not compare numbers in different units: {}",
+                    conflicts.join("; ")
+                ),
+            ),
+            (Truth::Unknown { uncertain }, Some(_)) => {
+                let why = if uncertain.is_empty() {
+                    "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
+                } else {
+                    format!(
+                        "the runtime could not read the rule, so it checks none of it: {}",
+                        uncertain.join("; ")
+                    )
+                };
+                unverified(part, "verdict", &stated_text, &why)
+            }
+        };
+        claims.push(check);
+    }
+
+    let claims = disputes.settle(claims)?;
+    let verified_count = claims.iter().filter(|c| c.status == "verified").count();
+    let status = if verified_count == claims.len() {
+        VerificationStatus::Verified
+    } else if verified_count > 0 {
+        VerificationStatus::Partial
+    } else {
+        VerificationStatus::Unverified
+    };
+    Ok(Verification {
+        status,
+        claims,
+        numbers,
+        verdict: stated,
+        rule_source,
+    })
+}
+
+/// The answer as the user reads it: after each claim the gate could not verify, the language's mark
+/// (`[unverified]`, `【未核实】`), so an answer the gate disputed through every repair is marked after each
+/// disputed part; an answer that does not follow the template, or a claim about the whole `answer`, is marked
+/// at its end. A verified answer is returned as it is.
+pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> String {
+    let unverified: Vec<&ClaimCheck> = verification
+        .claims
+        .iter()
+        .filter(|c| c.status != "verified")
+        .collect();
+    if unverified.is_empty() {
+        return answer.to_owned();
+    }
+    let marker = lexicon::unverified_marker(&task.file.answer_template);
+    let parts = template::parse(&task.file.answer_template);
+    let Some(spans) = template::read_back_spans(&parts, answer) else {
+        return format!("{}{marker}", answer.trim_end());
+    };
+    let mut left: Vec<&str> = unverified.iter().map(|c| c.part.as_str()).collect();
+    let mut ends: Vec<usize> = Vec::new();
+    for (fill, span) in spans {
+        let part = match fill {
+            Fill::Slot { name, .. } => format!("<{name}>"),
+            Fill::Choice { options, .. } => format!("<{}>", options.join(" / ")),
+        };
+        if let Some(i) = left.iter().position(|p| *p == part) {
+            left.remove(i);
+            ends.push(span.end);
+        }
+    }
+    let mut out = answer.to_owned();
+    for end in ends.into_iter().rev() {
+        out.insert_str(end, marker);
+    }
+    if !left.is_empty() {
+        // A claim about the whole answer ("answer": not in the template's shape).
+        out = format!("{}{marker}", out.trim_end());
+    }
+    out
+}
+
+fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> ClaimCheck {
+    ClaimCheck {
+        part: part.to_owned(),
+        kind,
+        stated: stated.to_owned(),
+        status: "verified",
+        detail,
+    }
+}
+
+fn unverified(part: &str, kind: &'static str, stated: &str, detail: &str) -> ClaimCheck {
+    ClaimCheck {
+        part: part.to_owned(),
+        kind,
+        stated: stated.to_owned(),
+        status: "unverified",
+        detail: detail.to_owned(),
+    }
+}
+
+fn polarity_word(p: Option<bool>) -> &'static str {
+    match p {
+        Some(true) => "met",
+        Some(false) => "not met",
+        None => "unclear",
+    }
+}
+
+/// Which verdict option `chosen` of a choice states: by the task's verdict phrases, else by negation
+/// (of "may / may not", the option that adds a negation is the unmet one); `None` when neither tells.
+pub fn option_polarity(
+    options: &[String],
+    chosen: usize,
+    phrases: &VerdictPhrases,
+) -> Option<bool> {
+    let option = &options[chosen];
+    match answer::verdict_of(option, phrases) {
+        Verdict::Met => return Some(true),
+        Verdict::NotMet => return Some(false),
+        _ => {}
+    }
+    let negated = |text: &str| {
+        let lex = lexicon::lexicon();
+        lexicon::contains_any(text, lex.negations.iter().chain(&lex.universal_negations))
+            || ["not", "no", "未", "不", "没"]
+                .iter()
+                .any(|n| !lexicon::find(text, n).is_empty())
+    };
+    let others: Vec<&String> = options
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != chosen)
+        .map(|(_, o)| o)
+        .collect();
+    match (
+        negated(option),
+        others.iter().all(|o| negated(o)),
+        others.iter().any(|o| negated(o)),
+    ) {
+        (true, false, _) if others.len() == 1 => Some(false),
+        (false, _, true) if others.len() == 1 => Some(true),
+        _ => None,
+    }
+}
+
+/// The verdict the evidence so far establishes by a rule the runtime read, before any answer cites it:
+/// what grounded decoding lets a final answer say.
+pub fn established_verdict(task: &Task, ledger: &Ledger) -> Option<bool> {
+    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
+    rule_truth(task, ledger, &successful).established()
+}
+
+fn quoted(phrases: &[String]) -> String {
+    phrases
+        .iter()
+        .map(|p| format!("\"{p}\""))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// The rule the cited knowledge states, applied to its data; else the model's own rule check; else unknown.
+fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Truth {
+    for record in cited {
+        let Some(result) = record.result.as_ref() else {
+            continue;
+        };
+        if let Some(verdict) = rules::verdict(result, task.text()) {
+            return Truth::Rule {
+                holds: verdict.holds,
+                source_id: record.id.clone(),
+                because: format!(
+                    "{} (the rule {})",
+                    verdict.explanation,
+                    if verdict.holds {
+                        "holds"
+                    } else {
+                        "does not hold"
+                    }
+                ),
+            };
+        }
+    }
+    let conflicts: Vec<String> = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::unit_conflicts(r, task.text()))
+        .collect();
+    if !conflicts.is_empty() {
+        return Truth::UnitsDiffer { conflicts };
+    }
+    let uncertain: Vec<String> = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::reading(r).uncertain)
+        .collect();
+    if let Some(index) = task.rule_check()
+        && let Some(Some(id)) = task.evidence(ledger.records()).get(index).cloned()
+        && let Some(record) = cited.iter().find(|r| r.id == id)
+        && let Some(result) = record.result.as_ref()
+        && result["value"].as_bool().is_some()
+    {
+        let expression = result["expression"]
+            .as_str()
+            .unwrap_or("the rule check")
+            .trim()
+            .to_owned();
+        return Truth::ModelCheck {
+            source_id: id,
+            expression,
+            uncertain,
+        };
+    }
+    Truth::Unknown { uncertain }
+}
+
+/// The answer plan: the observed columns and the texts that say which one each slot is about.
+pub struct Plan<'t> {
+    columns: Vec<ColumnData>,
+    /// The task's step hints (calculator steps first) and its text: where a slot naming no column looks.
+    texts: Vec<&'t str>,
+    /// Rules the cited knowledge states (an "either end" slot takes the end a per-row rule limits).
+    each_row_lower_limit: Option<bool>,
+    /// The numeric results of computations among the records (results with an `expression`).
+    computed: Vec<f64>,
+    /// Ratios of column totals the cited knowledge defines ("the overall rate is all A divided by all B").
+    definitions: Vec<rules::clause::Definition>,
+}
+
+impl<'t> Plan<'t> {
+    pub fn new(task: &'t Task, records: &[&ObservationRecord]) -> Plan<'t> {
+        let columns = slots::columns_in(records.iter().copied());
+        let mut texts: Vec<&str> = task
+            .required_evidence()
+            .iter()
+            .filter(|e| e.tool == "calculator")
+            .map(|e| e.hint.as_str())
+            .collect();
+        texts.push(task.text());
+        let each_row_lower_limit = records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .flat_map(rules::rules_in)
+            .find(|r| r.aggregate == rules::Aggregate::EachRow)
+            .map(|r| r.comparison.is_lower_limit());
+        let computed = records
+            .iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| r.result.as_ref())
+            .filter(|result| result["expression"].is_string())
+            .filter_map(|result| result["value"].as_f64())
+            .collect();
+        let definitions = records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .flat_map(rules::definitions_in)
+            .collect();
+        Plan {
+            columns,
+            texts,
+            each_row_lower_limit,
+            computed,
+            definitions,
+        }
+    }
+
+    fn focus(&self, name: &str) -> Focus<'_> {
+        let mut texts = vec![name];
+        texts.extend(self.texts.iter().copied());
+        slots::focus(&self.columns, &texts)
+    }
+
+    fn resolve_end(&self, end: End) -> Option<End> {
+        match end {
+            End::Either => self
+                .each_row_lower_limit
+                .map(|lower| if lower { End::Lowest } else { End::Highest }),
+            other => Some(other),
+        }
+    }
+
+    /// What a slot may hold, as printed texts (empty: nothing the runtime can narrow it to). `last_row`
+    /// is the row the previous extreme slot named.
+    pub fn offers(&self, name: &str, last_row: &mut Option<(ColumnData, String)>) -> Vec<String> {
+        if let Some((_, values)) = self.defined_ratio(name) {
+            return values.into_iter().flat_map(slots::forms).collect();
+        }
+        let claim = slots::classify(name, &self.columns);
+        let focus = self.focus(name);
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |items: Vec<String>| {
+            for item in items {
+                if !out.contains(&item) {
+                    out.push(item);
+                }
+            }
+        };
+        match claim {
+            SlotClaim::Aggregate(aggregate) => {
+                for c in focus.candidates() {
+                    if let Some(v) = aggregate.apply(&c.values) {
+                        push(slots::forms(v));
+                    }
+                }
+            }
+            SlotClaim::ExtremeLabel(end)
+            | SlotClaim::ExtremeValue(end)
+            | SlotClaim::RankedLabel(end, _)
+            | SlotClaim::RankedValue(end, _) => {
+                let rank = match claim {
+                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
+                    _ => 1,
+                };
+                let ends: Vec<End> = match self.resolve_end(end) {
+                    Some(e) => vec![e],
+                    None => vec![End::Lowest, End::Highest],
+                };
+                let value = matches!(
+                    claim,
+                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
+                );
+                for c in focus.candidates() {
+                    for e in &ends {
+                        if let Some((labels, v)) = c.ranked(*e, rank) {
+                            if value {
+                                push(slots::forms(v))
+                            } else {
+                                // A tie is offered whole: every tied row, joined as the language joins a list.
+                                push(vec![labels.join(lexicon::list_joiner(name))])
+                            }
+                            *last_row = Some((c.clone(), labels[0].to_owned()));
+                        }
+                    }
+                }
+            }
+            SlotClaim::EndList(end, n) => {
+                if let Some(end) = self.resolve_end(end) {
+                    for c in focus.candidates() {
+                        if let Some(rows) = c.first_from(end, n) {
+                            push(vec![rows.join(lexicon::list_joiner(name))]);
+                        }
+                    }
+                }
+            }
+            SlotClaim::OwnValue => {
+                if let Some((c, label)) = last_row.as_ref()
+                    && let Some(v) = c.value_of(label)
+                {
+                    push(slots::forms(v));
+                }
+            }
+            SlotClaim::ExcludedRow => {
+                if let [c] = focus.candidates().as_slice() {
+                    push(c.missing.to_vec());
+                }
+            }
+            SlotClaim::Row => {
+                // Every row of the columns the slot may be about: the model chooses, the gate marks it unread.
+                let columns: Vec<&ColumnData> = match focus.candidates() {
+                    c if c.is_empty() => self.columns.iter().collect(),
+                    c => c,
+                };
+                for c in columns {
+                    push(c.labels.clone());
+                }
+            }
+            SlotClaim::Unsupported(_) | SlotClaim::Open => {}
+        }
+        out
+    }
+
+    /// The value of a ratio the knowledge defines, when the slot names it (every word of the defined name):
+    /// the printed forms it may take (scaled as the definition says, else as a fraction or per 100).
+    fn defined_ratio(&self, name: &str) -> Option<(&rules::clause::Definition, Vec<f64>)> {
+        let words = lexicon::content_words(name);
+        let def = self
+            .definitions
+            .iter()
+            .find(|d| d.name.iter().all(|w| words.contains(w)))?;
+        let total = |column: &str| -> Option<f64> {
+            let c = self.columns.iter().find(|c| c.name == column)?;
+            c.missing.is_empty().then(|| c.values.iter().sum())
+        };
+        let (top, bottom) = (total(&def.numerator)?, total(&def.denominator)?);
+        if bottom == 0.0 {
+            return None;
+        }
+        let ratio = top / bottom;
+        let values = match def.per {
+            Some(per) => vec![ratio * per],
+            None => vec![ratio, ratio * 100.0],
+        };
+        Some((def, values))
+    }
+
+    /// A slot naming a defined ratio holds its value, computed by a cited calculator call.
+    fn check_defined_ratio(
+        &self,
+        name: &str,
+        fill: &str,
+    ) -> Option<Result<ClaimCheck, ClaimRejection>> {
+        let (def, values) = self.defined_ratio(name)?;
+        let part = format!("<{name}>");
+        let describe = format!(
+            "sum([{}]) / sum([{}]){}",
+            def.numerator,
+            def.denominator,
+            def.per
+                .map(|p| format!(" * {}", forge_language::numbers::canonical(p)))
+                .unwrap_or_default()
+        );
+        let Some(mention) = forge_language::numbers::scan(fill).into_iter().next() else {
+            return Some(Err(reject(
+                "slot_type_mismatch",
+                format!(
+                    "{part} claims {describe}, a number, but the answer puts \"{fill}\" there; write the number"
+                ),
+            )));
+        };
+        let Some(value) = values.iter().copied().find(|v| mention.stands_for(*v)) else {
+            return Some(Err(reject(
+                "wrong_quantity",
+                format!(
+                    "{part} states {}, which is not {describe} as the knowledge defines it; compute that with the calculator",
+                    mention.printed,
+                ),
+            )));
+        };
+        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+            return Some(Err(reject(
+                "wrong_quantity",
+                format!(
+                    "{part} states {}, which is {describe}, but no cited calculator result computed it; compute it with the calculator and cite it",
+                    mention.printed
+                ),
+            )));
+        }
+        Some(Ok(verified(
+            &part,
+            "defined_ratio",
+            fill,
+            format!(
+                "{describe} = {} (as the knowledge defines it)",
+                forge_language::numbers::canonical(value)
+            ),
+        )))
+    }
+
+    /// Checks one filled slot.
+    fn check_slot(
+        &self,
+        name: &str,
+        fill: &str,
+        answer_text: &str,
+        last_row: &mut Option<(ColumnData, String)>,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let part = format!("<{name}>");
+        if let Some(checked) = self.check_defined_ratio(name, fill) {
+            return checked;
+        }
+        let claim = slots::classify(name, &self.columns);
+        let number = forge_language::numbers::scan(fill).into_iter().next();
+        let focus = self.focus(name);
+        let kind = match claim {
+            SlotClaim::Aggregate(_) => "aggregate",
+            SlotClaim::ExtremeLabel(_) => "extreme_label",
+            SlotClaim::ExtremeValue(_) => "extreme_value",
+            SlotClaim::RankedLabel(..) => "ranked_label",
+            SlotClaim::RankedValue(..) => "ranked_value",
+            SlotClaim::EndList(..) => "end_list",
+            SlotClaim::OwnValue => "own_value",
+            SlotClaim::ExcludedRow => "excluded_row",
+            SlotClaim::Row => "row",
+            SlotClaim::Unsupported(_) => "unsupported",
+            SlotClaim::Open => "open",
+        };
+        let need_number =
+            |what: &str| -> Result<forge_language::numbers::NumberMention, ClaimRejection> {
+                number.clone().ok_or_else(|| {
+                reject("slot_type_mismatch", format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
+            })
+            };
+        match claim {
+            SlotClaim::Aggregate(aggregate) => {
+                let mention = need_number(&format!("the {} of a column", aggregate.function()))?;
+                let candidates = focus.candidates();
+                if candidates.is_empty() {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "no observed column fits this slot, so its value cannot be checked",
+                    ));
+                }
+                let matching: Vec<(&ColumnData, f64)> = candidates
+                    .iter()
+                    .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
+                    .filter(|(_, v)| mention.stands_for(*v))
+                    .collect();
+                let describe = |c: &ColumnData| {
+                    format!(
+                        "{}([{}]) over {} rows",
+                        aggregate.function(),
+                        c.name,
+                        c.values.len()
+                    )
+                };
+                match (candidates.len(), matching.as_slice()) {
+                    (1, [(c, v)]) => {
+                        // The value must also be what a cited calculator call computed: a cell that happens to
+                        // equal the mean is not the mean computed.
+                        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+                            return Err(reject(
+                                "wrong_quantity",
+                                format!(
+                                    "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
+                                    mention.printed,
+                                    aggregate.function(),
+                                    c.name
+                                ),
+                            ));
+                        }
+                        if !c.missing.is_empty()
+                            && !lexicon::contains_any(
+                                answer_text,
+                                &lexicon::lexicon().excluded_rows,
+                            )
+                        {
+                            return Ok(unverified(
+                                &part,
+                                kind,
+                                fill,
+                                &format!(
+                                    "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
+                                    describe(c),
+                                    forge_language::numbers::canonical(*v),
+                                    c.missing.join(", ")
+                                ),
+                            ));
+                        }
+                        let mut detail = format!(
+                            "{} = {}",
+                            describe(c),
+                            forge_language::numbers::canonical(*v)
+                        );
+                        if !c.missing.is_empty() {
+                            detail.push_str(&format!(
+                                "; rows without a value left out: {}",
+                                c.missing.join(", ")
+                            ));
+                        }
+                        Ok(verified(&part, kind, fill, detail))
+                    }
+                    (_, []) => {
+                        let columns: Vec<String> =
+                            candidates.iter().map(|c| format!("[{}]", c.name)).collect();
+                        Err(reject(
+                            "wrong_quantity",
+                            format!(
+                                "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
+                                mention.printed,
+                                aggregate.function(),
+                                columns.join(" or ")
+                            ),
+                        ))
+                    }
+                    (_, [(c, _), ..]) => Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "the task's words fit several columns ({}); the answer's value is {}, but which column was meant is not certain",
+                            candidates
+                                .iter()
+                                .map(|c| format!("[{}]", c.name))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            describe(c)
+                        ),
+                    )),
+                }
+            }
+            SlotClaim::ExtremeLabel(end)
+            | SlotClaim::ExtremeValue(end)
+            | SlotClaim::RankedLabel(end, _)
+            | SlotClaim::RankedValue(end, _) => {
+                let Some(end) = self.resolve_end(end) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the slot names an end (\"worst\", \"best\") but no rule says which end is worse",
+                    ));
+                };
+                let rank = match claim {
+                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
+                    _ => 1,
+                };
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the row cannot be checked",
+                    ));
+                };
+                let at = Rank { end, rank };
+                let Some((labels, value)) = c.ranked(end, rank) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "[{}] has no row of its own at the {} (too few rows, or a tie from a better rank)",
+                            c.name,
+                            at.words()
+                        ),
+                    ));
+                };
+                *last_row = Some(((*c).clone(), labels[0].to_owned()));
+                if matches!(
+                    claim,
+                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
+                ) {
+                    let mention = need_number(&format!("the value of the {} row", at.words()))?;
+                    if !mention.stands_for(value) {
+                        return Err(reject(
+                            "wrong_quantity",
+                            format!(
+                                "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
+                                mention.printed,
+                                at.words(),
+                                c.name,
+                            ),
+                        ));
+                    }
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "the {} row of [{}] is {} = {}",
+                            at.words(),
+                            c.name,
+                            labels.join(", "),
+                            forge_language::numbers::canonical(value)
+                        ),
+                    ));
+                }
+                check_ranked_label(
+                    &part,
+                    kind,
+                    fill,
+                    answer_text,
+                    c,
+                    at,
+                    &labels,
+                    value,
+                    number.is_some(),
+                )
+            }
+            SlotClaim::EndList(end, n) => {
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the rows cannot be checked",
+                    ));
+                };
+                let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!(
+                            "[{}] has no {n} rows of its own at that end (a tie at the last place, too few rows, or no end a rule decides)",
+                            c.name
+                        ),
+                    ));
+                };
+                let named: Vec<&str> = c
+                    .labels
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|l| !lexicon::find(fill, l).is_empty())
+                    .collect();
+                let mut want = rows.clone();
+                want.sort_unstable();
+                let mut got = named.clone();
+                got.sort_unstable();
+                if want == got {
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "the {n} rows at that end of [{}]: {}",
+                            c.name,
+                            rows.join(", ")
+                        ),
+                    ));
+                }
+                Err(reject(
+                    "wrong_row",
+                    format!(
+                        "{part} names {}, which are not the {n} rows at that end of [{}]; compare the rows of that column again",
+                        if named.is_empty() {
+                            format!("\"{fill}\"")
+                        } else {
+                            named.join(", ")
+                        },
+                        c.name,
+                    ),
+                ))
+            }
+            SlotClaim::OwnValue => {
+                let Some((c, label)) = last_row.as_ref() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "no earlier slot named the row this value belongs to",
+                    ));
+                };
+                let Some(value) = c.value_of(label) else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!("{label} has no value in [{}]", c.name),
+                    ));
+                };
+                let mention = need_number("a row's value")?;
+                if !mention.stands_for(value) {
+                    return Err(reject(
+                        "wrong_quantity",
+                        format!(
+                            "{part} states {}, which is not {label}'s value in [{}]; state that row's own value",
+                            mention.printed, c.name,
+                        ),
+                    ));
+                }
+                Ok(verified(
+                    &part,
+                    kind,
+                    fill,
+                    format!(
+                        "{label}'s [{}] = {}",
+                        c.name,
+                        forge_language::numbers::canonical(value)
+                    ),
+                ))
+            }
+            SlotClaim::ExcludedRow => {
+                let candidates = focus.candidates();
+                let [c] = candidates.as_slice() else {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        "the task's words fit no single observed column, so the left-out row cannot be checked",
+                    ));
+                };
+                if c.missing
+                    .iter()
+                    .any(|m| m.eq_ignore_ascii_case(fill.trim()))
+                {
+                    return Ok(verified(
+                        &part,
+                        kind,
+                        fill,
+                        format!(
+                            "{} has no value in [{}] and was left out",
+                            fill.trim(),
+                            c.name
+                        ),
+                    ));
+                }
+                if c.missing.is_empty() {
+                    return Ok(unverified(
+                        &part,
+                        kind,
+                        fill,
+                        &format!("[{}] has a value in every row; no row was left out", c.name),
+                    ));
+                }
+                Err(reject(
+                    "wrong_row",
+                    format!(
+                        "{part} names \"{fill}\", which is not a row without a value in [{}]; look at that column's empty cells again",
+                        c.name,
+                    ),
+                ))
+            }
+            SlotClaim::Row => {
+                let row = self.columns.iter().find_map(|c| {
+                    c.labels
+                        .iter()
+                        .chain(&c.missing)
+                        .find(|l| l.eq_ignore_ascii_case(fill.trim()))
+                        .map(|l| (c, l.clone()))
+                });
+                let Some((c, label)) = row else {
+                    return Err(reject(
+                        "slot_type_mismatch",
+                        format!(
+                            "{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"
+                        ),
+                    ));
+                };
+                *last_row = Some((c.clone(), label));
+                Ok(unverified(
+                    &part,
+                    kind,
+                    fill,
+                    "the slot names a row, but which row its words mean is not read (no end word the runtime knows)",
+                ))
+            }
+            SlotClaim::Unsupported(quantity) => Ok(unverified(
+                &part,
+                kind,
+                fill,
+                &format!("the tools cannot compute a {quantity}, so this value cannot be verified"),
+            )),
+            SlotClaim::Open => Ok(unverified(
+                &part,
+                kind,
+                fill,
+                "the slot's name does not say what it claims, so only its grounding was checked",
+            )),
+        }
+    }
+}
+
+fn end_word(end: End) -> &'static str {
+    match end {
+        End::Lowest => "lowest",
+        End::Highest => "highest",
+        End::Either => "extreme",
+    }
+}
+
+/// A position counted from one end of a column.
+#[derive(Debug, Clone, Copy)]
+struct Rank {
+    end: End,
+    rank: u32,
+}
+
+impl Rank {
+    /// "lowest", "2nd highest".
+    fn words(self) -> String {
+        match self.rank {
+            1 => end_word(self.end).to_owned(),
+            n => format!("rank {n} from the {}", end_word(self.end)),
+        }
+    }
+}
+
+/// A label slot against the rows at its rank: one row must be named as it is; a tie must be named
+/// whole, or in part only where the answer says it is a tie (`tie_not_stated` otherwise).
+#[allow(clippy::too_many_arguments)]
+fn check_ranked_label(
+    part: &str,
+    kind: &'static str,
+    fill: &str,
+    answer_text: &str,
+    c: &ColumnData,
+    at: Rank,
+    labels: &[&str],
+    value: f64,
+    is_number: bool,
+) -> Result<ClaimCheck, ClaimRejection> {
+    let shown = forge_language::numbers::canonical(value);
+    if let [label] = labels
+        && fill.trim().eq_ignore_ascii_case(label)
+    {
+        return Ok(verified(
+            part,
+            kind,
+            fill,
+            format!("the {} row of [{}] ({label} = {shown})", at.words(), c.name),
+        ));
+    }
+    // The rows the fill names, by whole label.
+    let named: Vec<&str> = c
+        .labels
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !lexicon::find(fill, l).is_empty())
+        .collect();
+    let all_tied = labels.len() > 1 && labels.iter().all(|l| named.contains(l));
+    let only_tied = !named.is_empty() && named.iter().all(|n| labels.contains(n));
+    if only_tied && (all_tied || (labels.len() > 1 && lexicon::names_a_tie(answer_text))) {
+        return Ok(verified(
+            part,
+            kind,
+            fill,
+            format!(
+                "{} tie at the {} of [{}] ({shown}); the answer names {}",
+                labels.join(", "),
+                at.words(),
+                c.name,
+                named.join(", ")
+            ),
+        ));
+    }
+    if only_tied && labels.len() > 1 {
+        return Err(reject(
+            "tie_not_stated",
+            format!(
+                "{part} names {}, but the {} of [{}] is a tie; name every tied row, or say it is a tie",
+                named.join(", "),
+                at.words(),
+                c.name
+            ),
+        ));
+    }
+    if named.is_empty() && is_number {
+        return Err(reject(
+            "slot_type_mismatch",
+            format!(
+                "{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name"
+            ),
+        ));
+    }
+    Err(reject(
+        "wrong_row",
+        format!(
+            "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
+            at.words(),
+            c.name,
+        ),
+    ))
+}
+
+/// What each template part of the task may hold now, for the grammar: per slot or choice, in template
+/// order, the texts the runtime can vouch for (empty: open).
+pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
+    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
+    let plan = Plan::new(task, &successful);
+    let truth = rule_truth(task, ledger, &successful).established();
+    let phrases = task.verdict_phrases();
+    let mut last_row = None;
+    let mut out = Vec::new();
+    for part in template::parse(&task.file.answer_template) {
+        match part {
+            Part::Text(_) => {}
+            Part::Slot(name) => {
+                let offered = plan.offers(&name, &mut last_row);
+                out.push(offered);
+            }
+            Part::Choice(options) => {
+                let allowed: Vec<String> = match truth {
+                    Some(holds) => (0..options.len())
+                        .filter(|&i| option_polarity(&options, i, &phrases) == Some(holds))
+                        .map(|i| options[i].clone())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                out.push(allowed);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_say_met_or_not_by_phrase_or_by_negation() {
+        let phrases = VerdictPhrases::default();
+        let o = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        assert_eq!(
+            option_polarity(&o("met", "not met"), 1, &phrases),
+            Some(false)
+        );
+        assert_eq!(
+            option_polarity(&o("may", "may not"), 0, &phrases),
+            Some(true)
+        );
+        assert_eq!(
+            option_polarity(&o("may", "may not"), 1, &phrases),
+            Some(false)
+        );
+        assert_eq!(
+            option_polarity(&o("达标", "未达标"), 1, &phrases),
+            Some(false)
+        );
+        assert_eq!(option_polarity(&o("red", "green"), 0, &phrases), None);
+    }
+}

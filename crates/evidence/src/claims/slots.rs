@@ -1,0 +1,674 @@
+//! What each answer slot claims, read from its name and the task's words (an aggregate of a column, the
+//! label or value of a column's extreme row, a quantity the tools cannot compute, or nothing checkable),
+//! and the value the observed data gives for that claim.
+//!
+//! The same plan serves the gate (is the filled value the claimed one?) and the grammar (which values a
+//! slot may offer). Column choice, aggregate, end and row come from the data and the lexicon; when a
+//! reading is not certain (two columns tie, "worst" with no rule to say which end) the plan carries
+//! every candidate and the claim is marked unverified instead of forcing one.
+
+use serde_json::Value;
+
+use crate::observe::ObservationRecord;
+use forge_language::lexicon::{self, Aggregate, End};
+use forge_language::numbers;
+
+/// What one slot claims.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotClaim {
+    /// An aggregate (mean, total, …) of the column the task is about.
+    Aggregate(Aggregate),
+    /// The label of the row at one end of the column.
+    ExtremeLabel(End),
+    /// The value of the row at one end of the column ("<highest peak temperature>").
+    ExtremeValue(End),
+    /// The label of the row at a rank from one end ("<second-lowest line>": (Lowest, 2)).
+    RankedLabel(End, u32),
+    /// The value of the row at a rank from one end ("<second-highest score>").
+    RankedValue(End, u32),
+    /// The labels of the first `n` rows from one end ("<top 3 stores>", "<three lowest lines>").
+    EndList(End, u32),
+    /// The value of the row an earlier extreme slot named ("<its value>").
+    OwnValue,
+    /// The label of a row the column has no value for ("<class left out>"): a missing cell.
+    ExcludedRow,
+    /// A row's label, which row not read ("<coldest house>": the rows named, the word for the end not known).
+    Row,
+    /// A quantity the tools cannot compute ("<median delay>"): never verifiable.
+    Unsupported(String),
+    /// A slot whose name says nothing checkable.
+    Open,
+}
+
+/// One observed numeric column (a table's series), with its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnData {
+    pub name: String,
+    /// The header of the table's label column (`Clinic`): what the rows are.
+    pub rows: String,
+    pub labels: Vec<String>,
+    pub values: Vec<f64>,
+    /// Labels of rows with no value in this column (a missing cell).
+    pub missing: Vec<String>,
+}
+
+impl ColumnData {
+    /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
+    pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
+        let best = match end {
+            End::Lowest => self.values.iter().copied().fold(f64::INFINITY, f64::min),
+            End::Highest => self
+                .values
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max),
+            End::Either => return None,
+        };
+        let at: Vec<usize> = (0..self.values.len())
+            .filter(|&i| self.values[i] == best)
+            .collect();
+        match at.as_slice() {
+            [only] => Some((self.labels[*only].as_str(), best)),
+            _ => None,
+        }
+    }
+
+    /// The rows at `rank` (1 = the end itself) from `end`, with their shared value: one row, or every row
+    /// tied there. `None` for an empty column, too few rows, or a tie that reaches over from a better rank
+    /// (three rows at 84 have no second-lowest of their own).
+    pub fn ranked(&self, end: End, rank: u32) -> Option<(Vec<&str>, f64)> {
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        let at = usize::try_from(rank).ok()?.checked_sub(1)?;
+        let value = self.values[*order.get(at)?];
+        if at > 0 && self.values[order[at - 1]] == value {
+            return None;
+        }
+        let labels = (0..self.values.len())
+            .filter(|&i| self.values[i] == value)
+            .map(|i| self.labels[i].as_str())
+            .collect();
+        Some((labels, value))
+    }
+
+    /// The first `n` rows from `end`; `None` when a tie straddles the list's last place (which rows
+    /// belong in it is then not one answer) or the column has fewer rows.
+    pub fn first_from(&self, end: End, n: u32) -> Option<Vec<&str>> {
+        let n = usize::try_from(n).ok()?;
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        if n == 0 || n > order.len() {
+            return None;
+        }
+        if let Some(&next) = order.get(n)
+            && self.values[next] == self.values[order[n - 1]]
+        {
+            return None;
+        }
+        Some(
+            order[..n]
+                .iter()
+                .map(|&i| self.labels[i].as_str())
+                .collect(),
+        )
+    }
+
+    pub fn value_of(&self, label: &str) -> Option<f64> {
+        self.labels
+            .iter()
+            .position(|l| l == label)
+            .map(|i| self.values[i])
+    }
+}
+
+/// The numeric columns of successful knowledge results in `records`, in order (a column seen twice once).
+pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) -> Vec<ColumnData> {
+    let mut out: Vec<ColumnData> = Vec::new();
+    for record in records.into_iter().filter(|r| r.ok) {
+        let Some(result) = &record.result else {
+            continue;
+        };
+        for column in columns_of(result) {
+            if !out.iter().any(|c| {
+                c.name == column.name && c.rows == column.rows && c.labels == column.labels
+            }) {
+                out.push(column);
+            }
+        }
+    }
+    out
+}
+
+/// The numeric columns of one result's `data.tables`.
+pub fn columns_of(result: &Value) -> Vec<ColumnData> {
+    let mut out = Vec::new();
+    for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let rows_name = table["label_column"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        for column in table["columns"].as_array().into_iter().flatten() {
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
+            let mut data = ColumnData {
+                name: name.to_owned(),
+                rows: rows_name.clone(),
+                labels: Vec::new(),
+                values: Vec::new(),
+                missing: Vec::new(),
+            };
+            for row in table["rows"].as_array().into_iter().flatten() {
+                let label = row["label"].as_str().unwrap_or_default().to_owned();
+                match row["values"][name].as_f64() {
+                    Some(v) => {
+                        data.labels.push(label);
+                        data.values.push(v);
+                    }
+                    None => data.missing.push(label),
+                }
+            }
+            if !data.values.is_empty() {
+                out.push(data);
+            }
+        }
+    }
+    out
+}
+
+/// Which column a text is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Focus<'a> {
+    One(&'a ColumnData),
+    /// Several columns fit equally: the candidates.
+    Tie(Vec<&'a ColumnData>),
+    /// No column fits.
+    None,
+}
+
+impl<'a> Focus<'a> {
+    pub fn candidates(&self) -> Vec<&'a ColumnData> {
+        match self {
+            Focus::One(c) => vec![c],
+            Focus::Tie(list) => list.clone(),
+            Focus::None => Vec::new(),
+        }
+    }
+}
+
+/// How well `text` names column `c`: occurrences in the text of the column header's content words,
+/// leaving out words that also name the rows ("sample points" names the rows of `Sample point`, not the
+/// column `Samples`); then whether the text names the rows at all (two tables with one column name).
+fn score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
+    let row_words = lexicon::content_words(&c.rows);
+    let header: Vec<String> = {
+        let mut h = lexicon::content_words(&c.name);
+        h.sort();
+        h.dedup();
+        h.retain(|w| !row_words.contains(w));
+        h
+    };
+    let text_rowless: Vec<&String> = text_words
+        .iter()
+        .filter(|w| !row_words.contains(w))
+        .collect();
+    let named = header
+        .iter()
+        .map(|h| text_rowless.iter().filter(|w| **w == h).count())
+        .sum();
+    let rows = row_words.iter().filter(|r| text_words.contains(r)).count();
+    (named, rows)
+}
+
+/// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
+/// the step hints, the task); a single column only when one of them names it.
+pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
+    match columns {
+        [] => return Focus::None,
+        // A single observed column is the one meant only when some text names it: a lookup that found
+        // another table (finance figures where the task asks about tariffs) must not be read as the answer.
+        [only] => {
+            let named = texts
+                .iter()
+                .any(|t| score(only, &lexicon::content_words(t)).0 > 0);
+            return if named { Focus::One(only) } else { Focus::None };
+        }
+        _ => {}
+    }
+    let mut last = Focus::None;
+    for text in texts {
+        let words = lexicon::content_words(text);
+        let scored: Vec<((usize, usize), &ColumnData)> =
+            columns.iter().map(|c| (score(c, &words), c)).collect();
+        let top = scored.iter().map(|(s, _)| *s).max().unwrap_or((0, 0));
+        if top.0 == 0 {
+            continue;
+        }
+        let at_top: Vec<&ColumnData> = scored
+            .iter()
+            .filter(|(s, _)| *s == top)
+            .map(|(_, c)| *c)
+            .collect();
+        if let [only] = at_top.as_slice() {
+            return Focus::One(only);
+        }
+        let headers: Vec<&str> = at_top.iter().map(|c| c.name.as_str()).collect();
+        if let Some(i) = lexicon::named_whole(&headers, text) {
+            return Focus::One(at_top[i]);
+        }
+        last = Focus::Tie(at_top);
+    }
+    last
+}
+
+/// Reads what a slot claims from its name; `columns` tell a value slot from a label slot: an extreme
+/// slot that names a column's quantity and not its rows is that row's value, otherwise its label.
+pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
+    // The quantity's own name says nothing about which aggregate or end: "<average lowest night temperature>"
+    // over the column `Lowest night temperature` claims an average, not a lowest row; "<average fill
+    // variance>" over `Fill variance` an average, not a variance the tools cannot compute.
+    let own_words = without_quantity_names(name, columns);
+    if let Some(quantity) = lexicon::unsupported_in(&own_words) {
+        return SlotClaim::Unsupported(quantity.to_owned());
+    }
+    if let Some((end, n)) = lexicon::list_in(&own_words) {
+        return SlotClaim::EndList(end, n);
+    }
+    if let Some((end, rank)) = lexicon::rank_in(&own_words) {
+        return if names_quantity_not_rows(name, columns) {
+            SlotClaim::RankedValue(end, rank)
+        } else {
+            SlotClaim::RankedLabel(end, rank)
+        };
+    }
+    let end = lexicon::end_in(&own_words);
+    let aggregates = lexicon::aggregates_in(&own_words);
+    if end.is_none()
+        && let Some(first) = aggregates.first()
+    {
+        return SlotClaim::Aggregate(*first);
+    }
+    if let Some(end) = end {
+        return if names_quantity_not_rows(name, columns) {
+            SlotClaim::ExtremeValue(end)
+        } else {
+            SlotClaim::ExtremeLabel(end)
+        };
+    }
+    if lexicon::contains_any(name, &lexicon::lexicon().excluded_rows) {
+        return SlotClaim::ExcludedRow;
+    }
+    if lexicon::contains_any(name, &lexicon::lexicon().own_value) {
+        return SlotClaim::OwnValue;
+    }
+    // A slot naming a column's quantity and neither an aggregate nor an end ("<frost hours of that
+    // block>") is that quantity for the row named before it, even when it names the rows too: a label slot
+    // has no reason to name the quantity. One naming only the rows ("<coldest house>", with a word the
+    // lexicon does not read as an end) is some row's label, which one not read.
+    let words = lexicon::content_words(name);
+    if columns.iter().any(|c| score(c, &words).0 > 0) {
+        return SlotClaim::OwnValue;
+    }
+    if names_rows(&words, columns) {
+        return SlotClaim::Row;
+    }
+    SlotClaim::Open
+}
+
+/// Whether an end or rank slot's name names a column's quantity and not its rows: then it claims the
+/// row's value, otherwise its label. The rows are named by the label column's header, or (a list
+/// without one) by the words the row labels share ("Line A", "Line B" → "line").
+fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
+    let words = lexicon::content_words(name);
+    let rows_named = columns.iter().any(|c| {
+        lexicon::content_words(&c.rows)
+            .iter()
+            .any(|r| words.contains(r))
+            || c.labels
+                .iter()
+                .flat_map(|l| lexicon::content_words(l))
+                .any(|r| words.contains(&r))
+    });
+    let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
+    names_quantity && !rows_named
+}
+
+/// Whether `words` name the rows of an observed column: its label column's header, or (a list without
+/// one) a word the row labels share.
+fn names_rows(words: &[String], columns: &[ColumnData]) -> bool {
+    columns.iter().any(|c| {
+        lexicon::content_words(&c.rows)
+            .iter()
+            .any(|r| words.contains(r))
+            || {
+                let label_words: Vec<Vec<String>> =
+                    c.labels.iter().map(|l| lexicon::content_words(l)).collect();
+                // A word most row labels share ("Line A", "Line B" → line; "Old vine house", "Propagation house" → house).
+                words.iter().any(|w| {
+                    label_words.len() >= 2
+                        && label_words.iter().filter(|l| l.contains(w)).count() * 2
+                            > label_words.len()
+                })
+            }
+    })
+}
+
+/// `name` without the longest run of two or more words it shares, in order, with an observed column's header
+/// (or the whole header, for CJK headers found inside it): what is left is what the slot says about that
+/// quantity.
+fn without_quantity_names(name: &str, columns: &[ColumnData]) -> String {
+    let mut text = name.to_owned();
+    for c in columns {
+        let header = c.name.split(['(', '（']).next().unwrap_or(&c.name).trim();
+        if header.chars().any(lexicon::is_cjk) {
+            if !header.is_empty() && text.contains(header) {
+                text = text.replacen(header, " ", 1);
+            }
+            continue;
+        }
+        let slot = lexicon::words(&text);
+        let head: Vec<String> = lexicon::words(header)
+            .into_iter()
+            .map(|w| w.folded)
+            .collect();
+        // The whole header (any length), else the longest run of two or more of its words.
+        let mut best: Option<(usize, usize)> = None; // (start index in slot, length)
+        for i in 0..slot.len() {
+            for j in 0..head.len() {
+                let mut n = 0;
+                while i + n < slot.len() && j + n < head.len() && slot[i + n].folded == head[j + n]
+                {
+                    n += 1;
+                }
+                // A one-word header that is itself an aggregate or end word (`Total`, `Max`) is kept: "<total
+                // loans>" still claims a total.
+                let whole = j == 0
+                    && n == head.len()
+                    && (n > 1
+                        || (lexicon::aggregates_in(header).is_empty()
+                            && lexicon::end_in(header).is_none()));
+                if (n >= 2 || whole) && best.is_none_or(|(_, m)| n > m) {
+                    best = Some((i, n));
+                }
+            }
+        }
+        if let Some((i, n)) = best {
+            let (from, to) = (slot[i].start, slot[i + n - 1].end);
+            text = format!("{} {}", &text[..from], &text[to..]);
+        }
+    }
+    text
+}
+
+/// The printed forms a value may take in an answer (signed as the data is).
+pub fn forms(value: f64) -> Vec<String> {
+    numbers::printed_forms(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
+        ColumnData {
+            name: name.into(),
+            rows: rows.into(),
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            values: values.to_vec(),
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_rows_words_do_not_pick_a_column() {
+        let cols = vec![
+            col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]),
+            col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1]),
+        ];
+        let f = focus(&cols, &["compute the mean turbidity of all sample points"]);
+        assert_eq!(f, Focus::One(&cols[1]));
+        assert!(matches!(
+            focus(&cols, &["compute the mean of all sample points"]),
+            Focus::None
+        ));
+    }
+
+    #[test]
+    fn a_column_named_whole_beats_one_named_in_part() {
+        let cols = vec![
+            col("Trips run", "Operator", &["A", "B"], &[212.0, 180.0]),
+            col("Ratings received", "Operator", &["A", "B"], &[640.0, 400.0]),
+            col("Rating", "Operator", &["A", "B"], &[4.6, 4.1]),
+        ];
+        assert_eq!(
+            focus(&cols, &["compute the average rating of all operators"]),
+            Focus::One(&cols[2])
+        );
+        assert_eq!(
+            focus(&cols, &["the ratings received by each operator"]),
+            Focus::One(&cols[1])
+        );
+        // Named by different words, each in part or whole, two columns still tie.
+        let staff = vec![
+            col("Staff", "Site", &["A"], &[1.0]),
+            col("Wait time", "Site", &["A"], &[2.0]),
+        ];
+        assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
+    }
+
+    #[test]
+    fn a_single_column_no_text_names_is_not_the_one_meant() {
+        // The lookup found only a finance table; the task asks about tariffs.
+        let cols = vec![col(
+            "Finance",
+            "Item",
+            &["Concession fee", "Rates"],
+            &[18000.0, 0.21],
+        )];
+        assert_eq!(
+            focus(
+                &cols,
+                &["average tariff", "compute the average tariff of all sites"]
+            ),
+            Focus::None
+        );
+        assert_eq!(
+            focus(&cols, &["total finance figures"]),
+            Focus::One(&cols[0])
+        );
+    }
+
+    #[test]
+    fn slot_names_say_what_they_claim() {
+        let cols = vec![col("Peak temperature", "Fridge", &["A", "B"], &[4.0, 6.5])];
+        assert_eq!(
+            classify("highest peak temperature", &cols),
+            SlotClaim::ExtremeValue(End::Highest)
+        );
+        assert_eq!(
+            classify("highest fridge", &cols),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
+        assert_eq!(
+            classify("lowest", &cols),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("average", &cols),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("平均值", &cols),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("total output", &cols),
+            SlotClaim::Aggregate(Aggregate::Sum)
+        );
+        assert_eq!(
+            classify("median delay", &cols),
+            SlotClaim::Unsupported("median".into())
+        );
+        assert_eq!(classify("its value", &cols), SlotClaim::OwnValue);
+        assert_eq!(
+            classify("worst line", &cols),
+            SlotClaim::ExtremeLabel(End::Either)
+        );
+        assert_eq!(classify("name", &cols), SlotClaim::Open);
+        // The quantity's name holds an end word: the slot's own words decide.
+        let frost = vec![col(
+            "Lowest night temperature",
+            "House",
+            &["Old vine house", "Propagation house"],
+            &[9.0, 12.5],
+        )];
+        assert_eq!(
+            classify("average lowest night temperature", &frost),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("lowest house", &frost),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("highest lowest night temperature", &frost),
+            SlotClaim::ExtremeValue(End::Highest)
+        );
+        // The rows named with an end word the lexicon does not know: a label, which one not read.
+        assert_eq!(classify("coldest house", &frost), SlotClaim::Row);
+        let unlabelled = vec![col(
+            "Lowest night temperature",
+            "",
+            &["Old vine house", "Propagation house", "Cold frame house"],
+            &[9.0, 12.5, 10.0],
+        )];
+        assert_eq!(classify("coldest house", &unlabelled), SlotClaim::Row);
+        // A slot naming the quantity and the rows without an end word is the value of the row named before it.
+        let blocks = vec![col(
+            "Frost hours",
+            "Block",
+            &["Creek Flat", "Hill Top"],
+            &[71.0, 40.0],
+        )];
+        assert_eq!(
+            classify("frost hours of that block", &blocks),
+            SlotClaim::OwnValue
+        );
+        assert_eq!(classify("block frost hours", &blocks), SlotClaim::OwnValue);
+        assert_eq!(classify("coldest block", &blocks), SlotClaim::Row);
+        // A column named after a statistic the tools cannot compute is still a column: its average is an average.
+        let fill = vec![col("Fill variance", "Blend", &["A", "B"], &[-0.9, 1.2])];
+        assert_eq!(
+            classify("average fill variance", &fill),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("blend with the lowest fill variance", &fill),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("median fill variance", &fill),
+            SlotClaim::Unsupported("median".into())
+        );
+        assert_eq!(
+            classify("variance of the waits", &cols),
+            SlotClaim::Unsupported("variance".into())
+        );
+        let clinic = vec![col("Wait", "Clinic", &["A"], &[3.0])];
+        assert_eq!(
+            classify("longest-wait clinic", &clinic),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
+        let zh = vec![col("满意度", "医院", &["甲"], &[90.0])];
+        assert_eq!(
+            classify("最低医院", &zh),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
+
+    #[test]
+    fn extremes_refuse_ties() {
+        let c = col("Score", "Team", &["A", "B", "C"], &[3.0, 1.0, 3.0]);
+        assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
+        assert_eq!(c.extreme(End::Highest), None);
+    }
+
+    #[test]
+    fn ranks_count_from_an_end_and_keep_their_ties() {
+        let c = col(
+            "Score",
+            "Team",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 3.0, 2.0],
+        );
+        assert_eq!(c.ranked(End::Lowest, 1), Some((vec!["B"], 1.0)));
+        assert_eq!(c.ranked(End::Lowest, 2), Some((vec!["D"], 2.0)));
+        // A and C tie at the top: both are the highest, and neither is a second-highest of its own.
+        assert_eq!(c.ranked(End::Highest, 1), Some((vec!["A", "C"], 3.0)));
+        assert_eq!(c.ranked(End::Highest, 2), None);
+        assert_eq!(c.ranked(End::Highest, 3), Some((vec!["D"], 2.0)));
+        assert_eq!(c.ranked(End::Lowest, 5), None, "too few rows");
+        assert_eq!(c.ranked(End::Lowest, 0), None, "no rank 0");
+        assert_eq!(c.ranked(End::Either, 1), None);
+    }
+
+    #[test]
+    fn ranked_slots_name_their_rank() {
+        let lines = vec![col("Punctuality", "Line", &["A", "B"], &[91.5, 88.0])];
+        assert_eq!(
+            classify("second-lowest line", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        assert_eq!(
+            classify("3rd highest punctuality", &lines),
+            SlotClaim::RankedValue(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("第二低的线路", &lines),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        // "seconds" is a unit, not an ordinal before an end word.
+        assert_eq!(
+            classify("average punctuality in seconds", &lines),
+            SlotClaim::Aggregate(Aggregate::Mean)
+        );
+        assert_eq!(
+            classify("lowest line", &lines),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
+
+    #[test]
+    fn lists_from_an_end_take_their_rows_unless_a_tie_straddles_the_last_place() {
+        let c = col(
+            "Score",
+            "Store",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 2.0, 2.0],
+        );
+        assert_eq!(c.first_from(End::Highest, 1), Some(vec!["A"]));
+        assert_eq!(c.first_from(End::Lowest, 3), Some(vec!["B", "C", "D"]));
+        assert_eq!(c.first_from(End::Lowest, 2), None, "C and D tie for second");
+        assert_eq!(c.first_from(End::Lowest, 5), None);
+        assert_eq!(
+            classify("top 3 stores", std::slice::from_ref(&c)),
+            SlotClaim::EndList(End::Highest, 3)
+        );
+        assert_eq!(
+            classify("three lowest stores", std::slice::from_ref(&c)),
+            SlotClaim::EndList(End::Lowest, 3)
+        );
+        assert_eq!(
+            classify("top store", &[c]),
+            SlotClaim::ExtremeLabel(End::Highest)
+        );
+    }
+}

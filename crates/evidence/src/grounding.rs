@@ -1,0 +1,587 @@
+//! Grounding: which numbers and labels the observations so far establish — what a model may write into
+//! tool arguments and a final answer (grammar), and what a final answer's numbers are checked against
+//! (claims gate).
+//!
+//! Built per step from the observation ledger and the task's own text, never from `expected.json`.
+//! It reads results by their shape (`data.tables`, `data.facts`, `citations[].text`, `value`,
+//! `expression`, `spec`), not by tool or task name, so a new tool with the same result shapes is
+//! grounded the same way.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::observe::ObservationRecord;
+use forge_language::lexicon;
+use forge_language::numbers;
+
+/// What the next decision may write, for a policy's grammar (all strings, ready to print).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Grounding {
+    /// Printed forms of grounded numbers (signed, JSON-valid), shortest first per value.
+    pub numbers: Vec<String>,
+    /// Row counts of observed tables ("5 sites"): fine in an answer's text, never data to compute with.
+    pub counts: Vec<String>,
+    /// Row labels seen in tables (what a chart or an answer may name).
+    pub labels: Vec<String>,
+    /// Ids of successful observations (what a final answer may cite).
+    pub evidence_ids: Vec<String>,
+    /// Every numeric table column seen, its values in table order (what an aggregate runs over).
+    pub series: Vec<Series>,
+    /// Printed forms of computed results (a tool result's top-level numeric `value`, with its
+    /// roundings): what an answer slot for an average or a total may state.
+    pub computed: Vec<String>,
+    /// The same results as computed, unrounded (canonical form): what a chart's line draws — a chart is
+    /// data, so its line is the value itself, never a printed rounding of it.
+    pub computed_exact: Vec<String>,
+}
+
+/// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
+/// label of each value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub labels: Vec<String>,
+    pub values: Vec<String>,
+    /// The header of the table's row-label column (`Hotel`, `Month`): what the rows are. Two tables
+    /// can share a column name (`Occupancy` by hotel and by month); the text's words for the rows
+    /// tell them apart.
+    pub rows: String,
+}
+
+impl Series {
+    /// The printed values at the column's lowest or highest row (`lowest`: `Some(true)` the lowest,
+    /// `Some(false)` the highest, `None` both), the rows [`Self::extremes`] names.
+    pub fn extreme_values(&self, lowest: Option<bool>) -> Vec<&str> {
+        let Some((low, high)) = self.extreme_rows() else {
+            return Vec::new();
+        };
+        let rows: &[usize] = match lowest {
+            Some(true) => &[low],
+            Some(false) => &[high],
+            None => &[low, high],
+        };
+        rows.iter()
+            .filter_map(|&i| self.values.get(i).map(String::as_str))
+            .collect()
+    }
+
+    /// The labels of the rows holding the smallest and the largest value (the first such row on a tie).
+    pub fn extremes(&self) -> Option<(&str, &str)> {
+        let (low, high) = self.extreme_rows()?;
+        Some((
+            self.labels.get(low)?.as_str(),
+            self.labels.get(high)?.as_str(),
+        ))
+    }
+
+    /// The indices of the rows holding the smallest and the largest value (the first such row on a tie).
+    fn extreme_rows(&self) -> Option<(usize, usize)> {
+        let numbers: Vec<(usize, f64)> = self
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.parse::<f64>().ok().map(|x| (i, x)))
+            .collect();
+        let lowest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 < a.1 { b } else { a })?;
+        let highest = numbers
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.1 > a.1 { b } else { a })?;
+        Some((lowest.0, highest.0))
+    }
+}
+
+/// The values behind a [`Grounding`], for checking numbers a writer already wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroundedValues {
+    pub values: Vec<f64>,
+    pub labels: Vec<String>,
+    /// The most rows any observed table has.
+    pub max_rows: usize,
+    /// The row count of each observed table (and of each column with missing cells): counts the data states.
+    pub row_counts: Vec<usize>,
+    /// Each observed row's values (every numeric column of a table row, a chart bar's value), by label:
+    /// what a number stated *for* a row must be.
+    pub row_values: Vec<(String, Vec<f64>)>,
+    /// The names of the observed numeric columns (words that may stand between a label and its value).
+    pub columns: Vec<String>,
+}
+
+impl GroundedValues {
+    /// Collects the values established by `records` (successful ones only) and by `texts` (the task's
+    /// own words: task text and answer template).
+    pub fn collect<'a>(
+        records: impl IntoIterator<Item = &'a ObservationRecord>,
+        texts: &[&str],
+    ) -> GroundedValues {
+        let mut out = GroundedValues::default();
+        let results: Vec<&Value> = records
+            .into_iter()
+            .filter(|r| r.ok)
+            .filter_map(|r| r.result.as_ref())
+            .collect();
+        // Data first (every observation's cells, facts and cited text), then what was computed from it:
+        // a computed value is grounded when its inputs are data, whichever order the calls came in (the
+        // scorer, not grounding, judges causal order).
+        for result in &results {
+            out.add_result(result);
+        }
+        for result in &results {
+            out.add_computed(result);
+        }
+        for text in texts {
+            out.values
+                .extend(numbers::scan(text).into_iter().map(|m| m.value));
+        }
+        out
+    }
+
+    fn add_result(&mut self, result: &Value) {
+        let data = &result["data"];
+        for table in data["tables"].as_array().into_iter().flatten() {
+            let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
+            self.max_rows = self.max_rows.max(rows.len());
+            if !self.row_counts.contains(&rows.len()) {
+                self.row_counts.push(rows.len());
+            }
+            for row in rows {
+                let values = row["values"].as_object();
+                for (column, value) in values.into_iter().flatten() {
+                    self.add_number(value);
+                    if !self.columns.contains(column) {
+                        self.columns.push(column.clone());
+                    }
+                }
+                if let Some(label) = row["label"].as_str() {
+                    self.add_label(label);
+                    let numbers = values
+                        .into_iter()
+                        .flat_map(|m| m.values())
+                        .filter_map(Value::as_f64);
+                    self.add_row_values(label, numbers);
+                }
+            }
+            for stat in table["stats"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+            {
+                for key in ["lowest", "highest"] {
+                    self.add_number(&stat[key]["value"]);
+                }
+            }
+        }
+        for fact in data["facts"].as_array().into_iter().flatten() {
+            self.add_number(&fact["value"]);
+        }
+        for citation in result["citations"].as_array().into_iter().flatten() {
+            for key in ["text", "heading"] {
+                if let Some(text) = citation[key].as_str() {
+                    self.values
+                        .extend(numbers::scan(text).into_iter().map(|m| m.value));
+                }
+            }
+        }
+        // A chart's values are the model's arguments, not data: its bars ground nothing new.
+        let spec = &result["spec"];
+        let bars = spec["values"].as_array().map_or(&[][..], Vec::as_slice);
+        for (i, label) in spec["labels"].as_array().into_iter().flatten().enumerate() {
+            if let Some(label) = label.as_str() {
+                self.add_label(label);
+                self.add_row_values(label, bars.get(i).and_then(Value::as_f64));
+            }
+        }
+    }
+
+    /// A computed value is grounded only when what it was computed from is: every number its expression
+    /// spells is grounded in the data or is an observed table's row count (`… / 4`); a column reference
+    /// is data by itself. The model's own numbers in, its own number out, is not evidence.
+    fn add_computed(&mut self, result: &Value) {
+        let Some(expression) = result["expression"].as_str() else {
+            return;
+        };
+        let spelled = numbers::scan(&strip_references(expression));
+        let from_data = spelled.iter().all(|m| {
+            self.values.iter().any(|v| m.stands_for(*v))
+                || (m.decimals == 0 && self.row_counts.iter().any(|n| *n as f64 == m.value))
+        });
+        if from_data {
+            self.add_number(&result["value"]);
+        }
+    }
+
+    fn add_row_values(&mut self, label: &str, values: impl IntoIterator<Item = f64>) {
+        let index = match self.row_values.iter().position(|(l, _)| l == label) {
+            Some(i) => i,
+            None => {
+                self.row_values.push((label.to_owned(), Vec::new()));
+                self.row_values.len() - 1
+            }
+        };
+        self.row_values[index]
+            .1
+            .extend(values.into_iter().filter(|x| x.is_finite()));
+    }
+
+    fn add_number(&mut self, value: &Value) {
+        if let Some(x) = value.as_f64().filter(|x| x.is_finite()) {
+            self.values.push(x);
+        }
+    }
+
+    fn add_label(&mut self, label: &str) {
+        if !label.trim().is_empty() && !self.labels.iter().any(|l| l == label) {
+            self.labels.push(label.to_owned());
+        }
+    }
+
+    /// Whether `mention` states a grounded value (printed rounding allowed, sign exact) or the row count
+    /// of an observed table ("5 sites"). A small number is not grounded for being small: "3" is grounded
+    /// only where the data holds a 3 (or a table has 3 rows).
+    pub fn grounds(&self, mention: &numbers::NumberMention) -> bool {
+        let row_count = mention.decimals == 0
+            && !mention.percent
+            && self.row_counts.iter().any(|n| *n as f64 == mention.value);
+        row_count || self.values.iter().any(|v| mention.stands_for(*v))
+    }
+}
+
+impl Grounding {
+    /// The grammar-facing view of `records` plus the task's own texts: every grounded value in its
+    /// canonical form, calculator-like results (a top-level `value`) also in their roundings, digits
+    /// inside row labels, and (apart) the counts `0..=max_rows`.
+    pub fn build<'a>(
+        records: impl IntoIterator<Item = &'a ObservationRecord> + Clone,
+        texts: &[&str],
+    ) -> Grounding {
+        let values = GroundedValues::collect(records.clone(), texts);
+        let mut numbers_out: Vec<String> = Vec::new();
+        let mut push = |text: String| {
+            if !numbers_out.contains(&text) {
+                numbers_out.push(text);
+            }
+        };
+        for value in &values.values {
+            push(numbers::canonical(*value));
+        }
+        // Digits inside row labels ("Plant 7") may be written wherever the label may.
+        for label in &values.labels {
+            for mention in numbers::scan(label) {
+                push(mention.printed);
+            }
+        }
+        // One pass over the successful observations: citable ids, computed values, columns.
+        let mut evidence_ids = Vec::new();
+        let mut computed: Vec<String> = Vec::new();
+        let mut computed_exact: Vec<String> = Vec::new();
+        let mut series: Vec<Series> = Vec::new();
+        for record in records.clone().into_iter().filter(|r| r.ok) {
+            evidence_ids.push(record.id.clone());
+            let result = record.result.as_ref().unwrap_or(&Value::Null);
+            if let Some(value) = result["value"]
+                .as_f64()
+                .filter(|v| values.values.contains(v))
+            {
+                push_unique(&mut computed_exact, numbers::canonical(value));
+                for form in numbers::printed_forms(value) {
+                    push_unique(&mut computed, form.clone());
+                    push(form);
+                }
+            }
+            for s in series_in(result) {
+                push_unique(&mut series, s);
+            }
+        }
+        let counts = values.row_counts.iter().map(|c| c.to_string()).collect();
+        Grounding {
+            numbers: numbers_out,
+            counts,
+            labels: values.labels,
+            evidence_ids,
+            series,
+            computed,
+            computed_exact,
+        }
+    }
+
+    /// The one observed column that `text` (a step's hint, or the task) is about: the series whose
+    /// header words occur most often in it; between columns of the same name in different tables
+    /// ("Occupancy" by hotel and by month), the one whose rows the text names ("all hotels") —
+    /// `None` when no header word occurs or two columns still tie, so a caller narrows only when the
+    /// text really names a column. With a single series, that one.
+    pub fn focus(&self, text: &str) -> Option<&Series> {
+        if let [only] = self.series.as_slice() {
+            return Some(only);
+        }
+        // The lexicon's content words (aggregate and end words dropped, CJK as bigrams), and words that
+        // name a table's rows ("sample points" for `Sample point`) never count for that table's columns.
+        let words = lexicon::content_words(text);
+        let score = |s: &Series| -> (usize, usize) {
+            let row_words = lexicon::content_words(&s.rows);
+            let mut header = lexicon::content_words(&s.name);
+            header.sort();
+            header.dedup();
+            header.retain(|h| !row_words.contains(h));
+            let named = header
+                .iter()
+                .map(|h| words.iter().filter(|w| *w == h).count())
+                .sum();
+            (
+                named,
+                row_words.iter().filter(|r| words.contains(r)).count(),
+            )
+        };
+        let mut scored: Vec<((usize, usize), &Series)> =
+            self.series.iter().map(|s| (score(s), s)).collect();
+        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+        match scored.as_slice() {
+            [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),
+            // Tied by the very same words: the column they name whole, as the claims gate reads it.
+            [(best, _), ..] if best.0 > 0 => {
+                let tied: Vec<&Series> = scored
+                    .iter()
+                    .filter(|(s, _)| s == best)
+                    .map(|(_, s)| *s)
+                    .collect();
+                let headers: Vec<&str> = tied.iter().map(|s| s.name.as_str()).collect();
+                lexicon::named_whole(&headers, text).map(|i| tied[i])
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `mean([Wait]) <= 30` → `mean() <= 30`: column references name data, they spell no number.
+pub fn strip_references(expression: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in expression.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Appends `item` unless an equal one is there (the lists are short and keep first-seen order).
+fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// The numeric columns of a result's `data.tables`, values in row order (rows lacking the column skipped).
+fn series_in(result: &Value) -> Vec<Series> {
+    let mut out = Vec::new();
+    for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let rows = table["label_column"].as_str().unwrap_or_default();
+        for column in table["columns"].as_array().into_iter().flatten() {
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
+            let (labels, values): (Vec<String>, Vec<String>) = table["rows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|row| {
+                    let value = row["values"][name].as_f64()?;
+                    Some((
+                        row["label"].as_str().unwrap_or_default().to_owned(),
+                        numbers::canonical(value),
+                    ))
+                })
+                .unzip();
+            if !values.is_empty() {
+                out.push(Series {
+                    name: name.to_owned(),
+                    labels,
+                    values,
+                    rows: rows.to_owned(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(id: &str, ok: bool, result: Value) -> ObservationRecord {
+        ObservationRecord::for_test(id, "t", ok, result)
+    }
+
+    #[test]
+    fn collects_by_shape() {
+        let knowledge = record(
+            "obs-a-1",
+            true,
+            json!({
+                "citations": [{"text": "The rule: at least 78 on average.", "heading": "Rule"}],
+                "data": {
+                    "tables": [{"rows": [{"label": "North", "values": {"Uptime": 99.2}},
+                                          {"label": "South", "values": {"Uptime": 97.5}}],
+                                "stats": {"Uptime": {"lowest": {"label": "South", "value": 97.5}}}}],
+                    "facts": [{"key": "Minimum", "value": 98}]
+                }
+            }),
+        );
+        let calc = record(
+            "obs-b-2",
+            true,
+            json!({"expression": "mean(99.2, 97.5)", "value": 98.35}),
+        );
+        let failed = record("obs-c-3", false, json!({"value": 12345}));
+        let g = Grounding::build([&knowledge, &calc, &failed], &["Task for 2024"]);
+        for n in ["99.2", "97.5", "98", "78", "98.35", "98.3", "2024"] {
+            assert!(
+                g.numbers.contains(&n.to_string()),
+                "{n} missing from {:?}",
+                g.numbers
+            );
+        }
+        assert_eq!(
+            g.counts,
+            ["2"],
+            "the table's row count, not every small number"
+        );
+        assert!(!g.numbers.contains(&"12345".to_string()));
+        assert_eq!(g.labels, ["North", "South"]);
+        assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);
+    }
+
+    #[test]
+    fn focus_names_the_column_a_text_is_about_and_extremes_name_its_rows() {
+        let table = record(
+            "obs-a-1",
+            true,
+            json!({"data": {"tables": [{"columns": [{"name": "Staff"}, {"name": "Wait time"}, {"name": "候诊人数"}],
+                "rows": [{"label": "North", "values": {"Staff": 12, "Wait time": 31.5, "候诊人数": 4}},
+                         {"label": "South", "values": {"Staff": 9, "Wait time": 18, "候诊人数": 7}},
+                         {"label": "East", "values": {"Staff": 15, "Wait time": 44, "候诊人数": 2}}]}]}}),
+        );
+        let g = Grounding::build([&table], &[]);
+        assert_eq!(g.series.len(), 3);
+        let wait = g
+            .focus("compute the average wait time of all sites")
+            .unwrap();
+        assert_eq!(wait.name, "Wait time");
+        assert_eq!(wait.labels, ["North", "South", "East"]);
+        assert_eq!(wait.extremes(), Some(("South", "East")));
+        assert_eq!(g.focus("计算平均候诊人数").unwrap().name, "候诊人数");
+        // No header word in the text, or a tie: no focus.
+        assert_eq!(g.focus("compute the average of the retrieved values"), None);
+        assert_eq!(g.focus("staff and wait"), None);
+        // The column the text keeps coming back to wins over one it mentions in passing.
+        assert_eq!(
+            g.focus("the staff wait standard: look up the wait, average the wait")
+                .unwrap()
+                .name,
+            "Wait time"
+        );
+    }
+
+    #[test]
+    fn between_columns_of_one_name_the_rows_the_text_names_decide() {
+        // Occupancy by hotel and by month: "average occupancy of all hotels" means the hotels' column,
+        // not the first table's and not every column (a 0.5B model then averaged `Rooms`).
+        let tables = record(
+            "obs-a-1",
+            true,
+            json!({"data": {"tables": [
+                {"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
+                 "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
+                          {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]},
+                {"label_column": "Month", "columns": [{"name": "Occupancy"}],
+                 "rows": [{"label": "July", "values": {"Occupancy": 84.5}},
+                          {"label": "August", "values": {"Occupancy": 88}}]}]}}),
+        );
+        let g = Grounding::build([&tables], &[]);
+        let by_hotel = g
+            .focus("compute the average occupancy of all hotels")
+            .unwrap();
+        assert_eq!(
+            (by_hotel.name.as_str(), by_hotel.rows.as_str()),
+            ("Occupancy", "Hotel")
+        );
+        assert_eq!(g.focus("occupancy in each month").unwrap().rows, "Month");
+        // A possessive names the rows too (a chart of the months' column was certified before).
+        assert_eq!(
+            g.focus("chart each hotel's occupancy with the computed average as a line")
+                .unwrap()
+                .rows,
+            "Hotel"
+        );
+        // Named neither way: still a tie, so no focus.
+        assert_eq!(g.focus("compute the average occupancy"), None);
+    }
+
+    #[test]
+    fn computed_values_are_the_results_of_tools_with_their_roundings() {
+        let data = record(
+            "obs-a-0",
+            true,
+            json!({"data": {"facts": [{"key": "a", "value": 1}, {"key": "b", "value": 2}, {"key": "c", "value": 3.5}]}}),
+        );
+        let calc = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean(1, 2, 3.5)", "value": 250.0 / 3.0}),
+        );
+        let g = Grounding::build([&data, &calc], &[]);
+        assert!(g.computed.contains(&"83.3".to_string()), "{:?}", g.computed);
+        assert_eq!(
+            g.computed_exact,
+            vec![numbers::canonical(250.0 / 3.0)],
+            "a chart's line is the value itself"
+        );
+        assert!(!g.computed.contains(&"3.5".to_string()));
+        // The same call over numbers no observation of the data holds grounds nothing.
+        let alone = Grounding::build([&calc], &[]);
+        assert!(
+            alone.computed.is_empty() && !alone.numbers.contains(&"83.3".to_string()),
+            "{:?}",
+            alone.numbers
+        );
+    }
+
+    #[test]
+    fn grounds_roundings_and_counts() {
+        let table = record(
+            "obs-a-2",
+            true,
+            json!({"data": {"tables": [{"rows": [{"label": "A", "values": {"x": 80}}, {"label": "B", "values": {"x": 85}}, {"label": "C", "values": {"x": 85}}]}]}}),
+        );
+        let calc = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean(80, 85, 85)", "value": 250.0 / 3.0}),
+        );
+        let values = GroundedValues::collect([&table, &calc], &[]);
+        let ok = |text: &str| values.grounds(&numbers::scan(text)[0]);
+        assert!(
+            ok("83.3") && ok("83.33") && ok("3"),
+            "3 = the table's row count"
+        );
+        // A whole number is not a rounding of 83.333…: "83" claims exactly 83. A small number is not
+        // grounded for being small, and a sign is never dropped.
+        assert!(
+            !ok("83.4")
+                && !ok("83")
+                && !ok("4")
+                && !ok("2.5")
+                && !ok("0")
+                && !ok("1")
+                && !ok("-80")
+        );
+    }
+}

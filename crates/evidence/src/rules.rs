@@ -1,0 +1,984 @@
+//! Rules applied: the verdict a knowledge result's rules give on the column they are about, the unit conflicts
+//! that leave a rule unapplied, and the calculator terms that restate a rule for the model's expression. The
+//! rules themselves are read in `forge_language::rules` (re-exported here); this module measures and compares,
+//! it never reads words.
+
+use serde_json::Value;
+
+pub use forge_language::rules::*;
+
+/// The one numeric column the rules are about: the one the rule keys name; when they name none
+/// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
+/// is not clear — also for a single column neither names.
+pub fn column_values(
+    result: &Value,
+    rules: &[FactRule],
+    context: &str,
+) -> Option<(String, Vec<(String, f64)>)> {
+    let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    // The header of each column's row-label column (`Hotel`, `Month`), index for index.
+    let mut row_kinds: Vec<String> = Vec::new();
+    for table in result["data"]["tables"].as_array().into_iter().flatten() {
+        let row_kind = table["label_column"].as_str().unwrap_or_default();
+        for column in table["columns"].as_array().into_iter().flatten() {
+            let Some(name) = column["name"].as_str() else {
+                continue;
+            };
+            let values: Vec<(String, f64)> = table["rows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|row| {
+                    Some((
+                        row["label"].as_str()?.to_owned(),
+                        row["values"][name].as_f64()?,
+                    ))
+                })
+                .collect();
+            if !values.is_empty() {
+                columns.push((name.to_owned(), values));
+                row_kinds.push(row_kind.to_owned());
+            }
+        }
+    }
+    // A single column is the rules' column only when a rule or the task names it, like any other: a lookup
+    // that found some other table (a finance table where the task is about tariffs) is not what the rule limits.
+    // A column is named by a rule when its header's words (less units and aggregate words: "Avg
+    // basket ($)" → basket) all occur in the rule's key, or the key holds the header whole (CJK). The
+    // answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in "pit stop time".
+    let names = |column: &str, key: &str| -> usize {
+        let key_lower = key.to_lowercase();
+        let key_words: Vec<String> = words(key).into_iter().map(|w| singular(&w)).collect();
+        let header = column.split('(').next().unwrap_or(column);
+        let header_words: Vec<String> = words(header)
+            .into_iter()
+            .filter(|w| !["avg", "average", "mean", "total", "sum"].contains(&w.as_str()))
+            .map(|w| singular(&w))
+            .collect();
+        // CJK text has no spaces: a header word there is found inside the key.
+        let found =
+            |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
+        if !header_words.is_empty() && header_words.iter().all(found) {
+            header_words.len()
+        } else if key_lower.contains(&column.to_lowercase()) {
+            1
+        } else {
+            0
+        }
+    };
+    if rules.is_empty() {
+        return None;
+    }
+    // A single column: the rules' column when a rule or the task names any of its header's words (less the
+    // words for its rows), as the claims gate reads a single column; a table nothing names is not it.
+    if let [(name, _)] = columns.as_slice() {
+        let row_words = forge_language::lexicon::content_words(&row_kinds[0]);
+        let header: Vec<String> = forge_language::lexicon::content_words(name)
+            .into_iter()
+            .filter(|w| !row_words.contains(w))
+            .collect();
+        let named = rules
+            .iter()
+            .map(|r| r.key.as_str())
+            .chain([context])
+            .any(|text| {
+                forge_language::lexicon::content_words(text)
+                    .iter()
+                    .any(|w| header.contains(w))
+            });
+        return if named { columns.pop() } else { None };
+    }
+    // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first
+    // of `texts` naming exactly one of them talks about ("no hotel is below 65%").
+    let by_rows_named = |at_top: Vec<usize>, texts: &[&str]| -> Vec<usize> {
+        if at_top.len() < 2 {
+            return at_top;
+        }
+        for text in texts {
+            let named: Vec<usize> = at_top
+                .iter()
+                .copied()
+                .filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0)
+                .collect();
+            if named.len() == 1 {
+                return named;
+            }
+        }
+        at_top
+    };
+    // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
+    // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
+    // the others. Rules that name different columns leave it unclear, and nothing is said.
+    let mut chosen: Option<usize> = None;
+    let mut named_any = false;
+    for rule in rules {
+        // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
+        // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
+        let scores: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| names(name, &without_row_words(&rule.key, &row_kinds[i])))
+            .collect();
+        let top = scores.iter().copied().max().unwrap_or(0);
+        if top == 0 {
+            continue;
+        }
+        named_any = true;
+        let at_top = by_rows_named(
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[rule.key.as_str(), context],
+        );
+        if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
+            return None;
+        }
+        chosen = Some(at_top[0]);
+    }
+    if !named_any && !context.is_empty() {
+        // No rule names a column: the task says which one it is about ("… the average answer time …"),
+        // counted by how often it names it (a passing mention of another column loses).
+        let context_words: Vec<String> = words(context).into_iter().map(|w| singular(&w)).collect();
+        let scores: Vec<usize> = columns
+            .iter()
+            .map(|(name, _)| {
+                if names(name, context) == 0 {
+                    return 0;
+                }
+                let header = name.split('(').next().unwrap_or(name);
+                words(header)
+                    .into_iter()
+                    .map(|w| {
+                        let w = singular(&w);
+                        if w.is_ascii() {
+                            context_words.iter().filter(|c| **c == w).count()
+                        } else {
+                            context.matches(w.as_str()).count()
+                        }
+                    })
+                    .sum()
+            })
+            .collect();
+        let top = scores.iter().copied().max().unwrap_or(0);
+        let at_top = by_rows_named(
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[context],
+        );
+        if top > 0 && at_top.len() == 1 {
+            chosen = Some(at_top[0]);
+        }
+    }
+    chosen.map(|i| columns.swap_remove(i))
+}
+
+/// `text` without the words of a row-label header (`Sample point` → drops "sample", "point").
+fn without_row_words(text: &str, rows: &str) -> String {
+    let row_words: Vec<String> = words(rows).into_iter().map(|w| singular(&w)).collect();
+    if row_words.is_empty() {
+        return text.to_owned();
+    }
+    text.split_whitespace()
+        .filter(|w| {
+            let bare: Vec<String> = words(w).into_iter().map(|x| singular(&x)).collect();
+            bare.is_empty() || !bare.iter().all(|b| row_words.contains(b))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// "stores" → "store": enough plural folding for header words against rule words.
+fn singular(word: &str) -> String {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem.to_owned(),
+        _ => word.to_owned(),
+    }
+}
+
+/// The column the rules measure and its rows, when some rule measures one; `Err(())` when that column is
+/// not clear (ratio rules name their own columns and need none).
+type RuleColumn = Option<(String, Vec<(String, f64)>)>;
+
+fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<RuleColumn, ()> {
+    let on_column: Vec<FactRule> = rules
+        .iter()
+        .filter(|r| !matches!(r.aggregate, Aggregate::RatioOfTotals { .. }))
+        .cloned()
+        .collect();
+    if on_column.is_empty() {
+        return Ok(None);
+    }
+    column_values(result, &on_column, context)
+        .map(Some)
+        .ok_or(())
+}
+
+/// The unit of `column` as the result's tables state it (the first table holding a column of that name,
+/// as [`column_reference`] picks it).
+fn column_unit(result: &Value, column: &str) -> Option<String> {
+    result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
+        .find(|c| c["name"] == column)
+        .and_then(|c| c["unit"].as_str())
+        .map(str::to_owned)
+}
+
+/// One rule with its limit in its column's unit, and the note a converted limit carries (` (5 minutes =
+/// 300 s)`), empty when nothing was converted.
+type AlignedRule = (FactRule, String);
+
+/// Each rule with its limit in the unit of the column it is compared with (`5 min` → 300 for a column in
+/// seconds; for a count of rows, the row condition's limit), in rule order. A ratio of totals is compared
+/// with no column's values and keeps its limit. The first rule whose unit cannot be compared with the
+/// column's is an error naming both: its limit is never compared raw.
+fn aligned_rules(
+    result: &Value,
+    rules: &[FactRule],
+    column: &RuleColumn,
+) -> Result<Vec<AlignedRule>, String> {
+    let name = column.as_ref().map_or("", |(name, _)| name.as_str());
+    let unit = column
+        .as_ref()
+        .and_then(|(name, _)| column_unit(result, name));
+    rules
+        .iter()
+        .map(|rule| {
+            let limit = match &rule.aggregate {
+                Aggregate::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
+                Aggregate::CountRows { limit, .. } => *limit,
+                _ => rule.threshold,
+            };
+            let aligned = forge_language::units::align_limit(
+                limit,
+                rule.unit.as_deref(),
+                unit.as_deref(),
+                rule.aggregate == Aggregate::Sum,
+            )
+            .map_err(|error| {
+                format!(
+                    "the limit {} {} of \"{}\" is not comparable with {name} ({}): {error}",
+                    forge_language::numbers::canonical(limit),
+                    rule.unit.as_deref().unwrap_or_default(),
+                    rule.key,
+                    unit.as_deref().unwrap_or_default(),
+                )
+            })?;
+            let note = match &aligned.converted {
+                Some((from, to)) => format!(
+                    " ({} {from} = {} {to})",
+                    forge_language::numbers::canonical(limit),
+                    forge_language::numbers::canonical(aligned.value)
+                ),
+                None => String::new(),
+            };
+            let mut in_column = rule.clone();
+            match &mut in_column.aggregate {
+                Aggregate::CountRows { limit, .. } => *limit = aligned.value,
+                _ => in_column.threshold = aligned.value,
+            }
+            Ok((in_column, note))
+        })
+        .collect()
+}
+
+/// Why the rules the result states cannot be applied to their column: a limit whose unit cannot be
+/// compared with the column's (`5 kg` against a column in km, `€` against `$`, a unit the vocabulary does
+/// not know). Empty when the units agree, convert, or no rule or column is clear.
+pub fn unit_conflicts(result: &Value, context: &str) -> Vec<String> {
+    let rules = rules_in(result);
+    let Ok(column) = rule_column(result, &rules, context) else {
+        return Vec::new();
+    };
+    aligned_rules(result, &rules, &column)
+        .err()
+        .into_iter()
+        .collect()
+}
+
+/// The values of the column named `name` in `result`, every row holding one; `None` otherwise.
+fn whole_column(result: &Value, name: &str) -> Option<Vec<f64>> {
+    let table = result["data"]["tables"].as_array()?.iter().find(|t| {
+        t["columns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["name"] == name)
+    })?;
+    table["rows"]
+        .as_array()?
+        .iter()
+        .map(|row| row["values"][name].as_f64())
+        .collect()
+}
+
+/// A ratio rule's scale: the definition's own (`per 100 starts`), else 100 for a percentage limit.
+fn ratio_scale(per: Option<f64>, rule: &FactRule) -> f64 {
+    per.unwrap_or(if rule.key.contains('%') { 100.0 } else { 1.0 })
+}
+
+/// What one rule measures on the data, and a few words saying what that is.
+fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64, String)> {
+    if let Aggregate::RatioOfTotals {
+        numerator,
+        denominator,
+        per,
+    } = &rule.aggregate
+    {
+        let top: f64 = whole_column(result, numerator)?.iter().sum();
+        let bottom: f64 = whole_column(result, denominator)?.iter().sum();
+        if bottom == 0.0 {
+            return None;
+        }
+        let scale = ratio_scale(*per, rule);
+        return Some((
+            top / bottom * scale,
+            format!(
+                "total {numerator} / total {denominator} × {}",
+                forge_language::numbers::canonical(scale)
+            ),
+        ));
+    }
+    let (name, rows) = column.as_ref()?;
+    let values: Vec<f64> = rows.iter().map(|(_, v)| *v).collect();
+    let extreme = |lowest: bool| {
+        let pick = rows.iter();
+        let (label, v) = if lowest {
+            pick.min_by(|a, b| a.1.total_cmp(&b.1))
+        } else {
+            pick.max_by(|a, b| a.1.total_cmp(&b.1))
+        }?;
+        Some((
+            *v,
+            format!("{} row {label}", if lowest { "lowest" } else { "highest" }),
+        ))
+    };
+    match (&rule.aggregate, rule.comparison) {
+        (Aggregate::Mean, _) => Some((
+            values.iter().sum::<f64>() / values.len() as f64,
+            format!("average {name}"),
+        )),
+        (Aggregate::Sum, _) => Some((values.iter().sum::<f64>(), format!("total {name}"))),
+        (Aggregate::EachRow, op) => extreme(op.is_lower_limit()),
+        (Aggregate::CountRows { row, limit }, _) => {
+            let passing: Vec<&str> = rows
+                .iter()
+                .filter(|(_, v)| row.holds(*v, *limit))
+                .map(|(l, _)| l.as_str())
+                .collect();
+            Some((
+                passing.len() as f64,
+                format!(
+                    "rows of {name} {} {} ({})",
+                    row.symbol(),
+                    forge_language::numbers::canonical(*limit),
+                    if passing.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        passing.join(", ")
+                    }
+                ),
+            ))
+        }
+        (Aggregate::RatioOfTotals { .. }, _) => None,
+    }
+}
+
+/// Applies every rule to the data, each limit in its column's unit; `None` without rules, without one
+/// clear column, when a rule's quantity cannot be computed, or when a limit's unit cannot be compared with
+/// the column's ([`unit_conflicts`] names it). `context` is the task's text (see [`column_values`]).
+pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
+    let rules = rules_in(result);
+    if rules.is_empty() {
+        return None;
+    }
+    let column = rule_column(result, &rules, context).ok()?;
+    let aligned = aligned_rules(result, &rules, &column).ok()?;
+    let mut parts = Vec::new();
+    let mut holds = true;
+    for ((rule, converted), written) in aligned.iter().zip(&rules) {
+        let (value, what) = measure(result, rule, &column)?;
+        // Compared as the calculator compares (float noise ignored), so the two never disagree.
+        let ok = compare_as_calculator(rule.comparison, value, rule.threshold);
+        holds &= ok;
+        // A converted limit says so: `5 minutes = 300 s`.
+        parts.push(format!(
+            "{} {}{converted}: {what} {} {} {} ({})",
+            rule.key,
+            forge_language::numbers::canonical(written.threshold),
+            forge_language::numbers::canonical((value * 1e4).round() / 1e4),
+            rule.comparison.symbol(),
+            forge_language::numbers::canonical((rule.threshold * 1e4).round() / 1e4),
+            if ok { "holds" } else { "fails" }
+        ));
+    }
+    Some(RuleVerdict {
+        holds,
+        explanation: parts.join("; "),
+    })
+}
+
+/// `op` over two numbers with the calculator's tolerance for float noise.
+fn compare_as_calculator(op: Comparison, value: f64, threshold: f64) -> bool {
+    let scale = value.abs().max(threshold.abs()).max(1.0);
+    let same = (value - threshold).abs() <= forge_language::numbers::COMPARISON_TOLERANCE * scale;
+    match op {
+        Comparison::AtLeast => value > threshold || same,
+        Comparison::Above => value > threshold && !same,
+        Comparison::AtMost => value < threshold || same,
+        Comparison::Below => value < threshold && !same,
+    }
+}
+
+/// The rules as calculator comparisons, in the order the knowledge states them (`mean([Wait]) <= 30`,
+/// `max([Wait]) <= 40`, `count([Late] > 7) <= 1`, `sum([Done]) / sum([Starts]) * 100 >= 80`): what a
+/// rule-check expression may be made of when the rules are understood. Each limit is in the column's unit
+/// (`mean([Queue wait]) <= 300` for "at most 5 minutes" over a column in seconds). Empty when they are not
+/// (no rules, no one clear column, or a limit whose unit cannot be compared with the column's).
+pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
+    let rules = rules_in(result);
+    let Ok(column) = rule_column(result, &rules, context) else {
+        return Vec::new();
+    };
+    let Ok(aligned) = aligned_rules(result, &rules, &column) else {
+        return Vec::new();
+    };
+    // The column by reference (`mean([Wait]) <= 30`): the same few tokens for 5 rows or 500, and the
+    // calculator resolves it from the observed table, so no value can be mistyped or left out.
+    let reference = column
+        .as_ref()
+        .map(|(name, _)| column_reference(result, name));
+    aligned
+        .iter()
+        .filter_map(|(rule, _)| {
+            Some(format!(
+                "{} {} {}",
+                measured_term(result, rule, reference.as_deref())?,
+                rule.comparison.symbol(),
+                forge_language::numbers::canonical(rule.threshold)
+            ))
+        })
+        .collect()
+}
+
+/// The calculator expression for what one rule measures (`mean([Wait])`, `count([Late] > 7)`,
+/// `sum([Done]) / sum([Starts]) * 100`); `None` for a column rule without a clear column.
+fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Option<String> {
+    let limit = forge_language::numbers::canonical;
+    Some(match (&rule.aggregate, rule.comparison) {
+        (
+            Aggregate::RatioOfTotals {
+                numerator,
+                denominator,
+                per,
+            },
+            _,
+        ) => {
+            let scale = ratio_scale(*per, rule);
+            let ratio = format!(
+                "sum({}) / sum({})",
+                column_reference(result, numerator),
+                column_reference(result, denominator)
+            );
+            if scale == 1.0 {
+                ratio
+            } else {
+                format!("{ratio} * {}", limit(scale))
+            }
+        }
+        (Aggregate::CountRows { row, limit: at }, _) => {
+            format!("count({} {} {})", reference?, row.symbol(), limit(*at))
+        }
+        (aggregate, op) => {
+            let function = match (aggregate, op) {
+                (Aggregate::Mean, _) => "mean",
+                (Aggregate::Sum, _) => "sum",
+                (_, op) if op.is_lower_limit() => "min",
+                _ => "max",
+            };
+            format!("{function}({})", reference?)
+        }
+    })
+}
+
+/// `[Wait]`, or `[Hotel | Occupancy]` when another table of the result has a column of the same name.
+pub fn column_reference(result: &Value, column: &str) -> String {
+    let tables: Vec<&Value> = result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            t["columns"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["name"] == column)
+        })
+        .collect();
+    match tables.as_slice() {
+        [_, _, ..] => {
+            // The first table holding it is the one `column_values` chose when the rows tell them apart.
+            let rows = tables[0]["label_column"].as_str().unwrap_or_default();
+            if rows.is_empty() {
+                format!("[{column}]")
+            } else {
+                format!("[{rows} | {column}]")
+            }
+        }
+        _ => format!("[{column}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn keys_people_write() {
+        let r = |k: &str| understand(k, 1.0).map(|r| (r.aggregate, r.comparison));
+        assert_eq!(
+            r("average_gte"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("every_batch_gte"),
+            Some((Aggregate::EachRow, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("average_lte"),
+            Some((Aggregate::Mean, Comparison::AtMost))
+        );
+        assert_eq!(
+            r("Minimum average uptime"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("Maximum wait at any clinic"),
+            Some((Aggregate::EachRow, Comparison::AtMost))
+        );
+        assert_eq!(
+            r("Total output at least"),
+            Some((Aggregate::Sum, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("最低平均满意度"),
+            Some((Aggregate::Mean, Comparison::AtLeast))
+        );
+        assert_eq!(
+            r("单店退货率上限"),
+            Some((Aggregate::EachRow, Comparison::AtMost))
+        );
+        assert_eq!(r("Results to parents"), None);
+        assert_eq!(r("Budget"), None);
+    }
+
+    fn result(values: &[(&str, f64)], facts: &[(&str, f64)]) -> Value {
+        json!({"data": {
+            "tables": [{"columns": [{"name": "Score"}],
+                        "rows": values.iter().map(|(l, v)| json!({"label": l, "values": {"Score": v}})).collect::<Vec<_>>()}],
+            "facts": facts.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()
+        }})
+    }
+
+    #[test]
+    fn verdicts() {
+        let data = [("A", 72.0), ("B", 78.0), ("C", 81.0), ("D", 85.0)];
+        let met = verdict(
+            &result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]),
+            "check the score of every batch",
+        )
+        .unwrap();
+        assert!(met.holds, "{}", met.explanation);
+        assert!(
+            met.explanation.contains("lowest row A 72 >= 70 (holds)"),
+            "{}",
+            met.explanation
+        );
+        let unmet = verdict(
+            &result(&data, &[("average_gte", 80.0), ("every_batch_gte", 70.0)]),
+            "check the score of every batch",
+        )
+        .unwrap();
+        assert!(!unmet.holds);
+        assert!(
+            verdict(
+                &result(&data, &[("Budget", 3.0)]),
+                "check the score of every batch"
+            )
+            .is_none()
+        );
+        assert!(verdict(&result(&data, &[]), "check the score of every batch").is_none());
+        // A single column neither the rules nor the task name is not the rules' column: no verdict is read.
+        assert!(
+            verdict(
+                &result(&data, &[("average_gte", 78.0), ("every_batch_gte", 70.0)]),
+                ""
+            )
+            .is_none()
+        );
+        assert!(
+            verdict(
+                &result(&data, &[("average_gte", 78.0)]),
+                "check the tariff of every site"
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
+        let r = result(
+            &[("A", 28.0), ("B", 35.0), ("C", 31.5)],
+            &[
+                ("Maximum average wait", 30.0),
+                ("Maximum wait at any clinic", 40.0),
+            ],
+        );
+        let terms = calculator_terms(&r, "the score of each clinic");
+        assert_eq!(terms, ["mean([Score]) <= 30", "max([Score]) <= 40"]);
+        let joined = terms.join(" and ");
+        let columns = forge_tools::calculator::TableColumns {
+            tables: vec![forge_tools::calculator::ColumnTable {
+                rows_label: String::new(),
+                labels: vec!["A".into(), "B".into(), "C".into()],
+                columns: vec![("Score".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
+            }],
+        };
+        let computed = forge_tools::calculator::evaluate_with(&joined, &columns)
+            .unwrap()
+            .value;
+        assert_eq!(
+            computed,
+            forge_tools::calculator::CalcValue::Boolean(
+                verdict(&r, "the score of each clinic").unwrap().holds
+            )
+        );
+        assert!(
+            calculator_terms(&result(&[("A", 1.0)], &[("Opening year", 1990.0)]), "").is_empty()
+        );
+    }
+
+    #[test]
+    fn rules_people_write_as_sentences() {
+        let read = |text: &str| -> Vec<(Aggregate, Comparison, f64)> {
+            sentence_rules(text)
+                .into_iter()
+                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .collect()
+        };
+        use Aggregate::*;
+        use Comparison::*;
+        assert_eq!(
+            read(
+                "For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."
+            ),
+            [(Mean, AtMost, 2.6), (EachRow, AtMost, 3.2)]
+        );
+        assert_eq!(
+            read(
+                "The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."
+            ),
+            [(Mean, AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
+        );
+        assert_eq!(
+            read(
+                "The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."
+            ),
+            [(Mean, AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
+        );
+        assert_eq!(
+            read("The total output must exceed 1,250 units."),
+            [(Sum, Above, 1250.0)]
+        );
+        assert_eq!(
+            read("Every line must not exceed 4%."),
+            [(EachRow, AtMost, 4.0)]
+        );
+        assert_eq!(
+            read("- Each site: at least 90\n- Average: at most 12.5\n"),
+            [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]
+        );
+        assert_eq!(
+            read(
+                "本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"
+            ),
+            [(Mean, AtMost, 3.5), (EachRow, AtMost, 5.0)]
+        );
+        assert_eq!(
+            read("平均满意度不低于85，且任何科室不得低于80。"),
+            [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
+        );
+        assert_eq!(read("六月十八日全场满三百元减五十元。"), []);
+        // No quantity word, no number after the phrase, or no comparison: not a rule.
+        assert_eq!(
+            read("Tyre warmers run at 80 °C for at least 45 minutes before a stop."),
+            []
+        );
+        assert_eq!(read("Every crew trains at least twice a week."), []);
+        assert_eq!(
+            read("The 2024 season had 9 rounds with 362 stops in all."),
+            []
+        );
+    }
+
+    #[test]
+    fn sentence_limits_keep_the_unit_written_with_them() {
+        let units = |text: &str| -> Vec<Option<String>> {
+            sentence_rules(text).into_iter().map(|r| r.unit).collect()
+        };
+        assert_eq!(
+            units(
+                "The average wait is no more than 5 minutes, and no store averages more than 8 minutes."
+            ),
+            [Some("minutes".to_owned()), Some("minutes".to_owned())]
+        );
+        assert_eq!(
+            units("The average basket is at least $42 and no store falls below 35%."),
+            [Some("$".to_owned()), Some("%".to_owned())]
+        );
+        assert_eq!(
+            units("The average must be at least 70 and no school may have fewer than 3 hospitals."),
+            [None, None]
+        );
+        assert_eq!(
+            units("平均值不超过120克，且任一食堂不超过150克。"),
+            [Some("克".to_owned()), Some("克".to_owned())]
+        );
+        let decimal = sentence_rules(
+            "The average yield is at least 7,0 t/ha and no plot yields less than 5,5 t/ha.",
+        );
+        let read: Vec<(f64, Option<String>)> =
+            decimal.into_iter().map(|r| (r.threshold, r.unit)).collect();
+        assert_eq!(
+            read,
+            [(7.0, None), (5.5, None)],
+            "decimal commas read; t/ha is no unit the vocabulary knows"
+        );
+    }
+
+    #[test]
+    fn facts_win_over_sentences_and_sentences_find_their_column() {
+        let table = json!({"columns": [{"name": "Stops"}, {"name": "Pit stop (s)"}, {"name": "Fastest (s)"}],
+            "rows": [{"label": "A", "values": {"Stops": 38, "Pit stop (s)": 2.4, "Fastest (s)": 2.1}},
+                     {"label": "B", "values": {"Stops": 35, "Pit stop (s)": 3.0, "Fastest (s)": 2.4}}]});
+        let rule = "The team needs the average pit stop time to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds.";
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
+        assert_eq!(
+            calculator_terms(&result, ""),
+            ["mean([Pit stop (s)]) <= 2.6", "max([Pit stop (s)]) <= 3.2"]
+        );
+        assert!(!verdict(&result, "").unwrap().holds, "mean 2.7 > 2.6");
+        let with_facts = json!({"data": {"tables": [table], "facts": [{"key": "Maximum average pit stop", "value": 2.8}]},
+            "citations": [{"text": rule}]});
+        assert_eq!(
+            calculator_terms(&with_facts, ""),
+            ["mean([Pit stop (s)]) <= 2.8"]
+        );
+        // Two columns named by different rules: not one clear column, so nothing is said.
+        let two = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "The average pit stop must be at most 3, and every crew needs at least 30 stops."}]});
+        assert!(calculator_terms(&two, "").is_empty());
+    }
+
+    #[test]
+    fn keys_that_name_no_column_take_the_one_the_task_names() {
+        let table = json!({"columns": [{"name": "Calls answered"}, {"name": "Answer time (s)"}],
+            "rows": [{"label": "A", "values": {"Calls answered": 800, "Answer time (s)": 42}},
+                     {"label": "B", "values": {"Calls answered": 500, "Answer time (s)": 50}}]});
+        let result = json!({"data": {"tables": [table], "facts": [{"key": "average_lte", "value": 45}, {"key": "every_team_lte", "value": 60}]}});
+        assert!(
+            calculator_terms(&result, "").is_empty(),
+            "two columns, no context: unclear"
+        );
+        let task =
+            "Does the centre keep its service rule? Compute the average answer time of the teams.";
+        assert_eq!(
+            calculator_terms(&result, task),
+            [
+                "mean([Answer time (s)]) <= 45",
+                "max([Answer time (s)]) <= 60"
+            ]
+        );
+        assert!(!verdict(&result, task).unwrap().holds, "mean 46 > 45");
+        // A task naming both columns equally says nothing.
+        assert!(calculator_terms(&result, "calls answered and answer time").is_empty());
+    }
+
+    #[test]
+    fn ambiguous_columns_say_nothing() {
+        let two = json!({"data": {"tables": [{"columns": [{"name": "Score"}, {"name": "Visits"}],
+            "rows": [{"label": "A", "values": {"Score": 1, "Visits": 2}}]}],
+            "facts": [{"key": "average_gte", "value": 1}]}});
+        assert!(verdict(&two, "").is_none());
+        let named = json!({"data": {"tables": [{"columns": [{"name": "Score"}, {"name": "Visits"}],
+            "rows": [{"label": "A", "values": {"Score": 5, "Visits": 2}}]}],
+            "facts": [{"key": "Minimum average score", "value": 4}]}});
+        assert!(verdict(&named, "").unwrap().holds);
+    }
+
+    #[test]
+    fn one_column_name_in_two_tables_is_told_apart_by_the_rows_the_rule_names() {
+        // "Occupancy" by hotel and by month; the rule talks about hotels.
+        let by_hotel = json!({"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
+            "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
+                     {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]});
+        let by_month = json!({"label_column": "Month", "columns": [{"name": "Occupancy"}],
+            "rows": [{"label": "July", "values": {"Occupancy": 84.5}}, {"label": "August", "values": {"Occupancy": 88}}]});
+        let rule = "The bonus is paid when the average occupancy across the group's hotels is at least 75% and no hotel is below 65%.";
+        let result = json!({"data": {"tables": [by_hotel, by_month], "facts": []}, "citations": [{"text": rule}]});
+        assert_eq!(
+            calculator_terms(&result, ""),
+            [
+                "mean([Hotel | Occupancy]) >= 75",
+                "min([Hotel | Occupancy]) >= 65"
+            ]
+        );
+        assert!(!verdict(&result, "").unwrap().holds, "Parkside 63.5 < 65");
+        // Rows named nowhere: still two candidates, nothing is said.
+        let vague = json!({"data": {"tables": [by_hotel, by_month], "facts": []},
+            "citations": [{"text": "The bonus is paid when the average occupancy is at least 75%."}]});
+        assert!(calculator_terms(&vague, "").is_empty());
+    }
+
+    #[test]
+    fn a_sentence_with_a_clause_the_reader_cannot_type_gives_no_rule() {
+        // "or" joins the parts: read as "and" it would enforce a rule the knowledge does not state.
+        let read = read_sentences(
+            "The standard is met when the average score is at least 70 or no school is below 60.",
+        );
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(read.uncertain[0].contains("\"or\""), "{read:?}");
+        // A clause with no subject in the same sentence as a rule: the rule is unread whole.
+        let read = read_sentences(
+            "Funding continues when the average score is at least 70 and the overall rate is at least 80%.",
+        );
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(read.uncertain[0].contains("overall rate"), "{read:?}");
+        // "or more" is a comparison, not a connective.
+        assert_eq!(
+            sentence_rules("Every site needs 30 or more visits.").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn an_untyped_clause_anywhere_in_a_result_leaves_every_rule_unread() {
+        let table = json!({"columns": [{"name": "Score"}],
+            "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});
+        let result = json!({"data": {"tables": [table], "facts": [{"key": "Minimum average score", "value": 70}]},
+            "citations": [{"text": "The average score is at least 70."},
+                          {"text": "Every school is also at least 85% of the county figure."}]});
+        assert!(verdict(&result, "the score of each school").is_none());
+        let read = reading(&result);
+        assert!(read.rules.is_empty());
+        assert!(read.uncertain[0].contains("county figure"), "{read:?}");
+        assert!(calculator_terms(&result, "the score of each school").is_empty());
+    }
+
+    #[test]
+    fn typed_rules_become_calculator_terms_the_calculator_agrees_with() {
+        let table = json!({"label_column": "Depot", "columns": [{"name": "Late"}, {"name": "Trips"}, {"name": "Done"}],
+            "rows": [{"label": "A", "values": {"Late": 3.0, "Trips": 40, "Done": 30}},
+                     {"label": "B", "values": {"Late": 7.5, "Trips": 60, "Done": 57}},
+                     {"label": "C", "values": {"Late": 8.0, "Trips": 100, "Done": 81}}]});
+        let text = "Capacity is 10 depots. The overall share is all done divided by all trips. The group passes when no more than one depot is above 7 and the overall share is at least 84% and the average late is at most 80% of capacity.";
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": text}]});
+        let terms = calculator_terms(&result, "the late rate of each depot");
+        assert_eq!(
+            terms,
+            [
+                "count([Late] > 7) <= 1",
+                "sum([Done]) / sum([Trips]) * 100 >= 84",
+                "mean([Late]) <= 8"
+            ]
+        );
+        let columns = forge_tools::calculator::TableColumns::from_results([&result]);
+        let computed = forge_tools::calculator::evaluate_with(&terms.join(" and "), &columns)
+            .unwrap()
+            .value;
+        let read = verdict(&result, "the late rate of each depot").unwrap();
+        assert!(!read.holds, "two depots above 7: {}", read.explanation);
+        assert_eq!(
+            computed,
+            forge_tools::calculator::CalcValue::Boolean(read.holds)
+        );
+    }
+
+    #[test]
+    fn a_fact_key_that_says_more_than_one_comparison_leaves_the_rules_unread() {
+        let data = [("A", 250.0), ("B", 262.0)];
+        for key in [
+            "Minimum average attendance (% of capacity)",
+            "Maximum depots above 7%",
+            "Maximum sites over the limit",
+        ] {
+            let r = result(&data, &[(key, 1.0), ("Minimum average score", 70.0)]);
+            let read = reading(&r);
+            assert!(read.rules.is_empty(), "{key}: {read:?}");
+            assert!(read.uncertain[0].contains(key), "{read:?}");
+            assert!(verdict(&r, "the score of each team").is_none());
+        }
+        // The suite's keys stay rules: a unit in brackets, "at any", "per".
+        let r = result(&data, &[("Maximum wait at any clinic (min)", 300.0)]);
+        assert_eq!(reading(&r).rules.len(), 1);
+    }
+
+    #[test]
+    fn a_passage_with_a_rule_and_a_comparison_it_cannot_place_gives_no_rule() {
+        let table = json!({"columns": [{"name": "Score"}],
+            "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});
+        // The second sentence's subject ("the overall rate") is defined nowhere: it may be half the rule.
+        let result = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60. The overall rate must be at least 80%."}]});
+        assert!(verdict(&result, "the score of each school").is_none());
+        assert!(reading(&result).uncertain[0].contains("overall rate"));
+        // In a passage of its own, a comparison with no subject is something else: the rule is read.
+        let apart = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No school may score below 60."},
+                          {"text": "Buses run for at least 40 minutes."}]});
+        assert!(verdict(&apart, "the score of each school").unwrap().holds);
+    }
+
+    #[test]
+    fn every_limit_is_compared_in_its_columns_unit_or_not_at_all() {
+        let table = |unit: &str| {
+            json!({"data": {"tables": [{"label_column": "Store",
+                "columns": [{"name": "Queue wait", "unit": unit}],
+                "rows": [{"label": "A", "values": {"Queue wait": 270.0}},
+                         {"label": "B", "values": {"Queue wait": 500.0}},
+                         {"label": "C", "values": {"Queue wait": 290.0}}]}]},
+              "citations": [{"text": "The average queue wait is between 4 minutes and 6 minutes, and no more than one store has a queue wait above 8 minutes."}]})
+        };
+        let seconds = table("s");
+        assert_eq!(
+            calculator_terms(&seconds, "queue wait"),
+            [
+                "mean([Queue wait]) >= 240",
+                "mean([Queue wait]) <= 360",
+                "count([Queue wait] > 480) <= 1"
+            ]
+        );
+        let verdict = verdict(&seconds, "queue wait").unwrap();
+        assert!(verdict.holds, "{}", verdict.explanation);
+        assert!(
+            verdict.explanation.contains("(8 minutes = 480 s)"),
+            "{}",
+            verdict.explanation
+        );
+        // A column in kilograms: no limit in minutes is compared with it, and the conflict is named.
+        let kilograms = table("kg");
+        assert_eq!(
+            calculator_terms(&kilograms, "queue wait"),
+            Vec::<String>::new()
+        );
+        assert_eq!(super::verdict(&kilograms, "queue wait"), None);
+        let conflicts = unit_conflicts(&kilograms, "queue wait");
+        assert!(
+            matches!(conflicts.as_slice(), [c] if c.contains("Queue wait") && c.contains("kg")),
+            "{conflicts:?}"
+        );
+    }
+}

@@ -1,0 +1,934 @@
+//! One rule clause read as typed terms: what it measures (the mean, the total, each row, how many rows
+//! pass a row condition, a ratio of two column totals the knowledge defines), its bound (one comparison,
+//! or an inclusive range written "between 60 and 75", "7.2–7.8" or "within ±0.3 of 7.5") and its limit
+//! (a number, a share of a quantity the knowledge states — "85% of the hall's capacity" — or a change
+//! relative to one — "10% above last year's 4,200"). A clause with a part that cannot be typed is
+//! [`Unread`], with the reason by name: the caller drops the whole rule it belongs to.
+
+use crate::lexicon::{self, Hit, lexicon};
+use crate::numbers::{self, NumberMention};
+
+use super::{Aggregate, Comparison, FactRule};
+
+/// A clause the reader could not type, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unread {
+    pub clause: String,
+    pub reason: String,
+}
+
+impl Unread {
+    fn new(clause: &str, reason: impl Into<String>) -> Self {
+        Unread {
+            clause: clause.trim().to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What one clause says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClauseRead {
+    /// Typed rules (two for a range).
+    Rules(Vec<FactRule>),
+    /// A comparison with a limit whose subject names no quantity ("warmers run for at least 45
+    /// minutes"): maybe not a rule at all.
+    Unplaced(Unread),
+    /// A rule-shaped clause with a part the reader cannot type.
+    Untyped(Unread),
+    /// No comparison with a limit.
+    Nothing,
+}
+
+/// A quantity the knowledge defines as a ratio of two column totals ("the overall completion rate is
+/// all completions divided by all starts, per 100 starts").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    /// The content words of the defined name.
+    pub name: Vec<String>,
+    pub numerator: String,
+    pub denominator: String,
+    /// `per 100 starts` → 100; `None` when the definition names no scale.
+    pub per: Option<f64>,
+}
+
+/// What the rest of one knowledge result offers a clause: defined ratios and quantities stated once
+/// ("The hall's capacity is 320 seats": content words and the one number).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub definitions: Vec<Definition>,
+    pub statements: Vec<(Vec<String>, f64)>,
+    /// The result's column headers: a header's own words ("Cost variance") name a column, not a statistic.
+    pub columns: Vec<String>,
+}
+
+/// A limit as written: its number, whether it is a percentage, where it ends in the clause, and the unit
+/// written with it (`$42`, `5 minutes`, `85%`, `120克`), which is converted to the column's before any
+/// comparison.
+#[derive(Debug, Clone)]
+struct Limit {
+    value: f64,
+    percent: bool,
+    end: usize,
+    /// Written as a count word ("one"): read only as the count of a count rule.
+    word: bool,
+    unit: Option<String>,
+}
+
+/// The number starting `text[from..]` after spaces, a currency sign or a colon (or a count word when
+/// `counts`), with a percent word after it folded in and its unit: the currency sign before it, a `%`,
+/// or a unit the vocabulary knows right after it. A decimal comma is read as one (`7,0 t/ha` is 7).
+fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
+    let rest = &text[from..];
+    let unsigned = rest.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '：'));
+    let currency: String = unsigned
+        .chars()
+        .take_while(|c| matches!(c, '$' | '£' | '€' | '¥' | '￥'))
+        .collect();
+    let trimmed = unsigned[currency.len()..].trim_start();
+    let offset = from + rest.len() - trimmed.len();
+    if let Some(mut first) = numbers::scan(trimmed).into_iter().next()
+        && first.start == 0
+    {
+        if let Some((value, end)) = numbers::leading_value(trimmed) {
+            first.value = value;
+            first.end = end;
+        }
+        let mut limit = with_percent_word(text, offset, &first);
+        if !currency.is_empty() {
+            limit.unit = Some(currency);
+        } else if limit.unit.is_none() {
+            limit.unit = unit_after(&text[limit.end..]);
+        }
+        return Some(limit);
+    }
+    if counts {
+        let terms = &lexicon().rule_terms;
+        for (word, value) in &terms.count_words {
+            if let Some(hit) = lexicon::find(trimmed, word).first()
+                && hit.start == 0
+                // "三百" is three hundred, not three.
+                && starts_with_any(&trimmed[hit.end..], &terms.numeral_multipliers).is_none()
+            {
+                return Some(Limit {
+                    value: f64::from(*value),
+                    percent: false,
+                    end: offset + hit.end,
+                    word: true,
+                    unit: None,
+                });
+            }
+        }
+    }
+    None
+}
+
+fn with_percent_word(text: &str, offset: usize, number: &NumberMention) -> Limit {
+    let mut limit = Limit {
+        value: number.value,
+        percent: number.percent,
+        end: offset + number.end,
+        word: false,
+        unit: number.percent.then(|| "%".to_owned()),
+    };
+    if !limit.percent {
+        let after = &text[limit.end..];
+        let skipped = after.len() - after.trim_start().len();
+        for word in &lexicon().rule_terms.percent_words {
+            if let Some(hit) = lexicon::find(after.trim_start(), word).first()
+                && hit.start == 0
+            {
+                limit.percent = true;
+                limit.unit = Some("%".to_owned());
+                limit.end += skipped + hit.end;
+                break;
+            }
+        }
+    }
+    limit
+}
+
+/// The unit written right after a limit's number (`5 minutes, and …` → `minutes`, `120克，且` → `克`): the
+/// longest run of up to three words (or five CJK characters) the unit vocabulary knows; `None` otherwise
+/// (`70 and no school`, `3 hospitals`).
+fn unit_after(text: &str) -> Option<String> {
+    let text = text.trim_start();
+    let mut ends: Vec<usize> = text
+        .char_indices()
+        .filter(|(_, c)| {
+            c.is_whitespace() || matches!(c, ',' | ';' | '.' | '，' | '；' | '。' | ')')
+        })
+        .map(|(i, _)| i)
+        .take(3)
+        .collect();
+    ends.push(text.len());
+    // CJK text runs on without spaces (`120克，且`): its first characters are candidates too. Latin text is
+    // cut only at word ends, so `3 hospitals` is never `3 h`.
+    if text.chars().next().is_some_and(lexicon::is_cjk) {
+        ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
+    }
+    ends.sort_unstable_by(|a, b| b.cmp(a));
+    ends.into_iter()
+        .map(|end| text[..end].trim())
+        .find(|candidate| !candidate.is_empty() && crate::units::read(candidate).is_some())
+        .map(str::to_owned)
+}
+
+/// The first entry of `entries` that `text` starts with (after spaces): its end in `text`.
+fn starts_with_any<'a>(text: &str, entries: impl IntoIterator<Item = &'a String>) -> Option<usize> {
+    let trimmed = text.trim_start();
+    let skipped = text.len() - trimmed.len();
+    entries
+        .into_iter()
+        .filter_map(|e| {
+            lexicon::find(trimmed, e)
+                .into_iter()
+                .find(|h| h.start == 0)
+                .map(|h| skipped + h.end)
+        })
+        .max()
+}
+
+/// The limit's value and unit once what follows it is read: a plain number (with the unit written with
+/// it), a share of a stated quantity ("85% of the hall's capacity"), or a change relative to one ("10%
+/// above last year's total") — in the quantity's own unit, which the knowledge does not write: `None`.
+fn resolve_limit(
+    clause: &str,
+    limit: &Limit,
+    ctx: &Context,
+) -> Result<(f64, Option<String>), String> {
+    let after = &clause[limit.end..];
+    let terms = &lexicon().rule_terms;
+    if let Some(end) = starts_with_any(after, &terms.relative_of) {
+        if !limit.percent {
+            return Err(format!(
+                "a limit of {} \"of\" something that is not a percentage",
+                numbers::canonical(limit.value)
+            ));
+        }
+        let base = referent(&after[end..], ctx)?;
+        return Ok((tidy(limit.value / 100.0 * base), None));
+    }
+    let relations = lexicon::scan(
+        after,
+        lexicon().comparisons.iter().map(|c| c.phrase.as_str()),
+    );
+    if let Some(hit) = relations.first()
+        && after[..hit.start].trim().is_empty()
+    {
+        let op = lexicon()
+            .comparisons
+            .iter()
+            .find(|c| c.phrase == hit.entry)
+            .map(|c| c.op);
+        if !limit.percent {
+            return Err(format!(
+                "a limit of {} {} something: an offset the reader does not type",
+                numbers::canonical(limit.value),
+                hit.entry
+            ));
+        }
+        let base = referent(&after[hit.end..], ctx)?;
+        return match op {
+            Some(Comparison::Above | Comparison::AtLeast) => {
+                Ok((tidy(base * (1.0 + limit.value / 100.0)), None))
+            }
+            Some(Comparison::Below | Comparison::AtMost) => {
+                Ok((tidy(base * (1.0 - limit.value / 100.0)), None))
+            }
+            None => Err("an unknown relation".into()),
+        };
+    }
+    Ok((limit.value, limit.unit.clone()))
+}
+
+/// A computed limit without float noise (85% of 320 is 272, not 271.99999999999997): 10 decimals kept.
+fn tidy(value: f64) -> f64 {
+    (value * 1e10).round() / 1e10
+}
+
+/// The value of the quantity `text` names: a number written in it ("last year's 4,200"), else the one
+/// number of the knowledge's statements (or facts) that use every content word of it.
+fn referent(text: &str, ctx: &Context) -> Result<f64, String> {
+    let mentioned = numbers::scan(text);
+    if let [only] = mentioned.as_slice() {
+        return Ok(only.value);
+    }
+    if mentioned.len() > 1 {
+        return Err(format!("\"{}\" holds several numbers", text.trim()));
+    }
+    let words = lexicon::content_words(text);
+    if words.is_empty() {
+        return Err("a relative limit names no quantity".into());
+    }
+    let mut values: Vec<f64> = ctx
+        .statements
+        .iter()
+        .filter(|(said, _)| words.iter().all(|w| said.contains(w)))
+        .map(|(_, v)| *v)
+        .collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    match values.as_slice() {
+        [only] => Ok(*only),
+        [] => Err(format!(
+            "the limit is relative to \"{}\", which the cited knowledge does not state as one number",
+            text.trim()
+        )),
+        _ => Err(format!(
+            "the limit is relative to \"{}\", which the cited knowledge states as several numbers",
+            text.trim()
+        )),
+    }
+}
+
+/// A range's inclusive ends and the unit written with either end.
+type Range = (f64, f64, Option<String>);
+
+/// The unit of a range whose ends may each write one ("55–80%": the second's); ends in two different
+/// units are no range the reader types.
+fn range_unit(low: Option<String>, high: Option<String>) -> Result<Option<String>, String> {
+    match (low, high) {
+        (Some(a), Some(b)) if a != b => Err(format!("a range whose ends are in {a} and {b}")),
+        (a, b) => Ok(b.or(a)),
+    }
+}
+
+/// Where a range's end stops once the unit word written after its number is passed ("4 minutes to 6":
+/// after "minutes").
+fn past_unit(clause: &str, limit: &Limit) -> usize {
+    let after = &clause[limit.end..];
+    let trimmed = after.trim_start();
+    match &limit.unit {
+        Some(unit) if trimmed.starts_with(unit.as_str()) => {
+            limit.end + (after.len() - trimmed.len()) + unit.len()
+        }
+        _ => limit.end,
+    }
+}
+
+/// A range right after `from` ("60% and 75%", "55–80%", "±0.3 of 7.5"): its inclusive ends.
+fn range_at(clause: &str, from: usize, ctx: &Context) -> Option<Result<Range, String>> {
+    let terms = &lexicon().rule_terms;
+    let rest = &clause[from..];
+    if let Some(end) = starts_with_any(rest, &terms.plus_minus) {
+        let spread = limit_at(clause, from + end, false)?;
+        let spread_end = past_unit(clause, &spread);
+        let after = &clause[spread_end..];
+        let of = starts_with_any(after, &terms.relative_of)?;
+        let centre = limit_at(clause, spread_end + of, false)?;
+        return Some(range_unit(spread.unit, centre.unit).map(|unit| {
+            (
+                centre.value - spread.value,
+                centre.value + spread.value,
+                unit,
+            )
+        }));
+    }
+    let low = limit_at(clause, from, false)?;
+    // `55-80` scans as 55 and -80: the sign is the joiner. A unit may stand before it ("4 minutes to 6").
+    let low_end = past_unit(clause, &low);
+    let after = &clause[low_end..];
+    let joined = starts_with_any(after, &terms.range_joiners);
+    let high = match joined {
+        Some(end) => limit_at(clause, low_end + end, false)?,
+        None => return None,
+    };
+    let ((low_value, low_unit), (high_value, high_unit)) = match (
+        resolve_limit(clause, &low, ctx),
+        resolve_limit(clause, &high, ctx),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
+    };
+    if low_value > high_value {
+        return Some(Err("a range whose first end is above its second".into()));
+    }
+    Some(range_unit(low_unit, high_unit).map(|unit| (low_value, high_value, unit)))
+}
+
+/// What a clause's subject (the text before its bound) measures, or `None` when it names no quantity.
+fn subject(before: &str, ctx: &Context) -> Option<Aggregate> {
+    let lex = lexicon();
+    let named_words = lexicon::content_words(before);
+    if let Some(def) = ctx
+        .definitions
+        .iter()
+        .find(|d| d.name.iter().all(|w| named_words.contains(w)))
+    {
+        return Some(Aggregate::RatioOfTotals {
+            numerator: def.numerator.clone(),
+            denominator: def.denominator.clone(),
+            per: def.per,
+        });
+    }
+    let universal = lexicon::contains_any(before, &lex.universal_negations);
+    let named = lexicon::aggregates_in(before);
+    if universal {
+        Some(Aggregate::EachRow)
+    } else if named.contains(&lexicon::Aggregate::Mean) {
+        Some(Aggregate::Mean)
+    } else if named.contains(&lexicon::Aggregate::Sum) {
+        Some(Aggregate::Sum)
+    } else if lexicon::contains_any(before, &lex.quantity_each) {
+        Some(Aggregate::EachRow)
+    } else {
+        None
+    }
+}
+
+/// Negations in `text` flip `op` (an odd count of them).
+fn flipped_by_negations(text: &str, op: Comparison) -> Comparison {
+    let lex = lexicon();
+    let negations = lexicon::scan(
+        text,
+        lex.negations
+            .iter()
+            .chain(&lex.universal_negations)
+            .map(String::as_str),
+    );
+    if negations.len() % 2 == 1 {
+        op.negated()
+    } else {
+        op
+    }
+}
+
+/// The comparison phrases of `clause` with the limit each is written with (`None`: no number there).
+fn bounds(clause: &str) -> Vec<(Hit<'static>, Comparison, bool, Option<Limit>)> {
+    let lex = lexicon();
+    lexicon::scan(clause, lex.comparisons.iter().map(|c| c.phrase.as_str()))
+        .into_iter()
+        .filter_map(|hit| {
+            let phrase = lex.comparisons.iter().find(|c| c.phrase == hit.entry)?;
+            let limit = if phrase.after {
+                let last = numbers::scan(clause[..hit.start].trim_end())
+                    .into_iter()
+                    .last()?;
+                let between = clause[last.end..hit.start].trim();
+                (between.chars().count() <= 12 && !between.chars().any(|c| c.is_ascii_digit()))
+                    .then(|| with_percent_word(clause, 0, &last))
+                    // What follows the limit starts after the phrase ("30 or more visits"); a unit word
+                    // may stand between ("30 minutes or more", "85分以上").
+                    .map(|l| Limit {
+                        end: hit.end,
+                        unit: l
+                            .unit
+                            .or_else(|| crate::units::read(between).map(|_| between.to_owned())),
+                        ..l
+                    })
+            } else {
+                limit_at(clause, hit.end, true)
+            };
+            Some((hit, phrase.op, phrase.after, limit))
+        })
+        .collect()
+}
+
+/// Reads one clause (see the module doc).
+pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
+    let terms = &lexicon().rule_terms;
+    // A range opener with a range after it: two inclusive bounds on one subject.
+    let openers = terms.range_openers.iter().chain(&terms.range_or_bound);
+    for opener in lexicon::scan(clause, openers.map(String::as_str)) {
+        match range_at(clause, opener.end, ctx) {
+            Some(Ok((low, high, unit))) => {
+                return placed(clause, &clause[..opener.start], ctx, |aggregate| {
+                    vec![
+                        rule(
+                            clause,
+                            aggregate.clone(),
+                            Comparison::AtLeast,
+                            low,
+                            unit.clone(),
+                        ),
+                        rule(clause, aggregate, Comparison::AtMost, high, unit),
+                    ]
+                });
+            }
+            Some(Err(why)) => return ClauseRead::Untyped(Unread::new(clause, why)),
+            // "between" promises a range; "within 30 minutes" is a bound of its own.
+            // "between spring and autumn" is no range of numbers: nothing to type.
+            None if terms.range_openers.iter().any(|o| o == opener.entry)
+                && clause[opener.end..].chars().any(|c| c.is_ascii_digit()) =>
+            {
+                return ClauseRead::Untyped(Unread::new(
+                    clause,
+                    format!(
+                        "\"{}\" without two limits the reader can type",
+                        opener.entry
+                    ),
+                ));
+            }
+            None => {}
+        }
+    }
+    let all = bounds(clause);
+    // A comparison right after another's limit relates that limit to a quantity ("5% above last
+    // year's"): it is part of the limit, read by `resolve_limit`.
+    let relation = |hit: &Hit| {
+        all.iter().any(|(_, _, _, l)| {
+            l.as_ref()
+                .is_some_and(|l| l.end <= hit.start && clause[l.end..hit.start].trim().is_empty())
+        })
+    };
+    let found: Vec<_> = all
+        .iter()
+        .filter(|(hit, _, _, limit)| limit.is_some() && !relation(hit))
+        .cloned()
+        .collect();
+    match found.as_slice() {
+        [] => ClauseRead::Nothing,
+        // A number written in words is not read as a limit ("at least one inspector").
+        [(_, _, _, Some(limit))] if limit.word => ClauseRead::Nothing,
+        [(hit, op, after, Some(limit))] => {
+            let subject_end = if *after {
+                numbers::scan(&clause[..hit.start])
+                    .last()
+                    .map_or(hit.start, |m| m.start)
+            } else {
+                hit.start
+            };
+            let before = &clause[..subject_end];
+            let op = flipped_by_negations(before, *op);
+            match resolve_limit(clause, limit, ctx) {
+                Ok((value, unit)) => placed(clause, before, ctx, |aggregate| {
+                    vec![rule(clause, aggregate, op, value, unit)]
+                }),
+                Err(why) => ClauseRead::Untyped(Unread::new(clause, why)),
+            }
+        }
+        [first, second] => count_rule(clause, first, second, ctx),
+        _ => ClauseRead::Untyped(Unread::new(
+            clause,
+            "more than two comparisons in one clause",
+        )),
+    }
+}
+
+type Bound = (Hit<'static>, Comparison, bool, Option<Limit>);
+
+/// "no more than one depot is above 7%": a count of rows (the first bound, a whole number followed by
+/// the rows' word) passing a row condition (the second bound).
+fn count_rule(clause: &str, first: &Bound, second: &Bound, ctx: &Context) -> ClauseRead {
+    let (Some(count), Some(row_limit)) = (&first.3, &second.3) else {
+        return ClauseRead::Nothing;
+    };
+    let counted = &clause[count.end..second.0.start];
+    let is_count = !first.2
+        && !count.percent
+        && count.value.fract() == 0.0
+        && count.value >= 0.0
+        && counted
+            .trim_start()
+            .chars()
+            .next()
+            .is_some_and(char::is_alphabetic);
+    if !is_count {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            "two comparisons in one clause that are not a count of rows",
+        ));
+    }
+    let row_op = flipped_by_negations(counted, second.1);
+    // The unit belongs to the row condition's limit: the count itself has none.
+    let (row_value, row_unit) = match resolve_limit(clause, row_limit, ctx) {
+        Ok(v) => v,
+        Err(why) => return ClauseRead::Untyped(Unread::new(clause, why)),
+    };
+    ClauseRead::Rules(vec![rule(
+        clause,
+        Aggregate::CountRows {
+            row: row_op,
+            limit: row_value,
+        },
+        first.1,
+        count.value,
+        row_unit,
+    )])
+}
+
+fn rule(
+    clause: &str,
+    aggregate: Aggregate,
+    comparison: Comparison,
+    threshold: f64,
+    unit: Option<String>,
+) -> FactRule {
+    FactRule {
+        key: clause.trim().to_owned(),
+        aggregate,
+        comparison,
+        threshold,
+        unit,
+    }
+}
+
+/// The rules `make` builds on the subject `before` names, or [`ClauseRead::Unplaced`] when it names none.
+fn placed(
+    clause: &str,
+    before: &str,
+    ctx: &Context,
+    make: impl FnOnce(Aggregate) -> Vec<FactRule>,
+) -> ClauseRead {
+    // "the median wait", "the weighted average": a quantity the tools cannot compute is no mean.
+    let mut without_headers = before.to_lowercase();
+    for column in &ctx.columns {
+        let header = column.split(['(', '（']).next().unwrap_or(column).trim();
+        if !header.is_empty() {
+            without_headers = without_headers.replace(&header.to_lowercase(), " ");
+        }
+    }
+    if let Some(quantity) = lexicon::unsupported_in(&without_headers) {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!("its subject is a {quantity}, which the tools cannot compute"),
+        ));
+    }
+    match subject(before, ctx) {
+        Some(aggregate) => ClauseRead::Rules(make(aggregate)),
+        None => ClauseRead::Unplaced(Unread::new(
+            clause,
+            "its subject names no average, total, ratio or rows",
+        )),
+    }
+}
+
+/// A definition of a ratio of two column totals in `clause`, when it is one: "<name> is <A> divided by
+/// <B>" where A and B each name exactly one of `columns`; `per` is the scale the sentence names
+/// ("per 100 starts").
+pub fn definition(clause: &str, sentence: &str, columns: &[String]) -> Option<Definition> {
+    let terms = &lexicon().rule_terms;
+    let ratio = lexicon::scan(clause, terms.ratio_words.iter().map(String::as_str))
+        .into_iter()
+        .next()?;
+    let link = lexicon::scan(
+        &clause[..ratio.start],
+        terms.definition_links.iter().map(String::as_str),
+    )
+    .into_iter()
+    .next()?;
+    let name = lexicon::content_words(&clause[..link.start]);
+    let numerator = one_column(&clause[link.end..ratio.start], columns)?;
+    let denominator = one_column(&clause[ratio.end..], columns)?;
+    let per = lexicon::scan(sentence, terms.per_words.iter().map(String::as_str))
+        .into_iter()
+        .find_map(|hit| limit_at(sentence, hit.end, false))
+        .map(|l| l.value);
+    (!name.is_empty()).then_some(Definition {
+        name,
+        numerator,
+        denominator,
+        per,
+    })
+}
+
+/// The one column whose header's content words all occur in `text`.
+fn one_column(text: &str, columns: &[String]) -> Option<String> {
+    let words = lexicon::content_words(text);
+    let named: Vec<&String> = columns
+        .iter()
+        .filter(|c| {
+            let header = lexicon::content_words(c.split(['(', '（']).next().unwrap_or(c));
+            !header.is_empty() && header.iter().all(|h| words.contains(h))
+        })
+        .collect();
+    match named.as_slice() {
+        [only] => Some((*only).clone()),
+        _ => None,
+    }
+}
+
+/// A statement of one quantity in `clause` (no comparison, exactly one number): its content words and
+/// the number.
+pub fn statement(clause: &str) -> Option<(Vec<String>, f64)> {
+    if !bounds(clause).is_empty() {
+        return None;
+    }
+    match numbers::scan(clause).as_slice() {
+        [only] => Some((lexicon::content_words(clause), only.value)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Aggregate::*;
+    use Comparison::*;
+
+    fn typed(text: &str, ctx: &Context) -> Vec<(Aggregate, Comparison, f64)> {
+        match read(text, ctx) {
+            ClauseRead::Rules(rules) => rules
+                .into_iter()
+                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .collect(),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    fn untyped(text: &str, ctx: &Context) -> String {
+        match read(text, ctx) {
+            ClauseRead::Untyped(u) => u.reason,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ranges_are_two_inclusive_bounds() {
+        let none = Context::default();
+        assert_eq!(
+            typed("the average pH is between 7.2 to 7.8", &none),
+            [(Mean, AtLeast, 7.2), (Mean, AtMost, 7.8)]
+        );
+        assert_eq!(
+            typed("every pool is within 7.0–8.0", &none),
+            [(EachRow, AtLeast, 7.0), (EachRow, AtMost, 8.0)]
+        );
+        assert_eq!(
+            typed("every pool is within 7.0-8.0", &none),
+            [(EachRow, AtLeast, 7.0), (EachRow, AtMost, 8.0)]
+        );
+        assert_eq!(
+            typed("the average must stay within ±0.5 of 7.5", &none),
+            [(Mean, AtLeast, 7.0), (Mean, AtMost, 8.0)]
+        );
+        assert_eq!(
+            typed("平均值介于60至75之间", &none),
+            [(Mean, AtLeast, 60.0), (Mean, AtMost, 75.0)]
+        );
+        // "within 30 minutes" is a bound of its own; "between spring and autumn" no range of numbers.
+        assert_eq!(
+            typed("every call is answered within 30 seconds", &none),
+            [(EachRow, AtMost, 30.0)]
+        );
+        assert_eq!(
+            read("visits between spring and autumn", &none),
+            ClauseRead::Nothing
+        );
+    }
+
+    #[test]
+    fn ranges_the_reader_cannot_type_are_named() {
+        let none = Context::default();
+        assert!(untyped("the average is between 60 to", &none).contains("between"));
+        assert!(untyped("the average is between 75 to 60", &none).contains("first end"));
+    }
+
+    #[test]
+    fn count_tolerances_count_rows() {
+        let none = Context::default();
+        assert_eq!(
+            typed("no more than one depot is above 7%", &none),
+            [(
+                CountRows {
+                    row: Above,
+                    limit: 7.0
+                },
+                AtMost,
+                1.0
+            )]
+        );
+        assert_eq!(
+            typed("at most 2 sites fall below 95", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 95.0
+                },
+                AtMost,
+                2.0
+            )]
+        );
+        assert_eq!(
+            typed("不超过一家门店低于95%", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 95.0
+                },
+                AtMost,
+                1.0
+            )]
+        );
+        // Two bounds that are no count: unread, by name.
+        assert!(untyped("the average is at least 5 above 7", &none).contains("offset"));
+        assert_eq!(
+            typed("the average is at least 5% above 7", &none),
+            [(Mean, AtLeast, 7.35)]
+        );
+        // A number in words is not a limit; "三百" is not three.
+        assert_eq!(read("每月抽取不少于三百名患者", &none), ClauseRead::Nothing);
+        assert_eq!(
+            read("every site has at least one nurse", &none),
+            ClauseRead::Nothing
+        );
+    }
+
+    #[test]
+    fn relative_limits_resolve_against_what_the_knowledge_states() {
+        let stated = Context {
+            definitions: Vec::new(),
+            columns: Vec::new(),
+            statements: vec![
+                (
+                    lexicon::content_words("The hall's capacity is 320 seats"),
+                    320.0,
+                ),
+                (lexicon::content_words("hall hire to $9,200"), 9200.0),
+            ],
+        };
+        assert_eq!(
+            typed(
+                "average attendance is at least 85% of the hall's capacity",
+                &stated
+            ),
+            [(Mean, AtLeast, 272.0)]
+        );
+        assert_eq!(
+            typed(
+                "the total must be at least 10% above last year's 4,000",
+                &stated
+            ),
+            [(Sum, AtLeast, 4400.0)]
+        );
+        // Not stated, stated twice, or not a percentage: unread, never "at least 85".
+        let none = Context::default();
+        assert!(
+            untyped("average attendance is at least 85% of capacity", &none)
+                .contains("does not state")
+        );
+        let twice = Context {
+            definitions: Vec::new(),
+            columns: Vec::new(),
+            statements: vec![
+                (vec!["capacity".into()], 320.0),
+                (vec!["capacity".into(), "balcony".into()], 80.0),
+            ],
+        };
+        assert!(
+            untyped("average attendance is at least 85% of capacity", &twice).contains("several")
+        );
+        assert!(
+            untyped("average attendance is at least 85 of capacity", &stated)
+                .contains("not a percentage")
+        );
+    }
+
+    #[test]
+    fn ratios_of_totals_are_defined_by_the_knowledge() {
+        let columns = [
+            "Starts".to_owned(),
+            "Completions".into(),
+            "Completion rate".into(),
+        ];
+        let sentence = "The overall completion rate is all completions divided by all starts, expressed per 100 starts";
+        let def = definition(
+            "The overall completion rate is all completions divided by all starts",
+            sentence,
+            &columns,
+        )
+        .unwrap();
+        assert_eq!(
+            (def.numerator.as_str(), def.denominator.as_str(), def.per),
+            ("Completions", "Starts", Some(100.0))
+        );
+        let ctx = Context {
+            definitions: vec![def],
+            statements: Vec::new(),
+            columns: Vec::new(),
+        };
+        assert_eq!(
+            typed(
+                "the contract is renewed when the overall completion rate is at least 80%",
+                &ctx
+            ),
+            [(
+                RatioOfTotals {
+                    numerator: "Completions".into(),
+                    denominator: "Starts".into(),
+                    per: Some(100.0)
+                },
+                AtLeast,
+                80.0
+            )]
+        );
+        // A side that names no single column defines nothing.
+        assert_eq!(
+            definition(
+                "the rate is all finishers divided by all starts",
+                sentence,
+                &columns
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_subject_the_tools_cannot_compute_is_named() {
+        let none = Context::default();
+        assert!(untyped("the median wait is at most 30", &none).contains("median"));
+        assert!(
+            untyped("the weighted average score is at least 70", &none)
+                .contains("weighted average")
+        );
+        // A column named after a statistic is a column: its average is an average.
+        let named = Context {
+            columns: vec!["Cost variance (%)".into()],
+            ..Context::default()
+        };
+        assert_eq!(
+            typed("the average cost variance is at least -1.5%", &named),
+            [(Mean, AtLeast, -1.5)]
+        );
+    }
+
+    #[test]
+    fn each_limit_keeps_the_unit_written_with_it() {
+        let none = Context::default();
+        let units = |text: &str| -> Vec<(f64, Option<String>)> {
+            match read(text, &none) {
+                ClauseRead::Rules(rules) => {
+                    rules.into_iter().map(|r| (r.threshold, r.unit)).collect()
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        };
+        let pct = Some("%".to_owned());
+        assert_eq!(
+            units("the average humidity is between 60% to 75%"),
+            [(60.0, pct.clone()), (75.0, pct.clone())]
+        );
+        // "55–80%": the unit the second end writes is the range's.
+        assert_eq!(
+            units("every bay is within 55–80%"),
+            [(55.0, pct.clone()), (80.0, pct.clone())]
+        );
+        assert_eq!(
+            units("every call is answered within 30 seconds"),
+            [(30.0, Some("seconds".to_owned()))]
+        );
+        assert_eq!(
+            units("the average wait is 30 minutes or more"),
+            [(30.0, Some("minutes".to_owned()))]
+        );
+        assert_eq!(
+            units("the average basket is at least $42"),
+            [(42.0, Some("$".to_owned()))]
+        );
+        // A count rule's unit is its row condition's: the count itself has none.
+        assert_eq!(units("no more than one depot is above 7%"), [(1.0, pct)]);
+        // A relative limit is in the unit of a quantity the clause does not write.
+        let stated = Context {
+            statements: vec![(vec!["capacity".into()], 320.0)],
+            ..Context::default()
+        };
+        match read("average attendance is at least 85% of capacity", &stated) {
+            ClauseRead::Rules(rules) => assert_eq!(rules[0].unit, None),
+            other => panic!("{other:?}"),
+        }
+        // Two ends in two units are no range.
+        let why = untyped("the average wait is between 5 minutes to 8 kg", &none);
+        assert!(why.contains("range whose ends"), "{why}");
+    }
+}

@@ -1,0 +1,444 @@
+//! Rules a knowledge file states as `key: number` facts (`average_gte: 78`, `Maximum wait at any clinic: 40`)
+//! or as sentences ("eligible only when the average basket is at least $42 and no store falls below
+//! $35"), read as typed terms to check a verdict apart from anything the model wrote.
+//!
+//! A key or clause is a rule when it names a comparison (`gte`/`lte`/`minimum`/`at most`/`below`/`最低`/
+//! `不超过`…) or a range (`between 60 and 75`, `7.2–7.8`, `within ±0.3 of 7.5`) with its limit, and what it
+//! measures: an aggregate (average, total), every row ("no crew may average more than 3.2"), a count of
+//! rows ("no more than one depot is above 7%"), or a ratio of totals the knowledge defines ("the overall
+//! rate is all completions divided by all starts"). A limit may be a share of a quantity the knowledge
+//! states ("85% of the hall's capacity") — `clause` types each clause. A clause with no quantity word is not
+//! placed ("warmers run for at least 45 minutes"). Fail closed: a sentence with any clause the reader
+//! cannot type or place, or with a connective it does not type ("or", "unless"), gives no rule at all, and
+//! a result holding a rule-shaped clause it cannot type gives none either — a verdict is then left
+//! unchecked, the clause named, rather than checked against the part that was read. Facts win over
+//! sentences when both state rules. Nothing here names a task or a domain.
+
+pub mod clause;
+
+use serde_json::Value;
+
+pub use crate::lexicon::Op as Comparison;
+use crate::lexicon::{self, lexicon};
+
+/// What a rule measures before comparing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Aggregate {
+    Mean,
+    Sum,
+    /// Every row on its own (the lowest row for a lower limit, the highest for an upper one).
+    EachRow,
+    /// How many rows pass `row limit` ("no more than one depot is above 7%": rows > 7, compared with 1).
+    CountRows {
+        row: Comparison,
+        limit: f64,
+    },
+    /// The total of one column over the total of another, times `per` (`None`: 100 for a percentage
+    /// limit, else 1), each column named by the knowledge's own definition.
+    RatioOfTotals {
+        numerator: String,
+        denominator: String,
+        per: Option<f64>,
+    },
+}
+
+/// One understood fact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactRule {
+    pub key: String,
+    pub aggregate: Aggregate,
+    pub comparison: Comparison,
+    pub threshold: f64,
+    /// The limit's unit as written (`min`, `°C`, `%`, `$`), when the rule states one: the limit is
+    /// converted to the column's unit before any comparison, or the rule is not applied ([`crate::units`]).
+    pub unit: Option<String>,
+}
+
+/// The verdict the rules give on one table column, with a sentence saying why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleVerdict {
+    pub holds: bool,
+    pub explanation: String,
+}
+
+/// What a result's knowledge says about rules: the clauses read with certainty, and, by name with the
+/// reason, the clauses that hold a comparison with a number but could not be placed or typed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleReading {
+    pub rules: Vec<FactRule>,
+    /// `"clause" (reason)` for each clause left unread.
+    pub uncertain: Vec<String>,
+}
+
+/// The lowercase alphanumeric words of a key or header (`Maximum wait (min)` → `maximum`, `wait`, `min`).
+pub fn words(key: &str) -> Vec<String> {
+    key.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `Maximum average wait (min)` → `Maximum average wait`: a bracketed suffix is a unit, never an operator.
+fn without_brackets(key: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in key.chars() {
+        match c {
+            '(' | '[' | '（' => depth += 1,
+            ')' | ']' | '）' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Reads one fact key as a rule, or `None` when it names no comparison.
+pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
+    let bare = without_brackets(key);
+    let lex = lexicon();
+    // `min_average`, `Min wait`: "min" is an operator only as the key's first word (elsewhere, minutes).
+    let first_is_min = words(&bare).first().is_some_and(|w| w == "min");
+    let hits = lexicon::scan(
+        &bare.replace('_', " "),
+        lex.key_comparisons.iter().map(|c| c.phrase.as_str()),
+    );
+    let comparison = match hits.first() {
+        Some(hit) => {
+            lex.key_comparisons
+                .iter()
+                .find(|c| c.phrase == hit.entry)?
+                .op
+        }
+        None if first_is_min => Comparison::AtLeast,
+        None => return None,
+    };
+    let named = lexicon::aggregates_in(&bare.replace('_', " "));
+    let aggregate = if named.contains(&lexicon::Aggregate::Mean) {
+        Aggregate::Mean
+    } else if named.contains(&lexicon::Aggregate::Sum) {
+        Aggregate::Sum
+    } else {
+        Aggregate::EachRow
+    };
+    Some(FactRule {
+        key: key.to_owned(),
+        aggregate,
+        comparison,
+        threshold,
+        unit: bracketed_unit(key),
+    })
+}
+
+/// `Maximum average turnaround (min)` → `min`: a bracketed suffix of a key that names a known unit.
+fn bracketed_unit(key: &str) -> Option<String> {
+    let inner = key.trim().strip_suffix([')', '）'])?;
+    let start = inner.rfind(['(', '（'])?;
+    let unit = inner[start..].trim_start_matches(['(', '（']).trim();
+    crate::units::read(unit).map(|_| unit.to_owned())
+}
+
+/// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
+/// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
+pub fn rules_in(result: &Value) -> Vec<FactRule> {
+    reading(result).rules
+}
+
+/// [`rules_in`] with the clauses that could not be read. Fails closed: a rule-shaped clause the reader
+/// cannot type anywhere in the cited passages leaves every rule of the result unread.
+pub fn reading(result: &Value) -> RuleReading {
+    let facts: Vec<FactRule> = result["data"]["facts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|fact| {
+            let mut rule = understand(fact["key"].as_str()?, fact["value"].as_f64()?)?;
+            if let Some(unit) = fact["unit"].as_str() {
+                rule.unit = Some(unit.to_owned());
+            }
+            Some(rule)
+        })
+        .collect();
+    let context = context_of(result);
+    let mut sentences = SentenceReading::default();
+    sentences
+        .untyped
+        .extend(facts.iter().filter_map(|f| untyped_fact(&f.key)));
+    for text in citation_texts(result) {
+        let read = read_sentences_with(text, &context);
+        sentences.rules.extend(read.rules.iter().cloned());
+        sentences.untyped.extend(read.untyped);
+        if read.rules.is_empty() {
+            sentences.unplaced.extend(read.unplaced);
+        } else {
+            // A passage that states rules and a comparison the reader cannot place: that comparison may be
+            // part of the rule (its subject in another sentence), so none of the passage's rules is read.
+            sentences.untyped.extend(read.unplaced);
+        }
+    }
+    let mut out = RuleReading::default();
+    if !sentences.untyped.is_empty() {
+        // A rule the reader could not type: enforcing the rest of what it read would enforce part of it.
+        out.uncertain = sentences.untyped;
+        out.uncertain.extend(sentences.unplaced);
+        return out;
+    }
+    if facts.is_empty() {
+        out.rules = sentences.rules;
+        out.uncertain = sentences.unplaced;
+    } else {
+        out.rules = facts;
+    }
+    let mut unique: Vec<FactRule> = Vec::new();
+    for rule in std::mem::take(&mut out.rules) {
+        let same = |r: &FactRule| {
+            r.aggregate == rule.aggregate
+                && r.comparison == rule.comparison
+                && r.threshold == rule.threshold
+        };
+        if !unique.iter().any(same) {
+            unique.push(rule);
+        }
+    }
+    out.rules = unique;
+    out
+}
+
+/// The ratios of column totals a result's passages define ("the overall rate is all completions divided
+/// by all starts"): what a slot naming that quantity claims.
+pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
+    context_of(result).definitions
+}
+
+/// A fact key read as a rule that says more than one comparison can type: a number of its own ("Maximum
+/// depots above 7%"), a second comparison, or a limit relative to something ("Minimum average attendance
+/// (% of capacity)"): named, so the result's rules stay unread.
+fn untyped_fact(key: &str) -> Option<String> {
+    let lex = lexicon();
+    let reason = if key.chars().any(|c| c.is_ascii_digit()) {
+        "the key holds a number of its own"
+    } else if lexicon::contains_any(key, &lex.rule_terms.relative_of) {
+        "the key makes the limit relative to something"
+    } else if second_comparison(key) {
+        "the key holds a comparison beside its limit"
+    } else {
+        return None;
+    };
+    Some(format!("\"{key}\" ({reason})"))
+}
+
+/// Whether a fact key holds a sentence comparison other than the key comparison it is read by.
+fn second_comparison(key: &str) -> bool {
+    let lex = lexicon();
+    let plain = key.replace('_', " ");
+    let own = lexicon::scan(
+        &plain,
+        lex.key_comparisons.iter().map(|c| c.phrase.as_str()),
+    );
+    lexicon::scan(&plain, lex.comparisons.iter().map(|c| c.phrase.as_str()))
+        .iter()
+        .any(|h| !own.iter().any(|o| h.start < o.end && o.start < h.end))
+}
+
+fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
+    result["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+}
+
+/// What the whole result offers each clause: ratios it defines over its columns and quantities it states
+/// once (in its passages, or as `key: number` facts that are not rules).
+fn context_of(result: &Value) -> clause::Context {
+    let columns: Vec<String> = result["data"]["tables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect();
+    let mut context = clause::Context {
+        columns: columns.clone(),
+        ..clause::Context::default()
+    };
+    for text in citation_texts(result) {
+        for sentence in sentences_of(text) {
+            for part in clauses_of(&sentence) {
+                if let Some(def) = clause::definition(&part, &sentence, &columns) {
+                    context.definitions.push(def);
+                } else if let Some(stated) = clause::statement(&part) {
+                    context.statements.push(stated);
+                }
+            }
+        }
+    }
+    for fact in result["data"]["facts"].as_array().into_iter().flatten() {
+        if let (Some(key), Some(value)) = (fact["key"].as_str(), fact["value"].as_f64())
+            && understand(key, value).is_none()
+        {
+            context
+                .statements
+                .push((crate::lexicon::content_words(key), value));
+        }
+    }
+    context
+}
+
+/// The rules of a run of sentences, with the clauses left unread: `unplaced` (a comparison whose subject
+/// names no quantity, maybe not a rule) and `untyped` (a rule-shaped clause the reader cannot type).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SentenceReading {
+    rules: Vec<FactRule>,
+    unplaced: Vec<String>,
+    untyped: Vec<String>,
+}
+
+/// The rules a passage states in sentences (English or Chinese), clause by clause (clauses split at
+/// `, ` `; ` " and " and their Chinese forms): "the average … to be no more than 2.6 seconds, and no crew
+/// may average more than 3.2 seconds" gives mean ≤ 2.6 and every row ≤ 3.2.
+pub fn sentence_rules(text: &str) -> Vec<FactRule> {
+    read_sentences(text).rules
+}
+
+/// [`sentence_rules`] with the clauses it could not read, by name (no stated quantities to resolve a
+/// relative limit against, no defined ratios: see [`reading`] for a whole knowledge result).
+pub fn read_sentences(text: &str) -> RuleReading {
+    let read = read_sentences_with(text, &clause::Context::default());
+    let mut uncertain = read.untyped;
+    uncertain.extend(read.unplaced);
+    if !uncertain.is_empty() && read.rules.is_empty() {
+        return RuleReading {
+            rules: Vec::new(),
+            uncertain,
+        };
+    }
+    RuleReading {
+        rules: read.rules,
+        uncertain,
+    }
+}
+
+fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading {
+    let mut out = SentenceReading::default();
+    for sentence in sentences_of(text) {
+        let mut rules = Vec::new();
+        let mut unread: Vec<String> = Vec::new();
+        let mut untyped = false;
+        for part in clauses_of(&sentence) {
+            match clause::read(&part, context) {
+                clause::ClauseRead::Rules(read) => rules.extend(read),
+                clause::ClauseRead::Unplaced(u) => unread.push(named(&u)),
+                clause::ClauseRead::Untyped(u) => {
+                    untyped = true;
+                    unread.push(named(&u));
+                }
+                clause::ClauseRead::Nothing => {}
+            }
+        }
+        if !rules.is_empty()
+            && let Some(word) = untyped_connective(&sentence)
+        {
+            out.untyped.push(format!(
+                "\"{}\" (the connective \"{word}\" is not typed)",
+                sentence.trim()
+            ));
+            continue;
+        }
+        match (rules.is_empty(), unread.is_empty(), untyped) {
+            (_, true, _) => out.rules.extend(rules),
+            // One rule, part of it unread: the whole sentence is unread.
+            (false, false, _) | (true, false, true) => out.untyped.extend(unread),
+            (true, false, false) => out.unplaced.extend(unread),
+        }
+    }
+    out
+}
+
+fn named(unread: &clause::Unread) -> String {
+    format!("\"{}\" ({})", unread.clause, unread.reason)
+}
+
+/// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
+fn untyped_connective(sentence: &str) -> Option<String> {
+    let lex = lexicon();
+    let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
+    lexicon::scan(
+        sentence,
+        lex.rule_terms
+            .untyped_connectives
+            .iter()
+            .map(String::as_str),
+    )
+    .into_iter()
+    .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end))
+    .map(|c| c.entry.to_owned())
+}
+
+/// A text's sentences (at `.` `!` `?` before a space, Chinese end marks, and line breaks before a list
+/// item, table row or heading), each on one line.
+fn sentences_of(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let ends = matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace())
+            || matches!(c, '。' | '！' | '？');
+        if ends
+            || c == '\n'
+                && chars
+                    .peek()
+                    .is_none_or(|n| matches!(n, '\n' | '-' | '*' | '|' | '#'))
+        {
+            out.push(std::mem::take(&mut sentence));
+        } else {
+            sentence.push(if c == '\n' { ' ' } else { c });
+        }
+    }
+    out.push(sentence);
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+/// A sentence's clauses (split at `, ` `; ` " and " and their Chinese forms), a range's own "and"
+/// ("between 60% and 75%") kept inside its clause.
+fn clauses_of(sentence: &str) -> Vec<String> {
+    let protected = protect_ranges(sentence);
+    let normalised = protected.replace(" and ", "; ").replace(", ", "; ");
+    normalised
+        .split(['；', '，', '、', '且', ';'])
+        .map(str::to_owned)
+        .collect()
+}
+
+/// "between 60% and 75%" → "between 60% to 75%": the "and" of a range opener is the range's joiner.
+fn protect_ranges(sentence: &str) -> String {
+    let openers = &lexicon().rule_terms.range_openers;
+    let mut out = sentence.to_owned();
+    for hit in lexicon::scan(sentence, openers.iter().map(String::as_str)) {
+        let rest = &sentence[hit.end..];
+        if let Some(at) = rest.find(" and ") {
+            let first = &rest[..at];
+            let second = rest[at + 5..].trim_start_matches(|c: char| {
+                c.is_whitespace() || matches!(c, '$' | '£' | '€' | '-' | '\u{2212}')
+            });
+            let short = first.trim().chars().count() <= 16;
+            if short
+                && first.chars().any(|c| c.is_ascii_digit())
+                && second.starts_with(|c: char| c.is_ascii_digit())
+            {
+                let from = hit.end + at;
+                out.replace_range(from..from + 5, " to ");
+                return protect_ranges_rest(out, from + 4);
+            }
+        }
+    }
+    out
+}
+
+/// [`protect_ranges`] again on the text after byte `from` (a sentence may hold several ranges).
+fn protect_ranges_rest(text: String, from: usize) -> String {
+    let (head, tail) = text.split_at(from);
+    format!("{head}{}", protect_ranges(tail))
+}

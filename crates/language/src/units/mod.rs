@@ -1,0 +1,307 @@
+//! Units of measure: what a unit text means (`270 s`, `Wait, minutes`, `21 °C`, `40 per week`, `€`), and
+//! converting a rule's limit into the unit of the column it limits — or refusing, by name, to compare
+//! numbers whose units differ in kind or are not known.
+//!
+//! Two numbers are compared only when their units agree: the same text, or two known units of one
+//! dimension (time, ratio, mass, distance, temperature, one currency, a rate per period), converted
+//! exactly. A side that states no unit is taken in the other side's unit (a bare `30` beside `Wait (min)`
+//! is how people write it). Anything else is a [`UnitError`]: the caller leaves the comparison unread
+//! rather than compare raw numbers. Names and symbols are data (`units/units.json`).
+
+pub mod names;
+
+use names::{self as vocabulary, NamedUnit};
+
+/// A unit read from text: its canonical spelling and how its values convert to the dimension's base.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    /// Canonical spelling (`min`, `°F`, `kg/week`).
+    pub symbol: String,
+    /// `time`, `ratio`, `mass`, `distance`, `temperature`, `currency:EUR`, or `<dimension>/time` for a rate
+    /// (`count/time` for `per week`).
+    pub dimension: String,
+    pub scale: f64,
+    pub offset: f64,
+}
+
+/// Why two units cannot be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UnitError {
+    #[error(
+        "the unit {unit:?} is not one the runtime knows, so {unit:?} cannot be compared with {other:?}"
+    )]
+    Unknown { unit: String, other: String },
+    #[error("{from:?} ({from_dimension}) and {to:?} ({to_dimension}) measure different things")]
+    Mismatch {
+        from: String,
+        from_dimension: String,
+        to: String,
+        to_dimension: String,
+    },
+    #[error(
+        "a total of {unit:?} values cannot be converted: {unit:?} has an offset zero (a sum of temperatures)"
+    )]
+    OffsetTotal { unit: String },
+}
+
+/// A limit made comparable with a column: its value in the column's unit, and the conversion made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aligned {
+    pub value: f64,
+    /// `(from, to)` when the limit was converted (`5 min` → `300 s`).
+    pub converted: Option<(String, String)>,
+}
+
+/// Reads `text` as a unit: a known name or symbol (`minutes`, `°F`, `%`), a rate (`per week`,
+/// `kg/day`, `a month` when `month` is known), or a unit followed by what each value is about (`minutes
+/// per incident`: minutes). `None` when it is not a unit the vocabulary knows.
+pub fn read(text: &str) -> Option<Unit> {
+    let text = text.trim().trim_end_matches('.').trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Some(named) = vocabulary::named_unit(text) {
+        return Some(from_named(named));
+    }
+    for per in vocabulary::per_words() {
+        let Some((quantity, period)) = split_per(text, per) else {
+            continue;
+        };
+        let numerator = match quantity.trim() {
+            "" => None,
+            q => Some(vocabulary::named_unit(q)?),
+        };
+        match vocabulary::named_unit(period.trim()) {
+            Some(period) if period.dimension == "time" => {
+                if numerator.is_some_and(|n| n.offset != 0.0) {
+                    return None;
+                }
+                let (symbol, dimension, scale) = match numerator {
+                    Some(n) => (n.symbol.as_str(), n.dimension.as_str(), n.scale),
+                    None => ("", "count", 1.0),
+                };
+                return Some(Unit {
+                    symbol: format!("{symbol}/{}", period.symbol),
+                    dimension: format!("{dimension}/time"),
+                    scale: scale / period.scale,
+                    offset: 0.0,
+                });
+            }
+            // `minutes per incident`: the value is minutes; the rest says what each one is about. Only after
+            // a word (`per`, `each`): `t/ha` is tonnes per hectare, a unit of its own, not tonnes.
+            None if numerator.is_some()
+                && !period.trim().is_empty()
+                && per.chars().all(char::is_alphabetic) =>
+            {
+                return numerator.map(from_named);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn from_named(named: &NamedUnit) -> Unit {
+    Unit {
+        symbol: named.symbol.clone(),
+        dimension: named.dimension.clone(),
+        scale: named.scale,
+        offset: named.offset,
+    }
+}
+
+/// `kg per week` → (`kg`, `week`) at a whole word `per` (or at `/`, which needs no spaces).
+fn split_per<'t>(text: &'t str, per: &str) -> Option<(&'t str, &'t str)> {
+    if per.chars().all(char::is_alphabetic) && per.is_ascii() {
+        let lower = text.to_ascii_lowercase();
+        if let Some(rest) = lower.strip_prefix(&format!("{per} ")) {
+            let at = text.len() - rest.len();
+            return Some(("", &text[at..]));
+        }
+        let at = lower.find(&format!(" {per} "))?;
+        return Some((&text[..at], &text[at + per.len() + 2..]));
+    }
+    let at = text.find(per)?;
+    Some((&text[..at], &text[at + per.len()..]))
+}
+
+/// Converts `value` from unit `from` to unit `to` (both texts); an error when they cannot be compared.
+pub fn convert(value: f64, from: &str, to: &str) -> Result<f64, UnitError> {
+    if same_text(from, to) {
+        return Ok(value);
+    }
+    let known = |unit: &str, other: &str| {
+        read(unit).ok_or_else(|| UnitError::Unknown {
+            unit: unit.trim().to_owned(),
+            other: other.trim().to_owned(),
+        })
+    };
+    let (source, target) = (known(from, to)?, known(to, from)?);
+    if source.dimension != target.dimension {
+        return Err(UnitError::Mismatch {
+            from: from.trim().to_owned(),
+            from_dimension: source.dimension,
+            to: to.trim().to_owned(),
+            to_dimension: target.dimension,
+        });
+    }
+    let base = value * source.scale + source.offset;
+    Ok(clean((base - target.offset) / target.scale))
+}
+
+/// A rule's limit (`limit` in `limit_unit`) in the unit of the column it is compared with. A side without a
+/// unit takes the other's; `total` says the column is summed first (a total of an offset unit — a
+/// temperature — converts differently from one value, so it is refused when the units differ).
+pub fn align_limit(
+    limit: f64,
+    limit_unit: Option<&str>,
+    column_unit: Option<&str>,
+    total: bool,
+) -> Result<Aligned, UnitError> {
+    let (Some(from), Some(to)) = (nonempty(limit_unit), nonempty(column_unit)) else {
+        return Ok(Aligned {
+            value: limit,
+            converted: None,
+        });
+    };
+    if same_text(from, to) {
+        return Ok(Aligned {
+            value: limit,
+            converted: None,
+        });
+    }
+    let value = convert(limit, from, to)?;
+    let offsets = (read(from).map(|u| u.offset), read(to).map(|u| u.offset));
+    if total && offsets.0 != offsets.1 {
+        return Err(UnitError::OffsetTotal {
+            unit: from.to_owned(),
+        });
+    }
+    let same_unit = read(from).map(|u| u.symbol) == read(to).map(|u| u.symbol);
+    Ok(Aligned {
+        value,
+        converted: (!same_unit).then(|| (from.to_owned(), to.to_owned())),
+    })
+}
+
+/// The unit every value of a column can be put in (the header's when it is given, else the first cell's);
+/// an error when a cell unit cannot be converted to it.
+pub fn common_unit<'u>(
+    header: Option<&'u str>,
+    cells: &[&'u str],
+) -> Result<Option<&'u str>, UnitError> {
+    let target = nonempty(header).or_else(|| cells.first().copied());
+    if let Some(target) = target {
+        for cell in cells {
+            convert(1.0, cell, target)?;
+        }
+    }
+    Ok(target)
+}
+
+fn nonempty(unit: Option<&str>) -> Option<&str> {
+    unit.map(str::trim).filter(|u| !u.is_empty())
+}
+
+fn same_text(a: &str, b: &str) -> bool {
+    a.trim().to_lowercase() == b.trim().to_lowercase()
+}
+
+/// Conversion results without float noise: `8 °C` is `46.4 °F`, not `46.400000000000006`.
+fn clean(value: f64) -> f64 {
+    if value == 0.0 || !value.is_finite() {
+        return value;
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    let factor = 10f64.powi(11 - magnitude);
+    (value * factor).round() / factor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_dimension_converts() {
+        let c = |v: f64, a: &str, b: &str| convert(v, a, b).unwrap();
+        assert_eq!(c(5.0, "min", "s"), 300.0);
+        assert_eq!(c(270.0, "s", "minutes"), 4.5);
+        assert_eq!(c(1.5, "h", "min"), 90.0);
+        assert_eq!(c(3.0, "‰", "%"), 0.3);
+        assert_eq!(c(12.0, "%", "percent"), 12.0);
+        assert_eq!(c(8.0, "°C", "°F"), 46.4);
+        assert_eq!(c(41.0, "°F", "°C"), 5.0);
+        assert_eq!(c(21.0, "°C", "K"), 294.15);
+        assert_eq!(c(2.5, "kg", "g"), 2500.0);
+        assert_eq!(c(1.0, "t", "kg"), 1000.0);
+        assert_eq!(c(3.0, "km", "m"), 3000.0);
+        assert_eq!(c(1.0, "mi", "km"), 1.609344);
+        assert_eq!(c(1200.0, "€", "EUR"), 1200.0);
+        assert!((c(40.0, "per week", "per day") - 40.0 / 7.0).abs() < 1e-9);
+        assert_eq!(c(14.0, "kg/week", "kg per day"), 2.0);
+        assert_eq!(c(8.0, "minutes per incident", "min"), 8.0);
+        assert!(
+            read("t/ha").is_none(),
+            "a compound the vocabulary does not know is unknown, not tonnes"
+        );
+        assert!(read("kWh/m²").is_none());
+    }
+
+    #[test]
+    fn different_kinds_and_unknown_units_are_refused_by_name() {
+        assert!(matches!(
+            convert(5.0, "kg", "km"),
+            Err(UnitError::Mismatch { from_dimension, to_dimension, .. })
+                if from_dimension == "mass" && to_dimension == "distance"
+        ));
+        assert!(
+            matches!(convert(1200.0, "€", "$"), Err(UnitError::Mismatch { .. })),
+            "currencies never convert"
+        );
+        assert!(matches!(
+            convert(40.0, "per week", "min"),
+            Err(UnitError::Mismatch { .. })
+        ));
+        let unknown = convert(5.0, "widgets", "min").unwrap_err();
+        assert_eq!(
+            unknown,
+            UnitError::Unknown {
+                unit: "widgets".into(),
+                other: "min".into()
+            }
+        );
+        assert!(unknown.to_string().contains("\"widgets\""));
+        // The same text needs no vocabulary.
+        assert_eq!(convert(5.0, "kWh/m²", "kWh/m²"), Ok(5.0));
+    }
+
+    #[test]
+    fn limits_align_with_their_column() {
+        let a = align_limit(5.0, Some("minutes"), Some("s"), false).unwrap();
+        assert_eq!(a.value, 300.0);
+        assert_eq!(a.converted, Some(("minutes".into(), "s".into())));
+        let same = align_limit(30.0, Some("minutes"), Some("min"), false).unwrap();
+        assert_eq!((same.value, same.converted), (30.0, None));
+        assert_eq!(
+            align_limit(30.0, None, Some("s"), false).unwrap().value,
+            30.0
+        );
+        assert_eq!(
+            align_limit(30.0, Some("s"), None, false).unwrap().value,
+            30.0
+        );
+        assert!(matches!(
+            align_limit(100.0, Some("°C"), Some("°F"), true),
+            Err(UnitError::OffsetTotal { .. })
+        ));
+        assert!(align_limit(5.0, Some("kg"), Some("s"), false).is_err());
+    }
+
+    #[test]
+    fn a_column_of_cell_units_has_one_target_or_none() {
+        assert_eq!(common_unit(None, &["min", "s"]), Ok(Some("min")));
+        assert_eq!(common_unit(Some("s"), &["min"]), Ok(Some("s")));
+        assert!(common_unit(None, &["min", "kg"]).is_err());
+        assert_eq!(common_unit(None, &[]), Ok(None));
+    }
+}
