@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 use crate::observe::ObservationRecord;
-use crate::tools::calculator::{
+use forge_tools::calculator::{
     self, CalcValue, ColumnError, ColumnRef, ColumnSource, ColumnUse, Expr, Function,
     ResolvedColumn, TableColumns,
 };
@@ -61,7 +61,7 @@ fn chart_line_agrees(
     let referenced = arguments
         .get("column")
         .and_then(Value::as_str)
-        .and_then(|text| forge_tools::calculator::ColumnRef::parse(text).ok());
+        .and_then(|text| ColumnRef::parse(text).ok());
     if bars.is_none() && referenced.is_none() {
         return Ok(());
     }
