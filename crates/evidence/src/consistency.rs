@@ -1,7 +1,5 @@
 //! Consistency of an action with the evidence it builds on, checked before the tool runs: a chart whose
-//! average line is an aggregate computed over one observed column must draw that column's values, and a
-//! comparison over observed columns must be one the data can decide (`mean([Wait]) <= max([Wait])` is true
-//! whatever the column holds, so as a rule check it checks nothing).
+//! average line is an aggregate computed over one observed column must draw that column's values.
 //!
 //! Read by shape, not by tool name: any action with a numeric `average` and a numeric `values` list (or a
 //! `column` reference) is a chart with a reference line, and any successful result with a numeric `value` and exactly one entry in
@@ -12,10 +10,6 @@
 use serde_json::{Map, Value};
 
 use crate::observe::ObservationRecord;
-use forge_tools::calculator::{
-    self, CalcValue, ColumnError, ColumnRef, ColumnSource, ColumnUse, Expr, Function,
-    ResolvedColumn, TableColumns,
-};
 
 /// Why an action contradicts the evidence it draws on; recoverable, the message says what would agree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,16 +34,6 @@ pub fn check<'a>(
     arguments: &Map<String, Value>,
     records: impl IntoIterator<Item = &'a ObservationRecord>,
 ) -> Result<(), Inconsistency> {
-    let records: Vec<&ObservationRecord> = records.into_iter().filter(|r| r.ok).collect();
-    data_decides(arguments, &records)?;
-    chart_line_agrees(arguments, &records)
-}
-
-/// A chart's average line, when the ledger traces it to one column, is drawn over that column's values.
-fn chart_line_agrees(
-    arguments: &Map<String, Value>,
-    records: &[&ObservationRecord],
-) -> Result<(), Inconsistency> {
     let Some(average) = arguments.get("average").and_then(Value::as_f64) else {
         return Ok(());
     };
@@ -61,12 +45,13 @@ fn chart_line_agrees(
     let referenced = arguments
         .get("column")
         .and_then(Value::as_str)
-        .and_then(|text| ColumnRef::parse(text).ok());
+        .and_then(|text| forge_tools::calculator::ColumnRef::parse(text).ok());
     if bars.is_none() && referenced.is_none() {
         return Ok(());
     }
     let sources: Vec<ColumnAggregate> = records
-        .iter()
+        .into_iter()
+        .filter(|r| r.ok)
         .filter_map(|r| column_aggregate(r, average))
         .collect();
     let agrees = |s: &ColumnAggregate| match (&bars, &referenced) {
@@ -98,137 +83,6 @@ fn chart_line_agrees(
             source.expression, source.observation, source.name, source.rows
         ),
     })
-}
-
-/// A comparison over observed columns (`expression`) whose truth comes out the same for every data the
-/// columns could hold is refused: it tests the expression, not the data. Decided by evaluating it again with
-/// each referenced column's values replaced by synthetic ones (constants from -10⁴ to 10⁴, rising and falling
-/// ramps, alternating signs; every pair of them over the first two columns): if no replacement changes the
-/// truth, no data can. Comparisons of numbers written by value, and any that count a column's rows (a row
-/// count does not move with the values), are left to the tool.
-fn data_decides(
-    arguments: &Map<String, Value>,
-    records: &[&ObservationRecord],
-) -> Result<(), Inconsistency> {
-    let Some(text) = arguments.get("expression").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    // An expression the calculator cannot parse or evaluate is the tool's to report.
-    let Ok(expr) = calculator::parse(text) else {
-        return Ok(());
-    };
-    if counts_rows(&expr) {
-        return Ok(());
-    }
-    let columns = TableColumns::from_results(records.iter().filter_map(|r| r.result.as_ref()));
-    let Ok(real) = calculator::eval_with(&expr, &columns) else {
-        return Ok(());
-    };
-    let CalcValue::Boolean(truth) = real.value else {
-        return Ok(());
-    };
-    if real.columns.is_empty() {
-        return Ok(());
-    }
-    for picks in synthetic_picks(real.columns.len()) {
-        let source = Synthetic {
-            real: &real.columns,
-            picks: &picks,
-        };
-        if let Ok(again) = calculator::eval_with(&expr, &source)
-            && again.value != CalcValue::Boolean(truth)
-        {
-            return Ok(());
-        }
-    }
-    let references: Vec<String> = real
-        .columns
-        .iter()
-        .map(|u| u.reference.to_string())
-        .collect();
-    Err(Inconsistency {
-        code: "check_ignores_data",
-        message: format!(
-            "`{}` is {truth} whatever values {} hold, so it checks nothing about the data; a rule check \
-             compares what the rule limits (an aggregate of a column) with the limit the knowledge states",
-            text.trim(),
-            references.join(" and ")
-        ),
-    })
-}
-
-/// Whether `expr` counts a column's rows without a row condition (`count([Wait])`).
-fn counts_rows(expr: &Expr) -> bool {
-    match expr {
-        Expr::Number(_) | Expr::Boolean(_) => false,
-        Expr::Unary { operand, .. } => counts_rows(operand),
-        Expr::Binary { left, right, .. } => counts_rows(left) || counts_rows(right),
-        Expr::Call { arguments, .. } => arguments.iter().any(counts_rows),
-        Expr::ColumnCall {
-            function, filter, ..
-        } => *function == Function::Count && filter.is_none(),
-    }
-}
-
-/// How many kinds of synthetic column [`synthetic_values`] makes.
-const SYNTHETIC_KINDS: usize = 8;
-
-/// Per trial, the synthetic kind of each referenced column: every kind for one column; every pair of kinds
-/// over the first two (the rest cycling), so one column can be high while another is low.
-fn synthetic_picks(columns: usize) -> Vec<Vec<usize>> {
-    if columns == 1 {
-        return (0..SYNTHETIC_KINDS).map(|k| vec![k]).collect();
-    }
-    let mut trials = Vec::new();
-    for a in 0..SYNTHETIC_KINDS {
-        for b in 0..SYNTHETIC_KINDS {
-            let mut picks = vec![a, b];
-            picks.extend((2..columns).map(|j| (a + b + j) % SYNTHETIC_KINDS));
-            trials.push(picks);
-        }
-    }
-    trials
-}
-
-/// `n` values of synthetic `kind`.
-fn synthetic_values(kind: usize, n: usize) -> Vec<f64> {
-    let constant = |c: f64| vec![c; n];
-    match kind {
-        0 => constant(-1e4),
-        1 => constant(-1.0),
-        2 => constant(0.0),
-        3 => constant(1.0),
-        4 => constant(1e4),
-        5 => (1..=n).map(|i| i as f64).collect(),
-        6 => (1..=n).rev().map(|i| i as f64).collect(),
-        _ => (0..n)
-            .map(|i| if i % 2 == 0 { 1e4 } else { -1e4 })
-            .collect(),
-    }
-}
-
-/// The observed columns with their values replaced by synthetic ones (same rows, same count).
-struct Synthetic<'a> {
-    real: &'a [ColumnUse],
-    picks: &'a [usize],
-}
-
-impl ColumnSource for Synthetic<'_> {
-    fn column(&self, reference: &ColumnRef) -> Result<ResolvedColumn, ColumnError> {
-        let (i, used) = self
-            .real
-            .iter()
-            .enumerate()
-            .find(|(_, u)| u.reference == *reference)
-            .ok_or_else(|| ColumnError::Unknown {
-                reference: reference.to_string(),
-                available: Vec::new(),
-            })?;
-        Ok(ResolvedColumn {
-            values: synthetic_values(self.picks[i], used.column.values.len()),
-            ..used.column.clone()
-        })
-    }
 }
 
 /// `record` as an aggregate of one column whose value is `average` (at the precision `average` is written to).
@@ -300,56 +154,6 @@ mod tests {
             .as_object()
             .unwrap()
             .clone()
-    }
-
-    fn clinic_table() -> ObservationRecord {
-        ObservationRecord::for_test(
-            "obs-knowledge_search-1",
-            "knowledge_search",
-            true,
-            json!({"data": {"tables": [{"label_column": "Clinic",
-                "columns": [{"name": "Wait"}, {"name": "Staff"}], "rows": [
-                {"label": "A", "values": {"Wait": 28, "Staff": 6}},
-                {"label": "B", "values": {"Wait": 38, "Staff": 4}},
-                {"label": "C", "values": {"Wait": 31.5, "Staff": 5}}]}]}}),
-        )
-    }
-
-    fn expression(text: &str) -> Map<String, Value> {
-        json!({ "expression": text }).as_object().unwrap().clone()
-    }
-
-    #[test]
-    fn a_comparison_no_data_can_change_is_refused_naming_the_columns() {
-        let table = clinic_table();
-        for vacuous in [
-            "mean([Wait]) <= max([Wait])",
-            "min([Wait]) <= mean([Wait]) and max([Wait]) >= min([Wait])",
-            "mean([Wait]) <= 30 or mean([Wait]) > 30",
-        ] {
-            let refused = check(&expression(vacuous), [&table]).expect_err(vacuous);
-            assert_eq!(refused.code, "check_ignores_data", "{vacuous}");
-            assert!(refused.message.contains("[Wait]"), "{}", refused.message);
-        }
-    }
-
-    #[test]
-    fn comparisons_the_data_decides_pass_and_so_do_counts_and_numbers_written_by_value() {
-        let table = clinic_table();
-        for decided in [
-            "mean([Wait]) <= 30 and max([Wait]) <= 40",
-            "mean([Wait]) >= 1310",
-            "mean([Wait]) <= mean([Staff])",
-            "max([Wait]) - min([Wait]) <= 12",
-            "count([Wait] > 35) <= 1",
-            // A row count does not move with the values: not judged here.
-            "count([Wait]) >= 3",
-            // Numbers by value: the calculator's to evaluate, nothing to judge here.
-            "32 <= 30 and 38 <= 40",
-            "mean([Wait])",
-        ] {
-            assert_eq!(check(&expression(decided), [&table]), Ok(()), "{decided}");
-        }
     }
 
     #[test]
