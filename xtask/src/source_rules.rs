@@ -487,7 +487,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "the word lists still in the source move into the language data next"]
     fn no_word_list_outside_the_language_module() {
         let (_, words) = workspace_findings(&crate::workspace_root()).unwrap();
         let words: Vec<String> = words.iter().map(ToString::to_string).collect();

@@ -536,9 +536,7 @@ pub fn option_polarity(
     let negated = |text: &str| {
         let lex = lexicon::lexicon();
         lexicon::contains_any(text, lex.negations.iter().chain(&lex.universal_negations))
-            || ["not", "no", "未", "不", "没"]
-                .iter()
-                .any(|n| !lexicon::find(text, n).is_empty())
+            || lexicon::contains_any(text, &lex.option_negations)
     };
     let others: Vec<&String> = options
         .iter()

@@ -564,7 +564,7 @@ fn words_named(column: &str, key: &str) -> usize {
     let header = column.split('(').next().unwrap_or(column);
     let header_words: Vec<String> = words(header)
         .into_iter()
-        .filter(|w| !["avg", "average", "mean", "total", "sum"].contains(&w.as_str()))
+        .filter(|w| !lexicon().header_aggregate_words.contains(w))
         .map(|w| singular(&w))
         .collect();
     // CJK text has no spaces: a header word there is found inside the key.
