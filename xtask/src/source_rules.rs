@@ -25,7 +25,8 @@
 //! keywords) is listed in [`NOT_LANGUAGE`] with the reason.
 //!
 //! `no_function_is_longer_than_120_lines` and `no_word_list_outside_the_language_module` run them over the
-//! workspace in `cargo test`.
+//! workspace in `cargo test`; `the_test_command_checks_formatting_and_lints_before_it_builds` keeps `rustfmt.toml`
+//! and the fmt and clippy steps of `scripts/test-all.sh` ahead of its build.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -473,6 +474,29 @@ mod tests {
                 "{name} is a key or a name, not a word"
             );
         }
+    }
+
+    #[test]
+    fn the_test_command_checks_formatting_and_lints_before_it_builds() {
+        let root = crate::workspace_root();
+        assert!(
+            root.join("rustfmt.toml").is_file(),
+            "rustfmt.toml writes the formatting settings down"
+        );
+        let script = fs::read_to_string(root.join("scripts/test-all.sh")).unwrap();
+        let at = |command: &str| {
+            script
+                .lines()
+                .position(|l| l.trim() == command)
+                .unwrap_or_else(|| panic!("scripts/test-all.sh runs `{command}`"))
+        };
+        let fmt = at("cargo fmt --all -- --check");
+        let clippy = at("cargo clippy --workspace --all-targets -- -D warnings");
+        let build = at("cargo build --workspace --all-targets");
+        assert!(
+            fmt < clippy && clippy < build,
+            "formatting, then lints, then the build"
+        );
     }
 
     #[test]

@@ -1098,17 +1098,7 @@ impl<'t> Plan<'t> {
                 ),
             ));
         }
-        check_ranked_label(
-            part,
-            kind,
-            fill,
-            answer_text,
-            c,
-            at,
-            &labels,
-            value,
-            slot.number.is_some(),
-        )
+        check_ranked_label(slot, answer_text, c, at, &labels, value)
     }
 
     /// A slot naming the first `n` rows from an end: exactly those rows of the one column the slot names.
@@ -1345,18 +1335,16 @@ impl Rank {
 
 /// A label slot against the rows at its rank: one row must be named as it is; a tie must be named
 /// whole, or in part only where the answer says it is a tie (`tie_not_stated` otherwise).
-#[allow(clippy::too_many_arguments)]
 fn check_ranked_label(
-    part: &str,
-    kind: &'static str,
-    fill: &str,
+    slot: &Slot<'_>,
     answer_text: &str,
     c: &ColumnData,
     at: Rank,
     labels: &[&str],
     value: f64,
-    is_number: bool,
 ) -> Result<ClaimCheck, ClaimRejection> {
+    let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+    let is_number = slot.number.is_some();
     let shown = crate::numbers::canonical(value);
     if let [label] = labels
         && fill.trim().eq_ignore_ascii_case(label)
