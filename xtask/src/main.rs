@@ -24,6 +24,8 @@ mod progress;
 mod report;
 mod scratch;
 mod skeleton;
+#[cfg(test)]
+mod source_rules;
 mod test_runs;
 mod verify;
 mod verify_bench;

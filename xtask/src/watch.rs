@@ -83,7 +83,6 @@ pub fn cmd_watch(args: Args) -> anyhow::Result<ExitCode> {
     result
 }
 
-#[allow(clippy::too_many_arguments)]
 fn watch_loop(
     course: &Course,
     mut stage: Stage,

@@ -15,8 +15,83 @@ pub fn column_values(
     rules: &[FactRule],
     context: &str,
 ) -> Option<(String, Vec<(String, f64)>)> {
+    let (mut columns, row_kinds) = numeric_columns(result);
+    // A single column is the rules' column only when a rule or the task names it, like any other: a lookup
+    // that found some other table (a finance table where the task is about tariffs) is not what the rule limits.
+    if rules.is_empty() {
+        return None;
+    }
+    // A single column: the rules' column when a rule or the task names any of its header's words (less the
+    // words for its rows), as the claims gate reads a single column; a table nothing names is not it.
+    if let [(name, _)] = columns.as_slice() {
+        let row_words = forge_language::lexicon::content_words(&row_kinds[0]);
+        let header: Vec<String> = forge_language::lexicon::content_words(name)
+            .into_iter()
+            .filter(|w| !row_words.contains(w))
+            .collect();
+        let named = rules
+            .iter()
+            .map(|r| r.key.as_str())
+            .chain([context])
+            .any(|text| {
+                forge_language::lexicon::content_words(text)
+                    .iter()
+                    .any(|w| header.contains(w))
+            });
+        return if named { columns.pop() } else { None };
+    }
+    // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
+    // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
+    // the others. Rules that name different columns leave it unclear, and nothing is said.
+    let mut chosen: Option<usize> = None;
+    let mut named_any = false;
+    for rule in rules {
+        // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
+        // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
+        let scores: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| words_named(name, &without_row_words(&rule.key, &row_kinds[i])))
+            .collect();
+        let top = scores.iter().copied().max().unwrap_or(0);
+        if top == 0 {
+            continue;
+        }
+        named_any = true;
+        let at_top = by_rows_named(
+            &row_kinds,
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[rule.key.as_str(), context],
+        );
+        if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
+            return None;
+        }
+        chosen = Some(at_top[0]);
+    }
+    if !named_any && !context.is_empty() {
+        // No rule names a column: the task says which one it is about ("… the average answer time …"),
+        // counted by how often it names it (a passing mention of another column loses).
+        let scores = context_scores(&columns, context);
+        let top = scores.iter().copied().max().unwrap_or(0);
+        let at_top = by_rows_named(
+            &row_kinds,
+            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
+            &[context],
+        );
+        if top > 0 && at_top.len() == 1 {
+            chosen = Some(at_top[0]);
+        }
+    }
+    chosen.map(|i| columns.swap_remove(i))
+}
+
+/// A column's name and its labelled values.
+type NamedColumn = (String, Vec<(String, f64)>);
+
+/// The numeric columns of a knowledge result's tables (name and labelled values, columns without a value
+/// left out), and beside each the header of its table's row-label column (`Hotel`, `Month`).
+fn numeric_columns(result: &Value) -> (Vec<NamedColumn>, Vec<String>) {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
-    // The header of each column's row-label column (`Hotel`, `Month`), index for index.
     let mut row_kinds: Vec<String> = Vec::new();
     for table in result["data"]["tables"].as_array().into_iter().flatten() {
         let row_kind = table["label_column"].as_str().unwrap_or_default();
@@ -41,132 +116,81 @@ pub fn column_values(
             }
         }
     }
-    // A single column is the rules' column only when a rule or the task names it, like any other: a lookup
-    // that found some other table (a finance table where the task is about tariffs) is not what the rule limits.
-    // A column is named by a rule when its header's words (less units and aggregate words: "Avg
-    // basket ($)" → basket) all occur in the rule's key, or the key holds the header whole (CJK). The
-    // answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in "pit stop time".
-    let names = |column: &str, key: &str| -> usize {
-        let key_lower = key.to_lowercase();
-        let key_words: Vec<String> = words(key).into_iter().map(|w| singular(&w)).collect();
-        let header = column.split('(').next().unwrap_or(column);
-        let header_words: Vec<String> = words(header)
-            .into_iter()
-            .filter(|w| !["avg", "average", "mean", "total", "sum"].contains(&w.as_str()))
-            .map(|w| singular(&w))
-            .collect();
-        // CJK text has no spaces: a header word there is found inside the key.
-        let found =
-            |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
-        if !header_words.is_empty() && header_words.iter().all(found) {
-            header_words.len()
-        } else if key_lower.contains(&column.to_lowercase()) {
-            1
-        } else {
-            0
-        }
-    };
-    if rules.is_empty() {
-        return None;
+    (columns, row_kinds)
+}
+
+/// How many words of `column`'s header `key` names: a column is named by a rule when its header's words
+/// (less units and aggregate words: "Avg basket ($)" → basket) all occur in the rule's key, or the key holds
+/// the header whole (CJK). The answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in
+/// "pit stop time".
+fn words_named(column: &str, key: &str) -> usize {
+    let key_lower = key.to_lowercase();
+    let key_words: Vec<String> = words(key).into_iter().map(|w| singular(&w)).collect();
+    let header = column.split('(').next().unwrap_or(column);
+    let header_words: Vec<String> = words(header)
+        .into_iter()
+        .filter(|w| {
+            !forge_language::lexicon::lexicon()
+                .header_aggregate_words
+                .contains(w)
+        })
+        .map(|w| singular(&w))
+        .collect();
+    // CJK text has no spaces: a header word there is found inside the key.
+    let found =
+        |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
+    if !header_words.is_empty() && header_words.iter().all(found) {
+        header_words.len()
+    } else if key_lower.contains(&column.to_lowercase()) {
+        1
+    } else {
+        0
     }
-    // A single column: the rules' column when a rule or the task names any of its header's words (less the
-    // words for its rows), as the claims gate reads a single column; a table nothing names is not it.
-    if let [(name, _)] = columns.as_slice() {
-        let row_words = forge_language::lexicon::content_words(&row_kinds[0]);
-        let header: Vec<String> = forge_language::lexicon::content_words(name)
-            .into_iter()
-            .filter(|w| !row_words.contains(w))
-            .collect();
-        let named = rules
+}
+
+/// One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first of
+/// `texts` naming exactly one of them talks about ("no hotel is below 65%"); `at_top` as it is otherwise.
+fn by_rows_named(row_kinds: &[String], at_top: Vec<usize>, texts: &[&str]) -> Vec<usize> {
+    if at_top.len() < 2 {
+        return at_top;
+    }
+    for text in texts {
+        let named: Vec<usize> = at_top
             .iter()
-            .map(|r| r.key.as_str())
-            .chain([context])
-            .any(|text| {
-                forge_language::lexicon::content_words(text)
-                    .iter()
-                    .any(|w| header.contains(w))
-            });
-        return if named { columns.pop() } else { None };
-    }
-    // One column name in two tables ("Occupancy" by hotel and by month): the table whose rows the first
-    // of `texts` naming exactly one of them talks about ("no hotel is below 65%").
-    let by_rows_named = |at_top: Vec<usize>, texts: &[&str]| -> Vec<usize> {
-        if at_top.len() < 2 {
-            return at_top;
+            .copied()
+            .filter(|&i| !row_kinds[i].is_empty() && words_named(&row_kinds[i], text) > 0)
+            .collect();
+        if named.len() == 1 {
+            return named;
         }
-        for text in texts {
-            let named: Vec<usize> = at_top
-                .iter()
-                .copied()
-                .filter(|&i| !row_kinds[i].is_empty() && names(&row_kinds[i], text) > 0)
-                .collect();
-            if named.len() == 1 {
-                return named;
+    }
+    at_top
+}
+
+/// Each column's score for the task's text: how often the text names its header's words (0 for a column
+/// the text does not name).
+fn context_scores(columns: &[NamedColumn], context: &str) -> Vec<usize> {
+    let context_words: Vec<String> = words(context).into_iter().map(|w| singular(&w)).collect();
+    columns
+        .iter()
+        .map(|(name, _)| {
+            if words_named(name, context) == 0 {
+                return 0;
             }
-        }
-        at_top
-    };
-    // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
-    // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
-    // the others. Rules that name different columns leave it unclear, and nothing is said.
-    let mut chosen: Option<usize> = None;
-    let mut named_any = false;
-    for rule in rules {
-        // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
-        // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
-        let scores: Vec<usize> = columns
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| names(name, &without_row_words(&rule.key, &row_kinds[i])))
-            .collect();
-        let top = scores.iter().copied().max().unwrap_or(0);
-        if top == 0 {
-            continue;
-        }
-        named_any = true;
-        let at_top = by_rows_named(
-            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
-            &[rule.key.as_str(), context],
-        );
-        if at_top.len() != 1 || chosen.is_some_and(|c| c != at_top[0]) {
-            return None;
-        }
-        chosen = Some(at_top[0]);
-    }
-    if !named_any && !context.is_empty() {
-        // No rule names a column: the task says which one it is about ("… the average answer time …"),
-        // counted by how often it names it (a passing mention of another column loses).
-        let context_words: Vec<String> = words(context).into_iter().map(|w| singular(&w)).collect();
-        let scores: Vec<usize> = columns
-            .iter()
-            .map(|(name, _)| {
-                if names(name, context) == 0 {
-                    return 0;
-                }
-                let header = name.split('(').next().unwrap_or(name);
-                words(header)
-                    .into_iter()
-                    .map(|w| {
-                        let w = singular(&w);
-                        if w.is_ascii() {
-                            context_words.iter().filter(|c| **c == w).count()
-                        } else {
-                            context.matches(w.as_str()).count()
-                        }
-                    })
-                    .sum()
-            })
-            .collect();
-        let top = scores.iter().copied().max().unwrap_or(0);
-        let at_top = by_rows_named(
-            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
-            &[context],
-        );
-        if top > 0 && at_top.len() == 1 {
-            chosen = Some(at_top[0]);
-        }
-    }
-    chosen.map(|i| columns.swap_remove(i))
+            let header = name.split('(').next().unwrap_or(name);
+            words(header)
+                .into_iter()
+                .map(|w| {
+                    let w = singular(&w);
+                    if w.is_ascii() {
+                        context_words.iter().filter(|c| **c == w).count()
+                    } else {
+                        context.matches(w.as_str()).count()
+                    }
+                })
+                .sum()
+        })
+        .collect()
 }
 
 /// `text` without the words of a row-label header (`Sample point` → drops "sample", "point").

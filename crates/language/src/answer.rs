@@ -10,32 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::lexicon::{is_cjk_script, lexicon};
 use crate::numbers::{self, NumberMention};
 
-/// Words that negate a phrase when they precede it in the same clause (within [`NEGATION_WINDOW`] words).
-const NEGATION_WORDS: [&str; 8] = [
-    "not", "no", "never", "cannot", "neither", "nor", "without", "none",
-];
-/// `n't` forms written without the apostrophe (an apostrophe form is recognised by its suffix).
-const BARE_NT_FORMS: [&str; 15] = [
-    "isnt", "arent", "wasnt", "werent", "doesnt", "dont", "didnt", "cant", "couldnt", "wont",
-    "wouldnt", "shouldnt", "hasnt", "havent", "mustnt",
-];
-/// `fails to`, `failed to` …: the first word of a two-word negation cue ending in `to`.
-const FAIL_FORMS: [&str; 4] = ["fail", "fails", "failed", "failing"];
-/// Words that start a new clause: a negation before them does not reach a phrase after them.
-const CLAUSE_WORDS: [&str; 12] = [
-    "and", "or", "but", "so", "yet", "while", "because", "which", "that", "although", "though",
-    "whereas",
-];
-/// A word after a phrase that makes the phrase part of a rate's name ("pass rate").
-const RATE_WORDS: [&str; 2] = ["rate", "rates"];
-/// The same for CJK ("达成率").
-const RATE_CJK: char = '率';
 /// How many words before a phrase a negation cue may stand.
 pub const NEGATION_WINDOW: usize = 3;
-/// Words that negate a CJK phrase they directly precede.
-const CJK_NEGATIONS: [&str; 12] = [
-    "不", "未", "没", "没有", "无", "非", "并未", "并不", "未能", "不能", "无法", "尚未",
-];
 
 /// The words that state a task's verdict. `task.json` writes it as `{"true": [...], "false": [...]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,46 +26,14 @@ pub struct VerdictPhrases {
 }
 
 impl Default for VerdictPhrases {
-    /// Verdict words that do not occur in ordinary task prose as nouns (no "pass"/"fail": think
-    /// "pass rate"; no "satisfied": think "satisfied patients"), in English and Chinese. Negated
-    /// forms of a met-phrase ("isn't met", "未满足") count as not met even when not listed here.
+    /// The language data's verdict phrases for a task that names none (`answer_reading` in `lexicon.json`):
+    /// words that do not occur in ordinary task prose as nouns, in English and Chinese. Negated forms of a
+    /// met-phrase ("isn't met", "未满足") count as not met even when not listed there.
     fn default() -> Self {
-        let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+        let reading = &lexicon().answer_reading;
         VerdictPhrases {
-            met: list(&[
-                "met",
-                "meets",
-                "satisfies",
-                "eligible",
-                "may be released",
-                "can be released",
-                "满足",
-                "达成",
-                "符合",
-            ]),
-            not_met: list(&[
-                "not met",
-                "unmet",
-                "does not meet",
-                "do not meet",
-                "did not meet",
-                "fails to meet",
-                "failed to meet",
-                "does not satisfy",
-                "not eligible",
-                "ineligible",
-                "cannot be released",
-                "can't be released",
-                "may not be released",
-                "must not be released",
-                "不满足",
-                "未满足",
-                "没有满足",
-                "未达成",
-                "没有达成",
-                "不符合",
-                "未符合",
-            ]),
+            met: reading.verdict_met.clone(),
+            not_met: reading.verdict_not_met.clone(),
         }
     }
 }
@@ -500,11 +444,13 @@ impl Reader {
     /// "pass rate", "达成率": the phrase is the first half of a noun.
     fn names_a_rate(&self, occurrence: &Occurrence) -> bool {
         let rest = &self.text[occurrence.end..];
-        if rest.starts_with(RATE_CJK) {
+        let reading = &lexicon().answer_reading;
+        if rest.starts_with(reading.rate_cjk) {
             return true;
         }
         let next_word = self.tokens.iter().find(|t| t.start >= occurrence.end);
-        next_word.is_some_and(|t| t.kind == Kind::Word && RATE_WORDS.contains(&self.word(t)))
+        next_word
+            .is_some_and(|t| t.kind == Kind::Word && is_one_of(self.word(t), &reading.rate_words))
     }
 
     /// Token-sequence matches: whole words, punctuation inside the phrase matched as written.
@@ -543,7 +489,7 @@ impl Reader {
                 return false;
             }
             let word = self.word(token);
-            if CLAUSE_WORDS.contains(&word) {
+            if is_one_of(word, &lexicon().answer_reading.clause_words) {
                 return false;
             }
             // "not only met but exceeded" affirms.
@@ -559,7 +505,10 @@ impl Reader {
             if word == "to"
                 && j > 0
                 && self.tokens[j - 1].kind == Kind::Word
-                && FAIL_FORMS.contains(&self.word(&self.tokens[j - 1]))
+                && is_one_of(
+                    self.word(&self.tokens[j - 1]),
+                    &lexicon().answer_reading.fail_forms,
+                )
             {
                 return true;
             }
@@ -576,7 +525,11 @@ impl Reader {
                 Occurrence {
                     start,
                     end: start + matched.len(),
-                    negated: CJK_NEGATIONS.iter().any(|cue| before.ends_with(cue)),
+                    negated: lexicon()
+                        .answer_reading
+                        .cjk_negations
+                        .iter()
+                        .any(|cue| before.ends_with(cue.as_str())),
                 }
             })
             .collect()
@@ -584,7 +537,15 @@ impl Reader {
 }
 
 fn is_negation_word(word: &str) -> bool {
-    NEGATION_WORDS.contains(&word) || word.ends_with("n't") || BARE_NT_FORMS.contains(&word)
+    let reading = &lexicon().answer_reading;
+    is_one_of(word, &reading.negation_words)
+        || word.ends_with("n't")
+        || is_one_of(word, &reading.bare_nt_forms)
+}
+
+/// Whether `word` is exactly one of `words` (an answer's words are already normalised).
+fn is_one_of(word: &str, words: &[String]) -> bool {
+    words.iter().any(|w| w == word)
 }
 
 #[cfg(test)]

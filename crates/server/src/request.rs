@@ -52,76 +52,9 @@ pub fn parse_run_request(
             ));
         }
     }
-    let task = match obj.get("task") {
-        None | Some(Value::Null) => {
-            match tasks::default_task(&config.tasks_dir, &config.knowledge_dir) {
-                Some(name) => name,
-                None => {
-                    errors.push(fe(
-                        "task",
-                        "no task given, and no task folder loads (see GET /agent/tasks)".into(),
-                    ));
-                    String::new()
-                }
-            }
-        }
-        Some(Value::String(s)) => {
-            if let Err(msg) = check_task(config, s) {
-                errors.push(fe("task", msg));
-            }
-            s.clone()
-        }
-        Some(other) => {
-            errors.push(fe(
-                "task",
-                format!("must be a task name string, got {other}"),
-            ));
-            String::new()
-        }
-    };
-    let model = match obj.get("model") {
-        None | Some(Value::Null) => models.iter().find(|m| m.default).cloned(),
-        Some(Value::String(s)) => match models.iter().find(|m| m.name == *s) {
-            Some(m) => Some(m.clone()),
-            None => {
-                let listed: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
-                let listed = if listed.is_empty() {
-                    "none (cargo xtask model fetch, or runner serve --gguf FILE)".to_string()
-                } else {
-                    listed.join(", ")
-                };
-                errors.push(fe(
-                    "model",
-                    format!("no model named {s:?}; listed: {listed}"),
-                ));
-                None
-            }
-        },
-        Some(other) => {
-            errors.push(fe(
-                "model",
-                format!("must be a model name string (GET /agent/models), got {other}"),
-            ));
-            None
-        }
-    };
-    let mode = match obj.get("mode") {
-        None | Some(Value::Null) => Mode::Guided,
-        Some(Value::String(s)) => Mode::parse(s).unwrap_or_else(|| {
-            errors.push(fe(
-                "mode",
-                format!("{s:?} is not a mode; use \"guided\" or \"free\""),
-            ));
-            Mode::Guided
-        }),
-        Some(other) => {
-            errors.push(fe(
-                "mode",
-                format!("must be \"guided\" or \"free\", got {other}"),
-            ));
-            Mode::Guided
-        }
-    };
+    let task = task_field(obj.get("task"), config, &mut errors);
+    let model = model_field(obj.get("model"), models, &mut errors);
+    let mode = mode_field(obj.get("mode"), &mut errors);
     let temperature = match obj.get("temperature") {
         None | Some(Value::Null) => 0.0,
         Some(v) => match v.as_f64() {
@@ -203,6 +136,104 @@ pub fn parse_run_request(
         },
         public,
     ))
+}
+
+/// A per-field error.
+fn field_error(field: &str, message: String) -> FieldError {
+    FieldError {
+        field: field.into(),
+        message,
+    }
+}
+
+/// `task`: a loadable task folder's name, or the first loadable one when absent (an error pushed otherwise).
+fn task_field(
+    value: Option<&Value>,
+    config: &ServerConfig,
+    errors: &mut Vec<FieldError>,
+) -> String {
+    match value {
+        None | Some(Value::Null) => {
+            match tasks::default_task(&config.tasks_dir, &config.knowledge_dir) {
+                Some(name) => name,
+                None => {
+                    errors.push(field_error(
+                        "task",
+                        "no task given, and no task folder loads (see GET /agent/tasks)".into(),
+                    ));
+                    String::new()
+                }
+            }
+        }
+        Some(Value::String(s)) => {
+            if let Err(msg) = check_task(config, s) {
+                errors.push(field_error("task", msg));
+            }
+            s.clone()
+        }
+        Some(other) => {
+            errors.push(field_error(
+                "task",
+                format!("must be a task name string, got {other}"),
+            ));
+            String::new()
+        }
+    }
+}
+
+/// `model`: a listed model's entry, or the listed default when absent (an error pushed for a name not listed).
+fn model_field(
+    value: Option<&Value>,
+    models: &[ModelEntry],
+    errors: &mut Vec<FieldError>,
+) -> Option<ModelEntry> {
+    match value {
+        None | Some(Value::Null) => models.iter().find(|m| m.default).cloned(),
+        Some(Value::String(s)) => match models.iter().find(|m| m.name == *s) {
+            Some(m) => Some(m.clone()),
+            None => {
+                let listed: Vec<&str> = models.iter().map(|m| m.name.as_str()).collect();
+                let listed = if listed.is_empty() {
+                    "none (cargo xtask model fetch, or runner serve --gguf FILE)".to_string()
+                } else {
+                    listed.join(", ")
+                };
+                errors.push(field_error(
+                    "model",
+                    format!("no model named {s:?}; listed: {listed}"),
+                ));
+                None
+            }
+        },
+        Some(other) => {
+            errors.push(field_error(
+                "model",
+                format!("must be a model name string (GET /agent/models), got {other}"),
+            ));
+            None
+        }
+    }
+}
+
+/// `mode`: `guided` (also when absent) or `free` (an error pushed otherwise).
+fn mode_field(value: Option<&Value>, errors: &mut Vec<FieldError>) -> Mode {
+    match value {
+        None | Some(Value::Null) => Mode::Guided,
+        Some(Value::String(s)) => Mode::parse(s).unwrap_or_else(|| {
+            errors.push(field_error(
+                "mode",
+                format!("{s:?} is not a mode; use \"guided\" or \"free\""),
+            ));
+            Mode::Guided
+        }),
+        Some(other) => {
+            errors.push(field_error(
+                "mode",
+                format!("must be \"guided\" or \"free\", got {other}"),
+            ));
+            Mode::Guided
+        }
+    }
 }
 
 /// The request's one tool timeout (the specification's `tool_timeout_seconds`): absent or null keeps each

@@ -433,61 +433,7 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
         .and_then(Value::as_u64)
         .filter(|t| *t > 0)
         .ok_or_else(|| err("`timeout_ms` must be a positive integer".into()))?;
-    let schema = entry
-        .get("arguments")
-        .ok_or_else(|| err("missing `arguments`".into()))?;
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(err("`arguments.type` must be \"object\"".into()));
-    }
-    if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
-        return Err(err("`arguments.additionalProperties` must be false".into()));
-    }
-    for key in schema.as_object().into_iter().flat_map(|o| o.keys()) {
-        if ![
-            "type",
-            "properties",
-            "required",
-            "additionalProperties",
-            "description",
-        ]
-        .contains(&key.as_str())
-        {
-            return Err(err(format!("unsupported keyword `arguments.{key}`")));
-        }
-    }
-    let properties: Vec<(String, Value)> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .ok_or_else(|| err("missing `arguments.properties`".into()))?
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let required: Vec<String> = match schema.get("required") {
-        None => Vec::new(),
-        Some(r) => r
-            .as_array()
-            .and_then(|a| {
-                a.iter()
-                    .map(|v| v.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .ok_or_else(|| err("`required` must be an array of names".into()))?,
-    };
-    for field in &required {
-        if !properties.iter().any(|(n, _)| n == field) {
-            return Err(err(format!("required `{field}` is not a property")));
-        }
-    }
-    for (field, prop) in &properties {
-        check_property_schema(&name, field, prop)?;
-        if let Some(default) = prop.get("default") {
-            if required.contains(field) {
-                return Err(err(format!("`{field}` is required and has a default")));
-            }
-            check_value(&name, field, prop, default)
-                .map_err(|e| err(format!("default of `{field}` is invalid: {e}")))?;
-        }
-    }
+    let (schema, properties, required) = arguments_of(&name, entry)?;
     let same_length: Vec<String> = match entry.get("x-same-length") {
         None => Vec::new(),
         Some(v) => v
@@ -550,6 +496,71 @@ fn load_tool(entry: &Value) -> Result<ToolSpec, RegistryError> {
         contract,
         properties,
     })
+}
+
+/// A tool's `arguments`: the schema, its properties in order, its required names.
+type Arguments<'e> = (&'e Value, Vec<(String, Value)>, Vec<String>);
+
+/// A tool's `arguments` schema (an object of known keywords, no additional properties), its properties in
+/// order and its required names, each property's schema and default checked.
+fn arguments_of<'e>(name: &str, entry: &'e Value) -> Result<Arguments<'e>, RegistryError> {
+    let err = |msg: String| RegistryError(format!("{name}: {msg}"));
+    let schema = entry
+        .get("arguments")
+        .ok_or_else(|| err("missing `arguments`".into()))?;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(err("`arguments.type` must be \"object\"".into()));
+    }
+    if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+        return Err(err("`arguments.additionalProperties` must be false".into()));
+    }
+    for key in schema.as_object().into_iter().flat_map(|o| o.keys()) {
+        if ![
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "description",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err(err(format!("unsupported keyword `arguments.{key}`")));
+        }
+    }
+    let properties: Vec<(String, Value)> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err("missing `arguments.properties`".into()))?
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let required: Vec<String> = match schema.get("required") {
+        None => Vec::new(),
+        Some(r) => r
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| err("`required` must be an array of names".into()))?,
+    };
+    for field in &required {
+        if !properties.iter().any(|(n, _)| n == field) {
+            return Err(err(format!("required `{field}` is not a property")));
+        }
+    }
+    for (field, prop) in &properties {
+        check_property_schema(name, field, prop)?;
+        if let Some(default) = prop.get("default") {
+            if required.contains(field) {
+                return Err(err(format!("`{field}` is required and has a default")));
+            }
+            check_value(name, field, prop, default)
+                .map_err(|e| err(format!("default of `{field}` is invalid: {e}")))?;
+        }
+    }
+    Ok((schema, properties, required))
 }
 
 fn check_property_schema(tool: &str, path: &str, schema: &Value) -> Result<(), RegistryError> {

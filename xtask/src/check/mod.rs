@@ -24,6 +24,7 @@ use crate::judge;
 use crate::learn;
 use crate::learner::{self, copy_dir, learn_dir, progress_path};
 use crate::progress::{self, Progress};
+use crate::report::RunReport;
 use crate::scratch;
 
 pub mod judgement;
@@ -136,37 +137,8 @@ pub fn check(
 ) -> anyhow::Result<LearnerOutcome> {
     let dir = copy_dir(course, stage);
     let n = stage.number();
-    if !learner::has_copy(course, stage) {
-        match lang {
-            Lang::En => bail!(
-                "{} does not exist yet; run `cargo xtask learn {n}` first",
-                judge::from_cwd(&dir)
-            ),
-            Lang::ZhCn => bail!(
-                "{} 还不存在；先运行 `cargo xtask learn {n}`",
-                judge::from_cwd(&dir)
-            ),
-        }
-    }
     let state_path = progress_path(course);
-    let mut progress = Progress::open(course)?;
-    if progress
-        .stage(stage)
-        .and_then(|s| s.prediction.as_ref())
-        .is_none()
-    {
-        let shown = judge::from_cwd(&dir);
-        match lang {
-            Lang::En => bail!(
-                "commit a prediction before the first check: read the question in {shown}/README.md and run \
-                 `cargo xtask predict {n} <A-D>`"
-            ),
-            Lang::ZhCn => bail!(
-                "第一次检查之前先提交预测：读 {shown}/README.zh-CN.md 里的问题，然后运行 \
-                 `cargo xtask predict {n} <A-D>`"
-            ),
-        }
-    }
+    let mut progress = progress_for_check(course, stage, lang)?;
     let validator = course::compile_schema("failure.schema.json")?;
     let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
     let started_at = SystemTime::now();
@@ -224,123 +196,14 @@ pub fn check(
         refusal,
         warnings,
     } = judged;
-    if !warnings.is_empty() {
-        let shown = warnings.len().min(8);
-        match lang {
-            Lang::En => writeln!(out, "\n{} compiler warning(s):", warnings.len())?,
-            Lang::ZhCn => writeln!(out, "\n{} 条编译警告：", warnings.len())?,
-        }
-        for warning in &warnings[..shown] {
-            for line in judge::relocate(warning, &shown_copy).trim_end().lines() {
-                writeln!(out, "  {line}")?;
-            }
-        }
-        if warnings.len() > shown {
-            match lang {
-                Lang::En => writeln!(out, "  … and {} more", warnings.len() - shown)?,
-                Lang::ZhCn => writeln!(out, "  …… 还有 {} 条", warnings.len() - shown)?,
-            }
-        }
-    }
+    write_warnings(out, &warnings, &shown_copy, lang)?;
 
     // Per-test report, then what to do next.
-    if !run.build_ok {
-        let errors = judge::relocate(&run.build_errors.join("\n"), &shown_copy);
-        match lang {
-            Lang::En => writeln!(out, "\nYour crate does not compile:\n{errors}")?,
-            Lang::ZhCn => writeln!(out, "\n你的 crate 编译不通过：\n{errors}")?,
-        }
-    }
-    for test in &run.tests {
-        let mark = match (test.outcome, lang) {
-            (TestOutcome::Passed, Lang::En) => "ok  ",
-            (TestOutcome::Failed, Lang::En) => "FAIL",
-            (TestOutcome::Ignored, Lang::En) => "skip",
-            (TestOutcome::Passed, Lang::ZhCn) => "通过",
-            (TestOutcome::Failed, Lang::ZhCn) => "失败",
-            (TestOutcome::Ignored, Lang::ZhCn) => "跳过",
-        };
-        writeln!(out, "  {mark} {}::{}", test.target, test.name)?;
-    }
-    // The stage's own tests first: a failing transfer skeleton is not the news.
-    let first_failure = run
-        .tests
-        .iter()
-        .filter(|t| t.outcome == TestOutcome::Failed)
-        .min_by_key(|t| t.target == "transfer");
-    if outcome == LearnerOutcome::Failed
-        && let Some(first) = first_failure
-    {
-        match lang {
-            Lang::En => writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?,
-            Lang::ZhCn => writeln!(out, "\n第一个失败，{}::{}：", first.target, first.name)?,
-        }
-        let output = judge::relocate(first.output.as_deref().unwrap_or_default(), &shown_copy);
-        for line in output.lines().take(30) {
-            writeln!(out, "  | {line}")?;
-        }
-    }
+    write_tests(out, &run, outcome, &shown_copy, lang)?;
     let rel = course.relative(&dir).into_owned();
-    match (outcome, lang) {
-        (LearnerOutcome::TransferMissing, Lang::En) => writeln!(
-            out,
-            "\nEvery stage test passes. Next: write your transfer test in {rel}/tests/transfer.rs \
-             (README.md, \"Transfer challenge\"); check runs it on your code and on the original fault."
-        )?,
-        (LearnerOutcome::TransferMissing, Lang::ZhCn) => writeln!(
-            out,
-            "\n阶段测试全部通过。下一步：在 {rel}/tests/transfer.rs 里写你的迁移测试（README.zh-CN.md 的“迁移挑战”）；\
-             check 会在你的代码和原来的故障代码上各运行一次。"
-        )?,
-        (LearnerOutcome::TransferNotCaught, Lang::En) => writeln!(
-            out,
-            "\nEvery test passes, but your transfer test also passes on the original faulty code, so it \
-             would not have caught the bug. Make it exercise the behaviour the fault breaks, on the new data."
-        )?,
-        (LearnerOutcome::TransferNotCaught, Lang::ZhCn) => writeln!(
-            out,
-            "\n测试全部通过，但你的迁移测试在原来的故障代码上也能通过，说明它抓不住这个缺陷。\
-             让它在新数据上覆盖被故障破坏的那条行为。"
-        )?,
-        (LearnerOutcome::TransferRefused, Lang::En) => writeln!(
-            out,
-            "\nEvery test passes, but your transfer test is refused: {}",
-            refusal
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        )?,
-        (LearnerOutcome::TransferRefused, Lang::ZhCn) => writeln!(
-            out,
-            "\n测试全部通过，但你的迁移测试被拒绝：{}",
-            refusal
-                .as_ref()
-                .map(judge::TransferRefusal::zh_cn)
-                .unwrap_or_default()
-        )?,
-        (LearnerOutcome::TransferFailsOnReference, Lang::En) => writeln!(
-            out,
-            "\nEvery test passes on your code, but your transfer test fails on the reference solution, \
-             so what it asserts is not the stage's rule. Make it pass on correct code and fail only on the bug."
-        )?,
-        (LearnerOutcome::TransferFailsOnReference, Lang::ZhCn) => writeln!(
-            out,
-            "\n你的代码通过了全部测试，但你的迁移测试在参考实现上失败了，说明它断言的不是本阶段的规则。\
-             让它在正确代码上通过、只在缺陷上失败。"
-        )?,
-        _ => {}
-    }
+    write_transfer_news(out, outcome, &rel, refusal.as_ref(), lang)?;
 
-    let now = progress::now();
-    let entry = progress.stages.entry(stage.id.clone()).or_default();
-    entry.checks += 1;
-    entry.last_check_at = Some(now.clone());
-    entry.last_result = Some(outcome.as_str().to_owned());
-    let first_pass = outcome == LearnerOutcome::Passed && entry.passed_at.is_none();
-    if first_pass {
-        entry.passed_at = Some(now);
-    }
-    let checks = entry.checks;
+    let checks = record_check(&mut progress, stage, outcome);
     progress.save(&state_path)?;
 
     let report = stage_report(
@@ -371,6 +234,191 @@ pub fn check(
         writeln!(out, "{mark}")?;
     }
     Ok(outcome)
+}
+
+/// The progress a check records into. A check needs the learner's copy and a committed prediction: without
+/// them an error says which command comes first.
+fn progress_for_check(course: &Course, stage: &Stage, lang: Lang) -> anyhow::Result<Progress> {
+    let dir = copy_dir(course, stage);
+    let n = stage.number();
+    if !learner::has_copy(course, stage) {
+        match lang {
+            Lang::En => bail!(
+                "{} does not exist yet; run `cargo xtask learn {n}` first",
+                judge::from_cwd(&dir)
+            ),
+            Lang::ZhCn => bail!(
+                "{} 还不存在；先运行 `cargo xtask learn {n}`",
+                judge::from_cwd(&dir)
+            ),
+        }
+    }
+    let progress = Progress::open(course)?;
+    if progress
+        .stage(stage)
+        .and_then(|s| s.prediction.as_ref())
+        .is_none()
+    {
+        let shown = judge::from_cwd(&dir);
+        match lang {
+            Lang::En => bail!(
+                "commit a prediction before the first check: read the question in {shown}/README.md and run \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+            Lang::ZhCn => bail!(
+                "第一次检查之前先提交预测：读 {shown}/README.zh-CN.md 里的问题，然后运行 \
+                 `cargo xtask predict {n} <A-D>`"
+            ),
+        }
+    }
+    Ok(progress)
+}
+
+/// Records one check of `stage` in the progress (its count, time, result, and the first pass's time);
+/// returns how many checks the stage has had.
+fn record_check(progress: &mut Progress, stage: &Stage, outcome: LearnerOutcome) -> u32 {
+    let now = progress::now();
+    let entry = progress.stages.entry(stage.id.clone()).or_default();
+    entry.checks += 1;
+    entry.last_check_at = Some(now.clone());
+    entry.last_result = Some(outcome.as_str().to_owned());
+    let first_pass = outcome == LearnerOutcome::Passed && entry.passed_at.is_none();
+    if first_pass {
+        entry.passed_at = Some(now);
+    }
+    entry.checks
+}
+
+/// The learner package's compiler warnings, the first eight of them.
+fn write_warnings(
+    out: &mut dyn Write,
+    warnings: &[String],
+    shown_copy: &str,
+    lang: Lang,
+) -> anyhow::Result<()> {
+    if !warnings.is_empty() {
+        let shown = warnings.len().min(8);
+        match lang {
+            Lang::En => writeln!(out, "\n{} compiler warning(s):", warnings.len())?,
+            Lang::ZhCn => writeln!(out, "\n{} 条编译警告：", warnings.len())?,
+        }
+        for warning in &warnings[..shown] {
+            for line in judge::relocate(warning, shown_copy).trim_end().lines() {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        if warnings.len() > shown {
+            match lang {
+                Lang::En => writeln!(out, "  … and {} more", warnings.len() - shown)?,
+                Lang::ZhCn => writeln!(out, "  …… 还有 {} 条", warnings.len() - shown)?,
+            }
+        }
+    }
+
+    Ok(())
+}
+
+/// The per-test report: build errors, one line per test, and the first failure's output (the stage's own
+/// tests first: a failing transfer skeleton is not the news).
+fn write_tests(
+    out: &mut dyn Write,
+    run: &RunReport,
+    outcome: LearnerOutcome,
+    shown_copy: &str,
+    lang: Lang,
+) -> anyhow::Result<()> {
+    if !run.build_ok {
+        let errors = judge::relocate(&run.build_errors.join("\n"), shown_copy);
+        match lang {
+            Lang::En => writeln!(out, "\nYour crate does not compile:\n{errors}")?,
+            Lang::ZhCn => writeln!(out, "\n你的 crate 编译不通过：\n{errors}")?,
+        }
+    }
+    for test in &run.tests {
+        let mark = match (test.outcome, lang) {
+            (TestOutcome::Passed, Lang::En) => "ok  ",
+            (TestOutcome::Failed, Lang::En) => "FAIL",
+            (TestOutcome::Ignored, Lang::En) => "skip",
+            (TestOutcome::Passed, Lang::ZhCn) => "通过",
+            (TestOutcome::Failed, Lang::ZhCn) => "失败",
+            (TestOutcome::Ignored, Lang::ZhCn) => "跳过",
+        };
+        writeln!(out, "  {mark} {}::{}", test.target, test.name)?;
+    }
+    let first_failure = run
+        .tests
+        .iter()
+        .filter(|t| t.outcome == TestOutcome::Failed)
+        .min_by_key(|t| t.target == "transfer");
+    if outcome == LearnerOutcome::Failed
+        && let Some(first) = first_failure
+    {
+        match lang {
+            Lang::En => writeln!(out, "\nfirst failure, {}::{}:", first.target, first.name)?,
+            Lang::ZhCn => writeln!(out, "\n第一个失败，{}::{}：", first.target, first.name)?,
+        }
+        let output = judge::relocate(first.output.as_deref().unwrap_or_default(), shown_copy);
+        for line in output.lines().take(30) {
+            writeln!(out, "  | {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// What to do next about the transfer test, for the outcomes that concern it (nothing for the others).
+fn write_transfer_news(
+    out: &mut dyn Write,
+    outcome: LearnerOutcome,
+    rel: &str,
+    refusal: Option<&judge::TransferRefusal>,
+    lang: Lang,
+) -> anyhow::Result<()> {
+    match (outcome, lang) {
+        (LearnerOutcome::TransferMissing, Lang::En) => writeln!(
+            out,
+            "\nEvery stage test passes. Next: write your transfer test in {rel}/tests/transfer.rs \
+             (README.md, \"Transfer challenge\"); check runs it on your code and on the original fault."
+        )?,
+        (LearnerOutcome::TransferMissing, Lang::ZhCn) => writeln!(
+            out,
+            "\n阶段测试全部通过。下一步：在 {rel}/tests/transfer.rs 里写你的迁移测试（README.zh-CN.md 的“迁移挑战”）；\
+             check 会在你的代码和原来的故障代码上各运行一次。"
+        )?,
+        (LearnerOutcome::TransferNotCaught, Lang::En) => writeln!(
+            out,
+            "\nEvery test passes, but your transfer test also passes on the original faulty code, so it \
+             would not have caught the bug. Make it exercise the behaviour the fault breaks, on the new data."
+        )?,
+        (LearnerOutcome::TransferNotCaught, Lang::ZhCn) => writeln!(
+            out,
+            "\n测试全部通过，但你的迁移测试在原来的故障代码上也能通过，说明它抓不住这个缺陷。\
+             让它在新数据上覆盖被故障破坏的那条行为。"
+        )?,
+        (LearnerOutcome::TransferRefused, Lang::En) => writeln!(
+            out,
+            "\nEvery test passes, but your transfer test is refused: {}",
+            refusal.map(ToString::to_string).unwrap_or_default()
+        )?,
+        (LearnerOutcome::TransferRefused, Lang::ZhCn) => writeln!(
+            out,
+            "\n测试全部通过，但你的迁移测试被拒绝：{}",
+            refusal
+                .map(judge::TransferRefusal::zh_cn)
+                .unwrap_or_default()
+        )?,
+        (LearnerOutcome::TransferFailsOnReference, Lang::En) => writeln!(
+            out,
+            "\nEvery test passes on your code, but your transfer test fails on the reference solution, \
+             so what it asserts is not the stage's rule. Make it pass on correct code and fail only on the bug."
+        )?,
+        (LearnerOutcome::TransferFailsOnReference, Lang::ZhCn) => writeln!(
+            out,
+            "\n你的代码通过了全部测试，但你的迁移测试在参考实现上失败了，说明它断言的不是本阶段的规则。\
+             让它在正确代码上通过、只在缺陷上失败。"
+        )?,
+        _ => {}
+    }
+    Ok(())
 }
 
 fn parallelism() -> usize {

@@ -16,6 +16,8 @@ use crate::verify;
 
 use super::*;
 
+// Eight arguments: the stage, and the judgement's parts `check` has already taken apart to print them (the tree,
+// the targets, the outcome and the three runs); a struct would only be `Judgement` rebuilt.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage_report(
     course: &Course,

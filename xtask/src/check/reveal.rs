@@ -78,18 +78,6 @@ pub fn reveal(
                 "(a strong answer, the diagnosis and the prediction's explanation: stages/{}/README.md, \"{after}\")",
                 stage.id
             )?;
-            match next {
-                Some(next) => writeln!(
-                    out,
-                    "\nNext: cargo xtask {} {}",
-                    next_verb(course, &next),
-                    next.number()
-                )?,
-                None => writeln!(
-                    out,
-                    "\nEvery stage is passed now. `cargo xtask progress` shows the course."
-                )?,
-            }
         }
         Lang::ZhCn => {
             if same {
@@ -119,19 +107,43 @@ pub fn reveal(
                 "（参考答案、诊断过程和预测题解析见 stages/{}/README.zh-CN.md 的“{after}”）",
                 stage.id
             )?;
-            match next {
-                Some(next) => writeln!(
-                    out,
-                    "\n下一步：cargo xtask {} {}",
-                    next_verb(course, &next),
-                    next.number()
-                )?,
-                None => writeln!(
-                    out,
-                    "\n所有阶段都已通过。`cargo xtask progress` 查看全部进度。"
-                )?,
-            }
         }
+    }
+    write_next(out, course, next.as_ref(), lang)
+}
+
+/// The last line of a reveal: the command for the next stage, or that every stage is passed.
+fn write_next(
+    out: &mut dyn Write,
+    course: &Course,
+    next: Option<&Stage>,
+    lang: Lang,
+) -> anyhow::Result<()> {
+    match lang {
+        Lang::En => match next {
+            Some(next) => writeln!(
+                out,
+                "\nNext: cargo xtask {} {}",
+                next_verb(course, next),
+                next.number()
+            )?,
+            None => writeln!(
+                out,
+                "\nEvery stage is passed now. `cargo xtask progress` shows the course."
+            )?,
+        },
+        Lang::ZhCn => match next {
+            Some(next) => writeln!(
+                out,
+                "\n下一步：cargo xtask {} {}",
+                next_verb(course, next),
+                next.number()
+            )?,
+            None => writeln!(
+                out,
+                "\n所有阶段都已通过。`cargo xtask progress` 查看全部进度。"
+            )?,
+        },
     }
     Ok(())
 }

@@ -358,6 +358,8 @@ fn seed(
 }
 
 /// Judges one stage's files with `check`'s judgement, the build and the tests each in a box.
+// Eight arguments, each a different input of one box: the course, the toolchain, the stage's kit, the learner's
+// sources and transfer test, the scratch directory, the worker's uid and the time limit.
 #[allow(clippy::too_many_arguments)]
 fn judge_in_box(
     course: &Course,

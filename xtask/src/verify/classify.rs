@@ -33,6 +33,69 @@ fn list(set: &BTreeSet<String>) -> String {
     }
 }
 
+/// The rules about the solution run and the contract, in order: the solution compiles, runs within the
+/// timeout and passes every test (at least one), and the contract names exactly the tests of its fault-run
+/// targets. `Ok` holds those names (`must_still_pass` and `target_test`), `Err` the class and its detail.
+fn solution_and_contract(
+    contract: &Contract,
+    solution: &RunReport,
+) -> Result<BTreeSet<String>, (&'static str, String)> {
+    if !solution.build_ok {
+        return Err((
+            class::SOLUTION_FAILING,
+            format!(
+                "the solution does not compile:\n{}",
+                solution.build_errors.join("\n")
+            ),
+        ));
+    }
+    if solution.timed_out {
+        return Err((
+            class::TIMEOUT,
+            "a solution test binary ran past the timeout".to_owned(),
+        ));
+    }
+    let all_targets: Vec<String> = solution.targets.clone();
+    let solution_failed = names(&solution.tests, TestOutcome::Failed, &all_targets);
+    if !solution_failed.is_empty() {
+        return Err((
+            class::SOLUTION_FAILING,
+            format!("solution tests fail: {}", list(&solution_failed)),
+        ));
+    }
+    if solution.passed == 0 {
+        return Err((
+            class::SOLUTION_FAILING,
+            "the solution run found no passing tests".to_owned(),
+        ));
+    }
+    // The contract must name exactly the tests that exist in the fault-run targets.
+    let present: BTreeSet<String> = solution
+        .tests
+        .iter()
+        .filter(|t| contract.fault_run_targets.contains(&t.target))
+        .map(|t| t.name.clone())
+        .collect();
+    let listed: BTreeSet<String> = contract
+        .must_still_pass
+        .iter()
+        .cloned()
+        .chain(std::iter::once(contract.target_test.clone()))
+        .collect();
+    if present != listed {
+        return Err((
+            class::INVALID_CONTRACT,
+            format!(
+                "must_still_pass ∪ {{target_test}} does not match the tests in {:?}: listed but absent {}; present but unlisted {}",
+                contract.fault_run_targets,
+                list(&listed.difference(&present).cloned().collect()),
+                list(&present.difference(&listed).cloned().collect()),
+            ),
+        ));
+    }
+    Ok(listed)
+}
+
 /// Decides a stage's class from its contract and the two runs (first matching rule wins).
 pub fn classify(contract: &Contract, solution: &RunReport, fault: &RunReport) -> Verdict {
     let fault_failed = names(
@@ -68,59 +131,10 @@ pub fn classify(contract: &Contract, solution: &RunReport, fault: &RunReport) ->
         observed: observed.clone(),
     };
 
-    if !solution.build_ok {
-        return verdict(
-            class::SOLUTION_FAILING,
-            format!(
-                "the solution does not compile:\n{}",
-                solution.build_errors.join("\n")
-            ),
-        );
-    }
-    if solution.timed_out {
-        return verdict(
-            class::TIMEOUT,
-            "a solution test binary ran past the timeout".to_owned(),
-        );
-    }
-    let all_targets: Vec<String> = solution.targets.clone();
-    let solution_failed = names(&solution.tests, TestOutcome::Failed, &all_targets);
-    if !solution_failed.is_empty() {
-        return verdict(
-            class::SOLUTION_FAILING,
-            format!("solution tests fail: {}", list(&solution_failed)),
-        );
-    }
-    if solution.passed == 0 {
-        return verdict(
-            class::SOLUTION_FAILING,
-            "the solution run found no passing tests".to_owned(),
-        );
-    }
-    // The contract must name exactly the tests that exist in the fault-run targets.
-    let present: BTreeSet<String> = solution
-        .tests
-        .iter()
-        .filter(|t| contract.fault_run_targets.contains(&t.target))
-        .map(|t| t.name.clone())
-        .collect();
-    let listed: BTreeSet<String> = contract
-        .must_still_pass
-        .iter()
-        .cloned()
-        .chain(std::iter::once(contract.target_test.clone()))
-        .collect();
-    if present != listed {
-        return verdict(
-            class::INVALID_CONTRACT,
-            format!(
-                "must_still_pass ∪ {{target_test}} does not match the tests in {:?}: listed but absent {}; present but unlisted {}",
-                contract.fault_run_targets,
-                list(&listed.difference(&present).cloned().collect()),
-                list(&present.difference(&listed).cloned().collect()),
-            ),
-        );
-    }
+    let listed = match solution_and_contract(contract, solution) {
+        Ok(listed) => listed,
+        Err((class, detail)) => return verdict(class, detail),
+    };
     if !fault.build_ok {
         return verdict(
             class::UNVIABLE,

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::args::{Args, Verb};
-use crate::cargo::{self, BuildRequest, TestOutcome};
-use crate::course::{self, Course};
+use crate::cargo::{self, BuildRequest, TestOutcome, TestResult};
+use crate::course::{self, Contract, Course, Stage};
 use crate::scratch::{self, Variant};
 use crate::test_runs::binaries_for;
 
@@ -40,40 +40,19 @@ pub const FAULT: Verb = Verb {
     ],
 };
 
-/// `cargo xtask fault STAGE`: the instructor's demo of one fault.
-pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
-    args.at_most_positionals(1, "cargo xtask fault STAGE [--instructor]")?;
-    let course = Course::open(&args)?;
-    let selector = args
-        .positional
-        .first()
-        .context("usage: cargo xtask fault STAGE [--instructor]")?;
-    let stage = course.stage(selector)?;
-    // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
-    let passed = crate::progress::Progress::load(&crate::learner::progress_path(&course))
-        .map(|p| p.passed(stage))
-        .unwrap_or(false);
-    let reveal = args.flag("instructor") || passed;
-    if args.flag("room") && !reveal {
-        bail!(
-            "--room shows the diagnosis: add --instructor (or pass stage {} first)",
-            stage.number()
-        );
-    }
-    let validator = course::compile_schema("failure.schema.json")?;
-    let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
-    let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
-
-    println!("stage {} — fault `{}`", stage.id, contract.fault_id);
-    println!(
-        "  swapping {} in for {} (scratch copy; stages/ untouched)",
-        contract.fault_file, contract.faulty_source_path
-    );
-    let workspace = scratch::prepare_scratch_workspace(&course, &[(stage, &contract)])?;
+/// Builds the stage's fault copy in a scratch workspace and runs its contract's target test there (a fault
+/// that does not compile, builds no test binary or lacks the target test is an error).
+fn run_target_with_fault(
+    course: &Course,
+    stage: &Stage,
+    contract: &Contract,
+    timeout: Duration,
+) -> anyhow::Result<TestResult> {
+    let workspace = scratch::prepare_scratch_workspace(course, &[(stage, contract)])?;
     let package = scratch::copy_package(stage, Variant::Fault);
     let build = cargo::build_tests(
         &workspace.join("Cargo.toml"),
-        &scratch::scratch_target_dir(&course),
+        &scratch::scratch_target_dir(course),
         &[BuildRequest {
             package: package.clone(),
             targets: contract.fault_run_targets.clone(),
@@ -108,13 +87,44 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
             target_result = Some(result);
         }
     }
-    let Some(result) = target_result else {
-        bail!(
+    target_result.with_context(|| {
+        format!(
             "`{}` was not found in targets {:?}",
-            contract.target_test,
-            contract.fault_run_targets
+            contract.target_test, contract.fault_run_targets
+        )
+    })
+}
+
+/// `cargo xtask fault STAGE`: the instructor's demo of one fault.
+pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
+    args.at_most_positionals(1, "cargo xtask fault STAGE [--instructor]")?;
+    let course = Course::open(&args)?;
+    let selector = args
+        .positional
+        .first()
+        .context("usage: cargo xtask fault STAGE [--instructor]")?;
+    let stage = course.stage(selector)?;
+    // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
+    let passed = crate::progress::Progress::load(&crate::learner::progress_path(&course))
+        .map(|p| p.passed(stage))
+        .unwrap_or(false);
+    let reveal = args.flag("instructor") || passed;
+    if args.flag("room") && !reveal {
+        bail!(
+            "--room shows the diagnosis: add --instructor (or pass stage {} first)",
+            stage.number()
         );
-    };
+    }
+    let validator = course::compile_schema("failure.schema.json")?;
+    let contract = course::load_contract(stage, &validator).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let timeout = Duration::from_secs(args.number("timeout")?.unwrap_or(60).max(1));
+
+    println!("stage {} — fault `{}`", stage.id, contract.fault_id);
+    println!(
+        "  swapping {} in for {} (scratch copy; stages/ untouched)",
+        contract.fault_file, contract.faulty_source_path
+    );
+    let result = run_target_with_fault(&course, stage, &contract, timeout)?;
     if args.flag("room") {
         let title = course::load_meta(stage)
             .map(|m| m.title.en)

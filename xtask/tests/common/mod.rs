@@ -1,5 +1,6 @@
 //! Shared by xtask's self-tests: private copies of the fixture course (under cargo's target tmp
 //! dir, never the source tree), the real xtask binary run against them, and small readers.
+// Every test binary compiles this module and uses a part of it: what one binary leaves unused is not dead.
 #![allow(dead_code)]
 
 use std::fs;

@@ -210,59 +210,76 @@ pub(super) fn value_node(
             Ok(Node::rule("computed-num"))
         }
         ("number", _) => Ok(number_node(grammar, inputs)),
-        ("integer", _) => {
-            let min = schema.get("minimum").and_then(Value::as_i64);
-            let max = schema.get("maximum").and_then(Value::as_i64);
-            match (min, max) {
-                (Some(a), Some(b)) if b >= a && b - a <= 32 => {
-                    Ok(Node::one_of_texts((a..=b).map(|n| n.to_string())))
-                }
-                _ => Ok(Node::seq([
-                    Node::lit("-").opt(),
-                    Node::Class {
-                        negated: false,
-                        ranges: vec![('0', '9')],
-                    }
-                    .repeat(1, 12),
-                ])),
-            }
-        }
+        ("integer", _) => Ok(integer_node(schema)),
         ("boolean", _) => Ok(Node::one_of_texts(["true", "false"])),
         ("array", _) => {
             let items_schema = schema.get("items").ok_or_else(unsupported)?;
-            let item = value_node(
-                grammar,
-                inputs,
-                tool,
-                &format!("{field}[]"),
-                items_schema,
-                goal,
-            )?;
-            let max = schema
-                .get("maxItems")
-                .and_then(Value::as_u64)
-                .map_or(caps.array_items, |m| (m as u32).min(caps.array_items))
-                .max(1);
-            let min = schema
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .map_or(0, |m| (m as u32).min(max));
-            let rule = format!(
-                "{}-{}-item",
-                rule_name(tool),
-                rule_name(field.trim_end_matches("[]"))
-            );
-            grammar.define(&rule, item);
-            let rest = Node::seq([Node::lit(","), Node::rule(rule.clone())])
-                .repeat(min.saturating_sub(1), max - 1);
-            let body = Node::seq([Node::rule(rule), rest]);
-            Ok(Node::seq([
-                Node::lit("["),
-                if min == 0 { body.opt() } else { body },
-                Node::lit("]"),
-            ]))
+            array_node(grammar, inputs, tool, field, schema, items_schema, goal)
         }
         _ => Err(unsupported()),
+    }
+}
+
+/// The grammar of an array value: its items' grammar as a rule, repeated within the schema's and the caps' bounds.
+fn array_node(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    tool: &str,
+    field: &str,
+    schema: &Value,
+    items_schema: &Value,
+    goal: CalcGoal,
+) -> Result<Node, GrammarError> {
+    let caps = &inputs.caps;
+    let item = value_node(
+        grammar,
+        inputs,
+        tool,
+        &format!("{field}[]"),
+        items_schema,
+        goal,
+    )?;
+    let max = schema
+        .get("maxItems")
+        .and_then(Value::as_u64)
+        .map_or(caps.array_items, |m| (m as u32).min(caps.array_items))
+        .max(1);
+    let min = schema
+        .get("minItems")
+        .and_then(Value::as_u64)
+        .map_or(0, |m| (m as u32).min(max));
+    let rule = format!(
+        "{}-{}-item",
+        rule_name(tool),
+        rule_name(field.trim_end_matches("[]"))
+    );
+    grammar.define(&rule, item);
+    let rest = Node::seq([Node::lit(","), Node::rule(rule.clone())])
+        .repeat(min.saturating_sub(1), max - 1);
+    let body = Node::seq([Node::rule(rule), rest]);
+    Ok(Node::seq([
+        Node::lit("["),
+        if min == 0 { body.opt() } else { body },
+        Node::lit("]"),
+    ]))
+}
+
+/// The grammar of an integer value: each value of a small `minimum..=maximum` range, else up to 12 digits.
+fn integer_node(schema: &Value) -> Node {
+    let min = schema.get("minimum").and_then(Value::as_i64);
+    let max = schema.get("maximum").and_then(Value::as_i64);
+    match (min, max) {
+        (Some(a), Some(b)) if b >= a && b - a <= 32 => {
+            Node::one_of_texts((a..=b).map(|n| n.to_string()))
+        }
+        _ => Node::seq([
+            Node::lit("-").opt(),
+            Node::Class {
+                negated: false,
+                ranges: vec![('0', '9')],
+            }
+            .repeat(1, 12),
+        ]),
     }
 }
 

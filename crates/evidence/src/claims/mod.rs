@@ -265,61 +265,9 @@ pub fn check(
     let texts = [task.text(), task.file.answer_template.as_str()];
     let grounded = GroundedValues::collect(cited.iter().copied(), &texts);
 
-    // Digits inside row labels and observation ids are names, not claims.
-    let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
-    let masked: Vec<&str> = grounded
-        .labels
-        .iter()
-        .map(String::as_str)
-        .chain(ids.iter().map(String::as_str))
-        .collect();
-    let mentions = answer::numbers_outside(&final_decision.answer, &masked);
-    let ungrounded: Vec<&str> = mentions
-        .iter()
-        .filter(|m| !grounded.grounds(m))
-        .map(|m| m.printed.as_str())
-        .collect();
-    if !ungrounded.is_empty() {
-        return Err(reject(
-            "ungrounded_number",
-            format!(
-                "the answer states {}, which no cited observation of the data ({}) contains; state only numbers from the cited observations",
-                ungrounded.join(", "),
-                final_decision.evidence_ids.join(", ")
-            ),
-        ));
-    }
-    // A grounded number can still be the wrong row's: "Site C with Pass Rate 70" where 70 is the
-    // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
-    let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
-    let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    // Disagreements with the runtime's check are collected, so that one rejection names them all.
     let mut disputes = Disputes::default();
-    for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
-        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else {
-            continue;
-        };
-        if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
-            let mut shown: Vec<String> = own
-                .iter()
-                .map(|v| forge_language::numbers::canonical(*v))
-                .collect();
-            shown.dedup();
-            disputes.add(
-                "answer",
-                reject(
-                "misattributed_number",
-                format!(
-                    "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
-                    labels[label],
-                    mention.printed,
-                    labels[label],
-                    final_decision.evidence_ids.join(", "),
-                ),
-            ),
-            );
-        }
-    }
-    let numbers: Vec<String> = mentions.iter().map(|m| m.printed.clone()).collect();
+    let numbers = check_numbers(ledger, final_decision, &grounded, &mut disputes)?;
     let truth = rule_truth(task, ledger, &cited);
     let phrases = task.verdict_phrases();
     let plan = Plan::new(task, &cited);
@@ -382,22 +330,7 @@ pub fn check(
         }
     }
 
-    // All verdict choices of one answer say the same thing.
-    let known: Vec<bool> = stated_verdicts.iter().filter_map(|(_, p)| *p).collect();
-    if known.iter().any(|p| *p != known[0]) {
-        let said: Vec<String> = stated_verdicts
-            .iter()
-            .map(|(part, p)| format!("{part} says {}", polarity_word(*p)))
-            .collect();
-        return Err(reject(
-            "verdicts_disagree",
-            format!(
-                "the answer's verdict choices disagree ({}); choose options that say the same",
-                said.join(", ")
-            ),
-        ));
-    }
-    let stated = known.first().copied();
+    let stated = agreed_verdict(&stated_verdicts)?;
     let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
     if stated.is_none()
         && task.rule_check().is_some()
@@ -412,84 +345,11 @@ pub fn check(
     }
     let mut rule_source = None;
     for (part, polarity) in &stated_verdicts {
-        let stated_text = polarity_word(*polarity).to_owned();
-        let check = match (&truth, polarity) {
-            (_, None) => unverified(
-                part,
-                "verdict",
-                &stated_text,
-                "the runtime cannot tell which verdict this option states",
-            ),
-            (
-                Truth::Rule {
-                    holds,
-                    source_id,
-                    because,
-                },
-                Some(p),
-            ) => {
-                rule_source = Some(source_id.clone());
-                if p != holds {
-                    disputes.add(
-                        part.clone(),
-                        reject(
-                            "verdict_contradicts_evidence",
-                            format!(
-                                "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
-                                if *p { &met } else { &not_met }
-                            ),
-                        ),
-                    );
-                    continue;
-                }
-                verified(
-                    part,
-                    "verdict",
-                    &stated_text,
-                    format!("{source_id}: {because}"),
-                )
-            }
-            (
-                Truth::ModelCheck {
-                    source_id,
-                    expression,
-                    uncertain,
-                },
-                Some(_),
-            ) => {
-                let mut why = format!(
-                    "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
-                );
-                if !uncertain.is_empty() {
-                    why.push_str(&format!(
-                        " (it could not read the rule, so it checks none of it: {})",
-                        uncertain.join("; ")
-                    ));
-                }
-                unverified(part, "verdict", &stated_text, &why)
-            }
-            (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
-                part,
-                "verdict",
-                &stated_text,
-                &format!(
-                    "the runtime does not compare numbers in different units: {}",
-                    conflicts.join("; ")
-                ),
-            ),
-            (Truth::Unknown { uncertain }, Some(_)) => {
-                let why = if uncertain.is_empty() {
-                    "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
-                } else {
-                    format!(
-                        "the runtime could not read the rule, so it checks none of it: {}",
-                        uncertain.join("; ")
-                    )
-                };
-                unverified(part, "verdict", &stated_text, &why)
-            }
-        };
-        claims.push(check);
+        match verdict_check(part, *polarity, &truth, (&met, &not_met), &mut rule_source) {
+            Ok(check) => claims.push(check),
+            Err(dispute) if dispute.is_dispute() => disputes.add(part.clone(), dispute),
+            Err(fault) => return Err(fault),
+        }
     }
 
     let claims = disputes.settle(claims)?;
@@ -507,6 +367,171 @@ pub fn check(
         numbers,
         verdict: stated,
         rule_source,
+    })
+}
+
+/// The answer's numbers, each grounded in the cited observations and, when written right after a row label,
+/// that row's own value; returns them as printed. Digits inside row labels and observation ids are names,
+/// not claims.
+fn check_numbers(
+    ledger: &Ledger,
+    final_decision: &FinalDecision,
+    grounded: &GroundedValues,
+    disputes: &mut Disputes,
+) -> Result<Vec<String>, ClaimRejection> {
+    let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
+    let masked: Vec<&str> = grounded
+        .labels
+        .iter()
+        .map(String::as_str)
+        .chain(ids.iter().map(String::as_str))
+        .collect();
+    let mentions = answer::numbers_outside(&final_decision.answer, &masked);
+    let ungrounded: Vec<&str> = mentions
+        .iter()
+        .filter(|m| !grounded.grounds(m))
+        .map(|m| m.printed.as_str())
+        .collect();
+    if !ungrounded.is_empty() {
+        return Err(reject(
+            "ungrounded_number",
+            format!(
+                "the answer states {}, which no cited observation of the data ({}) contains; state only numbers from the cited observations",
+                ungrounded.join(", "),
+                final_decision.evidence_ids.join(", ")
+            ),
+        ));
+    }
+    // A grounded number can still be the wrong row's: "Site C with Pass Rate 70" where 70 is the
+    // rule's minimum and Site C's value is 67. A number written right after a row label is that row's.
+    let labels: Vec<&str> = grounded.labels.iter().map(String::as_str).collect();
+    let columns: Vec<&str> = grounded.columns.iter().map(String::as_str).collect();
+    for (label, mention) in answer::row_claims(&final_decision.answer, &labels, &masked, &columns) {
+        let Some((_, own)) = grounded.row_values.iter().find(|(l, _)| l == labels[label]) else {
+            continue;
+        };
+        if !own.is_empty() && !own.iter().any(|v| mention.stands_for(*v)) {
+            disputes.add(
+                "answer",
+                reject(
+                    "misattributed_number",
+                    format!(
+                        "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
+                        labels[label],
+                        mention.printed,
+                        labels[label],
+                        final_decision.evidence_ids.join(", "),
+                    ),
+                ),
+            );
+        }
+    }
+    Ok(mentions.iter().map(|m| m.printed.clone()).collect())
+}
+
+/// The verdict all of an answer's verdict choices state (`None` when none states one), or
+/// `verdicts_disagree` when they differ.
+fn agreed_verdict(
+    stated_verdicts: &[(String, Option<bool>)],
+) -> Result<Option<bool>, ClaimRejection> {
+    let known: Vec<bool> = stated_verdicts.iter().filter_map(|(_, p)| *p).collect();
+    if known.iter().any(|p| *p != known[0]) {
+        let said: Vec<String> = stated_verdicts
+            .iter()
+            .map(|(part, p)| format!("{part} says {}", polarity_word(*p)))
+            .collect();
+        return Err(reject(
+            "verdicts_disagree",
+            format!(
+                "the answer's verdict choices disagree ({}); choose options that say the same",
+                said.join(", ")
+            ),
+        ));
+    }
+    Ok(known.first().copied())
+}
+
+/// One stated verdict checked against what the runtime read of the rule: verified, unverified with the
+/// reason, or `verdict_contradicts_evidence`; a rule's source goes into `rule_source`.
+fn verdict_check(
+    part: &str,
+    polarity: Option<bool>,
+    truth: &Truth,
+    (met, not_met): (&str, &str),
+    rule_source: &mut Option<String>,
+) -> Result<ClaimCheck, ClaimRejection> {
+    let stated_text = polarity_word(polarity).to_owned();
+    Ok(match (truth, polarity) {
+        (_, None) => unverified(
+            part,
+            "verdict",
+            &stated_text,
+            "the runtime cannot tell which verdict this option states",
+        ),
+        (
+            Truth::Rule {
+                holds,
+                source_id,
+                because,
+            },
+            Some(p),
+        ) => {
+            *rule_source = Some(source_id.clone());
+            if p != *holds {
+                return Err(reject(
+                    "verdict_contradicts_evidence",
+                    format!(
+                        "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
+                        if p { met } else { not_met }
+                    ),
+                ));
+            }
+            verified(
+                part,
+                "verdict",
+                &stated_text,
+                format!("{source_id}: {because}"),
+            )
+        }
+        (
+            Truth::ModelCheck {
+                source_id,
+                expression,
+                uncertain,
+            },
+            Some(_),
+        ) => {
+            let mut why = format!(
+                "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
+            );
+            if !uncertain.is_empty() {
+                why.push_str(&format!(
+                    " (it could not read the rule, so it checks none of it: {})",
+                    uncertain.join("; ")
+                ));
+            }
+            unverified(part, "verdict", &stated_text, &why)
+        }
+        (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
+            part,
+            "verdict",
+            &stated_text,
+            &format!(
+                "the runtime does not compare numbers in different units: {}",
+                conflicts.join("; ")
+            ),
+        ),
+        (Truth::Unknown { uncertain }, Some(_)) => {
+            let why = if uncertain.is_empty() {
+                "the cited knowledge states no rule the runtime could read, so no verdict can be verified".to_owned()
+            } else {
+                format!(
+                    "the runtime could not read the rule, so it checks none of it: {}",
+                    uncertain.join("; ")
+                )
+            };
+            unverified(part, "verdict", &stated_text, &why)
+        }
     })
 }
 
@@ -595,9 +620,7 @@ pub fn option_polarity(
     let negated = |text: &str| {
         let lex = lexicon::lexicon();
         lexicon::contains_any(text, lex.negations.iter().chain(&lex.universal_negations))
-            || ["not", "no", "未", "不", "没"]
-                .iter()
-                .any(|n| !lexicon::find(text, n).is_empty())
+            || lexicon::contains_any(text, &lex.option_negations)
     };
     let others: Vec<&String> = options
         .iter()
@@ -946,351 +969,26 @@ impl<'t> Plan<'t> {
             SlotClaim::Unsupported(_) => "unsupported",
             SlotClaim::Open => "open",
         };
-        let need_number =
-            |what: &str| -> Result<forge_language::numbers::NumberMention, ClaimRejection> {
-                number.clone().ok_or_else(|| {
-                reject("slot_type_mismatch", format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
-            })
-            };
+        let slot = Slot {
+            part: &part,
+            kind,
+            fill,
+            number,
+        };
         match claim {
             SlotClaim::Aggregate(aggregate) => {
-                let mention = need_number(&format!("the {} of a column", aggregate.function()))?;
-                let candidates = focus.candidates();
-                if candidates.is_empty() {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "no observed column fits this slot, so its value cannot be checked",
-                    ));
-                }
-                let matching: Vec<(&ColumnData, f64)> = candidates
-                    .iter()
-                    .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
-                    .filter(|(_, v)| mention.stands_for(*v))
-                    .collect();
-                let describe = |c: &ColumnData| {
-                    format!(
-                        "{}([{}]) over {} rows",
-                        aggregate.function(),
-                        c.name,
-                        c.values.len()
-                    )
-                };
-                match (candidates.len(), matching.as_slice()) {
-                    (1, [(c, v)]) => {
-                        // The value must also be what a cited calculator call computed: a cell that happens to
-                        // equal the mean is not the mean computed.
-                        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
-                            return Err(reject(
-                                "wrong_quantity",
-                                format!(
-                                    "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
-                                    mention.printed,
-                                    aggregate.function(),
-                                    c.name
-                                ),
-                            ));
-                        }
-                        if !c.missing.is_empty()
-                            && !lexicon::contains_any(
-                                answer_text,
-                                &lexicon::lexicon().excluded_rows,
-                            )
-                        {
-                            return Ok(unverified(
-                                &part,
-                                kind,
-                                fill,
-                                &format!(
-                                    "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
-                                    describe(c),
-                                    forge_language::numbers::canonical(*v),
-                                    c.missing.join(", ")
-                                ),
-                            ));
-                        }
-                        let mut detail = format!(
-                            "{} = {}",
-                            describe(c),
-                            forge_language::numbers::canonical(*v)
-                        );
-                        if !c.missing.is_empty() {
-                            detail.push_str(&format!(
-                                "; rows without a value left out: {}",
-                                c.missing.join(", ")
-                            ));
-                        }
-                        Ok(verified(&part, kind, fill, detail))
-                    }
-                    (_, []) => {
-                        let columns: Vec<String> =
-                            candidates.iter().map(|c| format!("[{}]", c.name)).collect();
-                        Err(reject(
-                            "wrong_quantity",
-                            format!(
-                                "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
-                                mention.printed,
-                                aggregate.function(),
-                                columns.join(" or ")
-                            ),
-                        ))
-                    }
-                    (_, [(c, _), ..]) => Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        &format!(
-                            "the task's words fit several columns ({}); the answer's value is {}, but which column was meant is not certain",
-                            candidates
-                                .iter()
-                                .map(|c| format!("[{}]", c.name))
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            describe(c)
-                        ),
-                    )),
-                }
+                self.check_aggregate_slot(&slot, &aggregate, &focus, answer_text)
             }
             SlotClaim::ExtremeLabel(end)
             | SlotClaim::ExtremeValue(end)
             | SlotClaim::RankedLabel(end, _)
             | SlotClaim::RankedValue(end, _) => {
-                let Some(end) = self.resolve_end(end) else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "the slot names an end (\"worst\", \"best\") but no rule says which end is worse",
-                    ));
-                };
-                let rank = match claim {
-                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
-                    _ => 1,
-                };
-                let candidates = focus.candidates();
-                let [c] = candidates.as_slice() else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "the task's words fit no single observed column, so the row cannot be checked",
-                    ));
-                };
-                let at = Rank { end, rank };
-                let Some((labels, value)) = c.ranked(end, rank) else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        &format!(
-                            "[{}] has no row of its own at the {} (too few rows, or a tie from a better rank)",
-                            c.name,
-                            at.words()
-                        ),
-                    ));
-                };
-                *last_row = Some(((*c).clone(), labels[0].to_owned()));
-                if matches!(
-                    claim,
-                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
-                ) {
-                    let mention = need_number(&format!("the value of the {} row", at.words()))?;
-                    if !mention.stands_for(value) {
-                        return Err(reject(
-                            "wrong_quantity",
-                            format!(
-                                "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
-                                mention.printed,
-                                at.words(),
-                                c.name,
-                            ),
-                        ));
-                    }
-                    return Ok(verified(
-                        &part,
-                        kind,
-                        fill,
-                        format!(
-                            "the {} row of [{}] is {} = {}",
-                            at.words(),
-                            c.name,
-                            labels.join(", "),
-                            forge_language::numbers::canonical(value)
-                        ),
-                    ));
-                }
-                check_ranked_label(
-                    &part,
-                    kind,
-                    fill,
-                    answer_text,
-                    c,
-                    at,
-                    &labels,
-                    value,
-                    number.is_some(),
-                )
+                self.check_ranked_slot(&slot, &claim, end, &focus, answer_text, last_row)
             }
-            SlotClaim::EndList(end, n) => {
-                let candidates = focus.candidates();
-                let [c] = candidates.as_slice() else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "the task's words fit no single observed column, so the rows cannot be checked",
-                    ));
-                };
-                let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        &format!(
-                            "[{}] has no {n} rows of its own at that end (a tie at the last place, too few rows, or no end a rule decides)",
-                            c.name
-                        ),
-                    ));
-                };
-                let named: Vec<&str> = c
-                    .labels
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|l| !lexicon::find(fill, l).is_empty())
-                    .collect();
-                let mut want = rows.clone();
-                want.sort_unstable();
-                let mut got = named.clone();
-                got.sort_unstable();
-                if want == got {
-                    return Ok(verified(
-                        &part,
-                        kind,
-                        fill,
-                        format!(
-                            "the {n} rows at that end of [{}]: {}",
-                            c.name,
-                            rows.join(", ")
-                        ),
-                    ));
-                }
-                Err(reject(
-                    "wrong_row",
-                    format!(
-                        "{part} names {}, which are not the {n} rows at that end of [{}]; compare the rows of that column again",
-                        if named.is_empty() {
-                            format!("\"{fill}\"")
-                        } else {
-                            named.join(", ")
-                        },
-                        c.name,
-                    ),
-                ))
-            }
-            SlotClaim::OwnValue => {
-                let Some((c, label)) = last_row.as_ref() else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "no earlier slot named the row this value belongs to",
-                    ));
-                };
-                let Some(value) = c.value_of(label) else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        &format!("{label} has no value in [{}]", c.name),
-                    ));
-                };
-                let mention = need_number("a row's value")?;
-                if !mention.stands_for(value) {
-                    return Err(reject(
-                        "wrong_quantity",
-                        format!(
-                            "{part} states {}, which is not {label}'s value in [{}]; state that row's own value",
-                            mention.printed, c.name,
-                        ),
-                    ));
-                }
-                Ok(verified(
-                    &part,
-                    kind,
-                    fill,
-                    format!(
-                        "{label}'s [{}] = {}",
-                        c.name,
-                        forge_language::numbers::canonical(value)
-                    ),
-                ))
-            }
-            SlotClaim::ExcludedRow => {
-                let candidates = focus.candidates();
-                let [c] = candidates.as_slice() else {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        "the task's words fit no single observed column, so the left-out row cannot be checked",
-                    ));
-                };
-                if c.missing
-                    .iter()
-                    .any(|m| m.eq_ignore_ascii_case(fill.trim()))
-                {
-                    return Ok(verified(
-                        &part,
-                        kind,
-                        fill,
-                        format!(
-                            "{} has no value in [{}] and was left out",
-                            fill.trim(),
-                            c.name
-                        ),
-                    ));
-                }
-                if c.missing.is_empty() {
-                    return Ok(unverified(
-                        &part,
-                        kind,
-                        fill,
-                        &format!("[{}] has a value in every row; no row was left out", c.name),
-                    ));
-                }
-                Err(reject(
-                    "wrong_row",
-                    format!(
-                        "{part} names \"{fill}\", which is not a row without a value in [{}]; look at that column's empty cells again",
-                        c.name,
-                    ),
-                ))
-            }
-            SlotClaim::Row => {
-                let row = self.columns.iter().find_map(|c| {
-                    c.labels
-                        .iter()
-                        .chain(&c.missing)
-                        .find(|l| l.eq_ignore_ascii_case(fill.trim()))
-                        .map(|l| (c, l.clone()))
-                });
-                let Some((c, label)) = row else {
-                    return Err(reject(
-                        "slot_type_mismatch",
-                        format!(
-                            "{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"
-                        ),
-                    ));
-                };
-                *last_row = Some((c.clone(), label));
-                Ok(unverified(
-                    &part,
-                    kind,
-                    fill,
-                    "the slot names a row, but which row its words mean is not read (no end word the runtime knows)",
-                ))
-            }
+            SlotClaim::EndList(end, n) => self.check_end_list_slot(&slot, end, n, &focus),
+            SlotClaim::OwnValue => check_own_value_slot(&slot, last_row),
+            SlotClaim::ExcludedRow => check_excluded_row_slot(&slot, &focus),
+            SlotClaim::Row => self.check_row_slot(&slot, last_row),
             SlotClaim::Unsupported(quantity) => Ok(unverified(
                 &part,
                 kind,
@@ -1305,6 +1003,400 @@ impl<'t> Plan<'t> {
             )),
         }
     }
+
+    /// An aggregate slot: the value must be that aggregate of the one column the slot's words name, computed by
+    /// a cited calculator call (a column with rows left out needs the answer to say so).
+    fn check_aggregate_slot(
+        &self,
+        slot: &Slot<'_>,
+        aggregate: &lexicon::Aggregate,
+        focus: &Focus<'_>,
+        answer_text: &str,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+        let mention = slot.need_number(&format!("the {} of a column", aggregate.function()))?;
+        let candidates = focus.candidates();
+        if candidates.is_empty() {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                "no observed column fits this slot, so its value cannot be checked",
+            ));
+        }
+        let matching: Vec<(&ColumnData, f64)> = candidates
+            .iter()
+            .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
+            .filter(|(_, v)| mention.stands_for(*v))
+            .collect();
+        let describe = |c: &ColumnData| {
+            format!(
+                "{}([{}]) over {} rows",
+                aggregate.function(),
+                c.name,
+                c.values.len()
+            )
+        };
+        match (candidates.len(), matching.as_slice()) {
+            (1, [(c, v)]) => {
+                // The value must also be what a cited calculator call computed: a cell that happens to
+                // equal the mean is not the mean computed.
+                if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+                    return Err(reject(
+                        "wrong_quantity",
+                        format!(
+                            "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
+                            mention.printed,
+                            aggregate.function(),
+                            c.name
+                        ),
+                    ));
+                }
+                if !c.missing.is_empty()
+                    && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows)
+                {
+                    return Ok(unverified(
+                        part,
+                        kind,
+                        fill,
+                        &format!(
+                            "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
+                            describe(c),
+                            forge_language::numbers::canonical(*v),
+                            c.missing.join(", ")
+                        ),
+                    ));
+                }
+                let mut detail = format!(
+                    "{} = {}",
+                    describe(c),
+                    forge_language::numbers::canonical(*v)
+                );
+                if !c.missing.is_empty() {
+                    detail.push_str(&format!(
+                        "; rows without a value left out: {}",
+                        c.missing.join(", ")
+                    ));
+                }
+                Ok(verified(part, kind, fill, detail))
+            }
+            (_, []) => {
+                let columns: Vec<String> =
+                    candidates.iter().map(|c| format!("[{}]", c.name)).collect();
+                Err(reject(
+                    "wrong_quantity",
+                    format!(
+                        "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
+                        mention.printed,
+                        aggregate.function(),
+                        columns.join(" or ")
+                    ),
+                ))
+            }
+            (_, [(c, _), ..]) => Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "the task's words fit several columns ({}); the answer's value is {}, but which column was meant is not certain",
+                    candidates
+                        .iter()
+                        .map(|c| format!("[{}]", c.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    describe(c)
+                ),
+            )),
+        }
+    }
+
+    /// A slot naming the row (or its value) at an end or a rank from it: checked against the one column the
+    /// slot's words name; the row is kept for a later `<its value>` slot.
+    fn check_ranked_slot(
+        &self,
+        slot: &Slot<'_>,
+        claim: &SlotClaim,
+        end: End,
+        focus: &Focus<'_>,
+        answer_text: &str,
+        last_row: &mut Option<(ColumnData, String)>,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+        let Some(end) = self.resolve_end(end) else {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                "the slot names an end (\"worst\", \"best\") but no rule says which end is worse",
+            ));
+        };
+        let rank = match *claim {
+            SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
+            _ => 1,
+        };
+        let candidates = focus.candidates();
+        let [c] = candidates.as_slice() else {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                "the task's words fit no single observed column, so the row cannot be checked",
+            ));
+        };
+        let at = Rank { end, rank };
+        let Some((labels, value)) = c.ranked(end, rank) else {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "[{}] has no row of its own at the {} (too few rows, or a tie from a better rank)",
+                    c.name,
+                    at.words()
+                ),
+            ));
+        };
+        *last_row = Some(((*c).clone(), labels[0].to_owned()));
+        if matches!(
+            claim,
+            SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
+        ) {
+            let mention = slot.need_number(&format!("the value of the {} row", at.words()))?;
+            if !mention.stands_for(value) {
+                return Err(reject(
+                    "wrong_quantity",
+                    format!(
+                        "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
+                        mention.printed,
+                        at.words(),
+                        c.name,
+                    ),
+                ));
+            }
+            return Ok(verified(
+                part,
+                kind,
+                fill,
+                format!(
+                    "the {} row of [{}] is {} = {}",
+                    at.words(),
+                    c.name,
+                    labels.join(", "),
+                    forge_language::numbers::canonical(value)
+                ),
+            ));
+        }
+        check_ranked_label(slot, answer_text, c, at, &labels, value)
+    }
+
+    /// A slot naming the first `n` rows from an end: exactly those rows of the one column the slot names.
+    fn check_end_list_slot(
+        &self,
+        slot: &Slot<'_>,
+        end: End,
+        n: u32,
+        focus: &Focus<'_>,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+        let candidates = focus.candidates();
+        let [c] = candidates.as_slice() else {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                "the task's words fit no single observed column, so the rows cannot be checked",
+            ));
+        };
+        let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "[{}] has no {n} rows of its own at that end (a tie at the last place, too few rows, or no end a rule decides)",
+                    c.name
+                ),
+            ));
+        };
+        let named: Vec<&str> = c
+            .labels
+            .iter()
+            .map(String::as_str)
+            .filter(|l| !lexicon::find(fill, l).is_empty())
+            .collect();
+        let mut want = rows.clone();
+        want.sort_unstable();
+        let mut got = named.clone();
+        got.sort_unstable();
+        if want == got {
+            return Ok(verified(
+                part,
+                kind,
+                fill,
+                format!(
+                    "the {n} rows at that end of [{}]: {}",
+                    c.name,
+                    rows.join(", ")
+                ),
+            ));
+        }
+        Err(reject(
+            "wrong_row",
+            format!(
+                "{part} names {}, which are not the {n} rows at that end of [{}]; compare the rows of that column again",
+                if named.is_empty() {
+                    format!("\"{fill}\"")
+                } else {
+                    named.join(", ")
+                },
+                c.name,
+            ),
+        ))
+    }
+
+    /// A slot naming a row by its label: it must be an observed row's; which row its words mean is not read.
+    fn check_row_slot(
+        &self,
+        slot: &Slot<'_>,
+        last_row: &mut Option<(ColumnData, String)>,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+        let row = self.columns.iter().find_map(|c| {
+            c.labels
+                .iter()
+                .chain(&c.missing)
+                .find(|l| l.eq_ignore_ascii_case(fill.trim()))
+                .map(|l| (c, l.clone()))
+        });
+        let Some((c, label)) = row else {
+            return Err(reject(
+                "slot_type_mismatch",
+                format!(
+                    "{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"
+                ),
+            ));
+        };
+        *last_row = Some((c.clone(), label));
+        Ok(unverified(
+            part,
+            kind,
+            fill,
+            "the slot names a row, but which row its words mean is not read (no end word the runtime knows)",
+        ))
+    }
+}
+
+/// One template slot being checked: its name as written (`<name>`), the kind of claim, the answer's text
+/// there and the first number in it.
+struct Slot<'a> {
+    part: &'a str,
+    kind: &'static str,
+    fill: &'a str,
+    number: Option<forge_language::numbers::NumberMention>,
+}
+
+impl Slot<'_> {
+    /// The slot's number, or `slot_type_mismatch` when the answer put none there.
+    fn need_number(
+        &self,
+        what: &str,
+    ) -> Result<forge_language::numbers::NumberMention, ClaimRejection> {
+        let (part, fill) = (self.part, self.fill);
+        self.number.clone().ok_or_else(|| {
+            reject("slot_type_mismatch", format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
+        })
+    }
+}
+
+/// An `<its value>` slot: the value of the row an earlier slot named.
+fn check_own_value_slot(
+    slot: &Slot<'_>,
+    last_row: &Option<(ColumnData, String)>,
+) -> Result<ClaimCheck, ClaimRejection> {
+    let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+    let Some((c, label)) = last_row.as_ref() else {
+        return Ok(unverified(
+            part,
+            kind,
+            fill,
+            "no earlier slot named the row this value belongs to",
+        ));
+    };
+    let Some(value) = c.value_of(label) else {
+        return Ok(unverified(
+            part,
+            kind,
+            fill,
+            &format!("{label} has no value in [{}]", c.name),
+        ));
+    };
+    let mention = slot.need_number("a row's value")?;
+    if !mention.stands_for(value) {
+        return Err(reject(
+            "wrong_quantity",
+            format!(
+                "{part} states {}, which is not {label}'s value in [{}]; state that row's own value",
+                mention.printed, c.name,
+            ),
+        ));
+    }
+    Ok(verified(
+        part,
+        kind,
+        fill,
+        format!(
+            "{label}'s [{}] = {}",
+            c.name,
+            forge_language::numbers::canonical(value)
+        ),
+    ))
+}
+
+/// A slot naming a row left out of the column (a missing cell).
+fn check_excluded_row_slot(
+    slot: &Slot<'_>,
+    focus: &Focus<'_>,
+) -> Result<ClaimCheck, ClaimRejection> {
+    let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+    let candidates = focus.candidates();
+    let [c] = candidates.as_slice() else {
+        return Ok(unverified(
+            part,
+            kind,
+            fill,
+            "the task's words fit no single observed column, so the left-out row cannot be checked",
+        ));
+    };
+    if c.missing
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(fill.trim()))
+    {
+        return Ok(verified(
+            part,
+            kind,
+            fill,
+            format!(
+                "{} has no value in [{}] and was left out",
+                fill.trim(),
+                c.name
+            ),
+        ));
+    }
+    if c.missing.is_empty() {
+        return Ok(unverified(
+            part,
+            kind,
+            fill,
+            &format!("[{}] has a value in every row; no row was left out", c.name),
+        ));
+    }
+    Err(reject(
+        "wrong_row",
+        format!(
+            "{part} names \"{fill}\", which is not a row without a value in [{}]; look at that column's empty cells again",
+            c.name,
+        ),
+    ))
 }
 
 fn end_word(end: End) -> &'static str {
@@ -1334,18 +1426,16 @@ impl Rank {
 
 /// A label slot against the rows at its rank: one row must be named as it is; a tie must be named
 /// whole, or in part only where the answer says it is a tie (`tie_not_stated` otherwise).
-#[allow(clippy::too_many_arguments)]
 fn check_ranked_label(
-    part: &str,
-    kind: &'static str,
-    fill: &str,
+    slot: &Slot<'_>,
     answer_text: &str,
     c: &ColumnData,
     at: Rank,
     labels: &[&str],
     value: f64,
-    is_number: bool,
 ) -> Result<ClaimCheck, ClaimRejection> {
+    let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+    let is_number = slot.number.is_some();
     let shown = forge_language::numbers::canonical(value);
     if let [label] = labels
         && fill.trim().eq_ignore_ascii_case(label)

@@ -436,7 +436,33 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
         }
         _ => {}
     };
-    let mut record = RunRecord {
+    let mut record = failed_record(plan, task, chooser, mode, temperature, seed);
+    match harness::run_with_model(
+        &spec,
+        config,
+        &harness::control_for(&spec.budgets),
+        &mut sink,
+    ) {
+        Err(e) => record.error = Some(e.to_string()),
+        Ok(run) => record_run(&mut record, &run),
+    }
+    record.rejected_finals = rejected;
+    record.invalid_decisions = invalid;
+    let _ = fs::remove_dir_all(&spec.artifact_dir);
+    record
+}
+
+/// A run's record before it runs: failed with `runtime_error`, nothing counted (what a run that never
+/// started reports).
+fn failed_record(
+    plan: &Plan,
+    task: &str,
+    chooser: Chooser,
+    mode: Mode,
+    temperature: f32,
+    seed: u32,
+) -> RunRecord {
+    RunRecord {
         task: task.to_owned(),
         policy: chooser.as_str().to_owned(),
         mode: mode.to_string(),
@@ -469,84 +495,74 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
         choice_tokens: 0,
         share_unknown_decisions: 0,
         forced_share: None,
-    };
-    match harness::run_with_model(
-        &spec,
-        config,
-        &harness::control_for(&spec.budgets),
-        &mut sink,
-    ) {
-        Err(e) => record.error = Some(e.to_string()),
-        Ok(run) => {
-            let r = &run.result;
-            record.status = r.status.as_str().into();
-            record.stop_reason = r.stop_reason.as_str().into();
-            record.ground_truth =
-                ground_truth_text(&serde_json::to_value(r).unwrap_or(Value::Null)["ground_truth"]);
-            if let Some(m) = &r.metrics {
-                record.task_success = m.task_success;
-                record.termination_correctness = m.termination_correctness;
-                record.steps = m.steps;
-                record.tool_calls = m.tool_calls;
-                record.input_tokens = m.input_tokens;
-                record.output_tokens = m.output_tokens;
-                record.forced_tokens = m.forced_tokens;
-                record.choice_tokens = m.choice_tokens;
-                record.share_unknown_decisions = m.share_unknown_decisions;
-                record.forced_share = m.forced_share;
-                let metrics = serde_json::to_value(m).unwrap_or(Value::Null);
-                record.checks = metrics
-                    .get("task_success_checks")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-            }
-            record.final_answer = r.final_answer.clone();
-            record.outcome = r
-                .metrics
-                .as_ref()
-                .and_then(|m| m.outcome)
-                .map(|o| o.as_str().to_owned());
-            record.verification = r
-                .verification
-                .as_ref()
-                .map(|v| v.status.as_str().to_owned());
-            record.unverified = r
-                .verification
-                .as_ref()
-                .map(|v| v.unverified())
-                .unwrap_or_default();
-            record.error = r
-                .error
-                .as_ref()
-                .map(|e| format!("{}: {}", e.code, e.message));
-            record.decision_latency_ms = run
-                .decisions
-                .iter()
-                .map(|d| (d.latency_ms * 10.0).round() / 10.0)
-                .collect();
-            record.decision_tokens = run
-                .decisions
-                .iter()
-                .map(|d| DecisionTokens {
-                    gap: d.gap.clone(),
-                    input: d.input_tokens,
-                    output: d.output_tokens,
-                    prefix_chars: d.prefix_chars,
-                    share: Some(d.share.clone()),
-                })
-                .collect();
-            record.grammar_ms = run
-                .decisions
-                .iter()
-                .map(|d| (d.grammar_ms * 1000.0).round() / 1000.0)
-                .collect();
-            record.wall_ms = (run.wall_ms * 10.0).round() / 10.0;
-        }
     }
-    record.rejected_finals = rejected;
-    record.invalid_decisions = invalid;
-    let _ = fs::remove_dir_all(&spec.artifact_dir);
-    record
+}
+
+/// Fills `record` from a finished run: its status, metrics, verification and per-decision figures.
+fn record_run(record: &mut RunRecord, run: &harness::ModelRun) {
+    let r = &run.result;
+    record.status = r.status.as_str().into();
+    record.stop_reason = r.stop_reason.as_str().into();
+    record.ground_truth =
+        ground_truth_text(&serde_json::to_value(r).unwrap_or(Value::Null)["ground_truth"]);
+    if let Some(m) = &r.metrics {
+        record.task_success = m.task_success;
+        record.termination_correctness = m.termination_correctness;
+        record.steps = m.steps;
+        record.tool_calls = m.tool_calls;
+        record.input_tokens = m.input_tokens;
+        record.output_tokens = m.output_tokens;
+        record.forced_tokens = m.forced_tokens;
+        record.choice_tokens = m.choice_tokens;
+        record.share_unknown_decisions = m.share_unknown_decisions;
+        record.forced_share = m.forced_share;
+        let metrics = serde_json::to_value(m).unwrap_or(Value::Null);
+        record.checks = metrics
+            .get("task_success_checks")
+            .cloned()
+            .unwrap_or(Value::Null);
+    }
+    record.final_answer = r.final_answer.clone();
+    record.outcome = r
+        .metrics
+        .as_ref()
+        .and_then(|m| m.outcome)
+        .map(|o| o.as_str().to_owned());
+    record.verification = r
+        .verification
+        .as_ref()
+        .map(|v| v.status.as_str().to_owned());
+    record.unverified = r
+        .verification
+        .as_ref()
+        .map(|v| v.unverified())
+        .unwrap_or_default();
+    record.error = r
+        .error
+        .as_ref()
+        .map(|e| format!("{}: {}", e.code, e.message));
+    record.decision_latency_ms = run
+        .decisions
+        .iter()
+        .map(|d| (d.latency_ms * 10.0).round() / 10.0)
+        .collect();
+    record.decision_tokens = run
+        .decisions
+        .iter()
+        .map(|d| DecisionTokens {
+            gap: d.gap.clone(),
+            input: d.input_tokens,
+            output: d.output_tokens,
+            prefix_chars: d.prefix_chars,
+            share: Some(d.share.clone()),
+        })
+        .collect();
+    record.grammar_ms = run
+        .decisions
+        .iter()
+        .map(|d| (d.grammar_ms * 1000.0).round() / 1000.0)
+        .collect();
+    record.wall_ms = (run.wall_ms * 10.0).round() / 10.0;
 }
 
 /// `loaded`, or `unavailable: <reason>` from the result's ground-truth field (string or object).

@@ -210,123 +210,127 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
             .or_default()
             .push(r);
     }
-    let mut summaries: Vec<ConfigSummary> = groups
-        .into_values()
-        .map(|rs| {
-            let first = rs[0];
-            let scored: Vec<&&RunRecord> = rs.iter().filter(|r| r.task_success.is_some()).collect();
-            let successes = scored
-                .iter()
-                .filter(|r| r.task_success == Some(true))
-                .count() as u32;
-            let mut per_task: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-            for r in &scored {
-                let entry = per_task.entry(r.task.clone()).or_default();
-                entry.1 += 1;
-                entry.0 += u32::from(r.task_success == Some(true));
-            }
-            let max_k = per_task.values().map(|(_, n)| *n).max().unwrap_or(0);
-            let pass_hat_k = (1..=max_k)
-                .map(|k| {
-                    let values: Vec<f64> = per_task
-                        .values()
-                        .filter(|(_, n)| *n >= k)
-                        .map(|(c, n)| pass_hat_k(*c, *n, k))
-                        .collect();
-                    (k, values.iter().sum::<f64>() / values.len().max(1) as f64)
-                })
+    let mut summaries: Vec<ConfigSummary> = groups.into_values().map(summarize_config).collect();
+    add_lifts(&mut summaries);
+    summaries
+}
+
+/// Every figure of one configuration's runs (all of the same model, mode, policy and temperature).
+fn summarize_config(rs: Vec<&RunRecord>) -> ConfigSummary {
+    let first = rs[0];
+    let scored: Vec<&&RunRecord> = rs.iter().filter(|r| r.task_success.is_some()).collect();
+    let successes = scored
+        .iter()
+        .filter(|r| r.task_success == Some(true))
+        .count() as u32;
+    let mut per_task: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for r in &scored {
+        let entry = per_task.entry(r.task.clone()).or_default();
+        entry.1 += 1;
+        entry.0 += u32::from(r.task_success == Some(true));
+    }
+    let max_k = per_task.values().map(|(_, n)| *n).max().unwrap_or(0);
+    let pass_hat_k = (1..=max_k)
+        .map(|k| {
+            let values: Vec<f64> = per_task
+                .values()
+                .filter(|(_, n)| *n >= k)
+                .map(|(c, n)| pass_hat_k(*c, *n, k))
                 .collect();
-            let count = |f: &dyn Fn(&RunRecord) -> Vec<String>| {
-                let mut m: BTreeMap<String, u32> = BTreeMap::new();
-                for r in &rs {
-                    for key in f(r) {
-                        *m.entry(key).or_default() += 1;
-                    }
-                }
-                m
-            };
-            let sum_maps = |f: &dyn Fn(&RunRecord) -> &BTreeMap<String, u32>| {
-                let mut m: BTreeMap<String, u32> = BTreeMap::new();
-                for r in &rs {
-                    for (k, v) in f(r) {
-                        *m.entry(k.clone()).or_default() += v;
-                    }
-                }
-                m
-            };
-            let mut latencies: Vec<f64> = rs
-                .iter()
-                .flat_map(|r| r.decision_latency_ms.iter().copied())
-                .collect();
-            latencies.sort_by(f64::total_cmp);
-            let mut grammar: Vec<f64> = rs
-                .iter()
-                .flat_map(|r| r.grammar_ms.iter().copied())
-                .collect();
-            grammar.sort_by(f64::total_cmp);
-            let mut walls: Vec<f64> = rs.iter().map(|r| r.wall_ms / 1e3).collect();
-            walls.sort_by(f64::total_cmp);
-            let n = rs.len() as f64;
-            ConfigSummary {
-                model: first.model.clone(),
-                policy: first.policy.clone(),
-                mode: first.mode.clone(),
-                temperature: first.temperature,
-                runs: rs.len() as u32,
-                scored: scored.len() as u32,
-                successes,
-                success_rate: (!scored.is_empty())
-                    .then(|| f64::from(successes) / scored.len() as f64),
-                wilson_95: wilson(successes, scored.len() as u32),
-                pass_hat_k,
-                accepted_but_wrong: rs
-                    .iter()
-                    .filter(|r| match r.outcome.as_deref() {
-                        Some(outcome) => outcome == "wrong_accepted",
-                        None => r.status == "completed" && r.task_success == Some(false),
-                    })
-                    .count() as u32,
-                abstained: rs
-                    .iter()
-                    .filter(|r| r.outcome.as_deref() == Some("abstained"))
-                    .count() as u32,
-                no_answer: rs
-                    .iter()
-                    .filter(|r| r.outcome.as_deref() == Some("no_answer"))
-                    .count() as u32,
-                lift_over_grammar_only: None,
-                ground_truth_unavailable: rs
-                    .iter()
-                    .filter(|r| r.ground_truth.starts_with("unavailable"))
-                    .count() as u32,
-                stop_reasons: count(&|r| vec![r.stop_reason.clone()]),
-                rejected_finals: sum_maps(&|r| &r.rejected_finals),
-                invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
-                // Only runs scored wrong: a successful run's checks hold false leaves too (the other
-                // alternatives of an any_of group).
-                failed_checks: count(&|r| {
-                    if r.task_success == Some(false) {
-                        failed_checks(&r.checks)
-                    } else {
-                        Vec::new()
-                    }
-                }),
-                per_task,
-                mean_input_tokens: rs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
-                mean_output_tokens: rs.iter().map(|r| r.output_tokens as f64).sum::<f64>() / n,
-                decision_latency_p50_ms: percentile(&latencies, 0.5),
-                decision_latency_p95_ms: percentile(&latencies, 0.95),
-                wall_per_run_p50_s: percentile(&walls, 0.5),
-                wall_per_run_mean_s: walls.iter().sum::<f64>() / n,
-                wall_total_s: walls.iter().sum::<f64>(),
-                grammar_p50_ms: percentile(&grammar, 0.5),
-                grammar_p95_ms: percentile(&grammar, 0.95),
-                token_share: ConfigShare::of(&rs),
-            }
+            (k, values.iter().sum::<f64>() / values.len().max(1) as f64)
         })
         .collect();
-    // The model's lift: each model row against the grammar-only row of the same model file and mode (all its
-    // seeds pooled; the grammar-only policy has no temperature).
+    let count = |f: &dyn Fn(&RunRecord) -> Vec<String>| {
+        let mut m: BTreeMap<String, u32> = BTreeMap::new();
+        for r in &rs {
+            for key in f(r) {
+                *m.entry(key).or_default() += 1;
+            }
+        }
+        m
+    };
+    let sum_maps = |f: &dyn Fn(&RunRecord) -> &BTreeMap<String, u32>| {
+        let mut m: BTreeMap<String, u32> = BTreeMap::new();
+        for r in &rs {
+            for (k, v) in f(r) {
+                *m.entry(k.clone()).or_default() += v;
+            }
+        }
+        m
+    };
+    let mut latencies: Vec<f64> = rs
+        .iter()
+        .flat_map(|r| r.decision_latency_ms.iter().copied())
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    let mut grammar: Vec<f64> = rs
+        .iter()
+        .flat_map(|r| r.grammar_ms.iter().copied())
+        .collect();
+    grammar.sort_by(f64::total_cmp);
+    let mut walls: Vec<f64> = rs.iter().map(|r| r.wall_ms / 1e3).collect();
+    walls.sort_by(f64::total_cmp);
+    let n = rs.len() as f64;
+    ConfigSummary {
+        model: first.model.clone(),
+        policy: first.policy.clone(),
+        mode: first.mode.clone(),
+        temperature: first.temperature,
+        runs: rs.len() as u32,
+        scored: scored.len() as u32,
+        successes,
+        success_rate: (!scored.is_empty()).then(|| f64::from(successes) / scored.len() as f64),
+        wilson_95: wilson(successes, scored.len() as u32),
+        pass_hat_k,
+        accepted_but_wrong: rs
+            .iter()
+            .filter(|r| match r.outcome.as_deref() {
+                Some(outcome) => outcome == "wrong_accepted",
+                None => r.status == "completed" && r.task_success == Some(false),
+            })
+            .count() as u32,
+        abstained: rs
+            .iter()
+            .filter(|r| r.outcome.as_deref() == Some("abstained"))
+            .count() as u32,
+        no_answer: rs
+            .iter()
+            .filter(|r| r.outcome.as_deref() == Some("no_answer"))
+            .count() as u32,
+        lift_over_grammar_only: None,
+        ground_truth_unavailable: rs
+            .iter()
+            .filter(|r| r.ground_truth.starts_with("unavailable"))
+            .count() as u32,
+        stop_reasons: count(&|r| vec![r.stop_reason.clone()]),
+        rejected_finals: sum_maps(&|r| &r.rejected_finals),
+        invalid_decisions: sum_maps(&|r| &r.invalid_decisions),
+        // Only runs scored wrong: a successful run's checks hold false leaves too (the other
+        // alternatives of an any_of group).
+        failed_checks: count(&|r| {
+            if r.task_success == Some(false) {
+                failed_checks(&r.checks)
+            } else {
+                Vec::new()
+            }
+        }),
+        per_task,
+        mean_input_tokens: rs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
+        mean_output_tokens: rs.iter().map(|r| r.output_tokens as f64).sum::<f64>() / n,
+        decision_latency_p50_ms: percentile(&latencies, 0.5),
+        decision_latency_p95_ms: percentile(&latencies, 0.95),
+        wall_per_run_p50_s: percentile(&walls, 0.5),
+        wall_per_run_mean_s: walls.iter().sum::<f64>() / n,
+        wall_total_s: walls.iter().sum::<f64>(),
+        grammar_p50_ms: percentile(&grammar, 0.5),
+        grammar_p95_ms: percentile(&grammar, 0.95),
+        token_share: ConfigShare::of(&rs),
+    }
+}
+
+/// The model's lift: each model row against the grammar-only row of the same model file and mode (all its
+/// seeds pooled; the grammar-only policy has no temperature).
+fn add_lifts(summaries: &mut [ConfigSummary]) {
     let baselines: Vec<(String, String, u32, u32)> = summaries
         .iter()
         .filter(|c| c.policy == GRAMMAR_ONLY)
@@ -350,7 +354,6 @@ pub fn summarize(records: &[RunRecord]) -> Vec<ConfigSummary> {
             });
         }
     }
-    summaries
 }
 
 /// The policy name of the grammar-only baseline in records and summaries.

@@ -183,40 +183,7 @@ impl Run<'_, '_> {
             }) => {
                 // Earlier retryable failures of this action were recovered by this success.
                 self.counters.recovered += retryable_failures;
-                let digest = result_digest(tool, &output.digest_basis);
-                for record in &output.artifacts {
-                    if !self.artifact_records.iter().any(|r| r.id == record.id) {
-                        self.artifact_records.push(record.clone());
-                    }
-                }
-                let recorded = self
-                    .ledger
-                    .record_success(
-                        tool,
-                        self.step,
-                        &output,
-                        digest.clone(),
-                        latency.as_millis() as u64,
-                    )
-                    .map(ObservationRecord::to_json);
-                let observation = match recorded {
-                    Ok(observation) => observation,
-                    Err(error) => {
-                        return Some(End::error(
-                            StopReason::RuntimeError,
-                            "state_refused",
-                            error.to_string(),
-                        ));
-                    }
-                };
-                let count = self.ledger.len();
-                self.emit("tool.observation", attempts, json!({ "observation": observation, "state_delta": { "observation_count": count } }));
-                if self.guards.record_result(&digest) {
-                    return Some(
-                        self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })),
-                    );
-                }
-                None
+                self.record_success(tool, &output, latency, attempts)
             }
             Err(RetryError::Permanent {
                 error: AttemptError::Tool(error),
@@ -248,6 +215,53 @@ impl Run<'_, '_> {
                 format!("retry budget {max_attempts} is invalid"),
             )),
         }
+    }
+
+    /// A successful attempt: its artifacts kept, its observation recorded and traced, and the repeated-result
+    /// guard consulted (a stop when it trips).
+    fn record_success(
+        &mut self,
+        tool: &str,
+        output: &ToolOutput,
+        latency: Duration,
+        attempts: u32,
+    ) -> Option<End> {
+        let digest = result_digest(tool, &output.digest_basis);
+        for record in &output.artifacts {
+            if !self.artifact_records.iter().any(|r| r.id == record.id) {
+                self.artifact_records.push(record.clone());
+            }
+        }
+        let recorded = self
+            .ledger
+            .record_success(
+                tool,
+                self.step,
+                output,
+                digest.clone(),
+                latency.as_millis() as u64,
+            )
+            .map(ObservationRecord::to_json);
+        let observation = match recorded {
+            Ok(observation) => observation,
+            Err(error) => {
+                return Some(End::error(
+                    StopReason::RuntimeError,
+                    "state_refused",
+                    error.to_string(),
+                ));
+            }
+        };
+        let count = self.ledger.len();
+        self.emit(
+            "tool.observation",
+            attempts,
+            json!({ "observation": observation, "state_delta": { "observation_count": count } }),
+        );
+        if self.guards.record_result(&digest) {
+            return Some(self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })));
+        }
+        None
     }
 
     pub(super) fn record_tool_failure(

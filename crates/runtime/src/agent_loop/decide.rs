@@ -191,85 +191,8 @@ impl Run<'_, '_> {
         &mut self,
         final_decision: FinalDecision,
     ) -> Result<FinalDecision, Option<End>> {
-        let found = self.task.evidence(self.ledger.records());
-        let items = self.task.required_evidence();
         let cited = &final_decision.evidence_ids;
-        let unknown: Vec<&String> = cited
-            .iter()
-            .filter(|id| self.ledger.get(id).is_none())
-            .collect();
-        let failed: Vec<&String> = cited
-            .iter()
-            .filter(|id| self.ledger.get(id).is_some_and(|r| !r.ok))
-            .collect();
-        // Superseded: an item would accept it, but a later observation is that item's evidence now.
-        let stale: Vec<&String> = cited
-            .iter()
-            .filter(|id| {
-                self.ledger.get(id).is_some_and(|r| {
-                    let accepting: Vec<usize> =
-                        (0..items.len()).filter(|&i| items[i].accepts(r)).collect();
-                    !accepting.is_empty()
-                        && accepting
-                            .iter()
-                            .all(|&i| found[i].as_deref() != Some(id.as_str()))
-                })
-            })
-            .collect();
-        let missing: Vec<String> = items
-            .iter()
-            .zip(&found)
-            .filter(|(_, id)| id.is_none())
-            .map(|(item, _)| item.describe())
-            .collect();
-        let uncited: Vec<&String> = found
-            .iter()
-            .flatten()
-            .filter(|id| !cited.contains(id))
-            .collect();
-        let join = |ids: &[&String]| {
-            ids.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let rejection = if !unknown.is_empty() {
-            Some((
-                "final_unknown_evidence",
-                format!(
-                    "evidence_ids name observations that do not exist: {}",
-                    join(&unknown)
-                ),
-            ))
-        } else if !failed.is_empty() {
-            Some((
-                "final_failed_evidence",
-                format!("evidence_ids cite failed observations: {}", join(&failed)),
-            ))
-        } else if !stale.is_empty() {
-            Some((
-                "final_stale_evidence",
-                format!(
-                    "evidence_ids cite superseded observations: {}; cite the latest successful one of each tool",
-                    join(&stale)
-                ),
-            ))
-        } else if !missing.is_empty() {
-            Some((
-                "final_missing_evidence",
-                format!(
-                    "no successful observation yet from: {}; run it before answering",
-                    missing.join(", ")
-                ),
-            ))
-        } else if !uncited.is_empty() {
-            Some((
-                "final_uncited_evidence",
-                format!("evidence_ids must also cite: {}", join(&uncited)),
-            ))
-        } else {
-            None
-        };
+        let rejection = self.evidence_rejection(cited);
         // The evidence is complete and current: now what the answer says must agree with it.
         let checked = match rejection {
             Some(rejection) => Err(rejection),
@@ -317,6 +240,90 @@ impl Run<'_, '_> {
                 }
                 Err(None)
             }
+        }
+    }
+
+    /// Why the cited evidence cannot back a final answer, checked in order: ids that do not exist, failed
+    /// observations, superseded ones, required tools not run yet, required evidence not cited; `None` when
+    /// the evidence is complete and current.
+    fn evidence_rejection(&self, cited: &[String]) -> Option<(&'static str, String)> {
+        let found = self.task.evidence(self.ledger.records());
+        let items = self.task.required_evidence();
+        let unknown: Vec<&String> = cited
+            .iter()
+            .filter(|id| self.ledger.get(id).is_none())
+            .collect();
+        let failed: Vec<&String> = cited
+            .iter()
+            .filter(|id| self.ledger.get(id).is_some_and(|r| !r.ok))
+            .collect();
+        // Superseded: an item would accept it, but a later observation is that item's evidence now.
+        let stale: Vec<&String> = cited
+            .iter()
+            .filter(|id| {
+                self.ledger.get(id).is_some_and(|r| {
+                    let accepting: Vec<usize> =
+                        (0..items.len()).filter(|&i| items[i].accepts(r)).collect();
+                    !accepting.is_empty()
+                        && accepting
+                            .iter()
+                            .all(|&i| found[i].as_deref() != Some(id.as_str()))
+                })
+            })
+            .collect();
+        let missing: Vec<String> = items
+            .iter()
+            .zip(&found)
+            .filter(|(_, id)| id.is_none())
+            .map(|(item, _)| item.describe())
+            .collect();
+        let uncited: Vec<&String> = found
+            .iter()
+            .flatten()
+            .filter(|id| !cited.contains(id))
+            .collect();
+        let join = |ids: &[&String]| {
+            ids.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !unknown.is_empty() {
+            Some((
+                "final_unknown_evidence",
+                format!(
+                    "evidence_ids name observations that do not exist: {}",
+                    join(&unknown)
+                ),
+            ))
+        } else if !failed.is_empty() {
+            Some((
+                "final_failed_evidence",
+                format!("evidence_ids cite failed observations: {}", join(&failed)),
+            ))
+        } else if !stale.is_empty() {
+            Some((
+                "final_stale_evidence",
+                format!(
+                    "evidence_ids cite superseded observations: {}; cite the latest successful one of each tool",
+                    join(&stale)
+                ),
+            ))
+        } else if !missing.is_empty() {
+            Some((
+                "final_missing_evidence",
+                format!(
+                    "no successful observation yet from: {}; run it before answering",
+                    missing.join(", ")
+                ),
+            ))
+        } else if !uncited.is_empty() {
+            Some((
+                "final_uncited_evidence",
+                format!("evidence_ids must also cite: {}", join(&uncited)),
+            ))
+        } else {
+            None
         }
     }
 

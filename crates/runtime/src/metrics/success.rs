@@ -85,46 +85,7 @@ pub fn success_checks(
     phrases: &VerdictPhrases,
 ) -> SuccessChecks {
     let mut failures = Vec::new();
-    // Every expected item is matched by a distinct observation that uses no value only a later observation
-    // established: causal order as data dependency (data → calculation → chart; a rule check by column
-    // reference and the average it does not use, in either order).
-    let mut evidence: Vec<EvidenceCheck> = expected
-        .evidence
-        .iter()
-        .map(|item| EvidenceCheck {
-            tool: item.tool.clone(),
-            observation: None,
-        })
-        .collect();
-    let mut used: Vec<usize> = Vec::new();
-    for (i, item) in expected.evidence.iter().enumerate() {
-        let candidates: Vec<usize> = (0..observations.len())
-            .filter(|k| !used.contains(k) && Expected::item_matches(item, &observations[*k]))
-            .collect();
-        match candidates
-            .iter()
-            .find(|&&k| guessed_value(observations, k).is_none())
-        {
-            Some(&k) => {
-                evidence[i].observation = Some(observations[k].id.clone());
-                used.push(k);
-            }
-            None => {
-                let reason = match candidates
-                    .first()
-                    .and_then(|&k| guessed_value(observations, k))
-                {
-                    Some((value, id)) => format!(
-                        "uses {} before {id} established it",
-                        crate::numbers::canonical(value)
-                    ),
-                    None => "has no matching observation".to_owned(),
-                };
-                failures.push(format!("evidence {} ({}) {reason}", i + 1, item.tool));
-                break;
-            }
-        }
-    }
+    let evidence = evidence_checks(expected, observations, &mut failures);
     let mut checks = SuccessChecks {
         final_accepted: answer.is_some(),
         evidence,
@@ -200,6 +161,54 @@ pub fn success_checks(
     }
     checks.failures = failures;
     checks
+}
+
+/// Every expected evidence item matched by a distinct observation that uses no value only a later observation
+/// established: causal order as data dependency (data → calculation → chart; a rule check by column
+/// reference and the average it does not use, in either order). The first item left unmatched is a failure.
+fn evidence_checks(
+    expected: &Expected,
+    observations: &[ObservationRecord],
+    failures: &mut Vec<String>,
+) -> Vec<EvidenceCheck> {
+    let mut evidence: Vec<EvidenceCheck> = expected
+        .evidence
+        .iter()
+        .map(|item| EvidenceCheck {
+            tool: item.tool.clone(),
+            observation: None,
+        })
+        .collect();
+    let mut used: Vec<usize> = Vec::new();
+    for (i, item) in expected.evidence.iter().enumerate() {
+        let candidates: Vec<usize> = (0..observations.len())
+            .filter(|k| !used.contains(k) && Expected::item_matches(item, &observations[*k]))
+            .collect();
+        match candidates
+            .iter()
+            .find(|&&k| guessed_value(observations, k).is_none())
+        {
+            Some(&k) => {
+                evidence[i].observation = Some(observations[k].id.clone());
+                used.push(k);
+            }
+            None => {
+                let reason = match candidates
+                    .first()
+                    .and_then(|&k| guessed_value(observations, k))
+                {
+                    Some((value, id)) => format!(
+                        "uses {} before {id} established it",
+                        crate::numbers::canonical(value)
+                    ),
+                    None => "has no matching observation".to_owned(),
+                };
+                failures.push(format!("evidence {} ({}) {reason}", i + 1, item.tool));
+                break;
+            }
+        }
+    }
+    evidence
 }
 
 pub(super) fn verdict_words(verdict: Verdict) -> &'static str {

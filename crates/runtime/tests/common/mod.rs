@@ -1,4 +1,5 @@
 //! Shared helpers for the runtime's integration tests: repository paths and fixture runs.
+// Every test binary compiles this module and uses a part of it: what one binary leaves unused is not dead.
 #![allow(dead_code)]
 
 use std::path::PathBuf;

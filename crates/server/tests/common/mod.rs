@@ -1,6 +1,7 @@
 //! Shared harness for the server's HTTP tests: a service on a temporary `.runs/`, requests through the
 //! router (`oneshot`), a backend without a model, and a "hold" backend whose policy blocks until the
 //! test cancels or releases it (it never returns a decision).
+// Every test binary compiles this module and uses a part of it: what one binary leaves unused is not dead.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -46,53 +46,15 @@ pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
                 continue;
             }
             '0'..='9' | '.' => {
-                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                    i += 1;
-                }
-                let text: String = chars[start..i].iter().collect();
-                // Digits glued to a name (`2e5`, `3x`) are a forbidden name, not a number.
-                if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                    return Err(forbidden_word(&chars, start));
-                }
-                let value = parse_number(&text).ok_or_else(|| CalcError::Syntax {
-                    position: start,
-                    message: format!("malformed number {text:?}"),
-                })?;
-                if value.abs() > MAX_MAGNITUDE {
-                    return Err(CalcError::Overflow {
-                        position: start,
-                        message: format!("literal {text} exceeds {MAX_MAGNITUDE:e}"),
-                    });
-                }
-                tokens.push((Token::Number(value), start));
+                let (token, end) = number_token(&chars, start)?;
+                tokens.push((token, start));
+                i = end;
                 continue;
             }
             c if c.is_alphanumeric() || c == '_' => {
-                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                    i += 1;
-                }
-                // A dotted name (`os.system`, `mean.x`) is refused whole.
-                if chars.get(i) == Some(&'.') {
-                    return Err(forbidden_word(&chars, start));
-                }
-                let word: String = chars[start..i].iter().collect();
-                let token = match word.as_str() {
-                    "true" => Token::True,
-                    "false" => Token::False,
-                    "and" => Token::And,
-                    "or" => Token::Or,
-                    "not" => Token::Not,
-                    other => match Function::from_name(other) {
-                        Some(function) => Token::Function(function),
-                        None => {
-                            return Err(CalcError::ForbiddenToken {
-                                token: word,
-                                position: start,
-                            });
-                        }
-                    },
-                };
+                let (token, end) = word_token(&chars, start)?;
                 tokens.push((token, start));
+                i = end;
                 continue;
             }
             '[' => {
@@ -155,6 +117,62 @@ pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
         i += 1;
     }
     Ok((tokens, columns))
+}
+
+/// The number literal starting at `start` and the position after it (digits glued to a name, malformed and
+/// too large literals refused).
+fn number_token(chars: &[char], start: usize) -> Result<(Token, usize), CalcError> {
+    let mut i = start;
+    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+        i += 1;
+    }
+    let text: String = chars[start..i].iter().collect();
+    // Digits glued to a name (`2e5`, `3x`) are a forbidden name, not a number.
+    if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+        return Err(forbidden_word(chars, start));
+    }
+    let value = parse_number(&text).ok_or_else(|| CalcError::Syntax {
+        position: start,
+        message: format!("malformed number {text:?}"),
+    })?;
+    if value.abs() > MAX_MAGNITUDE {
+        return Err(CalcError::Overflow {
+            position: start,
+            message: format!("literal {text} exceeds {MAX_MAGNITUDE:e}"),
+        });
+    }
+    Ok((Token::Number(value), i))
+}
+
+/// The word starting at `start` (a boolean, a logical operator or a whitelisted function) and the position
+/// after it; any other word, dotted names included, is refused.
+fn word_token(chars: &[char], start: usize) -> Result<(Token, usize), CalcError> {
+    let mut i = start;
+    while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+        i += 1;
+    }
+    // A dotted name (`os.system`, `mean.x`) is refused whole.
+    if chars.get(i) == Some(&'.') {
+        return Err(forbidden_word(chars, start));
+    }
+    let word: String = chars[start..i].iter().collect();
+    let token = match word.as_str() {
+        "true" => Token::True,
+        "false" => Token::False,
+        "and" => Token::And,
+        "or" => Token::Or,
+        "not" => Token::Not,
+        other => match Function::from_name(other) {
+            Some(function) => Token::Function(function),
+            None => {
+                return Err(CalcError::ForbiddenToken {
+                    token: word,
+                    position: start,
+                });
+            }
+        },
+    };
+    Ok((token, i))
 }
 
 /// `[Name]` or `[Rows | Name]` starting at the `[` at `start`: the reference,

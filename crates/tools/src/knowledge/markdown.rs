@@ -54,277 +54,166 @@ struct DelimitedBlock {
 /// A heading directly followed by a deeper heading carries nothing of its own and is not a section
 /// (its title still appears in its children's paths); an empty preamble is dropped.
 pub(crate) fn parse(text: &str) -> Vec<Section> {
-    let lines = LineIndex::new(text);
-    let mut sections = Vec::new();
-    // Enclosing headings: (level, title).
-    let mut stack: Vec<(usize, String)> = Vec::new();
-    let mut open = Open {
-        title: PREAMBLE.to_owned(),
-        level: 0,
-        ancestors: Vec::new(),
-        line: 1,
-        start: 0,
-        prose: Vec::new(),
-        tables: Vec::new(),
-        errors: Vec::new(),
-    };
-    let mut sink = Sink::Prose;
-    let mut delimited_block: Option<DelimitedBlock> = None;
-    let mut buffer = String::new();
-    let mut buffer_line = 0;
-    let mut heading_text = String::new();
-    let mut pending_heading: Option<(usize, usize)> = None; // (level, byte start)
-    let mut table: Option<RawTable> = None;
-    let mut row: Vec<String> = Vec::new();
-    let mut cell = String::new();
-    let mut in_code = false;
-    // Whether the next prose line continues a paragraph (set by line breaks, cleared by blocks).
-    let mut continues = false;
-
-    // Open lists (their numbers), how many lists have started, and the list whose item starts next.
-    let mut lists: Vec<usize> = Vec::new();
-    let mut list_count = 0;
-    let mut item: Option<usize> = None;
-
-    let flush = |buffer: &mut String,
-                 line: usize,
-                 code: bool,
-                 continues: bool,
-                 prose: &mut Vec<ProseLine>,
-                 item: &mut Option<usize>| {
-        let collapsed = collapse_whitespace(buffer);
-        if !collapsed.is_empty() {
-            prose.push(ProseLine {
-                text: collapsed,
-                line,
-                code,
-                continues,
-                item: item.take(),
-            });
-        }
-        buffer.clear();
-    };
-
+    let mut reader = Reader::new(text);
     for (event, range) in Parser::new_ext(text, Options::ENABLE_TABLES).into_offset_iter() {
+        reader.event(event, range.start);
+    }
+    reader.finish()
+}
+
+/// The reading of one markdown text while its events go by: the sections so far, the open one, and where
+/// inline text goes now.
+struct Reader<'t> {
+    text: &'t str,
+    lines: LineIndex,
+    sections: Vec<Section>,
+    /// Enclosing headings: (level, title).
+    stack: Vec<(usize, String)>,
+    open: Open,
+    sink: Sink,
+    delimited_block: Option<DelimitedBlock>,
+    buffer: String,
+    buffer_line: usize,
+    heading_text: String,
+    /// (level, byte start)
+    pending_heading: Option<(usize, usize)>,
+    table: Option<RawTable>,
+    row: Vec<String>,
+    cell: String,
+    in_code: bool,
+    /// Whether the next prose line continues a paragraph (set by line breaks, cleared by blocks).
+    continues: bool,
+    /// Open lists (their numbers), how many lists have started, and the list whose item starts next.
+    lists: Vec<usize>,
+    list_count: usize,
+    item: Option<usize>,
+}
+
+impl<'t> Reader<'t> {
+    fn new(text: &'t str) -> Self {
+        Reader {
+            text,
+            lines: LineIndex::new(text),
+            sections: Vec::new(),
+            stack: Vec::new(),
+            open: Open {
+                title: PREAMBLE.to_owned(),
+                level: 0,
+                ancestors: Vec::new(),
+                line: 1,
+                start: 0,
+                prose: Vec::new(),
+                tables: Vec::new(),
+                errors: Vec::new(),
+            },
+            sink: Sink::Prose,
+            delimited_block: None,
+            buffer: String::new(),
+            buffer_line: 0,
+            heading_text: String::new(),
+            pending_heading: None,
+            table: None,
+            row: Vec::new(),
+            cell: String::new(),
+            in_code: false,
+            continues: false,
+            lists: Vec::new(),
+            list_count: 0,
+            item: None,
+        }
+    }
+
+    /// One parser event starting at byte `start`.
+    fn event(&mut self, event: Event<'_>, start: usize) {
         match event {
             Event::Start(Tag::Heading { level, .. }) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                pending_heading = Some((heading_level(level), range.start));
-                heading_text.clear();
-                sink = Sink::Heading;
+                self.end_line();
+                self.pending_heading = Some((heading_level(level), start));
+                self.heading_text.clear();
+                self.sink = Sink::Heading;
             }
-            Event::End(TagEnd::Heading(_)) => {
-                sink = Sink::Prose;
-                let Some((level, start)) = pending_heading.take() else {
-                    continue;
-                };
-                let title = match collapse_whitespace(&heading_text) {
-                    t if t.is_empty() => UNTITLED.to_owned(),
-                    t => t,
-                };
-                stack.retain(|(l, _)| *l < level);
-                let next = Open {
-                    title: title.clone(),
-                    level,
-                    ancestors: stack.iter().map(|(_, t)| t.clone()).collect(),
-                    line: lines.line(start),
-                    start,
-                    prose: Vec::new(),
-                    tables: Vec::new(),
-                    errors: Vec::new(),
-                };
-                stack.push((level, title));
-                let previous = std::mem::replace(&mut open, next);
-                close(previous, text, start, Some(level), &mut sections);
-            }
+            Event::End(TagEnd::Heading(_)) => self.end_heading(),
             Event::Start(Tag::Table(_)) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                table = Some(RawTable {
-                    line: lines.line(range.start),
+                self.end_line();
+                self.table = Some(RawTable {
+                    line: self.lines.line(start),
                     header: Vec::new(),
                     rows: Vec::new(),
                 });
             }
-            Event::End(TagEnd::Table) => {
-                open.tables.extend(table.take());
-            }
-            Event::Start(Tag::TableHead | Tag::TableRow) => row.clear(),
+            Event::End(TagEnd::Table) => self.open.tables.extend(self.table.take()),
+            Event::Start(Tag::TableHead | Tag::TableRow) => self.row.clear(),
             Event::End(TagEnd::TableHead) => {
-                if let Some(t) = table.as_mut() {
-                    t.header = std::mem::take(&mut row);
+                if let Some(t) = self.table.as_mut() {
+                    t.header = std::mem::take(&mut self.row);
                 }
             }
             Event::End(TagEnd::TableRow) => {
-                if let Some(t) = table.as_mut() {
-                    t.rows.push(std::mem::take(&mut row));
+                if let Some(t) = self.table.as_mut() {
+                    t.rows.push(std::mem::take(&mut self.row));
                 }
             }
             Event::Start(Tag::TableCell) => {
-                cell.clear();
-                sink = Sink::Cell;
+                self.cell.clear();
+                self.sink = Sink::Cell;
             }
             Event::End(TagEnd::TableCell) => {
-                row.push(collapse_whitespace(&cell));
-                sink = Sink::Prose;
+                self.row.push(collapse_whitespace(&self.cell));
+                self.sink = Sink::Prose;
             }
             // A fenced CSV/TSV block is data: read as a table, not kept as code lines.
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info)))
                 if delimited::delimiter(&info).is_some() =>
             {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                delimited_block = delimited::delimiter(&info).map(|delimiter| DelimitedBlock {
-                    delimiter,
-                    line: lines.line(range.start) + 1,
-                    text: String::new(),
-                });
+                self.end_line();
+                self.delimited_block =
+                    delimited::delimiter(&info).map(|delimiter| DelimitedBlock {
+                        delimiter,
+                        line: self.lines.line(start) + 1,
+                        text: String::new(),
+                    });
             }
-            Event::Text(t) if delimited_block.is_some() => {
-                if let Some(block) = delimited_block.as_mut() {
+            Event::Text(t) if self.delimited_block.is_some() => {
+                if let Some(block) = self.delimited_block.as_mut() {
                     block.text.push_str(&t);
                 }
             }
-            Event::End(TagEnd::CodeBlock) if delimited_block.is_some() => {
-                if let Some(block) = delimited_block.take() {
-                    match delimited::read(&block.text, block.delimiter, block.line) {
-                        Ok(table) => open.tables.push(table),
-                        Err(error) => open.errors.push(error),
-                    }
-                }
+            Event::End(TagEnd::CodeBlock) if self.delimited_block.is_some() => {
+                self.end_delimited_block()
             }
             Event::Start(Tag::CodeBlock(_)) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                in_code = true;
+                self.end_line();
+                self.in_code = true;
             }
             Event::End(TagEnd::CodeBlock) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                in_code = false;
+                self.end_line();
+                self.in_code = false;
             }
-            Event::Text(t) if in_code => {
-                // Code keeps its line structure: each line is its own prose line.
-                let mut offset = range.start;
-                for piece in t.split_inclusive('\n') {
-                    if buffer.is_empty() {
-                        buffer_line = lines.line(offset);
-                    }
-                    buffer.push_str(piece.trim_end_matches('\n'));
-                    if piece.ends_with('\n') {
-                        flush(
-                            &mut buffer,
-                            buffer_line,
-                            true,
-                            continues,
-                            &mut open.prose,
-                            &mut item,
-                        );
-                        continues = true;
-                    }
-                    offset += piece.len();
-                }
-            }
+            Event::Text(t) if self.in_code => self.code_text(&t, start),
             Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
-                match sink {
-                    Sink::Heading => heading_text.push_str(&t),
-                    Sink::Cell => cell.push_str(&t),
-                    Sink::Prose => {
-                        if buffer.is_empty() {
-                            buffer_line = lines.line(range.start);
-                        }
-                        buffer.push_str(&t);
-                    }
-                }
+                self.inline_text(&t, start)
             }
-            Event::SoftBreak | Event::HardBreak => match sink {
-                Sink::Heading => heading_text.push(' '),
-                Sink::Cell => cell.push(' '),
+            Event::SoftBreak | Event::HardBreak => match self.sink {
+                Sink::Heading => self.heading_text.push(' '),
+                Sink::Cell => self.cell.push(' '),
                 Sink::Prose => {
-                    flush(
-                        &mut buffer,
-                        buffer_line,
-                        in_code,
-                        continues,
-                        &mut open.prose,
-                        &mut item,
-                    );
-                    continues = true;
+                    self.flush(self.in_code);
+                    self.continues = true;
                 }
             },
             Event::Start(Tag::List(_)) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                list_count += 1;
-                lists.push(list_count);
+                self.end_line();
+                self.list_count += 1;
+                self.lists.push(self.list_count);
             }
             Event::End(TagEnd::List(_)) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                lists.pop();
-                item = None;
+                self.end_line();
+                self.lists.pop();
+                self.item = None;
             }
             Event::Start(Tag::Item) => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-                item = lists.last().copied();
+                self.end_line();
+                self.item = self.lists.last().copied();
             }
             // Block boundaries end a line; inline markup (emphasis, links) does not.
             Event::Start(
@@ -346,31 +235,112 @@ pub(crate) fn parse(text: &str) -> Vec<Section> {
                 | TagEnd::DefinitionListTitle
                 | TagEnd::DefinitionListDefinition,
             )
-            | Event::Rule => {
-                flush(
-                    &mut buffer,
-                    buffer_line,
-                    in_code,
-                    continues,
-                    &mut open.prose,
-                    &mut item,
-                );
-                continues = false;
-            }
+            | Event::Rule => self.end_line(),
             // Raw HTML, footnote references, task-list boxes and the remaining inline tags carry no text of their own.
             _ => {}
         }
     }
-    flush(
-        &mut buffer,
-        buffer_line,
-        in_code,
-        continues,
-        &mut open.prose,
-        &mut item,
-    );
-    close(open, text, text.len(), None, &mut sections);
-    sections
+
+    /// The prose line in the buffer, if it holds any text, onto the open section (`code` when it is a code
+    /// line); the buffer is empty afterwards.
+    fn flush(&mut self, code: bool) {
+        let collapsed = collapse_whitespace(&self.buffer);
+        if !collapsed.is_empty() {
+            self.open.prose.push(ProseLine {
+                text: collapsed,
+                line: self.buffer_line,
+                code,
+                continues: self.continues,
+                item: self.item.take(),
+            });
+        }
+        self.buffer.clear();
+    }
+
+    /// The end of a fenced CSV/TSV block: its table onto the open section, or the error reading it.
+    fn end_delimited_block(&mut self) {
+        if let Some(block) = self.delimited_block.take() {
+            match delimited::read(&block.text, block.delimiter, block.line) {
+                Ok(table) => self.open.tables.push(table),
+                Err(error) => self.open.errors.push(error),
+            }
+        }
+    }
+
+    /// A block boundary: the line so far is flushed and the next one starts a new paragraph.
+    fn end_line(&mut self) {
+        self.flush(self.in_code);
+        self.continues = false;
+    }
+
+    /// The end of a heading: the open section closes and the heading's section opens.
+    fn end_heading(&mut self) {
+        self.sink = Sink::Prose;
+        let Some((level, start)) = self.pending_heading.take() else {
+            return;
+        };
+        let title = match collapse_whitespace(&self.heading_text) {
+            t if t.is_empty() => UNTITLED.to_owned(),
+            t => t,
+        };
+        self.stack.retain(|(l, _)| *l < level);
+        let next = Open {
+            title: title.clone(),
+            level,
+            ancestors: self.stack.iter().map(|(_, t)| t.clone()).collect(),
+            line: self.lines.line(start),
+            start,
+            prose: Vec::new(),
+            tables: Vec::new(),
+            errors: Vec::new(),
+        };
+        self.stack.push((level, title));
+        let previous = std::mem::replace(&mut self.open, next);
+        close(previous, self.text, start, Some(level), &mut self.sections);
+    }
+
+    /// Text in a code block keeps its line structure: each line is its own prose line.
+    fn code_text(&mut self, t: &str, start: usize) {
+        let mut offset = start;
+        for piece in t.split_inclusive('\n') {
+            if self.buffer.is_empty() {
+                self.buffer_line = self.lines.line(offset);
+            }
+            self.buffer.push_str(piece.trim_end_matches('\n'));
+            if piece.ends_with('\n') {
+                self.flush(true);
+                self.continues = true;
+            }
+            offset += piece.len();
+        }
+    }
+
+    /// Inline text, into the heading, the cell or the prose line being read.
+    fn inline_text(&mut self, t: &str, start: usize) {
+        match self.sink {
+            Sink::Heading => self.heading_text.push_str(t),
+            Sink::Cell => self.cell.push_str(t),
+            Sink::Prose => {
+                if self.buffer.is_empty() {
+                    self.buffer_line = self.lines.line(start);
+                }
+                self.buffer.push_str(t);
+            }
+        }
+    }
+
+    /// The last line flushed and the last section closed: every section, in order.
+    fn finish(mut self) -> Vec<Section> {
+        self.flush(self.in_code);
+        close(
+            self.open,
+            self.text,
+            self.text.len(),
+            None,
+            &mut self.sections,
+        );
+        self.sections
+    }
 }
 
 /// Finishes `open` (its markdown ends at `end`); `next_level` is the heading that follows, if any.
