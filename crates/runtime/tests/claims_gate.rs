@@ -474,7 +474,7 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     let v = o.result.verification.clone().expect("verification");
     assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
     let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
-    assert_eq!(verdict.status, "unverified");
+    assert_eq!(verdict.status, runtime::claims::ClaimStatus::Unverified);
     assert!(
         verdict.detail.contains("the model's own comparison"),
         "{}",
@@ -484,7 +484,7 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
         v.claims
             .iter()
             .filter(|c| c.kind != "verdict")
-            .all(|c| c.status == "verified"),
+            .all(|c| c.status == runtime::claims::ClaimStatus::Verified),
         "{v:?}"
     );
     // The task's expected outcome is an abstention: this run is right, and counted as such.

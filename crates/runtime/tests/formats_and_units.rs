@@ -411,7 +411,7 @@ fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
         .iter()
         .find(|c| c.kind == "verdict")
         .unwrap();
-    assert_eq!(verdict.status, "unverified");
+    assert_eq!(verdict.status, runtime::claims::ClaimStatus::Unverified);
     assert!(
         verdict.detail.contains("different units")
             && verdict.detail.contains("\"km\"")

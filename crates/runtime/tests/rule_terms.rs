@@ -513,9 +513,11 @@ fn an_abstaining_answer_marks_each_claim_it_could_not_verify_in_its_text() {
 
 #[test]
 fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is() {
-    use runtime::claims::{ClaimCheck, Verification, VerificationStatus, marked_answer};
+    use runtime::claims::{
+        ClaimCheck, ClaimStatus, Verification, VerificationStatus, marked_answer,
+    };
     let task = common::task("ward_hand_hygiene_tie");
-    let claim = |part: &str, status: &'static str| ClaimCheck {
+    let claim = |part: &str, status: ClaimStatus| ClaimCheck {
         part: part.into(),
         kind: "test",
         stated: String::new(),
@@ -526,9 +528,9 @@ fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is
     let partial = Verification {
         status: VerificationStatus::Partial,
         claims: vec![
-            claim("<average compliance>", "verified"),
-            claim("<lowest ward>", "unverified"),
-            claim("<met / not met>", "unverified"),
+            claim("<average compliance>", ClaimStatus::Verified),
+            claim("<lowest ward>", ClaimStatus::Unverified),
+            claim("<met / not met>", ClaimStatus::Unverified),
         ],
         numbers: Vec::new(),
         verdict: Some(false),
@@ -540,13 +542,13 @@ fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is
     );
     let verified = Verification {
         status: VerificationStatus::Verified,
-        claims: vec![claim("<lowest ward>", "verified")],
+        claims: vec![claim("<lowest ward>", ClaimStatus::Verified)],
         ..partial.clone()
     };
     assert_eq!(marked_answer(&task, answer, &verified), answer);
     // An answer off the template is marked once, at its end.
     let whole = Verification {
-        claims: vec![claim("answer", "unverified")],
+        claims: vec![claim("answer", ClaimStatus::Unverified)],
         ..partial
     };
     assert_eq!(

@@ -96,6 +96,19 @@ impl VerificationStatus {
     }
 }
 
+/// What the gate made of one claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    /// Checked against the data and the rule the runtime read: it agrees.
+    Verified,
+    /// Not checkable (no rule read, a quantity the tools cannot compute, units that cannot be compared): named
+    /// with its reason.
+    Unverified,
+    /// Checked, and it disagrees with the runtime's check through every repair.
+    Disputed,
+}
+
 /// One claim of an answer and what the gate made of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClaimCheck {
@@ -105,8 +118,7 @@ pub struct ClaimCheck {
     pub kind: &'static str,
     /// What the answer put there.
     pub stated: String,
-    /// `verified` or `unverified`.
-    pub status: &'static str,
+    pub status: ClaimStatus,
     /// How it was verified, or why it could not be.
     pub detail: String,
 }
@@ -132,7 +144,7 @@ impl Verification {
     pub fn unverified(&self) -> Vec<String> {
         self.claims
             .iter()
-            .filter(|c| c.status != "verified")
+            .filter(|c| c.status != ClaimStatus::Verified)
             .map(|c| format!("{}: {}", c.part, c.detail))
             .collect()
     }
@@ -193,7 +205,7 @@ fn dispute_claim(part: &str, code: &'static str, detail: String) -> ClaimCheck {
         part: part.into(),
         kind: "dispute",
         stated: code.into(),
-        status: "disputed",
+        status: ClaimStatus::Disputed,
         detail,
     }
 }
@@ -310,7 +322,7 @@ pub fn check(
                 part: "answer".into(),
                 kind: "template",
                 stated: final_decision.answer.clone(),
-                status: "unverified",
+                status: ClaimStatus::Unverified,
                 detail: "the answer does not follow the task's template, so its slots cannot be read back and checked".into(),
             });
             let whole = match answer::verdict_of(&final_decision.answer, &phrases) {
@@ -353,7 +365,10 @@ pub fn check(
     }
 
     let claims = disputes.settle(claims)?;
-    let verified_count = claims.iter().filter(|c| c.status == "verified").count();
+    let verified_count = claims
+        .iter()
+        .filter(|c| c.status == ClaimStatus::Verified)
+        .count();
     let status = if verified_count == claims.len() {
         VerificationStatus::Verified
     } else if verified_count > 0 {
@@ -543,7 +558,7 @@ pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> 
     let unverified: Vec<&ClaimCheck> = verification
         .claims
         .iter()
-        .filter(|c| c.status != "verified")
+        .filter(|c| c.status != ClaimStatus::Verified)
         .collect();
     if unverified.is_empty() {
         return answer.to_owned();
@@ -581,7 +596,7 @@ fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> Cla
         part: part.to_owned(),
         kind,
         stated: stated.to_owned(),
-        status: "verified",
+        status: ClaimStatus::Verified,
         detail,
     }
 }
@@ -591,7 +606,7 @@ fn unverified(part: &str, kind: &'static str, stated: &str, detail: &str) -> Cla
         part: part.to_owned(),
         kind,
         stated: stated.to_owned(),
-        status: "unverified",
+        status: ClaimStatus::Unverified,
         detail: detail.to_owned(),
     }
 }
