@@ -494,26 +494,39 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     );
 }
 
-#[test]
-fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_dispute() {
-    // The model holds to "achieved" where the rule the knowledge states is missed: rejected with the check
-    // named, then, repeated, accepted as an abstention — the runtime neither certifies the model's verdict
-    // nor writes its own.
+/// Clinic wait times run by script through every required tool (the rule check written loosely, so the
+/// runtime's own reading decides the verdict), then the same final `answer` written `finals` times: what the
+/// gate does with an answer the model holds to.
+fn clinic_run_holding_to(answer: &str, finals: usize) -> common::Outcome {
     let actions = [
         r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#,
         r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait])"}}"#,
         r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 40 and max([Wait]) <= 40"}}"#,
         r#"{"type": "action", "tool": "plot", "arguments": {"column": "[Wait]", "average": 32, "title": "Walk-in wait by clinic"}}"#,
     ];
-    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
-    let wrong = format!(
-        r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is achieved.", "evidence_ids": {ids}}}"#
-    );
-    let task = common::task("clinic_wait_times");
+    let ids = [
+        "obs-knowledge_search-1",
+        "obs-calculator-2",
+        "obs-calculator-3",
+        "obs-plot-4",
+    ];
+    let held =
+        serde_json::json!({"type": "final", "answer": answer, "evidence_ids": ids}).to_string();
     let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
-    texts.extend([wrong.clone(), wrong.clone(), wrong]);
+    texts.extend(std::iter::repeat_n(held, finals));
     let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
-    let o = common::run_with(&task, &mut policy, |_| {});
+    common::run_with(&common::task("clinic_wait_times"), &mut policy, |_| {})
+}
+
+#[test]
+fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_dispute() {
+    // The model holds to "achieved" where the rule the knowledge states is missed: rejected with the check
+    // named, then, repeated, accepted as an abstention — the runtime neither certifies the model's verdict
+    // nor writes its own.
+    let o = clinic_run_holding_to(
+        "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is achieved.",
+        3,
+    );
     assert_eq!(
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed),
@@ -557,21 +570,10 @@ fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_disp
 fn every_disagreement_of_one_answer_is_named_at_once_and_marked_where_it_stands() {
     // Two slots disagree with the runtime's check (the longest-wait clinic and the verdict): the one rejection
     // names both, so one repair can fix both; held to, the answer is accepted as disputed with both parts marked.
-    let actions = [
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#,
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait])"}}"#,
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 40 and max([Wait]) <= 40"}}"#,
-        r#"{"type": "action", "tool": "plot", "arguments": {"column": "[Wait]", "average": 32, "title": "Walk-in wait by clinic"}}"#,
-    ];
-    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
-    let wrong = format!(
-        r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Castle Hill has the longest wait, so the standard is achieved.", "evidence_ids": {ids}}}"#
+    let o = clinic_run_holding_to(
+        "Across the clinics the average wait is 32 minutes and Castle Hill has the longest wait, so the standard is achieved.",
+        2,
     );
-    let task = common::task("clinic_wait_times");
-    let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
-    texts.extend([wrong.clone(), wrong]);
-    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
-    let o = common::run_with(&task, &mut policy, |_| {});
     assert_eq!(
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed),
