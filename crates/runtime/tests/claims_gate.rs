@@ -7,6 +7,7 @@ mod common;
 
 use common::run_fixture;
 use pretty_assertions::assert_eq;
+use runtime::claims::ClaimKind;
 use runtime::{RunStatus, StopReason};
 
 fn rejections(o: &common::Outcome) -> Vec<String> {
@@ -473,7 +474,11 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     assert!(rejections(&o).is_empty());
     let v = o.result.verification.clone().expect("verification");
     assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
-    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
+    let verdict = v
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Verdict)
+        .unwrap();
     assert_eq!(verdict.status, runtime::claims::ClaimStatus::Unverified);
     assert!(
         verdict.detail.contains("the model's own comparison"),
@@ -483,7 +488,7 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     assert!(
         v.claims
             .iter()
-            .filter(|c| c.kind != "verdict")
+            .filter(|c| c.kind != ClaimKind::Verdict)
             .all(|c| c.status == runtime::claims::ClaimStatus::Verified),
         "{v:?}"
     );

@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use pretty_assertions::assert_eq;
+use runtime::claims::ClaimKind;
 use runtime::tools::calculator::{self, CalcValue, TableColumns};
 use runtime::tools::knowledge::{self, ParsedSource, SearchRequest};
 use runtime::tools::{ArtifactStore, ToolContext, call_tool};
@@ -409,7 +410,7 @@ fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
     let verdict = verification
         .claims
         .iter()
-        .find(|c| c.kind == "verdict")
+        .find(|c| c.kind == ClaimKind::Verdict)
         .unwrap();
     assert_eq!(verdict.status, runtime::claims::ClaimStatus::Unverified);
     assert!(

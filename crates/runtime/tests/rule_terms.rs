@@ -7,6 +7,7 @@
 mod common;
 
 use pretty_assertions::assert_eq;
+use runtime::claims::ClaimKind;
 use runtime::policy::scripted::ScriptedPolicy;
 use runtime::{RunStatus, StopReason};
 use serde_json::json;
@@ -81,7 +82,7 @@ fn verdict_detail(o: &common::Outcome) -> String {
     let v = o.result.verification.as_ref().expect("verification");
     v.claims
         .iter()
-        .find(|c| c.kind == "verdict")
+        .find(|c| c.kind == ClaimKind::Verdict)
         .map(|c| c.detail.clone())
         .expect("a verdict claim")
 }
@@ -284,7 +285,11 @@ fn a_ratio_of_totals_is_the_total_over_the_total_not_the_mean_of_the_rates() {
     );
     // The slot naming the defined quantity claims the defined ratio, not the mean of the rates.
     let v = o.result.verification.as_ref().unwrap();
-    let ratio = v.claims.iter().find(|c| c.kind == "defined_ratio").unwrap();
+    let ratio = v
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::DefinedRatio)
+        .unwrap();
     assert!(
         ratio
             .detail
@@ -402,7 +407,7 @@ fn a_second_lowest_slot_claims_the_second_row_not_the_lowest() {
     assert!(
         v.claims
             .iter()
-            .any(|c| c.kind == "ranked_label" && c.stated == "Harbour"),
+            .any(|c| c.kind == ClaimKind::RankedLabel && c.stated == "Harbour"),
         "{v:?}"
     );
     assert_eq!(
@@ -491,7 +496,11 @@ fn an_abstaining_answer_marks_each_claim_it_could_not_verify_in_its_text() {
     assert!(codes(&o).is_empty(), "{:?}", rejections(&o));
     let v = o.result.verification.as_ref().unwrap();
     assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
-    let verdict = v.claims.iter().find(|c| c.kind == "verdict").unwrap();
+    let verdict = v
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Verdict)
+        .unwrap();
     assert!(
         verdict.detail.contains("could not read the rule")
             && verdict.detail.contains("85% of the hall's capacity"),
@@ -519,7 +528,7 @@ fn the_mark_follows_each_unverified_claim_and_a_verified_answer_is_left_as_it_is
     let task = common::task("ward_hand_hygiene_tie");
     let claim = |part: &str, status: ClaimStatus| ClaimCheck {
         part: part.into(),
-        kind: "test",
+        kind: ClaimKind::Open,
         stated: String::new(),
         status,
         detail: String::new(),

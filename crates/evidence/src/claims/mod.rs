@@ -42,7 +42,7 @@ pub struct FinalDecision {
 /// exactly the parts in dispute in the text a user reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimRejection {
-    pub code: &'static str,
+    pub code: RejectionCode,
     pub message: String,
     /// One `disputed` claim per disagreement (empty for a fault of form).
     pub disputes: Vec<ClaimCheck>,
@@ -50,23 +50,10 @@ pub struct ClaimRejection {
     pub checked: Vec<ClaimCheck>,
 }
 
-/// Rejection codes where the answer is well formed and grounded but disagrees with the runtime's own
-/// check (a value, a row, a verdict): a dispute, which ends in an abstention once repairs run out. The
-/// other codes are faults of form (an ungrounded number, a verdict missing or stated twice, a number where
-/// a label belongs): those are only ever rejected. Naming one row of a tie at an end is a dispute too: the
-/// runtime's check finds no single row there.
-const DISPUTE_CODES: [&str; 5] = [
-    "wrong_quantity",
-    "wrong_row",
-    "tie_not_stated",
-    "misattributed_number",
-    "verdict_contradicts_evidence",
-];
-
 impl ClaimRejection {
     /// Whether the answer disagrees with the runtime's check rather than breaking the answer's form.
     pub fn is_dispute(&self) -> bool {
-        DISPUTE_CODES.contains(&self.code)
+        self.code.is_dispute()
     }
 }
 
@@ -109,13 +96,116 @@ pub enum ClaimStatus {
     Disputed,
 }
 
+/// What sort of claim one part of an answer makes, which decides how the gate checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// A statistic of a column (`<average wait>`).
+    Aggregate,
+    /// The row at an end of a column (`<longest-wait clinic>`).
+    ExtremeLabel,
+    /// The value at an end of a column (`<longest wait>`).
+    ExtremeValue,
+    /// The row at a rank other than an end (`<second-lowest school>`).
+    RankedLabel,
+    /// The value at such a rank.
+    RankedValue,
+    /// Every row at an end (a tie, or top-N).
+    EndList,
+    /// A value of the row the answer names beside it.
+    OwnValue,
+    /// A row the rule or task leaves out.
+    ExcludedRow,
+    /// A row named without a rank.
+    Row,
+    /// A quantity the runtime cannot compute (named with the reason).
+    Unsupported,
+    /// A part the runtime has no check for (free text).
+    Open,
+    /// A ratio the knowledge defines (all of one column over all of another).
+    DefinedRatio,
+    /// The verdict of the rule.
+    Verdict,
+    /// The answer's form against its template.
+    Template,
+    /// A disagreement with the runtime's check, held to through every repair.
+    Dispute,
+}
+
+impl ClaimKind {
+    /// Every kind, in the order the API schema lists them (`schemas/openapi.json`, checked by a test).
+    pub const ALL: [ClaimKind; 15] = [
+        Self::Aggregate,
+        Self::ExtremeLabel,
+        Self::ExtremeValue,
+        Self::RankedLabel,
+        Self::RankedValue,
+        Self::EndList,
+        Self::OwnValue,
+        Self::ExcludedRow,
+        Self::Row,
+        Self::Unsupported,
+        Self::Open,
+        Self::DefinedRatio,
+        Self::Verdict,
+        Self::Template,
+        Self::Dispute,
+    ];
+}
+
+/// Why the gate refused a final answer. The first five are disputes: the answer is well formed and grounded
+/// but disagrees with the runtime's own check; the rest are faults of form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectionCode {
+    WrongQuantity,
+    WrongRow,
+    TieNotStated,
+    MisattributedNumber,
+    VerdictContradictsEvidence,
+    UngroundedNumber,
+    VerdictMissing,
+    VerdictsDisagree,
+    SlotTypeMismatch,
+}
+
+impl RejectionCode {
+    /// The code as it appears in the trace and in repair notes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WrongQuantity => "wrong_quantity",
+            Self::WrongRow => "wrong_row",
+            Self::TieNotStated => "tie_not_stated",
+            Self::MisattributedNumber => "misattributed_number",
+            Self::VerdictContradictsEvidence => "verdict_contradicts_evidence",
+            Self::UngroundedNumber => "ungrounded_number",
+            Self::VerdictMissing => "verdict_missing",
+            Self::VerdictsDisagree => "verdicts_disagree",
+            Self::SlotTypeMismatch => "slot_type_mismatch",
+        }
+    }
+
+    /// Whether the answer disagrees with the runtime's check rather than breaking the answer's form. Naming
+    /// one row of a tie at an end is a dispute too: the runtime's check finds no single row there.
+    pub fn is_dispute(self) -> bool {
+        matches!(
+            self,
+            Self::WrongQuantity
+                | Self::WrongRow
+                | Self::TieNotStated
+                | Self::MisattributedNumber
+                | Self::VerdictContradictsEvidence
+        )
+    }
+}
+
 /// One claim of an answer and what the gate made of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClaimCheck {
     /// The template part (`<average wait>`, `<met / not met>`), or `answer` for a whole-answer claim.
     pub part: String,
-    /// `aggregate`, `extreme_label`, `extreme_value`, `own_value`, `verdict`, `unsupported`, `open`, `template`.
-    pub kind: &'static str,
+    /// What sort of claim the part makes (serialised in snake case: `aggregate`, `extreme_label`, …).
+    pub kind: ClaimKind,
     /// What the answer put there.
     pub stated: String,
     pub status: ClaimStatus,
@@ -200,17 +290,17 @@ pub fn disputed(rejection: ClaimRejection) -> Verification {
     }
 }
 
-fn dispute_claim(part: &str, code: &'static str, detail: String) -> ClaimCheck {
+fn dispute_claim(part: &str, code: RejectionCode, detail: String) -> ClaimCheck {
     ClaimCheck {
         part: part.into(),
-        kind: "dispute",
-        stated: code.into(),
+        kind: ClaimKind::Dispute,
+        stated: code.as_str().into(),
         status: ClaimStatus::Disputed,
         detail,
     }
 }
 
-fn reject(code: &'static str, message: String) -> ClaimRejection {
+fn reject(code: RejectionCode, message: String) -> ClaimRejection {
     ClaimRejection {
         code,
         message,
@@ -320,7 +410,7 @@ pub fn check(
         None => {
             claims.push(ClaimCheck {
                 part: "answer".into(),
-                kind: "template",
+                kind: ClaimKind::Template,
                 stated: final_decision.answer.clone(),
                 status: ClaimStatus::Unverified,
                 detail: "the answer does not follow the task's template, so its slots cannot be read back and checked".into(),
@@ -330,7 +420,7 @@ pub fn check(
                 Verdict::NotMet => Some(Some(false)),
                 Verdict::Both => {
                     return Err(reject(
-                        "verdicts_disagree",
+                        RejectionCode::VerdictsDisagree,
                         "the answer states both verdicts; state one".into(),
                     ));
                 }
@@ -349,7 +439,7 @@ pub fn check(
         && let Truth::Rule { source_id, .. } = &truth
     {
         return Err(reject(
-            "verdict_missing",
+            RejectionCode::VerdictMissing,
             format!(
                 "the answer states no verdict; check the rule {source_id} states against the data and choose the template's option for it"
             ),
@@ -409,7 +499,7 @@ fn check_numbers(
         .collect();
     if !ungrounded.is_empty() {
         return Err(reject(
-            "ungrounded_number",
+            RejectionCode::UngroundedNumber,
             format!(
                 "the answer states {}, which no cited observation of the data ({}) contains; state only numbers from the cited observations",
                 ungrounded.join(", "),
@@ -429,7 +519,7 @@ fn check_numbers(
             disputes.add(
                 "answer",
                 reject(
-                    "misattributed_number",
+                    RejectionCode::MisattributedNumber,
                     format!(
                         "the answer gives {} {}, which is not {}'s value in the cited observations ({}); state each row's own value",
                         labels[label],
@@ -456,7 +546,7 @@ fn agreed_verdict(
             .map(|(part, p)| format!("{part} says {}", polarity_word(*p)))
             .collect();
         return Err(reject(
-            "verdicts_disagree",
+            RejectionCode::VerdictsDisagree,
             format!(
                 "the answer's verdict choices disagree ({}); choose options that say the same",
                 said.join(", ")
@@ -479,7 +569,7 @@ fn verdict_check(
     Ok(match (truth, polarity) {
         (_, None) => unverified(
             part,
-            "verdict",
+            ClaimKind::Verdict,
             &stated_text,
             "the runtime cannot tell which verdict this option states",
         ),
@@ -494,7 +584,7 @@ fn verdict_check(
             *rule_source = Some(source_id.clone());
             if p != *holds {
                 return Err(reject(
-                    "verdict_contradicts_evidence",
+                    RejectionCode::VerdictContradictsEvidence,
                     format!(
                         "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
                         if p { met } else { not_met }
@@ -503,7 +593,7 @@ fn verdict_check(
             }
             verified(
                 part,
-                "verdict",
+                ClaimKind::Verdict,
                 &stated_text,
                 format!("{source_id}: {because}"),
             )
@@ -525,11 +615,11 @@ fn verdict_check(
                     uncertain.join("; ")
                 ));
             }
-            unverified(part, "verdict", &stated_text, &why)
+            unverified(part, ClaimKind::Verdict, &stated_text, &why)
         }
         (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
             part,
-            "verdict",
+            ClaimKind::Verdict,
             &stated_text,
             &format!(
                 "the runtime does not compare numbers in different units: {}",
@@ -545,7 +635,7 @@ fn verdict_check(
                     uncertain.join("; ")
                 )
             };
-            unverified(part, "verdict", &stated_text, &why)
+            unverified(part, ClaimKind::Verdict, &stated_text, &why)
         }
     })
 }
@@ -591,7 +681,7 @@ pub fn marked_answer(task: &Task, answer: &str, verification: &Verification) -> 
     out
 }
 
-fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> ClaimCheck {
+fn verified(part: &str, kind: ClaimKind, stated: &str, detail: String) -> ClaimCheck {
     ClaimCheck {
         part: part.to_owned(),
         kind,
@@ -601,7 +691,7 @@ fn verified(part: &str, kind: &'static str, stated: &str, detail: String) -> Cla
     }
 }
 
-fn unverified(part: &str, kind: &'static str, stated: &str, detail: &str) -> ClaimCheck {
+fn unverified(part: &str, kind: ClaimKind, stated: &str, detail: &str) -> ClaimCheck {
     ClaimCheck {
         part: part.to_owned(),
         kind,
@@ -921,7 +1011,7 @@ impl<'t> Plan<'t> {
         );
         let Some(mention) = forge_language::numbers::scan(fill).into_iter().next() else {
             return Some(Err(reject(
-                "slot_type_mismatch",
+                RejectionCode::SlotTypeMismatch,
                 format!(
                     "{part} claims {describe}, a number, but the answer puts \"{fill}\" there; write the number"
                 ),
@@ -929,7 +1019,7 @@ impl<'t> Plan<'t> {
         };
         let Some(value) = values.iter().copied().find(|v| mention.stands_for(*v)) else {
             return Some(Err(reject(
-                "wrong_quantity",
+                RejectionCode::WrongQuantity,
                 format!(
                     "{part} states {}, which is not {describe} as the knowledge defines it; compute that with the calculator",
                     mention.printed,
@@ -938,7 +1028,7 @@ impl<'t> Plan<'t> {
         };
         if !self.computed.iter().any(|x| mention.stands_for(*x)) {
             return Some(Err(reject(
-                "wrong_quantity",
+                RejectionCode::WrongQuantity,
                 format!(
                     "{part} states {}, which is {describe}, but no cited calculator result computed it; compute it with the calculator and cite it",
                     mention.printed
@@ -947,7 +1037,7 @@ impl<'t> Plan<'t> {
         }
         Some(Ok(verified(
             &part,
-            "defined_ratio",
+            ClaimKind::DefinedRatio,
             fill,
             format!(
                 "{describe} = {} (as the knowledge defines it)",
@@ -972,17 +1062,17 @@ impl<'t> Plan<'t> {
         let number = forge_language::numbers::scan(fill).into_iter().next();
         let focus = self.focus(name);
         let kind = match claim {
-            SlotClaim::Aggregate(_) => "aggregate",
-            SlotClaim::ExtremeLabel(_) => "extreme_label",
-            SlotClaim::ExtremeValue(_) => "extreme_value",
-            SlotClaim::RankedLabel(..) => "ranked_label",
-            SlotClaim::RankedValue(..) => "ranked_value",
-            SlotClaim::EndList(..) => "end_list",
-            SlotClaim::OwnValue => "own_value",
-            SlotClaim::ExcludedRow => "excluded_row",
-            SlotClaim::Row => "row",
-            SlotClaim::Unsupported(_) => "unsupported",
-            SlotClaim::Open => "open",
+            SlotClaim::Aggregate(_) => ClaimKind::Aggregate,
+            SlotClaim::ExtremeLabel(_) => ClaimKind::ExtremeLabel,
+            SlotClaim::ExtremeValue(_) => ClaimKind::ExtremeValue,
+            SlotClaim::RankedLabel(..) => ClaimKind::RankedLabel,
+            SlotClaim::RankedValue(..) => ClaimKind::RankedValue,
+            SlotClaim::EndList(..) => ClaimKind::EndList,
+            SlotClaim::OwnValue => ClaimKind::OwnValue,
+            SlotClaim::ExcludedRow => ClaimKind::ExcludedRow,
+            SlotClaim::Row => ClaimKind::Row,
+            SlotClaim::Unsupported(_) => ClaimKind::Unsupported,
+            SlotClaim::Open => ClaimKind::Open,
         };
         let slot = Slot {
             part: &part,
@@ -1058,7 +1148,7 @@ impl<'t> Plan<'t> {
                 // equal the mean is not the mean computed.
                 if !self.computed.iter().any(|x| mention.stands_for(*x)) {
                     return Err(reject(
-                        "wrong_quantity",
+                        RejectionCode::WrongQuantity,
                         format!(
                             "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
                             mention.printed,
@@ -1099,7 +1189,7 @@ impl<'t> Plan<'t> {
                 let columns: Vec<String> =
                     candidates.iter().map(|c| format!("[{}]", c.name)).collect();
                 Err(reject(
-                    "wrong_quantity",
+                    RejectionCode::WrongQuantity,
                     format!(
                         "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
                         mention.printed,
@@ -1179,7 +1269,7 @@ impl<'t> Plan<'t> {
             let mention = slot.need_number(&format!("the value of the {} row", at.words()))?;
             if !mention.stands_for(value) {
                 return Err(reject(
-                    "wrong_quantity",
+                    RejectionCode::WrongQuantity,
                     format!(
                         "{part} states {}, which is not the value of the {} row of [{}]; compare the rows of that column again",
                         mention.printed,
@@ -1256,7 +1346,7 @@ impl<'t> Plan<'t> {
             ));
         }
         Err(reject(
-            "wrong_row",
+            RejectionCode::WrongRow,
             format!(
                 "{part} names {}, which are not the {n} rows at that end of [{}]; compare the rows of that column again",
                 if named.is_empty() {
@@ -1285,7 +1375,7 @@ impl<'t> Plan<'t> {
         });
         let Some((c, label)) = row else {
             return Err(reject(
-                "slot_type_mismatch",
+                RejectionCode::SlotTypeMismatch,
                 format!(
                     "{part} names the rows, but \"{fill}\" is not an observed row's label; write one of the row labels"
                 ),
@@ -1305,7 +1395,7 @@ impl<'t> Plan<'t> {
 /// there and the first number in it.
 struct Slot<'a> {
     part: &'a str,
-    kind: &'static str,
+    kind: ClaimKind,
     fill: &'a str,
     number: Option<forge_language::numbers::NumberMention>,
 }
@@ -1318,7 +1408,7 @@ impl Slot<'_> {
     ) -> Result<forge_language::numbers::NumberMention, ClaimRejection> {
         let (part, fill) = (self.part, self.fill);
         self.number.clone().ok_or_else(|| {
-            reject("slot_type_mismatch", format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
+            reject(RejectionCode::SlotTypeMismatch, format!("{part} claims {what}, a number, but the answer puts \"{fill}\" there; write the number"))
         })
     }
 }
@@ -1348,7 +1438,7 @@ fn check_own_value_slot(
     let mention = slot.need_number("a row's value")?;
     if !mention.stands_for(value) {
         return Err(reject(
-            "wrong_quantity",
+            RejectionCode::WrongQuantity,
             format!(
                 "{part} states {}, which is not {label}'s value in [{}]; state that row's own value",
                 mention.printed, c.name,
@@ -1406,7 +1496,7 @@ fn check_excluded_row_slot(
         ));
     }
     Err(reject(
-        "wrong_row",
+        RejectionCode::WrongRow,
         format!(
             "{part} names \"{fill}\", which is not a row without a value in [{}]; look at that column's empty cells again",
             c.name,
@@ -1487,7 +1577,7 @@ fn check_ranked_label(
     }
     if only_tied && labels.len() > 1 {
         return Err(reject(
-            "tie_not_stated",
+            RejectionCode::TieNotStated,
             format!(
                 "{part} names {}, but the {} of [{}] is a tie; name every tied row, or say it is a tie",
                 named.join(", "),
@@ -1498,14 +1588,14 @@ fn check_ranked_label(
     }
     if named.is_empty() && is_number {
         return Err(reject(
-            "slot_type_mismatch",
+            RejectionCode::SlotTypeMismatch,
             format!(
                 "{part} claims a row's label, but the answer puts the number \"{fill}\" there; write the row's name"
             ),
         ));
     }
     Err(reject(
-        "wrong_row",
+        RejectionCode::WrongRow,
         format!(
             "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
             at.words(),
@@ -1548,6 +1638,98 @@ pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// The claim object of a run's verification as the API schema describes it.
+    fn schema_claim() -> Value {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/openapi.json");
+        let text = std::fs::read_to_string(path).expect("schemas/openapi.json");
+        let schema: Value = serde_json::from_str(&text).expect("openapi.json is JSON");
+        fn find(v: &Value) -> Option<&Value> {
+            let props = &v["properties"];
+            if props["part"].is_object()
+                && props["kind"]["enum"].is_array()
+                && props["stated"].is_object()
+            {
+                return Some(v);
+            }
+            match v {
+                Value::Object(m) => m.values().find_map(find),
+                Value::Array(a) => a.iter().find_map(find),
+                _ => None,
+            }
+        }
+        find(&schema)
+            .expect("a claim object in openapi.json")
+            .clone()
+    }
+
+    #[test]
+    fn the_api_schema_lists_exactly_the_claim_kinds_and_statuses_the_gate_writes() {
+        let claim = schema_claim();
+        let listed = |field: &str| claim["properties"][field]["enum"].clone();
+        let kinds: Vec<Value> = ClaimKind::ALL.iter().map(|k| json!(k)).collect();
+        assert_eq!(listed("kind"), Value::Array(kinds));
+        let statuses = [
+            ClaimStatus::Verified,
+            ClaimStatus::Unverified,
+            ClaimStatus::Disputed,
+        ];
+        assert_eq!(listed("status"), json!(statuses));
+        // Every variant is in ALL: a kind added to the enum but not to ALL fails to compile here.
+        for kind in ClaimKind::ALL {
+            match kind {
+                ClaimKind::Aggregate
+                | ClaimKind::ExtremeLabel
+                | ClaimKind::ExtremeValue
+                | ClaimKind::RankedLabel
+                | ClaimKind::RankedValue
+                | ClaimKind::EndList
+                | ClaimKind::OwnValue
+                | ClaimKind::ExcludedRow
+                | ClaimKind::Row
+                | ClaimKind::Unsupported
+                | ClaimKind::Open
+                | ClaimKind::DefinedRatio
+                | ClaimKind::Verdict
+                | ClaimKind::Template
+                | ClaimKind::Dispute => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_rejection_code_reads_as_its_trace_string_and_only_the_five_disagreements_are_disputes() {
+        let all = [
+            RejectionCode::WrongQuantity,
+            RejectionCode::WrongRow,
+            RejectionCode::TieNotStated,
+            RejectionCode::MisattributedNumber,
+            RejectionCode::VerdictContradictsEvidence,
+            RejectionCode::UngroundedNumber,
+            RejectionCode::VerdictMissing,
+            RejectionCode::VerdictsDisagree,
+            RejectionCode::SlotTypeMismatch,
+        ];
+        for code in all {
+            assert_eq!(json!(code), json!(code.as_str()), "serde and as_str agree");
+        }
+        let disputes: Vec<&str> = all
+            .iter()
+            .filter(|c| c.is_dispute())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            disputes,
+            [
+                "wrong_quantity",
+                "wrong_row",
+                "tie_not_stated",
+                "misattributed_number",
+                "verdict_contradicts_evidence"
+            ]
+        );
+    }
 
     #[test]
     fn options_say_met_or_not_by_phrase_or_by_negation() {

@@ -199,7 +199,7 @@ impl Run<'_, '_> {
             None => match claims::check(self.task, &self.ledger, &final_decision) {
                 Ok(claims) => Ok(claims),
                 Err(dispute) if dispute.is_dispute() => self.dispute(&final_decision, dispute),
-                Err(fault) => Err((fault.code, fault.message)),
+                Err(fault) => Err((fault.code.as_str(), fault.message)),
             },
         };
         match checked {
@@ -343,7 +343,7 @@ impl Run<'_, '_> {
         if self.disputes > self.config.budgets.max_retries || repeated {
             return Ok(claims::disputed(dispute));
         }
-        Err((dispute.code, dispute.message))
+        Err((dispute.code.as_str(), dispute.message))
     }
 
     pub(super) fn guard_stop(&mut self, kind: GuardKind, detail: Value) -> End {
