@@ -10,7 +10,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::observe::ObservationRecord;
+use crate::ledger::ObservationRecord;
 use forge_language::lexicon;
 use forge_language::numbers;
 

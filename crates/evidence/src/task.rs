@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::observe::ObservationRecord;
+use crate::ledger::ObservationRecord;
 use forge_tools::registry::ResultKind;
 
 /// One tool whose successful observation the final answer must cite.

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::decision::{Decision, parse_decision};
-use crate::observe::{Ledger, ObservationError};
+use crate::ledger::{Ledger, ObservationError};
 use crate::registry::{ArgumentError, ToolRegistry};
 
 /// The step number a sandbox observation carries: the first step of a run.

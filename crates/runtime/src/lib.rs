@@ -3,7 +3,7 @@
 //! No async, no HTTP, no model: a [`policy::Policy`] proposes decisions and [`run_task`] does the
 //! rest. The seven stage crates supply the loop's parts (see ARCHITECTURE.md for which is where). The layers
 //! below are re-exported under their old paths: `language`, `numbers`, `units`, `answer` (forge-language),
-//! `tools`, `registry` (forge-tools), `task`, `observe`, `grounding`, `rules`, `claims`, `consistency`
+//! `tools`, `registry` (forge-tools), `task`, `ledger`, `grounding`, `rules`, `claims`, `chart_line`
 //! (forge-evidence).
 
 pub mod agent_loop;
@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod policy;
 pub mod trace;
 
-pub use forge_evidence::{claims, consistency, grounding, observe, rules, task};
+pub use forge_evidence::{chart_line, claims, grounding, ledger, rules, task};
 pub use forge_language as language;
 pub use forge_language::{answer, numbers, units};
 pub use forge_tools as tools;

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use runtime::answer::{Verdict, VerdictPhrases};
+use runtime::ledger::{Ledger, ObservationRecord};
 use runtime::metrics::{self, Expected, ExpectedError, GroundTruth, UnavailableReason, subset};
-use runtime::observe::{Ledger, ObservationRecord};
 use runtime::tools::{ArtifactStore, ToolContext, call_tool};
 use runtime::{RunStatus, StopReason, Task};
 use serde_json::{Value, json};

@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use runtime::ledger::ObservationRecord;
 use runtime::metrics::Expected;
-use runtime::observe::ObservationRecord;
 use runtime::tools::knowledge::{self, SearchRequest};
 use serde_json::Value;
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::grounding::GroundedValues;
-use crate::observe::{Ledger, ObservationRecord};
+use crate::ledger::{Ledger, ObservationRecord};
 use crate::rules;
 use crate::task::Task;
 use forge_language::answer::{self, Verdict, VerdictPhrases};

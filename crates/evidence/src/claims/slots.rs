@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::observe::ObservationRecord;
+use crate::ledger::ObservationRecord;
 use forge_language::lexicon::{self, Aggregate, End};
 use forge_language::numbers;
 

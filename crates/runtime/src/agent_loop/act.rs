@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::StopReason;
 use crate::decision::ActionDecision;
 use crate::guards::{GuardKind, result_digest};
-use crate::observe::{ObservationError, ObservationRecord};
+use crate::ledger::{ObservationError, ObservationRecord};
 use crate::tools::{ToolContext, ToolError, ToolOutput, call_tool};
 
 use super::*;
@@ -37,7 +37,7 @@ impl Run<'_, '_> {
         };
         // Arguments that contradict the ledger (a chart's average line computed over another column) are
         // refused the same way: recoverable, with what would agree.
-        if let Err(inconsistency) = crate::consistency::check(&arguments, self.ledger.records()) {
+        if let Err(inconsistency) = crate::chart_line::check(&arguments, self.ledger.records()) {
             let feedback = format!(
                 "{tool} arguments rejected ({}): {}. No tool was run.",
                 inconsistency.code, inconsistency.message

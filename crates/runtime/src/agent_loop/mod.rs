@@ -5,7 +5,7 @@
 //! guards → budgeted tool attempts with retry → observation → result guard. Stage 06's
 //! `StopController` makes the end-of-step call (verified final → completed, step budget →
 //! max_steps); stage 04's `run_with_retry` replays retryable tool errors; stage 02's
-//! `LoopState` holds the observations (via [`crate::observe::Ledger`]).
+//! `LoopState` holds the observations (via [`crate::ledger::Ledger`]).
 //! This module never parses model text itself, never runs a tool on the caller's thread and never
 //! panics on bad model output.
 //!
@@ -28,8 +28,8 @@ use crate::budget::{BudgetMeter, Budgets};
 use crate::decision::{Decision, FinalDecision};
 use crate::grounding::Grounding;
 use crate::guards::Guards;
+use crate::ledger::{Ledger, ObservationRecord, VIEW_FEEDBACK};
 use crate::metrics::{self, Counters, Expected, GroundTruth, Metrics, MetricsInput};
-use crate::observe::{Ledger, ObservationRecord, VIEW_FEEDBACK};
 use crate::policy::{DecisionRequest, Policy, PolicyError, RepairNote, RunControl};
 use crate::registry::ToolRegistry;
 use crate::task::Task;

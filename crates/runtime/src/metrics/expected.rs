@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::StopReason;
+use crate::ledger::ObservationRecord;
 use crate::numbers;
-use crate::observe::ObservationRecord;
 
 /// One required evidence item: the tool, and what its successful observation's result contains.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::answer::VerdictPhrases;
 use crate::budget::Usage;
 use crate::grounding::GroundedValues;
-use crate::observe::ObservationRecord;
+use crate::ledger::ObservationRecord;
 use crate::{RunStatus, StopReason};
 
 mod expected;

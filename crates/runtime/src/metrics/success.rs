@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::answer::{
     Verdict, VerdictPhrases, mentions_value, phrase_present, result_masks, verdict_of,
 };
+use crate::ledger::ObservationRecord;
 use crate::numbers;
-use crate::observe::ObservationRecord;
 
 use super::*;
 

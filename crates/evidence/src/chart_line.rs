@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::observe::ObservationRecord;
+use crate::ledger::ObservationRecord;
 
 /// Why an action contradicts the evidence it draws on; recoverable, the message says what would agree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
