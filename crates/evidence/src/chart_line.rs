@@ -109,12 +109,13 @@ fn column_aggregate(record: &ObservationRecord, average: f64) -> Option<ColumnAg
     })
 }
 
-/// `78.33` agrees with 78.3333…; `78` with 78.0 and 78.4 (a rounding), not with 81.33.
+/// `78.33` agrees with 78.3333…, `78.4` with 78.43, `78` only with 78 itself: the one printed-rounding rule
+/// of [`forge_language::numbers::stands_for`], the same the claims gate and the grammar's printed forms use.
 fn agrees_at_written_precision(exact: f64, written: f64) -> bool {
     let decimals = forge_language::numbers::canonical(written)
         .split_once('.')
-        .map_or(0, |(_, fraction)| fraction.len() as i32);
-    (exact - written).abs() <= 0.5 * 10f64.powi(-decimals) + 1e-9
+        .map_or(0, |(_, fraction)| fraction.len() as u32);
+    forge_language::numbers::stands_for(written, decimals, exact)
 }
 
 /// The same numbers, in any order (a chart may sort its bars).
@@ -225,7 +226,10 @@ mod tests {
     #[test]
     fn precision_is_the_written_one() {
         assert!(agrees_at_written_precision(78.3333, 78.33));
-        assert!(agrees_at_written_precision(78.4, 78.0));
+        assert!(agrees_at_written_precision(78.43, 78.4));
+        // A whole number stands only for itself (numbers::stands_for): 78 is not a rounding of 78.4.
+        assert!(!agrees_at_written_precision(78.4, 78.0));
+        assert!(agrees_at_written_precision(78.0, 78.0));
         assert!(!agrees_at_written_precision(81.33, 78.0));
         assert!(agrees_at_written_precision(-1.2, -1.2));
         assert!(!agrees_at_written_precision(-1.2, 1.2));

@@ -7,6 +7,8 @@ use serde_json::Value;
 
 pub use forge_language::rules::*;
 
+use forge_language::lexicon::fold;
+
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
 /// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
 /// is not clear — also for a single column neither names.
@@ -125,7 +127,7 @@ fn numeric_columns(result: &Value) -> (Vec<NamedColumn>, Vec<String>) {
 /// "pit stop time".
 fn words_named(column: &str, key: &str) -> usize {
     let key_lower = key.to_lowercase();
-    let key_words: Vec<String> = words(key).into_iter().map(|w| singular(&w)).collect();
+    let key_words: Vec<String> = words(key).into_iter().map(|w| fold(&w)).collect();
     let header = column.split('(').next().unwrap_or(column);
     let header_words: Vec<String> = words(header)
         .into_iter()
@@ -134,7 +136,7 @@ fn words_named(column: &str, key: &str) -> usize {
                 .header_aggregate_words
                 .contains(w)
         })
-        .map(|w| singular(&w))
+        .map(|w| fold(&w))
         .collect();
     // CJK text has no spaces: a header word there is found inside the key.
     let found =
@@ -170,7 +172,7 @@ fn by_rows_named(row_kinds: &[String], at_top: Vec<usize>, texts: &[&str]) -> Ve
 /// Each column's score for the task's text: how often the text names its header's words (0 for a column
 /// the text does not name).
 fn context_scores(columns: &[NamedColumn], context: &str) -> Vec<usize> {
-    let context_words: Vec<String> = words(context).into_iter().map(|w| singular(&w)).collect();
+    let context_words: Vec<String> = words(context).into_iter().map(|w| fold(&w)).collect();
     columns
         .iter()
         .map(|(name, _)| {
@@ -181,7 +183,7 @@ fn context_scores(columns: &[NamedColumn], context: &str) -> Vec<usize> {
             words(header)
                 .into_iter()
                 .map(|w| {
-                    let w = singular(&w);
+                    let w = fold(&w);
                     if w.is_ascii() {
                         context_words.iter().filter(|c| **c == w).count()
                     } else {
@@ -195,25 +197,17 @@ fn context_scores(columns: &[NamedColumn], context: &str) -> Vec<usize> {
 
 /// `text` without the words of a row-label header (`Sample point` → drops "sample", "point").
 fn without_row_words(text: &str, rows: &str) -> String {
-    let row_words: Vec<String> = words(rows).into_iter().map(|w| singular(&w)).collect();
+    let row_words: Vec<String> = words(rows).into_iter().map(|w| fold(&w)).collect();
     if row_words.is_empty() {
         return text.to_owned();
     }
     text.split_whitespace()
         .filter(|w| {
-            let bare: Vec<String> = words(w).into_iter().map(|x| singular(&x)).collect();
+            let bare: Vec<String> = words(w).into_iter().map(|x| fold(&x)).collect();
             bare.is_empty() || !bare.iter().all(|b| row_words.contains(b))
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// "stores" → "store": enough plural folding for header words against rule words.
-fn singular(word: &str) -> String {
-    match word.strip_suffix('s') {
-        Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem.to_owned(),
-        _ => word.to_owned(),
-    }
 }
 
 /// The column the rules measure and its rows, when some rule measures one; `Err(())` when that column is
