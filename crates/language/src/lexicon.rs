@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 /// A comparison operator read from language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum Op {
+pub enum Comparison {
     #[serde(rename = ">=")]
     AtLeast,
     #[serde(rename = ">")]
@@ -22,35 +22,35 @@ pub enum Op {
     Below,
 }
 
-impl Op {
+impl Comparison {
     pub fn holds(self, value: f64, threshold: f64) -> bool {
         match self {
-            Op::AtLeast => value >= threshold,
-            Op::Above => value > threshold,
-            Op::AtMost => value <= threshold,
-            Op::Below => value < threshold,
+            Self::AtLeast => value >= threshold,
+            Self::Above => value > threshold,
+            Self::AtMost => value <= threshold,
+            Self::Below => value < threshold,
         }
     }
     pub fn symbol(self) -> &'static str {
         match self {
-            Op::AtLeast => ">=",
-            Op::Above => ">",
-            Op::AtMost => "<=",
-            Op::Below => "<",
+            Self::AtLeast => ">=",
+            Self::Above => ">",
+            Self::AtMost => "<=",
+            Self::Below => "<",
         }
     }
     /// "not at least" is "below".
-    pub fn negated(self) -> Op {
+    pub fn negated(self) -> Comparison {
         match self {
-            Op::AtLeast => Op::Below,
-            Op::Above => Op::AtMost,
-            Op::AtMost => Op::Above,
-            Op::Below => Op::AtLeast,
+            Self::AtLeast => Self::Below,
+            Self::Above => Self::AtMost,
+            Self::AtMost => Self::Above,
+            Self::Below => Self::AtLeast,
         }
     }
     /// Whether the operator is a lower limit (the lowest row is the one that can break it).
     pub fn is_lower_limit(self) -> bool {
-        matches!(self, Op::AtLeast | Op::Above)
+        matches!(self, Self::AtLeast | Self::Above)
     }
 }
 
@@ -58,7 +58,7 @@ impl Op {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ComparisonPhrase {
     pub phrase: String,
-    pub op: Op,
+    pub op: Comparison,
     #[serde(default)]
     pub after: bool,
 }

@@ -18,7 +18,7 @@ pub mod clause;
 
 use serde_json::Value;
 
-pub use crate::lexicon::Op as Comparison;
+pub use crate::lexicon::Comparison;
 use crate::lexicon::{self, lexicon};
 
 /// What a rule measures before comparing.
