@@ -416,6 +416,55 @@ fn v2_checks_numbers_words_verdict_and_none_with_reasons() {
 }
 
 #[test]
+fn a_rule_check_written_the_other_way_round_is_the_same_evidence_and_the_verdict_is_judged_once() {
+    let expected = Expected::parse(CLINICS_V2, "clinics/expected.json").unwrap();
+    // The rule is "average wait at most 30"; the model checked whether it was exceeded.
+    let mut inverse = clinic_ledger();
+    inverse[2] = record(
+        "obs-calculator-3",
+        "calculator",
+        json!({ "expression": "27.75 > 30", "value": false }),
+    );
+    let phrases = VerdictPhrases::default();
+    let right = metrics::success_checks(
+        &expected,
+        Some("Average 27.75, gap 7, 南区 longest; the target is met."),
+        &inverse,
+        &phrases,
+    );
+    assert_eq!(right.failures, Vec::<String>::new());
+    assert_eq!(
+        right.evidence[2].observation.as_deref(),
+        Some("obs-calculator-3")
+    );
+    // A verdict that follows the inverted check is wrong, and said so, once, on the answer.
+    let wrong = metrics::success_checks(
+        &expected,
+        Some("Average 27.75, gap 7, 南区 longest; the target is not met."),
+        &inverse,
+        &phrases,
+    );
+    assert_eq!(
+        wrong.failures,
+        ["the verdict should be met; the answer says not met"]
+    );
+    // A task that expects no verdict keeps the boolean exact: only a true check is its evidence.
+    let no_verdict = Expected::parse(
+        &CLINICS_V2.replace(r#""verdict": true, "#, ""),
+        "clinics/expected.json",
+    )
+    .unwrap();
+    assert!(!no_verdict.evidence[2].rule_check);
+    assert!(!Expected::item_matches(
+        &no_verdict.evidence[2],
+        &inverse[2]
+    ));
+    assert!(Expected::item_matches(&expected.evidence[2], &inverse[2]));
+    // A rule check is still a boolean of its own tool: a number is not one.
+    assert!(!Expected::item_matches(&expected.evidence[2], &inverse[1]));
+}
+
+#[test]
 fn v1_answer_checks_are_words_not_substrings() {
     let expected = Expected::load(&task_dir("tool_router_bench")).unwrap();
     let real = real_observation(

@@ -21,6 +21,12 @@ pub struct EvidenceExpectation {
     /// these values in one column (v1 never named the column). Empty: no such check.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub labelled_column: Vec<(String, f64)>,
+    /// The item is a rule check: its result is only a boolean `value` and the answer's verdict is expected.
+    /// Such an item is met by any boolean result of its tool, whichever way round the check was written
+    /// (`sum([Diesel]) <= 48000` true and `sum([Diesel]) > 48000` false check the same rule); the verdict
+    /// itself is judged once, in the final answer. Set by [`Expected::parse`], never read from the file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rule_check: bool,
 }
 
 /// Checks on the accepted final answer. Entries of `words`, `any_of` and `none` that are numbers
@@ -237,6 +243,7 @@ impl Expected {
                         tool: e.tool,
                         result: e.result,
                         labelled_column: Vec::new(),
+                        rule_check: false,
                     })
                     .collect(),
                 final_answer: AnswerExpectation {
@@ -254,7 +261,7 @@ impl Expected {
             from_v1(file).map_err(invalid)?
         };
         expected.check().map_err(invalid)?;
-        Ok(expected)
+        Ok(expected.with_rule_checks())
     }
 
     /// Rules serde cannot state: known tools, object results, usable answer checks.
@@ -290,13 +297,31 @@ impl Expected {
         Ok(())
     }
 
-    /// Whether `record` is a successful observation of `item`'s tool whose result matches it.
+    /// Marks the rule checks (see [`EvidenceExpectation::rule_check`]): only where the answer's verdict is
+    /// expected, so a check's polarity is still judged, once, by the verdict the answer states.
+    fn with_rule_checks(mut self) -> Expected {
+        if self.final_answer.verdict.is_some() {
+            for item in &mut self.evidence {
+                item.rule_check = item
+                    .result
+                    .as_object()
+                    .is_some_and(|r| r.len() == 1 && r.get("value").is_some_and(Value::is_boolean));
+            }
+        }
+        self
+    }
+
+    /// Whether `record` is a successful observation of `item`'s tool whose result matches it (a rule check:
+    /// whose result is a boolean).
     pub fn item_matches(item: &EvidenceExpectation, record: &ObservationRecord) -> bool {
         let (true, Some(result)) = (record.ok, record.result.as_ref()) else {
             return false;
         };
         if record.tool != item.tool {
             return false;
+        }
+        if item.rule_check {
+            return result.get("value").is_some_and(Value::is_boolean);
         }
         let result = current_shape(result);
         subset(&item.result, &result)
@@ -328,6 +353,7 @@ pub(super) fn from_v1(file: FileV1) -> Result<Expected, String> {
         let (result, labelled_column) = translate_old_knowledge(expectation.result.clone())
             .map_err(|message| format!("tools.{tool}.result: {message}"))?;
         evidence.push(EvidenceExpectation {
+            rule_check: false,
             tool: tool.clone(),
             result,
             labelled_column,
