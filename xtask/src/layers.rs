@@ -15,7 +15,7 @@ use std::process::{Command, ExitCode};
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 
 pub const LAYERS_VERB: Verb = Verb {
     name: "layers",

@@ -5,35 +5,21 @@
 //! The model verbs (`model`, `eval`, the model part of `bench`) live in `model.rs`. This file only
 //! parses arguments and dispatches; it holds no course logic.
 
-mod args;
-mod cargo;
-mod check;
 mod circles;
 mod code_map;
-mod course;
-mod grade;
-mod guide;
-mod judge;
 mod layers;
-mod learn;
-mod learner;
 mod llama_tools;
 mod model;
 mod mutants;
-mod progress;
-mod report;
-mod scratch;
-mod skeleton;
 #[cfg(test)]
 mod source_rules;
-mod test_runs;
 mod verify;
 mod verify_bench;
-mod watch;
 
 use std::process::ExitCode;
 
-use args::Args;
+use forge_course::args::Args;
+use forge_course::{check, grade, learn, progress, watch};
 
 const USAGE: &str = "\
 usage: cargo xtask <verb> [options]        (cargo xtask <verb> --help: that verb's options)

@@ -14,6 +14,19 @@ use crate::cargo::TestResult;
 
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Refuses to write a report that its own schema would reject.
+pub fn check_against_schema(verification: &Verification) -> anyhow::Result<()> {
+    let validator = crate::course::compile_schema("verification.schema.json")?;
+    let errors = crate::course::schema_errors(&validator, &serde_json::to_value(verification)?);
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "the report violates schemas/verification.schema.json:\n  {}",
+            errors.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
