@@ -1,7 +1,8 @@
 //! verification.json: the report types (schemas/verification.schema.json), timestamps, host and
 //! toolchain facts. Field meanings are documented in docs/xtask.md.
 //!
-//! This module only describes and serialises results; it does not decide outcomes.
+//! This module only describes, serialises and validates results (a report its own schema rejects is never
+//! written); it does not decide outcomes.
 
 use std::collections::BTreeMap;
 use std::process::Command;
