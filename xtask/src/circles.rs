@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use syn::visit::Visit;
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 
 pub const CIRCLES: Verb = Verb {
     name: "circles",

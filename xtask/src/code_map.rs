@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 
 pub const CODE_MAP: Verb = Verb {
     name: "code-map",

@@ -1,6 +1,7 @@
 //! `cargo xtask layers`: the crates' dependency direction — the runtime's layers point down, never up.
 //!
-//! [`LAYERS`] is the one statement of the rule, bottom first: the stage crates, then language (vocabulary and
+//! [`LAYERS`] is the one statement of the rule, bottom first: the stage crates, then the course (the learner's
+//! loop and grading, which drives the stage crates through cargo and links no Forge crate), language (vocabulary and
 //! readers of text), tools, evidence (task, ledger, grounding, claims, rules applied), runtime (the loop), then
 //! what runs a model (model files and decoding, then llama.cpp), the server and the runner binary. A crate may
 //! depend on crates of its own layer or of a lower one; an edge from a lower layer to a higher one
@@ -15,11 +16,11 @@ use std::process::{Command, ExitCode};
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 
 pub const LAYERS_VERB: Verb = Verb {
     name: "layers",
-    about: "Check that no lower crate depends on a higher one (stages, language, tools, evidence, runtime, …, runner)",
+    about: "Check that no lower crate depends on a higher one (stages, course, language, tools, evidence, runtime, …, runner)",
     positionals: "",
     flags: &[],
 };
@@ -28,6 +29,7 @@ pub const LAYERS_VERB: Verb = Verb {
 /// package name ending in `*` is a prefix (`forge-stage*`: every stage crate).
 pub const LAYERS: &[(&str, &[&str])] = &[
     ("stages", &["forge-stage*"]),
+    ("course", &["forge-course"]),
     ("language", &["forge-language"]),
     ("tools", &["forge-tools"]),
     ("evidence", &["forge-evidence"]),
@@ -59,7 +61,7 @@ impl std::fmt::Display for UpwardEdge {
 }
 
 /// The layer a package belongs to: its index in [`LAYERS`] and the layer's name; `None` for a package
-/// outside the stack (xtask, the course's tooling, is not constrained here).
+/// outside the stack (xtask, the developer tasks on top of everything, is not constrained here).
 pub fn layer_of(package: &str) -> Option<(usize, &'static str)> {
     LAYERS
         .iter()

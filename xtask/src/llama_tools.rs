@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 
 pub const LLAMA_TOOLS: Verb = Verb {
     name: "llama-tools",
@@ -284,7 +284,7 @@ struct BuiltLlama {
 /// environment is the one `scripts/lib.sh export_ggml_cpu_features` gives, so this never re-runs that
 /// build script with other switches.
 fn built_llama(root: &Path) -> anyhow::Result<BuiltLlama> {
-    let mut cmd = crate::cargo::cargo_command();
+    let mut cmd = forge_course::cargo::cargo_command();
     cmd.current_dir(root).args([
         "build",
         "-p",

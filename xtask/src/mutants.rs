@@ -14,9 +14,9 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Args, Verb};
-use crate::course::{self, Course, Stage};
-use crate::scratch;
+use forge_course::args::{Args, Verb};
+use forge_course::course::{self, Course, Stage};
+use forge_course::scratch;
 
 pub const MUTANTS: Verb = Verb {
     name: "mutants",

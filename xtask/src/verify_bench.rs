@@ -10,11 +10,11 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, bail};
 
-use crate::args::{Args, Verb};
-use crate::cargo::cargo_command;
-use crate::course::{self, Course};
-use crate::report;
-use crate::scratch;
+use forge_course::args::{Args, Verb};
+use forge_course::cargo::cargo_command;
+use forge_course::course::{self, Course};
+use forge_course::report;
+use forge_course::scratch;
 
 pub const BENCH_VERIFY: Verb = Verb {
     name: "bench-verify",

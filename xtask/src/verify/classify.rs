@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::class;
-use crate::cargo::{TestOutcome, TestResult};
-use crate::course::Contract;
-use crate::report::{Observation, RunReport};
+use forge_course::cargo::{TestOutcome, TestResult};
+use forge_course::course::Contract;
+use forge_course::report::{Observation, RunReport};
 
 pub struct Verdict {
     pub class: &'static str,

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::args::{Args, Verb};
-use crate::cargo::{self, BuildRequest, TestOutcome, TestResult};
-use crate::course::{self, Contract, Course, Stage};
-use crate::scratch::{self, Variant};
-use crate::test_runs::binaries_for;
+use forge_course::args::{Args, Verb};
+use forge_course::cargo::{self, BuildRequest, TestOutcome, TestResult};
+use forge_course::course::{self, Contract, Course, Stage};
+use forge_course::scratch::{self, Variant};
+use forge_course::test_runs::binaries_for;
 
 pub const FAULT: Verb = Verb {
     name: "fault",
@@ -105,9 +105,10 @@ pub fn cmd_fault(args: Args) -> anyhow::Result<ExitCode> {
         .context("usage: cargo xtask fault STAGE [--instructor]")?;
     let stage = course.stage(selector)?;
     // An instructor verb: the diagnosis is an answer, earned by a pass (or asked for as instructor).
-    let passed = crate::progress::Progress::load(&crate::learner::progress_path(&course))
-        .map(|p| p.passed(stage))
-        .unwrap_or(false);
+    let passed =
+        forge_course::progress::Progress::load(&forge_course::learner::progress_path(&course))
+            .map(|p| p.passed(stage))
+            .unwrap_or(false);
     let reveal = args.flag("instructor") || passed;
     if args.flag("room") && !reveal {
         bail!(

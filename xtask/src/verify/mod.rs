@@ -19,20 +19,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::args::{Args, Verb};
-use crate::cargo::{
+use forge_course::args::{Args, Verb};
+use forge_course::cargo::{
     self, BinaryRun, BuildOutcome, BuildRequest, TestBinary, TestOutcome, TestResult,
 };
-use crate::course::{self, Contract, ContractProblem, Course, Stage};
-use crate::report::{
+use forge_course::course::{self, Contract, ContractProblem, Course, Stage};
+use forge_course::report::{
     self, Expectation, Mode, Observation, RunOptions, Runs, StageReport, Verification,
 };
-use crate::scratch::{self, Variant};
-use crate::test_runs::{binaries_for, run_binaries, run_report};
+use forge_course::scratch::{self, Variant};
+use forge_course::test_runs::{binaries_for, run_binaries, run_report};
 
 pub const VERIFY: Verb = Verb {
     name: "verify",
@@ -100,7 +100,7 @@ pub fn cmd_verify(args: Args) -> anyhow::Result<ExitCode> {
     let stages = course.select(&args.positional)?;
     let config = VerifyConfig::from_args(&args)?;
     let verification = verify(&course, &stages, &config)?;
-    check_against_schema(&verification)?;
+    report::check_against_schema(&verification)?;
     let path = course.evidence.join("verification.json");
     report::write_if_substance_changed(&path, &verification)?;
     if args.flag("json") {
@@ -114,19 +114,6 @@ pub fn cmd_verify(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// Refuses to write a report that its own schema would reject.
-pub fn check_against_schema(verification: &Verification) -> anyhow::Result<()> {
-    let validator = course::compile_schema("verification.schema.json")?;
-    let errors = course::schema_errors(&validator, &serde_json::to_value(verification)?);
-    if !errors.is_empty() {
-        bail!(
-            "the report violates schemas/verification.schema.json:\n  {}",
-            errors.join("\n  ")
-        );
-    }
-    Ok(())
 }
 
 /// Everything known about one stage before running it.

@@ -6,7 +6,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use crate::course::Contract;
+use forge_course::course::Contract;
 
 /// What the room sees, in order.
 pub struct Screens {

@@ -109,7 +109,7 @@ struct SectionsFile {
 fn sections() -> &'static [SectionEntry] {
     static SECTIONS: OnceLock<Vec<SectionEntry>> = OnceLock::new();
     SECTIONS.get_or_init(|| {
-        serde_json::from_str::<SectionsFile>(include_str!("../../schemas/guide_sections.json"))
+        serde_json::from_str::<SectionsFile>(include_str!("../../../schemas/guide_sections.json"))
             .expect("schemas/guide_sections.json parses")
             .sections
     })
@@ -474,7 +474,7 @@ mod tests {
     #[test]
     fn every_guide_places_its_stage_in_the_chapter_as_the_chapter_file_says() {
         let chapter: serde_json::Value =
-            serde_json::from_str(include_str!("../../docs/chapter/chapter.json")).unwrap();
+            serde_json::from_str(include_str!("../../../docs/chapter/chapter.json")).unwrap();
         let chain = chapter["frame"]["chain"].as_array().unwrap();
         let course = crate::course::Course::open(&crate::args::Args::default()).unwrap();
         assert_eq!(

@@ -1,7 +1,8 @@
 //! verification.json: the report types (schemas/verification.schema.json), timestamps, host and
 //! toolchain facts. Field meanings are documented in docs/xtask.md.
 //!
-//! This module only describes and serialises results; it does not decide outcomes.
+//! This module only describes, serialises and validates results (a report its own schema rejects is never
+//! written); it does not decide outcomes.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -13,6 +14,19 @@ use serde::{Deserialize, Serialize};
 use crate::cargo::TestResult;
 
 pub const FORMAT_VERSION: u32 = 1;
+
+/// Refuses to write a report that its own schema would reject.
+pub fn check_against_schema(verification: &Verification) -> anyhow::Result<()> {
+    let validator = crate::course::compile_schema("verification.schema.json")?;
+    let errors = crate::course::schema_errors(&validator, &serde_json::to_value(verification)?);
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "the report violates schemas/verification.schema.json:\n  {}",
+            errors.join("\n  ")
+        );
+    }
+    Ok(())
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -11,7 +11,7 @@ use plotters::style::FontStyle;
 
 use super::report::Summary;
 
-static FONT: &[u8] = include_bytes!("../../../crates/tools/assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../tools/assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 480;

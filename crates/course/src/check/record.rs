@@ -12,7 +12,6 @@ use crate::report::{
     self, Expectation, Mode, Observation, RunOptions, RunReport, Runs, StageReport, Verification,
 };
 use crate::scratch;
-use crate::verify;
 
 use super::*;
 
@@ -169,7 +168,7 @@ pub(super) fn write_learner_verification(
         summary,
         stages,
     };
-    verify::check_against_schema(&verification)?;
+    crate::report::check_against_schema(&verification)?;
     scratch::write_if_changed(
         &path,
         (serde_json::to_string_pretty(&verification)? + "\n").as_bytes(),

@@ -11,11 +11,12 @@ use serde::Deserialize;
 
 use crate::args::Args;
 
-/// The repository this xtask was built from (schemas always come from here).
+/// The repository this course library was built from (schemas always come from here).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the root")
+        .ancestors()
+        .nth(2)
+        .expect("the course crate lives at crates/course, two levels below the root")
         .to_path_buf()
 }
 
