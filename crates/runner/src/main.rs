@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use forge_server::engine::{
+use forge_server::run_bridge::{
     Executor, PolicyChoice, RunSpec, RuntimeExecutor, budgets_from_json, budgets_json,
 };
 use forge_server::{Mode, ServerConfig, Service};

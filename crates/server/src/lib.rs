@@ -5,7 +5,6 @@
 
 pub mod chapter;
 pub mod course;
-pub mod engine;
 pub mod error;
 pub mod evaluation;
 pub mod example;
@@ -15,6 +14,7 @@ pub mod model;
 pub mod models;
 pub mod redact;
 pub mod request;
+pub mod run_bridge;
 pub mod safe_fs;
 pub mod sources;
 pub mod store;
@@ -26,11 +26,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
 pub use error::{ApiError, FieldError};
 pub use jobs::{Jobs, JobsConfig, RecoveryReport};
 pub use model::{BackendError, InspectScope, Mode, ModelBackend, OutsideScope, UnavailableBackend};
 pub use models::ModelEntry;
+pub use run_bridge::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
 
 /// Largest request body accepted (413 above).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::engine::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
 use crate::error::{ApiError, FieldError};
 use crate::example::check_relative_path;
 use crate::model::Mode;
 use crate::models::ModelEntry;
+use crate::run_bridge::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
 use crate::{ServerConfig, tasks};
 
 /// Where scripted fixtures may live (relative to the root): the runtime's and this crate's test fixtures.

@@ -1598,11 +1598,11 @@ impl forge_server::Executor for UncancellableLoad {
         _cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
         _shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
         sink: &mut dyn FnMut(Value),
-    ) -> Result<Value, forge_server::engine::ExecError> {
+    ) -> Result<Value, forge_server::run_bridge::ExecError> {
         sink(json!({ "seq": 1, "run_id": run_id, "t_ms": 0, "phase": "run.started", "data": {} }));
         std::thread::sleep(Duration::from_secs(30));
         sink(json!({ "seq": 2, "run_id": run_id, "t_ms": 1, "phase": "model.loaded", "data": {} }));
-        Err(forge_server::engine::ExecError {
+        Err(forge_server::run_bridge::ExecError {
             code: "runtime_error",
             message: "late".into(),
         })

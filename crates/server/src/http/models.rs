@@ -30,7 +30,7 @@ pub(super) async fn listed_models(s: &Arc<AppState>) -> Result<Vec<crate::ModelE
 }
 
 pub(super) async fn agent_schema() -> Response {
-    ok_json(crate::engine::agent_schema())
+    ok_json(crate::run_bridge::agent_schema())
 }
 
 pub(super) async fn models_inspect(
