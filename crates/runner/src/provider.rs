@@ -1,15 +1,15 @@
-//! The llama.cpp model backend handed to the server: inspection, the process-wide cache, `LlamaPolicy`.
+//! The llama.cpp model provider handed to the server: inspection, the process-wide cache, `LlamaPolicy`.
 //!
 //! This is the one place the service meets `forge_llama`. It never produces a decision itself: a
 //! missing or broken model reaches the runtime as `model_unavailable`.
 
 use std::path::{Path, PathBuf};
 
-use forge_server::{BackendError, Mode, ModelBackend, ModelEntry};
+use forge_server::{Mode, ModelEntry, ModelProvider, ProviderError};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::{Value, json};
 
-pub struct LlamaBackend {
+pub struct LlamaProvider {
     /// Project root: relative model paths are resolved against it.
     pub root: PathBuf,
     /// The model runs use (`--gguf`, or `<model-dir>/<default file>`).
@@ -43,7 +43,7 @@ fn with_facts(mut entry: ModelEntry) -> Option<ModelEntry> {
     Some(entry)
 }
 
-impl LlamaBackend {
+impl LlamaProvider {
     fn resolve(&self, path: Option<&str>) -> PathBuf {
         match path {
             None => self.default_model.clone(),
@@ -53,13 +53,14 @@ impl LlamaBackend {
     }
 }
 
-impl ModelBackend for LlamaBackend {
-    fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
+impl ModelProvider for LlamaProvider {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, ProviderError> {
         let p = self.resolve(path);
         let info =
-            forge_llama::inspect(&p).map_err(|e| BackendError::unavailable(e.to_string()))?;
-        let mut v = serde_json::to_value(&info)
-            .map_err(|e| BackendError::unavailable(format!("model facts not serialisable: {e}")))?;
+            forge_llama::inspect(&p).map_err(|e| ProviderError::unavailable(e.to_string()))?;
+        let mut v = serde_json::to_value(&info).map_err(|e| {
+            ProviderError::unavailable(format!("model facts not serialisable: {e}"))
+        })?;
         // The server hands over canonical paths; compare canonical forms so a symlinked root still matches.
         let same = |a: &Path, b: &Path| {
             a == b
@@ -72,7 +73,7 @@ impl ModelBackend for LlamaBackend {
         Ok(v)
     }
 
-    fn unload(&self) -> Result<Value, BackendError> {
+    fn unload(&self) -> Result<Value, ProviderError> {
         let n = forge_llama::engine::unload_all();
         Ok(json!({ "unloaded": n, "loaded": forge_llama::engine::loaded_models().len() }))
     }
