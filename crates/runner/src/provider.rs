@@ -102,7 +102,7 @@ impl ModelProvider for LlamaProvider {
     }
 
     fn models(&self) -> Vec<ModelEntry> {
-        let (fetched, _skipped) = forge_server::models::scan_manifests(&self.models_dir);
+        let (fetched, _skipped) = forge_server::catalogue::scan_manifests(&self.models_dir);
         let mut listed: Vec<ModelEntry> = fetched.into_iter().filter_map(with_facts).collect();
         if let Some(flag) = &self.gguf_flag
             && !listed.iter().any(|m| same_file(&m.path, flag))

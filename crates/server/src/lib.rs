@@ -3,6 +3,7 @@
 //! The service does not know how a model is loaded: the `runner` binary passes a [`ModelProvider`]
 //! (llama.cpp in production). Scripted policies are reachable only with `enable_test_policies`.
 
+pub mod catalogue;
 pub mod chapter;
 pub mod course;
 pub mod error;
@@ -10,7 +11,6 @@ pub mod evaluation;
 pub mod example;
 mod http;
 pub mod jobs;
-pub mod models;
 pub mod provider;
 pub mod redact;
 pub mod request;
@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub use catalogue::ModelEntry;
 pub use error::{ApiError, FieldError};
 pub use jobs::{Jobs, JobsConfig, RecoveryReport};
-pub use models::ModelEntry;
 pub use provider::{
     InspectScope, Mode, ModelProvider, OutsideScope, ProviderError, UnavailableProvider,
 };

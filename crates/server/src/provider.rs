@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::Value;
 
-use crate::models::ModelEntry;
+use crate::catalogue::ModelEntry;
 
 /// guided: the runtime's typed, state-specific decoding; free: the model writes the whole decision.
 pub use runtime::policy::Mode;

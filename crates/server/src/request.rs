@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::catalogue::ModelEntry;
 use crate::error::{ApiError, FieldError};
 use crate::example::check_relative_path;
-use crate::models::ModelEntry;
 use crate::provider::Mode;
 use crate::run_bridge::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
 use crate::{ServerConfig, tasks};

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use runtime::policy::{Policy, RunControl};
 use serde_json::{Map, Value, json};
 
+use crate::catalogue::ModelEntry;
 use crate::error::FieldError;
-use crate::models::ModelEntry;
 use crate::provider::{FailingPolicy, Mode, ModelProvider};
 
 /// Where the next decision comes from.

@@ -236,7 +236,7 @@ impl ModelProvider for ModelsDirProvider {
         Err(PolicyError::ModelUnavailable("no default model".into()))
     }
     fn models(&self) -> Vec<ModelEntry> {
-        let mut listed = forge_server::models::scan_manifests(&self.dir).0;
+        let mut listed = forge_server::catalogue::scan_manifests(&self.dir).0;
         if let Some(first) = listed.first_mut() {
             first.default = true;
         }
