@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use forge_llama::engine::{self, EngineConfig, GenerateRequest, GrammarMode, Sampling};
-use forge_llama::{LlamaConfig, Mode, harness};
+use forge_llama::{Mode, ModelPolicySettings, harness};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -295,7 +295,7 @@ fn main() {
             &format!("bench-{mode}-{i}"),
             artifacts.path(),
         );
-        let mut cfg = LlamaConfig::new(&model, mode);
+        let mut cfg = ModelPolicySettings::new(&model, mode);
         cfg.engine = config;
         let run = harness::run_with_model(
             &spec,

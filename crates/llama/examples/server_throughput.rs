@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::harness::{self, ModelRun};
-use forge_llama::{LlamaConfig, Mode};
+use forge_llama::{Mode, ModelPolicySettings};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -74,7 +74,7 @@ fn loadavg() -> String {
 /// One configuration: `runs` runs with `in_flight` of them at a time (after one warm-up run).
 fn measure(
     label: &str,
-    config: &LlamaConfig,
+    config: &ModelPolicySettings,
     tasks: &[String],
     runs: usize,
     in_flight: usize,
@@ -229,7 +229,7 @@ fn main() {
     };
     let in_process = measure(
         "in-process",
-        &LlamaConfig::new(&model, Mode::Guided),
+        &ModelPolicySettings::new(&model, Mode::Guided),
         &tasks,
         runs,
         1,
@@ -251,7 +251,7 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        let mut config = LlamaConfig::new(&model, Mode::Guided);
+        let mut config = ModelPolicySettings::new(&model, Mode::Guided);
         config.backend = BackendConfig::LlamaServer(server.http_config());
         let mut m = measure(
             &format!("llama-server -np {np}"),

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use forge_llama::{LlamaConfig, Mode, harness};
+use forge_llama::{Mode, ModelPolicySettings, harness};
 
 /// One real run printed event by event (phase + data) with per-decision measurements.
 #[derive(clap::Parser)]
@@ -35,7 +35,7 @@ fn main() {
     let model = cli
         .gguf
         .unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let mut cfg = LlamaConfig::new(&model, cli.mode);
+    let mut cfg = ModelPolicySettings::new(&model, cli.mode);
     cfg.temperature = cli.temperature;
     if let Some(seed) = cli.seed {
         cfg.seed = seed;

@@ -14,7 +14,9 @@ use forge_decoding::backend::{Backend, BackendError};
 use forge_decoding::generation::EngineConfig;
 use runtime::policy::PolicyError;
 
-pub use forge_decoding::{BackendConfig, DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};
+pub use forge_decoding::{
+    BackendConfig, DEFAULT_MODEL_PATH, Mode, ModelPolicy, ModelPolicySettings,
+};
 
 /// Open the backend `config` names: llama.cpp in this process (with `model_path` and `engine`), or a server
 /// (contacted once here, so one that is down is reported before the first decision).
@@ -32,13 +34,13 @@ pub fn open_backend(
 }
 
 /// A policy that loads its model on the first decision, through any backend (in process included).
-pub fn policy(config: LlamaConfig) -> LlamaPolicy {
-    LlamaPolicy::new(config, open_backend)
+pub fn policy(config: ModelPolicySettings) -> ModelPolicy {
+    ModelPolicy::new(config, open_backend)
 }
 
 /// A policy with its model loaded now (or reused from the process-wide cache).
-pub fn load_policy(config: LlamaConfig) -> Result<LlamaPolicy, PolicyError> {
-    LlamaPolicy::load(config, open_backend)
+pub fn load_policy(config: ModelPolicySettings) -> Result<ModelPolicy, PolicyError> {
+    ModelPolicy::load(config, open_backend)
 }
 
 /// `forge_model::inspect` with this build's llama.cpp information filled in.

@@ -19,7 +19,7 @@ use forge_decoding::generation::{EngineConfig, Finish, GrammarMode, Sampling};
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::harness::{self, ModelRun};
-use forge_llama::{LlamaConfig, Mode};
+use forge_llama::{Mode, ModelPolicySettings};
 use runtime::policy::{RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
@@ -49,13 +49,17 @@ fn start_server(binary: PathBuf, model: PathBuf, parallel: u32) -> LlamaServerPr
         .unwrap_or_else(|e| panic!("llama-server did not start: {e}"))
 }
 
-fn server_config(model: &std::path::Path, mode: Mode, backend: BackendConfig) -> LlamaConfig {
-    let mut c = LlamaConfig::new(model, mode);
+fn server_config(
+    model: &std::path::Path,
+    mode: Mode,
+    backend: BackendConfig,
+) -> ModelPolicySettings {
+    let mut c = ModelPolicySettings::new(model, mode);
     c.backend = backend;
     c
 }
 
-fn run_task(name: &str, config: LlamaConfig, control: Option<RunControl>) -> ModelRun {
+fn run_task(name: &str, config: ModelPolicySettings, control: Option<RunControl>) -> ModelRun {
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
     let mut spec = harness::spec_for(&root, "agent_eval_mini", name, artifacts.path());

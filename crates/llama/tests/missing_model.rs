@@ -14,7 +14,7 @@ fn a_missing_model_ends_a_run_failed_model_unavailable() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spec = forge_llama::harness::spec_for(&root, "agent_eval_mini", "missing", dir.path());
-    let cfg = forge_llama::LlamaConfig::new(dir.path().join("nowhere.gguf"), Mode::Guided);
+    let cfg = forge_llama::ModelPolicySettings::new(dir.path().join("nowhere.gguf"), Mode::Guided);
     let run = forge_llama::harness::run_with_model(
         &spec,
         cfg,

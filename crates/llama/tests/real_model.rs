@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use forge_llama::engine::{
     self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause,
 };
-use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
+use forge_llama::{Mode, ModelPolicy, ModelPolicySettings, harness};
 use runtime::policy::{Policy, PolicyError, RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
@@ -80,7 +80,7 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     let spec = harness::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
     let run = harness::run_with_model(
         &spec,
-        LlamaConfig::new(&copy, Mode::Guided),
+        ModelPolicySettings::new(&copy, Mode::Guided),
         &harness::control_for(&spec.budgets),
         &mut |_| {},
     )
@@ -108,7 +108,7 @@ fn guided_run_completes_agent_eval_mini() {
     let mut phases = Vec::new();
     let run = harness::run_with_model(
         &spec,
-        LlamaConfig::new(&path, Mode::Guided),
+        ModelPolicySettings::new(&path, Mode::Guided),
         &harness::control_for(&spec.budgets),
         &mut |e| phases.push(e.phase.clone()),
     )
@@ -172,7 +172,7 @@ fn free_runs_never_fail_on_their_grammar() {
         spec.budgets.max_steps = 8;
         let run = harness::run_with_model(
             &spec,
-            LlamaConfig::new(&path, Mode::Free),
+            ModelPolicySettings::new(&path, Mode::Free),
             &harness::control_for(&spec.budgets),
             &mut |_| {},
         )
@@ -420,7 +420,7 @@ fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
         "grammar-only-test",
         artifacts.path(),
     );
-    let mut config = LlamaConfig::new(&path, Mode::Guided);
+    let mut config = ModelPolicySettings::new(&path, Mode::Guided);
     config.chooser = Chooser::GrammarUniform;
     config.temperature = 0.7;
     let run = harness::run_with_model(
@@ -496,7 +496,7 @@ fn cancellation_during_generation_stops_within_one_token() {
     drop(s);
 
     // Through the Policy: a cancel flag raised from another thread ends decide() with Cancelled quickly.
-    let mut policy = forge_llama::load_policy(LlamaConfig::new(&path, Mode::Free)).unwrap();
+    let mut policy = forge_llama::load_policy(ModelPolicySettings::new(&path, Mode::Free)).unwrap();
     let control = RunControl::new(Instant::now() + Duration::from_secs(60));
     let flag = control.clone();
     let raiser = std::thread::spawn(move || {
@@ -546,7 +546,10 @@ fn deadline_during_generation_is_a_timeout() {
         runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     config.budgets = spec.budgets.clone();
     let control = RunControl::new(Instant::now() + Duration::from_millis(50));
-    let mut policy = AfterDeadline(forge_llama::policy(LlamaConfig::new(&path, Mode::Guided)));
+    let mut policy = AfterDeadline(forge_llama::policy(ModelPolicySettings::new(
+        &path,
+        Mode::Guided,
+    )));
     let mut phases = Vec::new();
     let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| {
         phases.push(e.phase.clone())
@@ -565,7 +568,7 @@ fn deadline_during_generation_is_a_timeout() {
 }
 
 /// The model's own policy, called only once the run's deadline has passed.
-struct AfterDeadline(LlamaPolicy);
+struct AfterDeadline(ModelPolicy);
 
 impl Policy for AfterDeadline {
     fn name(&self) -> String {

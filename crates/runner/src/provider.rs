@@ -1,4 +1,4 @@
-//! The llama.cpp model provider handed to the server: inspection, the process-wide cache, `LlamaPolicy`.
+//! The llama.cpp model provider handed to the server: inspection, the process-wide cache, `ModelPolicy`.
 //!
 //! This is the one place the service meets `forge_llama`. It never produces a decision itself: a
 //! missing or broken model reaches the runtime as `model_unavailable`.
@@ -150,14 +150,14 @@ impl ModelProvider for LlamaProvider {
         {
             forge_llama::engine::unload_all();
         }
-        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), mode);
+        let mut config = forge_llama::ModelPolicySettings::new(model.path.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         Ok(Box::new(forge_llama::policy(config)))
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
-        let mut config = forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
+        let mut config = forge_llama::ModelPolicySettings::new(self.default_model.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

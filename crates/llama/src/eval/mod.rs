@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::harness::{self, RunSpec};
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
-use forge_decoding::policy::{LlamaConfig, Mode};
+use forge_decoding::policy::{Mode, ModelPolicySettings};
 use forge_decoding::share::TokenShare;
 
 /// One evaluated run, as written to `runs.jsonl`.
@@ -413,7 +413,7 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
             ..runtime::Budgets::default()
         },
     };
-    let mut config = LlamaConfig::new(&plan.model_path, mode);
+    let mut config = ModelPolicySettings::new(&plan.model_path, mode);
     config.temperature = temperature;
     config.seed = 1000 + seed;
     config.backend = plan.backend.clone();
