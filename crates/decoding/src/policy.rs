@@ -13,7 +13,7 @@ use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, R
 use crate::backend::{Backend, BackendConfig, BackendError, BackendRequest};
 use crate::gbnf::Grammar;
 use crate::generation::{
-    self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
+    self, Chooser, EngineError, EngineSettings, Finish, GrammarMode, Sampling, StopCause,
 };
 use crate::grammar::{self, Caps};
 use crate::prompt;
@@ -32,7 +32,7 @@ pub struct ModelPolicySettings {
     /// 0 = greedy (the default).
     pub temperature: f32,
     pub seed: u32,
-    pub engine: EngineConfig,
+    pub engine: EngineSettings,
     /// False disables the grammar entirely (robustness experiments; invalid output is then possible).
     pub constrained: bool,
     pub grammar_mode: GrammarMode,
@@ -50,7 +50,7 @@ impl ModelPolicySettings {
             mode,
             temperature: 0.0,
             seed: 0x5eed,
-            engine: EngineConfig::default(),
+            engine: EngineSettings::default(),
             constrained: true,
             grammar_mode: GrammarMode::CheckFirst,
             caps: Caps::default(),
@@ -88,7 +88,7 @@ pub struct DecisionStats {
 /// in process included); [`crate::remote::open`] opens the server kinds where llama.cpp is not linked.
 /// A function, not a dependency, so this crate builds without llama.cpp.
 pub type OpenBackend =
-    fn(&BackendConfig, &Path, EngineConfig) -> Result<Box<dyn Backend>, BackendError>;
+    fn(&BackendConfig, &Path, EngineSettings) -> Result<Box<dyn Backend>, BackendError>;
 
 pub struct ModelPolicy {
     config: ModelPolicySettings,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use forge_llama::engine::{self, EngineConfig, GenerateRequest, GrammarMode, Sampling};
+use forge_llama::engine::{self, EngineSettings, GenerateRequest, GrammarMode, Sampling};
 use forge_llama::{Mode, ModelPolicySettings, harness};
 use serde_json::{Value, json};
 
@@ -81,7 +81,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let config = EngineConfig::default();
+    let config = EngineSettings::default();
     let bench_bin = cli
         .llama_bench
         .unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
@@ -146,7 +146,7 @@ fn main() {
     drop(s);
     // The same prompt decoded in one llama.cpp call (what llama-bench's pp200 does): how much the runner's
     // cancellation-friendly chunking costs.
-    let one_batch = EngineConfig {
+    let one_batch = EngineSettings {
         prefill_chunk: config.n_batch,
         ..config
     };

@@ -11,7 +11,7 @@ pub mod in_process;
 use std::path::Path;
 
 use forge_decoding::backend::{Backend, BackendError};
-use forge_decoding::generation::EngineConfig;
+use forge_decoding::generation::EngineSettings;
 use runtime::policy::PolicyError;
 
 pub use forge_decoding::{
@@ -23,7 +23,7 @@ pub use forge_decoding::{
 pub fn open_backend(
     config: &BackendConfig,
     model_path: &Path,
-    engine: EngineConfig,
+    engine: EngineSettings,
 ) -> Result<Box<dyn Backend>, BackendError> {
     match config {
         BackendConfig::InProcess => Ok(Box::new(in_process::InProcessBackend::load(

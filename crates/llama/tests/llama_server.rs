@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use forge_decoding::backend::{BackendConfig, BackendRequest};
-use forge_decoding::generation::{EngineConfig, Finish, GrammarMode, Sampling};
+use forge_decoding::generation::{EngineSettings, Finish, GrammarMode, Sampling};
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::harness::{self, ModelRun};
@@ -292,7 +292,7 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
 
     // One schema-constrained generation: the answer is JSON of that schema, with token counts from `usage`.
     let mut b =
-        forge_llama::open_backend(&config, &model, EngineConfig::default()).expect("connects");
+        forge_llama::open_backend(&config, &model, EngineSettings::default()).expect("connects");
     assert!(b.describe().starts_with("openai-chat"), "{}", b.describe());
     let schema = serde_json::json!({
         "type": "object",
@@ -715,7 +715,7 @@ fn bad_urls_are_refused_with_the_reason() {
         let err = forge_llama::open_backend(
             &BackendConfig::LlamaServer(HttpConfig::new(url)),
             std::path::Path::new("x"),
-            EngineConfig::default(),
+            EngineSettings::default(),
         )
         .err()
         .unwrap_or_else(|| panic!("{url} accepted"));

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use forge_llama::engine::{
-    self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause,
+    self, Chooser, EngineError, EngineSettings, GenerateRequest, GrammarMode, Sampling, StopCause,
 };
 use forge_llama::{Mode, ModelPolicy, ModelPolicySettings, harness};
 use runtime::policy::{Policy, PolicyError, RunControl, TokenShare};
@@ -71,7 +71,7 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     assert!(!err.to_string().contains(&dir_text), "path leaked: {err}");
 
     // The engine refuses it the same way, and a run ends failed/model_unavailable without the directory.
-    match engine::load(&copy, EngineConfig::default()) {
+    match engine::load(&copy, EngineSettings::default()) {
         Err(EngineError::Unavailable(u)) => assert_eq!(u.file, "half-model.gguf"),
         other => panic!("expected Unavailable, got {:?}", other.map(|_| "a session")),
     }
@@ -225,7 +225,7 @@ fn generation_steps_back_from_a_dead_end_its_banned_repeats_make() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt(
@@ -297,7 +297,7 @@ fn the_share_counts_one_choice_and_forces_the_rest() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt("You reply with JSON only.", r#"Reply with {"k":"xyz"}"#)
@@ -474,7 +474,7 @@ fn cancellation_during_generation_stops_within_one_token() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt("You count.", "Count from 1 to 100, separated by commas.")
@@ -522,7 +522,7 @@ fn deadline_during_generation_is_a_timeout() {
     let Some(path) = common::model_or_skip("deadline_during_generation_is_a_timeout") else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     {
         let mut s = session.lock().unwrap();
         let prompt = s

@@ -23,7 +23,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 // The generation types are the seam's; the engine takes and returns them.
 pub use forge_decoding::generation::{
-    Chooser, EngineConfig, EngineError, Finish, GenerateRequest, Generation, GrammarMode,
+    Chooser, EngineError, EngineSettings, Finish, GenerateRequest, Generation, GrammarMode,
     JsonScanner, Sampling, StopCause, stop_error,
 };
 use forge_model::inspect::{self, ModelUnavailable};
@@ -67,7 +67,7 @@ pub fn ggml_version() -> String {
         .into_owned()
 }
 
-type SessionKey = (PathBuf, EngineConfig);
+type SessionKey = (PathBuf, EngineSettings);
 struct Cache {
     models: HashMap<PathBuf, Arc<LlamaModel>>,
     sessions: HashMap<SessionKey, SharedSession>,
@@ -98,7 +98,7 @@ pub struct Session {
     /// shortcut past whole-vocabulary passes).
     first_bytes: Option<Arc<share::FirstBytes>>,
     pub file_name: String,
-    pub config: EngineConfig,
+    pub config: EngineSettings,
 }
 
 /// The model file being loaded right now (file name only), for status pages. A separate lock from the
@@ -139,7 +139,7 @@ pub fn loading_model() -> Option<String> {
 
 /// Load (or reuse) the model at `path` with `config`. Only local files; never downloads. The cache lock
 /// is held only to look up and to insert, never across `load_from_file`/`new_context`.
-pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineError> {
+pub fn load(path: &Path, config: EngineSettings) -> Result<SharedSession, EngineError> {
     let canonical = std::fs::canonicalize(path).map_err(|e| {
         ModelUnavailable::new(
             path,
