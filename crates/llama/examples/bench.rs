@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use forge_llama::engine::{self, EngineSettings, GenerateRequest, GrammarMode, Sampling};
-use forge_llama::{Mode, ModelPolicySettings, harness};
+use forge_llama::{Mode, ModelPolicySettings, task_run};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -289,7 +289,7 @@ fn main() {
             // The first run of each mode starts from an empty KV cache; later ones reuse the system prompt.
             session.lock().unwrap().clear_cache();
         }
-        let spec = harness::spec_for(
+        let spec = task_run::spec_for(
             &root,
             "agent_eval_mini",
             &format!("bench-{mode}-{i}"),
@@ -297,10 +297,10 @@ fn main() {
         );
         let mut cfg = ModelPolicySettings::new(&model, mode);
         cfg.engine = config;
-        let run = harness::run_with_model(
+        let run = task_run::run_with_model(
             &spec,
             cfg,
-            &harness::control_for(&spec.budgets),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .unwrap();

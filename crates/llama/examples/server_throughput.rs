@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
-use forge_llama::harness::{self, ModelRun};
+use forge_llama::task_run::{self, ModelRun};
 use forge_llama::{Mode, ModelPolicySettings};
 use serde_json::{Value, json};
 
@@ -82,11 +82,11 @@ fn measure(
     let root = root();
     let artifacts = tempfile::tempdir().expect("temp dir");
     let one = |i: usize, name: String| -> ModelRun {
-        let spec = harness::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
-        harness::run_with_model(
+        let spec = task_run::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
+        task_run::run_with_model(
             &spec,
             config.clone(),
-            &harness::control_for(&spec.budgets),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .expect("task loads")
@@ -171,14 +171,14 @@ fn main() {
         .collect();
     if let Some(unknown) = tasks.iter().find(|t| {
         !root
-            .join(harness::DEFAULT_TASKS_DIR)
+            .join(task_run::DEFAULT_TASKS_DIR)
             .join(t)
             .join("task.json")
             .is_file()
     }) {
         eprintln!(
             "throughput: no task {unknown:?} in {}",
-            harness::DEFAULT_TASKS_DIR
+            task_run::DEFAULT_TASKS_DIR
         );
         std::process::exit(2);
     }

@@ -1,12 +1,12 @@
 //! Forge's llama.cpp engine: a GGUF model run in this process through `llama-cpp-2` (process-wide session
 //! cache, chat templates, KV-cache prefix reuse, token-by-token constrained decoding), the in-process
-//! `Backend`, and what runs a task or a suite on it (`harness`, `eval`). What to decode and how to ask lives in
+//! `Backend`, and what runs a task or a suite on it (`task_run`, `eval`). What to decode and how to ask lives in
 //! `forge-decoding`; model files in `forge-model`. This is the only crate that compiles llama.cpp.
 
 pub mod engine;
 pub mod eval;
-pub mod harness;
 pub mod in_process;
+pub mod task_run;
 
 use std::path::Path;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use forge_llama::engine::{
     self, Chooser, EngineError, EngineSettings, GenerateRequest, GrammarMode, Sampling, StopCause,
 };
-use forge_llama::{Mode, ModelPolicy, ModelPolicySettings, harness};
+use forge_llama::{Mode, ModelPolicy, ModelPolicySettings, task_run};
 use runtime::policy::{Policy, PolicyError, RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
@@ -77,11 +77,11 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     }
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
-    let run = harness::run_with_model(
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
+    let run = task_run::run_with_model(
         &spec,
         ModelPolicySettings::new(&copy, Mode::Guided),
-        &harness::control_for(&spec.budgets),
+        &task_run::control_for(&spec.budgets),
         &mut |_| {},
     )
     .unwrap();
@@ -104,12 +104,12 @@ fn guided_run_completes_agent_eval_mini() {
     };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
     let mut phases = Vec::new();
-    let run = harness::run_with_model(
+    let run = task_run::run_with_model(
         &spec,
         ModelPolicySettings::new(&path, Mode::Guided),
-        &harness::control_for(&spec.budgets),
+        &task_run::control_for(&spec.budgets),
         &mut |e| phases.push(e.phase.clone()),
     )
     .unwrap();
@@ -168,12 +168,12 @@ fn free_runs_never_fail_on_their_grammar() {
     // token here") or in a banned repeat's dead end.
     for task in ["agent_eval_mini", "clinic_wait_times"] {
         let artifacts = tempfile::tempdir().unwrap();
-        let mut spec = harness::spec_for(&root, task, "free-test", artifacts.path());
+        let mut spec = task_run::spec_for(&root, task, "free-test", artifacts.path());
         spec.budgets.max_steps = 8;
-        let run = harness::run_with_model(
+        let run = task_run::run_with_model(
             &spec,
             ModelPolicySettings::new(&path, Mode::Free),
-            &harness::control_for(&spec.budgets),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .unwrap();
@@ -414,7 +414,7 @@ fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
     };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(
+    let spec = task_run::spec_for(
         &root,
         "agent_eval_mini",
         "grammar-only-test",
@@ -423,10 +423,10 @@ fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
     let mut config = ModelPolicySettings::new(&path, Mode::Guided);
     config.chooser = Chooser::GrammarUniform;
     config.temperature = 0.7;
-    let run = harness::run_with_model(
+    let run = task_run::run_with_model(
         &spec,
         config,
-        &harness::control_for(&spec.budgets),
+        &task_run::control_for(&spec.budgets),
         &mut |_| {},
     )
     .unwrap();
@@ -540,7 +540,7 @@ fn deadline_during_generation_is_a_timeout() {
     // deadline falls inside the first model call on any machine, however fast its first prefill is.
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
     let task = runtime::Task::load_checked(&spec.task_dir, &spec.knowledge_dir).unwrap();
     let mut config =
         runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);

@@ -1,4 +1,4 @@
-//! One real run of a task folder with a `ModelPolicy`: the glue the runner CLI, tests, bench and eval share.
+//! One real run of a task folder with a `ModelPolicy`: the glue the tests, the examples and eval share.
 //!
 //! Not a loop of its own: it builds a `RunConfig` and calls `runtime::run_task`, then hands back the result
 //! together with the policy's per-decision measurements.
@@ -32,7 +32,7 @@ pub struct ModelRun {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum HarnessError {
+pub enum TaskRunError {
     #[error("cannot load task: {0}")]
     Task(#[from] runtime::task::TaskError),
 }
@@ -44,7 +44,7 @@ pub fn run_with_model(
     config: ModelPolicySettings,
     control: &RunControl,
     sink: &mut dyn FnMut(&TraceEvent),
-) -> Result<ModelRun, HarnessError> {
+) -> Result<ModelRun, TaskRunError> {
     let task = Task::load_checked(&spec.task_dir, &spec.knowledge_dir)?;
     let mut policy = crate::policy(config);
     let mut run_config =
