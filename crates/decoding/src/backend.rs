@@ -1,4 +1,4 @@
-//! The generation seam under `LlamaPolicy`: a `Backend` turns one fully planned request (system prompt, user
+//! The generation seam under `ModelPolicy`: a `Backend` turns one fully planned request (system prompt, user
 //! message, prefill, GBNF, sampling, token cap) into text plus token counts and timings. Three exist: the
 //! in-process llama.cpp session (`forge_llama::in_process`), a llama.cpp server (`server_backend`) and an
 //! OpenAI-compatible chat server (`openai_backend`); `forge_llama::open_backend` builds the one a

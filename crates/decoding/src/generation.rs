@@ -4,8 +4,10 @@
 
 use forge_model::inspect::ModelUnavailable;
 
+/// The in-process llama.cpp engine's settings (CPU threads, context and batch sizes, prefill chunk). Part of
+/// the engine's session cache key; the server backends do not read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EngineConfig {
+pub struct EngineSettings {
     pub threads: i32,
     pub n_ctx: u32,
     pub n_batch: u32,
@@ -14,7 +16,7 @@ pub struct EngineConfig {
     pub prefill_chunk: u32,
 }
 
-impl Default for EngineConfig {
+impl Default for EngineSettings {
     fn default() -> Self {
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -28,6 +30,7 @@ impl Default for EngineConfig {
     }
 }
 
+/// What the in-process llama.cpp engine fails with (a server backend has `BackendError`s of its own).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]

@@ -1,8 +1,8 @@
 //! Forge's decoding: what the model may write at each step and how it is asked — the GBNF model (builder,
 //! parser, recogniser, advance past a prefill), the grounded grammars of a decision, the prompts, the
 //! `Backend` seam with its generation types, the remote backends (llama-server, OpenAI-compatible) and
-//! `LlamaPolicy`, the runtime's `Policy` over any backend. No llama.cpp here: the in-process engine lives in
-//! `forge-llama`, which hands `LlamaPolicy` its way of opening the in-process backend. So the code with the
+//! `ModelPolicy`, the runtime's `Policy` over any backend. No llama.cpp here: the in-process engine lives in
+//! `forge-llama`, which hands `ModelPolicy` its way of opening the in-process backend. So the code with the
 //! most invariants — the grammars and their offline tests — builds and tests in seconds.
 
 pub mod backend;
@@ -19,4 +19,4 @@ pub mod server_process;
 pub mod share;
 
 pub use backend::{Backend, BackendConfig, BackendError};
-pub use policy::{DEFAULT_MODEL_PATH, LlamaConfig, LlamaPolicy, Mode};
+pub use policy::{DEFAULT_MODEL_PATH, Mode, ModelPolicy, ModelPolicySettings};

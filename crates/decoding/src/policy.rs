@@ -1,4 +1,4 @@
-//! `LlamaPolicy`: the runtime's `Policy` backed by a GGUF model behind the `Backend` seam (llama.cpp in
+//! `ModelPolicy`: the runtime's `Policy` backed by a GGUF model behind the `Backend` seam (llama.cpp in
 //! process through `forge-llama`, or an inference server).
 //!
 //! Per decision it builds the prompt (`prompt`), the step's grounded grammar (`grammar`, rendered to GBNF) and —
@@ -13,7 +13,7 @@ use runtime::policy::{DecisionRequest, Gap, Policy, PolicyError, PolicyOutput, R
 use crate::backend::{Backend, BackendConfig, BackendError, BackendRequest};
 use crate::gbnf::Grammar;
 use crate::generation::{
-    self, Chooser, EngineConfig, EngineError, Finish, GrammarMode, Sampling, StopCause,
+    self, Chooser, EngineError, EngineSettings, Finish, GrammarMode, Sampling, StopCause,
 };
 use crate::grammar::{self, Caps};
 use crate::prompt;
@@ -26,13 +26,13 @@ pub const PER_DECISION_CAP: u32 = 256;
 pub const DEFAULT_MODEL_PATH: &str = "models/qwen2.5-coder-0.5b.gguf";
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct LlamaConfig {
+pub struct ModelPolicySettings {
     pub model_path: PathBuf,
     pub mode: Mode,
     /// 0 = greedy (the default).
     pub temperature: f32,
     pub seed: u32,
-    pub engine: EngineConfig,
+    pub engine: EngineSettings,
     /// False disables the grammar entirely (robustness experiments; invalid output is then possible).
     pub constrained: bool,
     pub grammar_mode: GrammarMode,
@@ -43,14 +43,14 @@ pub struct LlamaConfig {
     pub chooser: Chooser,
 }
 
-impl LlamaConfig {
+impl ModelPolicySettings {
     pub fn new(model_path: impl Into<PathBuf>, mode: Mode) -> Self {
         Self {
             model_path: model_path.into(),
             mode,
             temperature: 0.0,
             seed: 0x5eed,
-            engine: EngineConfig::default(),
+            engine: EngineSettings::default(),
             constrained: true,
             grammar_mode: GrammarMode::CheckFirst,
             caps: Caps::default(),
@@ -88,19 +88,19 @@ pub struct DecisionStats {
 /// in process included); [`crate::remote::open`] opens the server kinds where llama.cpp is not linked.
 /// A function, not a dependency, so this crate builds without llama.cpp.
 pub type OpenBackend =
-    fn(&BackendConfig, &Path, EngineConfig) -> Result<Box<dyn Backend>, BackendError>;
+    fn(&BackendConfig, &Path, EngineSettings) -> Result<Box<dyn Backend>, BackendError>;
 
-pub struct LlamaPolicy {
-    config: LlamaConfig,
+pub struct ModelPolicy {
+    config: ModelPolicySettings,
     open: OpenBackend,
     backend: Option<Box<dyn Backend>>,
     stats: Vec<DecisionStats>,
 }
 
-impl LlamaPolicy {
+impl ModelPolicy {
     /// A policy that opens its backend (loads the model) on its first decision (a load failure becomes
     /// `model_unavailable`).
-    pub fn new(config: LlamaConfig, open: OpenBackend) -> Self {
+    pub fn new(config: ModelPolicySettings, open: OpenBackend) -> Self {
         Self {
             config,
             open,
@@ -110,13 +110,13 @@ impl LlamaPolicy {
     }
 
     /// A policy with the model loaded now (or reused from the process-wide cache).
-    pub fn load(config: LlamaConfig, open: OpenBackend) -> Result<Self, PolicyError> {
+    pub fn load(config: ModelPolicySettings, open: OpenBackend) -> Result<Self, PolicyError> {
         let mut p = Self::new(config, open);
         p.backend()?;
         Ok(p)
     }
 
-    pub fn config(&self) -> &LlamaConfig {
+    pub fn config(&self) -> &ModelPolicySettings {
         &self.config
     }
 
@@ -240,7 +240,7 @@ pub fn control_check(control: &RunControl) -> Option<StopCause> {
     }
 }
 
-impl Policy for LlamaPolicy {
+impl Policy for ModelPolicy {
     fn name(&self) -> String {
         match self.config.chooser {
             Chooser::Model => format!("llama:{}", self.config.mode),

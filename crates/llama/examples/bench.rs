@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use forge_llama::engine::{self, EngineConfig, GenerateRequest, GrammarMode, Sampling};
-use forge_llama::{LlamaConfig, Mode, harness};
+use forge_llama::engine::{self, EngineSettings, GenerateRequest, GrammarMode, Sampling};
+use forge_llama::{Mode, ModelPolicySettings, task_run};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -81,7 +81,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let config = EngineConfig::default();
+    let config = EngineSettings::default();
     let bench_bin = cli
         .llama_bench
         .unwrap_or_else(|| root.join("target/llama-tools/llama-bench"));
@@ -146,7 +146,7 @@ fn main() {
     drop(s);
     // The same prompt decoded in one llama.cpp call (what llama-bench's pp200 does): how much the runner's
     // cancellation-friendly chunking costs.
-    let one_batch = EngineConfig {
+    let one_batch = EngineSettings {
         prefill_chunk: config.n_batch,
         ..config
     };
@@ -289,18 +289,18 @@ fn main() {
             // The first run of each mode starts from an empty KV cache; later ones reuse the system prompt.
             session.lock().unwrap().clear_cache();
         }
-        let spec = harness::spec_for(
+        let spec = task_run::spec_for(
             &root,
             "agent_eval_mini",
             &format!("bench-{mode}-{i}"),
             artifacts.path(),
         );
-        let mut cfg = LlamaConfig::new(&model, mode);
+        let mut cfg = ModelPolicySettings::new(&model, mode);
         cfg.engine = config;
-        let run = harness::run_with_model(
+        let run = task_run::run_with_model(
             &spec,
             cfg,
-            &harness::control_for(&spec.budgets),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .unwrap();

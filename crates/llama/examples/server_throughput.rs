@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
-use forge_llama::harness::{self, ModelRun};
-use forge_llama::{LlamaConfig, Mode};
+use forge_llama::task_run::{self, ModelRun};
+use forge_llama::{Mode, ModelPolicySettings};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -74,7 +74,7 @@ fn loadavg() -> String {
 /// One configuration: `runs` runs with `in_flight` of them at a time (after one warm-up run).
 fn measure(
     label: &str,
-    config: &LlamaConfig,
+    config: &ModelPolicySettings,
     tasks: &[String],
     runs: usize,
     in_flight: usize,
@@ -82,11 +82,11 @@ fn measure(
     let root = root();
     let artifacts = tempfile::tempdir().expect("temp dir");
     let one = |i: usize, name: String| -> ModelRun {
-        let spec = harness::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
-        harness::run_with_model(
+        let spec = task_run::spec_for(&root, &tasks[i % tasks.len()], &name, artifacts.path());
+        task_run::run_with_model(
             &spec,
             config.clone(),
-            &harness::control_for(&spec.budgets),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .expect("task loads")
@@ -171,14 +171,14 @@ fn main() {
         .collect();
     if let Some(unknown) = tasks.iter().find(|t| {
         !root
-            .join(harness::DEFAULT_TASKS_DIR)
+            .join(task_run::DEFAULT_TASKS_DIR)
             .join(t)
             .join("task.json")
             .is_file()
     }) {
         eprintln!(
             "throughput: no task {unknown:?} in {}",
-            harness::DEFAULT_TASKS_DIR
+            task_run::DEFAULT_TASKS_DIR
         );
         std::process::exit(2);
     }
@@ -229,7 +229,7 @@ fn main() {
     };
     let in_process = measure(
         "in-process",
-        &LlamaConfig::new(&model, Mode::Guided),
+        &ModelPolicySettings::new(&model, Mode::Guided),
         &tasks,
         runs,
         1,
@@ -251,7 +251,7 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        let mut config = LlamaConfig::new(&model, Mode::Guided);
+        let mut config = ModelPolicySettings::new(&model, Mode::Guided);
         config.backend = BackendConfig::LlamaServer(server.http_config());
         let mut m = measure(
             &format!("llama-server -np {np}"),

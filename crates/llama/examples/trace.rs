@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use forge_llama::{LlamaConfig, Mode, harness};
+use forge_llama::{Mode, ModelPolicySettings, task_run};
 
 /// One real run printed event by event (phase + data) with per-decision measurements.
 #[derive(clap::Parser)]
@@ -35,29 +35,34 @@ fn main() {
     let model = cli
         .gguf
         .unwrap_or_else(|| root.join(forge_llama::DEFAULT_MODEL_PATH));
-    let mut cfg = LlamaConfig::new(&model, cli.mode);
+    let mut cfg = ModelPolicySettings::new(&model, cli.mode);
     cfg.temperature = cli.temperature;
     if let Some(seed) = cli.seed {
         cfg.seed = seed;
     }
     let artifacts = tempfile::tempdir().unwrap();
     let task = cli.task;
-    let spec = harness::spec_for(&root, &task, "trace", artifacts.path());
-    let run = harness::run_with_model(&spec, cfg, &harness::control_for(&spec.budgets), &mut |e| {
-        let data = e.data.to_string();
-        let cut: String = data
-            .chars()
-            .take(if std::env::var_os("TRACE_FULL").is_some() {
-                usize::MAX
-            } else {
-                600
-            })
-            .collect();
-        println!(
-            "{:>3} s{} a{} {:>7}ms {:<22} {}",
-            e.seq, e.step, e.attempt, e.elapsed_ms, e.phase, cut
-        );
-    })
+    let spec = task_run::spec_for(&root, &task, "trace", artifacts.path());
+    let run = task_run::run_with_model(
+        &spec,
+        cfg,
+        &task_run::control_for(&spec.budgets),
+        &mut |e| {
+            let data = e.data.to_string();
+            let cut: String = data
+                .chars()
+                .take(if std::env::var_os("TRACE_FULL").is_some() {
+                    usize::MAX
+                } else {
+                    600
+                })
+                .collect();
+            println!(
+                "{:>3} s{} a{} {:>7}ms {:<22} {}",
+                e.seq, e.step, e.attempt, e.elapsed_ms, e.phase, cut
+            );
+        },
+    )
     .unwrap();
     for d in &run.decisions {
         println!("{}", serde_json::to_string(d).unwrap());

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use forge_decoding::backend::{Backend, BackendError, BackendRequest};
 
 use crate::engine::{
-    self, Chooser, EngineConfig, GenerateRequest, Generation, SharedSession, StopCause,
+    self, Chooser, EngineSettings, GenerateRequest, Generation, SharedSession, StopCause,
 };
 
 /// The in-process llama.cpp session from the engine's process-wide cache.
@@ -15,7 +15,7 @@ pub struct InProcessBackend {
 }
 
 impl InProcessBackend {
-    pub fn load(model_path: &Path, engine: EngineConfig) -> Result<Self, BackendError> {
+    pub fn load(model_path: &Path, engine: EngineSettings) -> Result<Self, BackendError> {
         Ok(Self {
             session: engine::load(model_path, engine)?,
             model: model_path.to_path_buf(),

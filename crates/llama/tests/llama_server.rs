@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use forge_decoding::backend::{BackendConfig, BackendRequest};
-use forge_decoding::generation::{EngineConfig, Finish, GrammarMode, Sampling};
+use forge_decoding::generation::{EngineSettings, Finish, GrammarMode, Sampling};
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
-use forge_llama::harness::{self, ModelRun};
-use forge_llama::{LlamaConfig, Mode};
+use forge_llama::task_run::{self, ModelRun};
+use forge_llama::{Mode, ModelPolicySettings};
 use runtime::policy::{RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
@@ -49,21 +49,25 @@ fn start_server(binary: PathBuf, model: PathBuf, parallel: u32) -> LlamaServerPr
         .unwrap_or_else(|e| panic!("llama-server did not start: {e}"))
 }
 
-fn server_config(model: &std::path::Path, mode: Mode, backend: BackendConfig) -> LlamaConfig {
-    let mut c = LlamaConfig::new(model, mode);
+fn server_config(
+    model: &std::path::Path,
+    mode: Mode,
+    backend: BackendConfig,
+) -> ModelPolicySettings {
+    let mut c = ModelPolicySettings::new(model, mode);
     c.backend = backend;
     c
 }
 
-fn run_task(name: &str, config: LlamaConfig, control: Option<RunControl>) -> ModelRun {
+fn run_task(name: &str, config: ModelPolicySettings, control: Option<RunControl>) -> ModelRun {
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let mut spec = harness::spec_for(&root, "agent_eval_mini", name, artifacts.path());
+    let mut spec = task_run::spec_for(&root, "agent_eval_mini", name, artifacts.path());
     // These tests are about completing and about typed errors, not speed: on a loaded 2-core machine
     // (CI beside an evaluation) two runs sharing one server took over the default 300 s.
     spec.budgets.wall_clock_s = 1800;
-    let control = control.unwrap_or_else(|| harness::control_for(&spec.budgets));
-    harness::run_with_model(&spec, config, &control, &mut |_| {}).unwrap()
+    let control = control.unwrap_or_else(|| task_run::control_for(&spec.budgets));
+    task_run::run_with_model(&spec, config, &control, &mut |_| {}).unwrap()
 }
 
 fn describe(run: &ModelRun) -> String {
@@ -203,13 +207,13 @@ fn server_killed_mid_run_ends_the_run_with_a_typed_error_and_the_caller_goes_on(
     );
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "server-killed", artifacts.path());
-    let control = harness::control_for(&spec.budgets);
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "server-killed", artifacts.path());
+    let control = task_run::control_for(&spec.budgets);
     // SIGKILL the server shortly after the second decision starts: mid-prompt or mid-generation.
     let mut model_calls = 0;
     let mut killer = None;
     let mut phases = Vec::new();
-    let run = harness::run_with_model(&spec, config, &control, &mut |e| {
+    let run = task_run::run_with_model(&spec, config, &control, &mut |e| {
         phases.push(e.phase.clone());
         if e.phase == "model.started" {
             model_calls += 1;
@@ -288,7 +292,7 @@ fn openai_chat_backend_against_llama_servers_v1_endpoint() {
 
     // One schema-constrained generation: the answer is JSON of that schema, with token counts from `usage`.
     let mut b =
-        forge_llama::open_backend(&config, &model, EngineConfig::default()).expect("connects");
+        forge_llama::open_backend(&config, &model, EngineSettings::default()).expect("connects");
     assert!(b.describe().starts_with("openai-chat"), "{}", b.describe());
     let schema = serde_json::json!({
         "type": "object",
@@ -485,10 +489,10 @@ fn repairs_run_at_temperature_zero_on_the_wire_and_in_the_trace() {
     config.temperature = 0.7;
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "fake-repair", artifacts.path());
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "fake-repair", artifacts.path());
     let control = RunControl::new(Instant::now() + Duration::from_secs(60));
     let mut events = Vec::new();
-    let run = harness::run_with_model(&spec, config, &control, &mut |e| {
+    let run = task_run::run_with_model(&spec, config, &control, &mut |e| {
         events.push(serde_json::to_value(e).unwrap())
     })
     .unwrap();
@@ -711,7 +715,7 @@ fn bad_urls_are_refused_with_the_reason() {
         let err = forge_llama::open_backend(
             &BackendConfig::LlamaServer(HttpConfig::new(url)),
             std::path::Path::new("x"),
-            EngineConfig::default(),
+            EngineSettings::default(),
         )
         .err()
         .unwrap_or_else(|| panic!("{url} accepted"));

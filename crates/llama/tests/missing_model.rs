@@ -1,4 +1,4 @@
-//! A run whose model file is missing ends `failed/model_unavailable`, naming only the file: the harness
+//! A run whose model file is missing ends `failed/model_unavailable`, naming only the file: the task run
 //! and the engine's load path, with no model needed.
 
 use std::path::Path;
@@ -13,12 +13,12 @@ fn a_missing_model_ends_a_run_failed_model_unavailable() {
         .canonicalize()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let spec = forge_llama::harness::spec_for(&root, "agent_eval_mini", "missing", dir.path());
-    let cfg = forge_llama::LlamaConfig::new(dir.path().join("nowhere.gguf"), Mode::Guided);
-    let run = forge_llama::harness::run_with_model(
+    let spec = forge_llama::task_run::spec_for(&root, "agent_eval_mini", "missing", dir.path());
+    let cfg = forge_llama::ModelPolicySettings::new(dir.path().join("nowhere.gguf"), Mode::Guided);
+    let run = forge_llama::task_run::run_with_model(
         &spec,
         cfg,
-        &forge_llama::harness::control_for(&spec.budgets),
+        &forge_llama::task_run::control_for(&spec.budgets),
         &mut |_| {},
     )
     .unwrap();

@@ -7,9 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use forge_llama::engine::{
-    self, Chooser, EngineConfig, EngineError, GenerateRequest, GrammarMode, Sampling, StopCause,
+    self, Chooser, EngineError, EngineSettings, GenerateRequest, GrammarMode, Sampling, StopCause,
 };
-use forge_llama::{LlamaConfig, LlamaPolicy, Mode, harness};
+use forge_llama::{Mode, ModelPolicy, ModelPolicySettings, task_run};
 use runtime::policy::{Policy, PolicyError, RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
@@ -71,17 +71,17 @@ fn truncated_copy_is_model_unavailable_with_only_the_file_name() {
     assert!(!err.to_string().contains(&dir_text), "path leaked: {err}");
 
     // The engine refuses it the same way, and a run ends failed/model_unavailable without the directory.
-    match engine::load(&copy, EngineConfig::default()) {
+    match engine::load(&copy, EngineSettings::default()) {
         Err(EngineError::Unavailable(u)) => assert_eq!(u.file, "half-model.gguf"),
         other => panic!("expected Unavailable, got {:?}", other.map(|_| "a session")),
     }
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
-    let run = harness::run_with_model(
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "truncated", artifacts.path());
+    let run = task_run::run_with_model(
         &spec,
-        LlamaConfig::new(&copy, Mode::Guided),
-        &harness::control_for(&spec.budgets),
+        ModelPolicySettings::new(&copy, Mode::Guided),
+        &task_run::control_for(&spec.budgets),
         &mut |_| {},
     )
     .unwrap();
@@ -104,12 +104,12 @@ fn guided_run_completes_agent_eval_mini() {
     };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "guided-test", artifacts.path());
     let mut phases = Vec::new();
-    let run = harness::run_with_model(
+    let run = task_run::run_with_model(
         &spec,
-        LlamaConfig::new(&path, Mode::Guided),
-        &harness::control_for(&spec.budgets),
+        ModelPolicySettings::new(&path, Mode::Guided),
+        &task_run::control_for(&spec.budgets),
         &mut |e| phases.push(e.phase.clone()),
     )
     .unwrap();
@@ -168,12 +168,12 @@ fn free_runs_never_fail_on_their_grammar() {
     // token here") or in a banned repeat's dead end.
     for task in ["agent_eval_mini", "clinic_wait_times"] {
         let artifacts = tempfile::tempdir().unwrap();
-        let mut spec = harness::spec_for(&root, task, "free-test", artifacts.path());
+        let mut spec = task_run::spec_for(&root, task, "free-test", artifacts.path());
         spec.budgets.max_steps = 8;
-        let run = harness::run_with_model(
+        let run = task_run::run_with_model(
             &spec,
-            LlamaConfig::new(&path, Mode::Free),
-            &harness::control_for(&spec.budgets),
+            ModelPolicySettings::new(&path, Mode::Free),
+            &task_run::control_for(&spec.budgets),
             &mut |_| {},
         )
         .unwrap();
@@ -225,7 +225,7 @@ fn generation_steps_back_from_a_dead_end_its_banned_repeats_make() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt(
@@ -297,7 +297,7 @@ fn the_share_counts_one_choice_and_forces_the_rest() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt("You reply with JSON only.", r#"Reply with {"k":"xyz"}"#)
@@ -414,19 +414,19 @@ fn the_grammar_only_policy_runs_a_task_without_reading_the_prompt() {
     };
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(
+    let spec = task_run::spec_for(
         &root,
         "agent_eval_mini",
         "grammar-only-test",
         artifacts.path(),
     );
-    let mut config = LlamaConfig::new(&path, Mode::Guided);
+    let mut config = ModelPolicySettings::new(&path, Mode::Guided);
     config.chooser = Chooser::GrammarUniform;
     config.temperature = 0.7;
-    let run = harness::run_with_model(
+    let run = task_run::run_with_model(
         &spec,
         config,
-        &harness::control_for(&spec.budgets),
+        &task_run::control_for(&spec.budgets),
         &mut |_| {},
     )
     .unwrap();
@@ -474,7 +474,7 @@ fn cancellation_during_generation_stops_within_one_token() {
     else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     let mut s = session.lock().unwrap();
     let prompt = s
         .chat_prompt("You count.", "Count from 1 to 100, separated by commas.")
@@ -496,7 +496,7 @@ fn cancellation_during_generation_stops_within_one_token() {
     drop(s);
 
     // Through the Policy: a cancel flag raised from another thread ends decide() with Cancelled quickly.
-    let mut policy = forge_llama::load_policy(LlamaConfig::new(&path, Mode::Free)).unwrap();
+    let mut policy = forge_llama::load_policy(ModelPolicySettings::new(&path, Mode::Free)).unwrap();
     let control = RunControl::new(Instant::now() + Duration::from_secs(60));
     let flag = control.clone();
     let raiser = std::thread::spawn(move || {
@@ -522,7 +522,7 @@ fn deadline_during_generation_is_a_timeout() {
     let Some(path) = common::model_or_skip("deadline_during_generation_is_a_timeout") else {
         return;
     };
-    let session = engine::load(&path, EngineConfig::default()).unwrap();
+    let session = engine::load(&path, EngineSettings::default()).unwrap();
     {
         let mut s = session.lock().unwrap();
         let prompt = s
@@ -540,13 +540,16 @@ fn deadline_during_generation_is_a_timeout() {
     // deadline falls inside the first model call on any machine, however fast its first prefill is.
     let root = common::workspace_root();
     let artifacts = tempfile::tempdir().unwrap();
-    let spec = harness::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
+    let spec = task_run::spec_for(&root, "agent_eval_mini", "deadline-test", artifacts.path());
     let task = runtime::Task::load_checked(&spec.task_dir, &spec.knowledge_dir).unwrap();
     let mut config =
         runtime::RunConfig::new(spec.run_id.clone(), &spec.knowledge_dir, &spec.artifact_dir);
     config.budgets = spec.budgets.clone();
     let control = RunControl::new(Instant::now() + Duration::from_millis(50));
-    let mut policy = AfterDeadline(forge_llama::policy(LlamaConfig::new(&path, Mode::Guided)));
+    let mut policy = AfterDeadline(forge_llama::policy(ModelPolicySettings::new(
+        &path,
+        Mode::Guided,
+    )));
     let mut phases = Vec::new();
     let result = runtime::run_task(&task, &mut policy, &config, &control, &mut |e| {
         phases.push(e.phase.clone())
@@ -565,7 +568,7 @@ fn deadline_during_generation_is_a_timeout() {
 }
 
 /// The model's own policy, called only once the run's deadline has passed.
-struct AfterDeadline(LlamaPolicy);
+struct AfterDeadline(ModelPolicy);
 
 impl Policy for AfterDeadline {
     fn name(&self) -> String {

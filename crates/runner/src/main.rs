@@ -2,7 +2,7 @@
 //!
 //! Wiring only: the service lives in `forge_server`, the loop in `runtime`, the model in `forge_llama`.
 
-mod backend;
+mod provider;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use forge_server::engine::{
+use forge_server::run_bridge::{
     Executor, PolicyChoice, RunSpec, RuntimeExecutor, budgets_from_json, budgets_json,
 };
 use forge_server::{Mode, ServerConfig, Service};
@@ -273,14 +273,14 @@ fn serve(root: &Path, args: ServeArgs) -> Result<()> {
         models_dir: model_dir(root, &args.model),
         files: args.model.gguf.iter().map(|g| abs_path(root, g)).collect(),
     };
-    let backend = Arc::new(backend::LlamaBackend {
+    let provider = Arc::new(provider::LlamaProvider {
         root: root.to_path_buf(),
         default_model: model,
         backend: backend_config,
         models_dir: model_dir(root, &args.model),
         gguf_flag: args.model.gguf.as_ref().map(|g| abs_path(root, g)),
     });
-    let service = Service::start(config, backend).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let service = Service::start(config, provider).map_err(|e| anyhow::anyhow!("{e}"))?;
     let rec = &service.recovery;
     if rec.loaded > 0 || !rec.discarded.is_empty() {
         eprintln!(
@@ -387,7 +387,7 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
     let run_id = format!("run-cli-{}", forge_server::jobs::now_ms());
     let artifact_dir = root.join(".runs").join("cli").join(&run_id);
     std::fs::create_dir_all(&artifact_dir)?;
-    let backend = Arc::new(backend::LlamaBackend {
+    let provider = Arc::new(provider::LlamaProvider {
         root: root.to_path_buf(),
         default_model: model_path(root, &args.model),
         backend: args.backend.config()?,
@@ -398,7 +398,7 @@ fn run(root: &Path, args: RunArgs) -> Result<()> {
         root: root.to_path_buf(),
         tasks_dir,
         knowledge_dir: root.join("knowledge"),
-        backend,
+        provider,
     };
     let json = args.json;
     let mut sink = |event: Value| {

@@ -1,20 +1,20 @@
 //! Forge's loopback runner service: HTTP API, job queue, `.runs/` store, example package and web page.
 //!
-//! The service does not know how a model is loaded: the `runner` binary passes a [`ModelBackend`]
+//! The service does not know how a model is loaded: the `runner` binary passes a [`ModelProvider`]
 //! (llama.cpp in production). Scripted policies are reachable only with `enable_test_policies`.
 
+pub mod catalogue;
 pub mod chapter;
 pub mod course;
-pub mod engine;
 pub mod error;
 pub mod evaluation;
 pub mod example;
 mod http;
 pub mod jobs;
-pub mod model;
-pub mod models;
+pub mod provider;
 pub mod redact;
 pub mod request;
+pub mod run_bridge;
 pub mod safe_fs;
 pub mod sources;
 pub mod store;
@@ -26,11 +26,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use engine::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
+pub use catalogue::ModelEntry;
 pub use error::{ApiError, FieldError};
 pub use jobs::{Jobs, JobsConfig, RecoveryReport};
-pub use model::{BackendError, InspectScope, Mode, ModelBackend, OutsideScope, UnavailableBackend};
-pub use models::ModelEntry;
+pub use provider::{
+    InspectScope, Mode, ModelProvider, OutsideScope, ProviderError, UnavailableProvider,
+};
+pub use run_bridge::{Executor, PolicyChoice, RunSpec, RuntimeExecutor};
 
 /// Largest request body accepted (413 above).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -104,7 +106,7 @@ impl ServerConfig {
 pub struct AppState {
     pub config: ServerConfig,
     pub jobs: Jobs,
-    pub backend: Arc<dyn ModelBackend>,
+    pub provider: Arc<dyn ModelProvider>,
     pub example: example::ExamplePackage,
     pub started: Instant,
     /// The listener's address once `Service::serve` runs (its IP is an allowed `Host`).
@@ -217,26 +219,26 @@ impl Service {
     /// Open `.runs/`, reload history, start the worker, with the production executor (the runtime).
     pub fn start(
         config: ServerConfig,
-        backend: Arc<dyn ModelBackend>,
+        provider: Arc<dyn ModelProvider>,
     ) -> Result<Service, ApiError> {
-        let executor = Arc::new(RuntimeExecutor::new(&config, backend.clone()));
-        Self::start_with_executor(config, backend, executor)
+        let executor = Arc::new(RuntimeExecutor::new(&config, provider.clone()));
+        Self::start_with_executor(config, provider, executor)
     }
 
     /// Same, with any executor (tests use this to hold a run in `running`).
     pub fn start_with_executor(
         config: ServerConfig,
-        backend: Arc<dyn ModelBackend>,
+        provider: Arc<dyn ModelProvider>,
         executor: Arc<dyn Executor>,
     ) -> Result<Service, ApiError> {
-        Self::start_with(config, backend, executor, Arc::new(store::DiskIo))
+        Self::start_with(config, provider, executor, Arc::new(store::DiskIo))
     }
 
     /// Same, writing the run store through `io` (tests inject crashes and disk errors at this seam).
     /// Refuses with 409 `runs_dir_locked` when another server holds the runs directory.
     pub fn start_with(
         mut config: ServerConfig,
-        backend: Arc<dyn ModelBackend>,
+        provider: Arc<dyn ModelProvider>,
         executor: Arc<dyn Executor>,
         io: Arc<dyn store::StoreIo>,
     ) -> Result<Service, ApiError> {
@@ -265,7 +267,7 @@ impl Service {
         let state = Arc::new(AppState {
             config,
             jobs,
-            backend,
+            provider,
             example,
             started: Instant::now(),
             bound: std::sync::OnceLock::new(),

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::engine::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
+use crate::catalogue::ModelEntry;
 use crate::error::{ApiError, FieldError};
 use crate::example::check_relative_path;
-use crate::model::Mode;
-use crate::models::ModelEntry;
+use crate::provider::Mode;
+use crate::run_bridge::{PolicyChoice, RunSpec, budgets_from_json, budgets_json};
 use crate::{ServerConfig, tasks};
 
 /// Where scripted fixtures may live (relative to the root): the runtime's and this crate's test fixtures.
@@ -26,7 +26,7 @@ const FIELDS: &[&str] = &[
 ];
 pub const MAX_TEMPERATURE: f64 = 2.0;
 
-/// Returns the spec to execute and the public form stored with the run. `models` is what the backend
+/// Returns the spec to execute and the public form stored with the run. `models` is what the provider
 /// lists right now (`GET /agent/models`): `model` must name one of them.
 ///
 /// Without `task`, the run uses the first loadable task folder in sorted order (`tasks::default_task`);

@@ -12,9 +12,11 @@ use serde_json::{Value, json};
 /// The mapping as written in the repository; parsed once.
 const CHAIN_TOML: &str = include_str!("../chain.toml");
 
+/// A stage of the decision → validate → tool → observation chain (`[[stage]]` in chain.toml): not a course
+/// stage under `stages/`, which `course` reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Stage {
+pub struct ChainStage {
     pub id: String,
     pub title: String,
     /// False for `support`: files outside the chain, drawn apart from the strip.
@@ -45,7 +47,7 @@ pub struct EventSource {
 #[serde(deny_unknown_fields)]
 pub struct Chain {
     #[serde(rename = "stage")]
-    pub stages: Vec<Stage>,
+    pub stages: Vec<ChainStage>,
     #[serde(rename = "event")]
     pub events: Vec<EventSource>,
 }
@@ -90,7 +92,7 @@ impl Chain {
     }
 
     /// The stage of a path: an exact entry wins over any pattern; patterns in file order.
-    pub fn stage_of(&self, path: &str) -> Option<&Stage> {
+    pub fn stage_of(&self, path: &str) -> Option<&ChainStage> {
         self.stages
             .iter()
             .find(|s| s.files.iter().any(|f| f == path))
@@ -101,7 +103,7 @@ impl Chain {
             })
     }
 
-    pub fn stage(&self, id: &str) -> Option<&Stage> {
+    pub fn stage(&self, id: &str) -> Option<&ChainStage> {
         self.stages.iter().find(|s| s.id == id)
     }
 

@@ -46,10 +46,11 @@ async fn serve(edit: impl FnOnce(&mut forge_server::ServerConfig)) -> Served {
     config.runs_dir = runs.path().join(".runs");
     config.enable_test_policies = true;
     edit(&mut config);
-    let backend: Arc<dyn forge_server::ModelBackend> = Arc::new(forge_server::UnavailableBackend {
-        reason: "none".into(),
-    });
-    let service = forge_server::Service::start(config, backend).unwrap();
+    let provider: Arc<dyn forge_server::ModelProvider> =
+        Arc::new(forge_server::UnavailableProvider {
+            reason: "none".into(),
+        });
+    let service = forge_server::Service::start(config, provider).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

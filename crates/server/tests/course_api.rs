@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use common::{HOST, Harness, Options, Reply, harness, project_root};
-use forge_server::{ServerConfig, Service, UnavailableBackend};
+use forge_server::{ServerConfig, Service, UnavailableProvider};
 use http_body_util::BodyExt;
 use pretty_assertions::assert_eq;
 use tower::ServiceExt;
@@ -175,7 +175,7 @@ fn small_course(progress: Option<&str>) -> (tempfile::TempDir, axum::Router, Ser
     config.runs_dir = root.path().join(".runs");
     let service = Service::start(
         config,
-        Arc::new(UnavailableBackend {
+        Arc::new(UnavailableProvider {
             reason: "no model in tests".into(),
         }),
     )

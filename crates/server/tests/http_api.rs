@@ -1,5 +1,5 @@
 //! HTTP tests for every endpoint and every refusal of the runner service, through the axum router.
-//! Runs use the runtime's scripted fixtures (no model); the hold backend keeps a run in `running`.
+//! Runs use the runtime's scripted fixtures (no model); the hold provider keeps a run in `running`.
 
 mod common;
 
@@ -124,17 +124,17 @@ async fn model_inspect_without_a_model_is_model_unavailable_and_unload_is_harmle
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
 }
 
-/// A backend that records which paths it was asked to inspect (it never opens them).
-struct RecordingBackend(std::sync::Mutex<Vec<Option<String>>>);
+/// A provider that records which paths it was asked to inspect (it never opens them).
+struct RecordingProvider(std::sync::Mutex<Vec<Option<String>>>);
 
-impl forge_server::ModelBackend for RecordingBackend {
-    fn inspect(&self, path: Option<&str>) -> Result<Value, forge_server::BackendError> {
+impl forge_server::ModelProvider for RecordingProvider {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, forge_server::ProviderError> {
         self.0.lock().unwrap().push(path.map(str::to_owned));
         Ok(
             json!({ "file_name": path.and_then(|p| std::path::Path::new(p).file_name()).map(|n| n.to_string_lossy().into_owned()) }),
         )
     }
-    fn unload(&self) -> Result<Value, forge_server::BackendError> {
+    fn unload(&self) -> Result<Value, forge_server::ProviderError> {
         Ok(json!({}))
     }
     fn cache_state(&self) -> Value {
@@ -146,7 +146,7 @@ impl forge_server::ModelBackend for RecordingBackend {
         _t: f32,
     ) -> Result<Box<dyn runtime::policy::Policy>, runtime::policy::PolicyError> {
         Err(runtime::policy::PolicyError::ModelUnavailable(
-            "recording backend".into(),
+            "recording provider".into(),
         ))
     }
 }
@@ -166,8 +166,8 @@ async fn model_inspect_reads_only_the_models_directory_and_named_files() {
         models_dir: base.join("models"),
         files: vec![base.join("named.gguf")],
     };
-    let backend = std::sync::Arc::new(RecordingBackend(Default::default()));
-    let service = forge_server::Service::start(config, backend.clone()).unwrap();
+    let provider = std::sync::Arc::new(RecordingProvider(Default::default()));
+    let service = forge_server::Service::start(config, provider.clone()).unwrap();
     let router = service.router();
     let inspect = |p: &str| post_json("/models/inspect", &json!({ "path": p }));
 
@@ -208,7 +208,7 @@ async fn model_inspect_reads_only_the_models_directory_and_named_files() {
         );
         assert!(!r.text().contains("root:x"), "{}", r.text());
     }
-    let seen = backend.0.lock().unwrap().clone();
+    let seen = provider.0.lock().unwrap().clone();
     assert_eq!(
         seen,
         vec![
@@ -217,7 +217,7 @@ async fn model_inspect_reads_only_the_models_directory_and_named_files() {
             Some(base.join("models/absent.gguf").display().to_string()),
             None,
         ],
-        "refused paths never reach the backend"
+        "refused paths never reach the provider"
     );
     service.state.jobs.shutdown();
 }
@@ -1404,11 +1404,11 @@ async fn serve_with_allow_remote_answers_its_bound_address_and_refuses_rebinding
     let mut config = forge_server::ServerConfig::new(project_root());
     config.runs_dir = runs.path().join(".runs");
     config.allow_remote = true;
-    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
-        std::sync::Arc::new(forge_server::UnavailableBackend {
+    let provider: std::sync::Arc<dyn forge_server::ModelProvider> =
+        std::sync::Arc::new(forge_server::UnavailableProvider {
             reason: "none".into(),
         });
-    let service = forge_server::Service::start(config, backend).unwrap();
+    let service = forge_server::Service::start(config, provider).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1598,11 +1598,11 @@ impl forge_server::Executor for UncancellableLoad {
         _cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
         _shutdown: std::sync::Arc<std::sync::atomic::AtomicBool>,
         sink: &mut dyn FnMut(Value),
-    ) -> Result<Value, forge_server::engine::ExecError> {
+    ) -> Result<Value, forge_server::run_bridge::ExecError> {
         sink(json!({ "seq": 1, "run_id": run_id, "t_ms": 0, "phase": "run.started", "data": {} }));
         std::thread::sleep(Duration::from_secs(30));
         sink(json!({ "seq": 2, "run_id": run_id, "t_ms": 1, "phase": "model.loaded", "data": {} }));
-        Err(forge_server::engine::ExecError {
+        Err(forge_server::run_bridge::ExecError {
             code: "runtime_error",
             message: "late".into(),
         })
@@ -1619,13 +1619,13 @@ async fn shutdown_during_an_uncancellable_load_seals_the_run_cancelled_shutdown(
     let mut config = forge_server::ServerConfig::new(project_root());
     config.runs_dir = dir.clone();
     config.enable_test_policies = true;
-    let backend: std::sync::Arc<dyn forge_server::ModelBackend> =
-        std::sync::Arc::new(forge_server::UnavailableBackend {
+    let provider: std::sync::Arc<dyn forge_server::ModelProvider> =
+        std::sync::Arc::new(forge_server::UnavailableProvider {
             reason: "none".into(),
         });
     let service = forge_server::Service::start_with_executor(
         config,
-        backend,
+        provider,
         std::sync::Arc::new(UncancellableLoad),
     )
     .unwrap();
@@ -1658,13 +1658,13 @@ async fn shutdown_during_an_uncancellable_load_seals_the_run_cancelled_shutdown(
     );
 }
 
-struct CredentialedBackend;
+struct CredentialedProvider;
 
-impl forge_server::ModelBackend for CredentialedBackend {
-    fn inspect(&self, _path: Option<&str>) -> Result<Value, forge_server::BackendError> {
-        Err(forge_server::BackendError::unavailable("test backend"))
+impl forge_server::ModelProvider for CredentialedProvider {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, forge_server::ProviderError> {
+        Err(forge_server::ProviderError::unavailable("test provider"))
     }
-    fn unload(&self) -> Result<Value, forge_server::BackendError> {
+    fn unload(&self) -> Result<Value, forge_server::ProviderError> {
         Ok(json!({"unloaded": 0}))
     }
     fn cache_state(&self) -> Value {
@@ -1681,14 +1681,14 @@ impl forge_server::ModelBackend for CredentialedBackend {
     }
 }
 
-/// 7. `/status` and `/agent/models` never show a backend URL's credentials.
+/// 7. `/status` and `/agent/models` never show a generation backend URL's credentials.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_never_shows_backend_url_credentials() {
     let runs = tempfile::tempdir().unwrap();
     let mut config = forge_server::ServerConfig::new(project_root());
     config.runs_dir = runs.path().join(".runs");
     let service =
-        forge_server::Service::start(config, std::sync::Arc::new(CredentialedBackend)).unwrap();
+        forge_server::Service::start(config, std::sync::Arc::new(CredentialedProvider)).unwrap();
     let router = service.router();
     for route in ["/status", "/agent/models"] {
         let r = send(&router, get(route)).await;

@@ -289,7 +289,7 @@ async fn models_are_listed_from_fetch_manifests_and_every_run_records_the_chosen
             .to_string();
         assert!(
             message.contains(&format!("{name} has no weights")),
-            "the backend was asked for {name}: {done}"
+            "the provider was asked for {name}: {done}"
         );
         // Persisted with the run, and shown in the run list.
         let meta: Value = serde_json::from_slice(

@@ -488,10 +488,10 @@ async fn a_second_server_on_the_same_runs_directory_refuses_to_start() {
     let h = harness(Options::default());
     let mut config = forge_server::ServerConfig::new(project_root());
     config.runs_dir = h.runs.path().join(".runs");
-    let backend = Arc::new(forge_server::UnavailableBackend {
+    let provider = Arc::new(forge_server::UnavailableProvider {
         reason: "test".into(),
     });
-    let err = forge_server::Service::start(config.clone(), backend.clone())
+    let err = forge_server::Service::start(config.clone(), provider.clone())
         .err()
         .expect("the second server is refused");
     assert_eq!(err.code, "runs_dir_locked");
@@ -506,7 +506,7 @@ async fn a_second_server_on_the_same_runs_directory_refuses_to_start() {
     // Once it has closed, the directory is free.
     h.service.state.jobs.close();
     let second =
-        forge_server::Service::start(config, backend).expect("free after the first closed");
+        forge_server::Service::start(config, provider).expect("free after the first closed");
     second.state.jobs.close();
 }
 

@@ -1,10 +1,11 @@
-//! The llama.cpp engine — the only module that touches `llama-cpp-2`: backend, process-wide model/session
-//! cache, chat templates, KV-cache prefix reuse and token-by-token constrained decoding.
+//! The llama.cpp engine — the only module that touches `llama-cpp-2`: llama.cpp's one-time
+//! initialisation, process-wide model/session cache, chat templates, KV-cache prefix reuse and
+//! token-by-token constrained decoding.
 //!
 //! It knows nothing about decisions, tools or prompts (that is `policy`/`prompt`/`grammar`); it turns text
 //! plus an optional GBNF grammar into text, and reports exact token counts and timings.
 //!
-//! Here: the backend, the process-wide model cache and sessions. `decode` is the model's generation,
+//! Here: the initialisation, the process-wide model cache and sessions. `decode` is the model's generation,
 //! `uniform` the grammar-only baseline's, `sampling` the per-token choice under a grammar both share, `schema`
 //! llama.cpp's JSON-Schema-to-GBNF converter.
 
@@ -23,7 +24,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 // The generation types are the seam's; the engine takes and returns them.
 pub use forge_decoding::generation::{
-    Chooser, EngineConfig, EngineError, Finish, GenerateRequest, Generation, GrammarMode,
+    Chooser, EngineError, EngineSettings, Finish, GenerateRequest, Generation, GrammarMode,
     JsonScanner, Sampling, StopCause, stop_error,
 };
 use forge_model::inspect::{self, ModelUnavailable};
@@ -37,20 +38,22 @@ mod uniform;
 
 pub use schema::schema_to_gbnf;
 
-fn backend() -> &'static LlamaBackend {
-    static BACKEND: OnceLock<LlamaBackend> = OnceLock::new();
-    BACKEND.get_or_init(|| {
+/// llama.cpp itself, initialised once per process (the bindings call this handle `LlamaBackend`; Forge's
+/// "backend" is the generation backend, not this).
+fn llama_cpp() -> &'static LlamaBackend {
+    static LLAMA_CPP: OnceLock<LlamaBackend> = OnceLock::new();
+    LLAMA_CPP.get_or_init(|| {
         // llama.cpp logs every tensor at load time; keep stderr for our own messages.
         llama_cpp_2::send_logs_to_tracing(
             llama_cpp_2::LogOptions::default().with_logs_enabled(false),
         );
-        LlamaBackend::init().expect("llama.cpp backend initialises once per process")
+        LlamaBackend::init().expect("llama.cpp initialises once per process")
     })
 }
 
 /// Version of the bindings and llama.cpp's own system report (CPU features, threads backend).
 pub fn runtime_info() -> inspect::RuntimeInfo {
-    let _ = backend();
+    let _ = llama_cpp();
     // SAFETY: returns a pointer to a static, NUL-terminated buffer owned by llama.cpp.
     let info = unsafe { CStr::from_ptr(llama_cpp_sys_2::llama_print_system_info()) };
     inspect::RuntimeInfo {
@@ -67,7 +70,7 @@ pub fn ggml_version() -> String {
         .into_owned()
 }
 
-type SessionKey = (PathBuf, EngineConfig);
+type SessionKey = (PathBuf, EngineSettings);
 struct Cache {
     models: HashMap<PathBuf, Arc<LlamaModel>>,
     sessions: HashMap<SessionKey, SharedSession>,
@@ -98,7 +101,7 @@ pub struct Session {
     /// shortcut past whole-vocabulary passes).
     first_bytes: Option<Arc<share::FirstBytes>>,
     pub file_name: String,
-    pub config: EngineConfig,
+    pub config: EngineSettings,
 }
 
 /// The model file being loaded right now (file name only), for status pages. A separate lock from the
@@ -139,7 +142,7 @@ pub fn loading_model() -> Option<String> {
 
 /// Load (or reuse) the model at `path` with `config`. Only local files; never downloads. The cache lock
 /// is held only to look up and to insert, never across `load_from_file`/`new_context`.
-pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineError> {
+pub fn load(path: &Path, config: EngineSettings) -> Result<SharedSession, EngineError> {
     let canonical = std::fs::canonicalize(path).map_err(|e| {
         ModelUnavailable::new(
             path,
@@ -175,8 +178,9 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
         None => {
             // Cheap structural check first: llama.cpp's own error for a bad file is just "null result".
             inspect::quick_check(&canonical)?;
-            let m = LlamaModel::load_from_file(backend(), &canonical, &LlamaModelParams::default())
-                .map_err(|e| {
+            let m =
+                LlamaModel::load_from_file(llama_cpp(), &canonical, &LlamaModelParams::default())
+                    .map_err(|e| {
                     ModelUnavailable::new(path, format!("llama.cpp could not load it: {e}"))
                 })?;
             let m = Arc::new(m);
@@ -201,7 +205,7 @@ pub fn load(path: &Path, config: EngineConfig) -> Result<SharedSession, EngineEr
         .with_n_threads(config.threads)
         .with_n_threads_batch(config.threads);
     let ctx = model
-        .new_context(backend(), params)
+        .new_context(llama_cpp(), params)
         .map_err(|e| EngineError::Decode(format!("context: {e}")))?;
     // SAFETY: the context borrows the model. The model lives in an Arc stored in the same Session, declared
     // after `ctx`, so it outlives the context; the 'static lifetime never escapes this struct.

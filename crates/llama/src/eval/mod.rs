@@ -26,10 +26,10 @@ use runtime::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::harness::{self, RunSpec};
+use crate::task_run::{self, RunSpec};
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
-use forge_decoding::policy::{LlamaConfig, Mode};
+use forge_decoding::policy::{Mode, ModelPolicySettings};
 use forge_decoding::share::TokenShare;
 
 /// One evaluated run, as written to `runs.jsonl`.
@@ -413,7 +413,7 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
             ..runtime::Budgets::default()
         },
     };
-    let mut config = LlamaConfig::new(&plan.model_path, mode);
+    let mut config = ModelPolicySettings::new(&plan.model_path, mode);
     config.temperature = temperature;
     config.seed = 1000 + seed;
     config.backend = plan.backend.clone();
@@ -437,10 +437,10 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
         _ => {}
     };
     let mut record = failed_record(plan, task, chooser, mode, temperature, seed);
-    match harness::run_with_model(
+    match task_run::run_with_model(
         &spec,
         config,
-        &harness::control_for(&spec.budgets),
+        &task_run::control_for(&spec.budgets),
         &mut sink,
     ) {
         Err(e) => record.error = Some(e.to_string()),
@@ -499,7 +499,7 @@ fn failed_record(
 }
 
 /// Fills `record` from a finished run: its status, metrics, verification and per-decision figures.
-fn record_run(record: &mut RunRecord, run: &harness::ModelRun) {
+fn record_run(record: &mut RunRecord, run: &task_run::ModelRun) {
     let r = &run.result;
     record.status = r.status.as_str().into();
     record.stop_reason = r.stop_reason.as_str().into();

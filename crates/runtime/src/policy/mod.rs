@@ -110,7 +110,7 @@ pub enum PolicyError {
 }
 
 /// How a model policy is asked: guided (the runtime names the gap and decoding is typed for it) or free
-/// (the model writes the whole decision). Defined once here for the llama policy, the server and the CLI.
+/// (the model writes the whole decision). Defined once here for the model policy, the server and the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {

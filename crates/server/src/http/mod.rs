@@ -2,7 +2,7 @@
 //! Here: the router, the guards and the helpers every handler uses; the handlers by resource in `runs`,
 //! `models`, `example`, `course` and `lab` (the chapter and the decision sandbox).
 //!
-//! Handlers are thin: they parse, call `jobs`/`example`/the model backend, and shape responses. Blocking
+//! Handlers are thin: they parse, call `jobs`/`example`/the model provider, and shape responses. Blocking
 //! work (file walks, zips, model inspection) runs on tokio's blocking pool.
 
 use std::collections::HashMap;
@@ -299,7 +299,7 @@ async fn status(State(s): Shared) -> Result<Response, ApiError> {
     let (default_task, model) = blocking(move || {
         Ok((
             crate::tasks::default_task(&st.config.tasks_dir, &st.config.knowledge_dir),
-            st.backend.cache_state(),
+            st.provider.cache_state(),
         ))
     })
     .await?;
@@ -309,7 +309,7 @@ async fn status(State(s): Shared) -> Result<Response, ApiError> {
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": ["agent", "agent.cancel", "agent.trace", "agent.tasks", "agent.models", "models.inspect", "models.unload", "artifacts", "example"],
         "test_policies_enabled": s.config.enable_test_policies,
-        // The backend URL may carry credentials (`http://user:token@host`); never shown.
+        // The generation backend URL may carry credentials (`http://user:token@host`); never shown.
         "model": crate::redact::redacted(model, &s.config.jobs.redact_roots),
         "queue": { "length": jobs.queue_len(), "capacity": jobs.queue_capacity(), "running": jobs.running() },
         "uptime_s": s.started.elapsed().as_secs(),

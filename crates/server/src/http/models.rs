@@ -13,24 +13,24 @@ use crate::error::ApiError;
 
 use super::*;
 
-/// The models runs may name, read afresh from the backend.
+/// The models runs may name, read afresh from the provider.
 pub(super) async fn list_models(State(s): Shared) -> Result<Response, ApiError> {
-    let backend = s.backend.clone();
-    let models = blocking(move || Ok(backend.models())).await?;
+    let provider = s.provider.clone();
+    let models = blocking(move || Ok(provider.models())).await?;
     let default = models.iter().find(|m| m.default).map(|m| m.name.clone());
     Ok(ok_json(
-        json!({ "models": models, "default_model": default, "cache": crate::redact::redacted(s.backend.cache_state(), &s.config.jobs.redact_roots) }),
+        json!({ "models": models, "default_model": default, "cache": crate::redact::redacted(s.provider.cache_state(), &s.config.jobs.redact_roots) }),
     ))
 }
 
 /// The models listed right now, for validating a request's `model`.
 pub(super) async fn listed_models(s: &Arc<AppState>) -> Result<Vec<crate::ModelEntry>, ApiError> {
-    let backend = s.backend.clone();
-    blocking(move || Ok(backend.models())).await
+    let provider = s.provider.clone();
+    blocking(move || Ok(provider.models())).await
 }
 
 pub(super) async fn agent_schema() -> Response {
-    ok_json(crate::engine::agent_schema())
+    ok_json(crate::run_bridge::agent_schema())
 }
 
 pub(super) async fn models_inspect(
@@ -81,7 +81,7 @@ pub(super) async fn models_inspect(
             }]));
         }
     }
-    let backend = s.backend.clone();
+    let provider = s.provider.clone();
     let roots = s.config.jobs.redact_roots.clone();
     let (scope, root) = (s.config.inspect_scope.clone(), s.config.root.clone());
     let facts = blocking(move || {
@@ -96,9 +96,9 @@ pub(super) async fn models_inspect(
                     .to_string(),
             ),
         };
-        backend
+        provider
             .inspect(path.as_deref())
-            .map_err(|e| backend_error(e, &roots))
+            .map_err(|e| provider_error(e, &roots))
     })
     .await?;
     Ok(ok_json(
@@ -114,7 +114,7 @@ pub(super) fn scope_error(e: crate::OutsideScope, roots: &[String]) -> ApiError 
     ApiError::new(403, "path_not_allowed", message)
 }
 
-pub(super) fn backend_error(e: crate::BackendError, roots: &[String]) -> ApiError {
+pub(super) fn provider_error(e: crate::ProviderError, roots: &[String]) -> ApiError {
     let message = crate::redact::redacted(Value::String(e.message), roots)
         .as_str()
         .unwrap_or_default()
@@ -133,8 +133,8 @@ pub(super) async fn models_unload(
     body: Body,
 ) -> Result<Response, ApiError> {
     json_body(&headers, body).await?;
-    let backend = s.backend.clone();
+    let provider = s.provider.clone();
     let roots = s.config.jobs.redact_roots.clone();
-    let out = blocking(move || backend.unload().map_err(|e| backend_error(e, &roots))).await?;
+    let out = blocking(move || provider.unload().map_err(|e| provider_error(e, &roots))).await?;
     Ok(ok_json(out))
 }

@@ -25,9 +25,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::engine::{Executor, RunSpec};
 use crate::error::ApiError;
 use crate::redact::redacted;
+use crate::run_bridge::{Executor, RunSpec};
 use crate::store::{RunMeta, RunState, RunStore, StoreError, is_valid_run_id};
 use finish::index_artifacts;
 use recovery::recover;

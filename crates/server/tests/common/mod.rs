@@ -1,5 +1,5 @@
 //! Shared harness for the server's HTTP tests: a service on a temporary `.runs/`, requests through the
-//! router (`oneshot`), a backend without a model, and a "hold" backend whose policy blocks until the
+//! router (`oneshot`), a provider without a model, and a "hold" provider whose policy blocks until the
 //! test cancels or releases it (it never returns a decision).
 // Every test binary compiles this module and uses a part of it: what one binary leaves unused is not dead.
 #![allow(dead_code)]
@@ -13,7 +13,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use forge_server::{
-    BackendError, Mode, ModelBackend, ModelEntry, ServerConfig, Service, UnavailableBackend,
+    Mode, ModelEntry, ModelProvider, ProviderError, ServerConfig, Service, UnavailableProvider,
 };
 use http_body_util::BodyExt;
 use runtime::policy::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
@@ -51,7 +51,7 @@ pub struct Options {
     pub runs_dir: Option<PathBuf>,
     /// Task folders to serve instead of the project's fixtures/tasks.
     pub tasks_dir: Option<PathBuf>,
-    /// Serve the models whose fetch manifests are in this directory (the `ModelsDirBackend`).
+    /// Serve the models whose fetch manifests are in this directory (the `ModelsDirProvider`).
     pub models_dir: Option<PathBuf>,
     /// The run store's writer (default: the real disk); tests put crashing or failing doubles here.
     pub store_io: Option<Arc<dyn forge_server::store::StoreIo>>,
@@ -106,26 +106,29 @@ pub fn harness(opts: Options) -> Harness {
         config.tasks_dir = t;
     }
     let release = Arc::new(AtomicBool::new(false));
-    // The models directory the backend lists is also the one inspection may read (as in `runner serve`).
+    // The models directory the provider lists is also the one inspection may read (as in `runner serve`).
     if let Some(dir) = &opts.models_dir {
         config.inspect_scope.models_dir = dir.clone();
     }
-    let backend: Arc<dyn ModelBackend> = if let Some(dir) = opts.models_dir {
-        Arc::new(ModelsDirBackend { dir })
+    let provider: Arc<dyn ModelProvider> = if let Some(dir) = opts.models_dir {
+        Arc::new(ModelsDirProvider { dir })
     } else if opts.hold {
-        Arc::new(HoldBackend {
+        Arc::new(HoldProvider {
             release: release.clone(),
         })
     } else {
-        Arc::new(UnavailableBackend {
+        Arc::new(UnavailableProvider {
             reason: "no model in tests".into(),
         })
     };
-    let executor = Arc::new(forge_server::RuntimeExecutor::new(&config, backend.clone()));
+    let executor = Arc::new(forge_server::RuntimeExecutor::new(
+        &config,
+        provider.clone(),
+    ));
     let io = opts
         .store_io
         .unwrap_or_else(|| Arc::new(forge_server::store::DiskIo));
-    let service = Service::start_with(config, backend, executor, io).expect("service starts");
+    let service = Service::start_with(config, provider, executor, io).expect("service starts");
     let router = service.router();
     Harness {
         service,
@@ -158,9 +161,9 @@ pub fn copy_as_crashed(from: &Path, to: &Path) {
     }
 }
 
-/// A backend whose policy waits until the run is cancelled or the test releases it. Used to hold a run
+/// A provider whose policy waits until the run is cancelled or the test releases it. Used to hold a run
 /// in `running` deterministically; it never produces a decision.
-pub struct HoldBackend {
+pub struct HoldProvider {
     pub release: Arc<AtomicBool>,
 }
 
@@ -189,11 +192,11 @@ impl Policy for HoldPolicy {
     }
 }
 
-impl ModelBackend for HoldBackend {
-    fn inspect(&self, _path: Option<&str>) -> Result<Value, BackendError> {
-        Err(BackendError::unavailable("test backend"))
+impl ModelProvider for HoldProvider {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, ProviderError> {
+        Err(ProviderError::unavailable("test provider"))
     }
-    fn unload(&self) -> Result<Value, BackendError> {
+    fn unload(&self) -> Result<Value, ProviderError> {
         Ok(json!({"unloaded": 0}))
     }
     fn cache_state(&self) -> Value {
@@ -206,24 +209,24 @@ impl ModelBackend for HoldBackend {
     }
 }
 
-/// A backend that lists the fetch manifests of a directory with the server's own scan (real files) and
+/// A provider that lists the fetch manifests of a directory with the server's own scan (real files) and
 /// whose policies cannot load weights: a model run ends `failed/model_unavailable` naming the model. The
 /// first model (sorted) is the default.
-pub struct ModelsDirBackend {
+pub struct ModelsDirProvider {
     pub dir: PathBuf,
 }
 
-impl ModelBackend for ModelsDirBackend {
-    fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
-        let p = path.ok_or_else(|| BackendError::unavailable("no default model"))?;
+impl ModelProvider for ModelsDirProvider {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, ProviderError> {
+        let p = path.ok_or_else(|| ProviderError::unavailable("no default model"))?;
         let bytes = std::fs::metadata(p)
-            .map_err(|e| BackendError::unavailable(format!("{p}: {e}")))?
+            .map_err(|e| ProviderError::unavailable(format!("{p}: {e}")))?
             .len();
         Ok(
             json!({ "file_name": Path::new(p).file_name().unwrap().to_string_lossy(), "bytes": bytes, "quantization": "Q4_K_M" }),
         )
     }
-    fn unload(&self) -> Result<Value, BackendError> {
+    fn unload(&self) -> Result<Value, ProviderError> {
         Ok(json!({"unloaded": 0}))
     }
     fn cache_state(&self) -> Value {
@@ -233,7 +236,7 @@ impl ModelBackend for ModelsDirBackend {
         Err(PolicyError::ModelUnavailable("no default model".into()))
     }
     fn models(&self) -> Vec<ModelEntry> {
-        let mut listed = forge_server::models::scan_manifests(&self.dir).0;
+        let mut listed = forge_server::catalogue::scan_manifests(&self.dir).0;
         if let Some(first) = listed.first_mut() {
             first.default = true;
         }
@@ -246,7 +249,7 @@ impl ModelBackend for ModelsDirBackend {
         _t: f32,
     ) -> Result<Box<dyn Policy>, PolicyError> {
         Err(PolicyError::ModelUnavailable(format!(
-            "test backend: {} has no weights",
+            "test provider: {} has no weights",
             model.name
         )))
     }

@@ -1,4 +1,4 @@
-//! One real run of a task folder with a `LlamaPolicy`: the glue the runner CLI, tests, bench and eval share.
+//! One real run of a task folder with a `ModelPolicy`: the glue the tests, the examples and eval share.
 //!
 //! Not a loop of its own: it builds a `RunConfig` and calls `runtime::run_task`, then hands back the result
 //! together with the policy's per-decision measurements.
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use runtime::policy::RunControl;
 use runtime::{Budgets, RunConfig, RunResult, Task, TraceEvent};
 
-use forge_decoding::policy::{DecisionStats, LlamaConfig};
+use forge_decoding::policy::{DecisionStats, ModelPolicySettings};
 
 /// Workspace-relative defaults (the runner resolves them against its root).
 pub const DEFAULT_TASKS_DIR: &str = "fixtures/tasks";
@@ -32,19 +32,19 @@ pub struct ModelRun {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum HarnessError {
+pub enum TaskRunError {
     #[error("cannot load task: {0}")]
     Task(#[from] runtime::task::TaskError),
 }
 
-/// Run `spec` with a fresh `LlamaPolicy` built from `config` (the model itself comes from the process-wide
+/// Run `spec` with a fresh `ModelPolicy` built from `config` (the model itself comes from the process-wide
 /// cache, so only the first run of a process pays for loading). `control` carries cancel + deadline.
 pub fn run_with_model(
     spec: &RunSpec,
-    config: LlamaConfig,
+    config: ModelPolicySettings,
     control: &RunControl,
     sink: &mut dyn FnMut(&TraceEvent),
-) -> Result<ModelRun, HarnessError> {
+) -> Result<ModelRun, TaskRunError> {
     let task = Task::load_checked(&spec.task_dir, &spec.knowledge_dir)?;
     let mut policy = crate::policy(config);
     let mut run_config =

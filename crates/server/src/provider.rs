@@ -1,7 +1,7 @@
 //! The seam between the service and whatever provides the model: inspection, cache state and policies.
 //!
-//! The server never depends on llama.cpp: the `runner` binary hands it a `ModelBackend` (the llama one in
-//! production). A backend that cannot provide a model says so with `model_unavailable`; nothing here
+//! The server never depends on llama.cpp: the `runner` binary hands it a `ModelProvider` (the llama one in
+//! production). A provider that cannot provide a model says so with `model_unavailable`; nothing here
 //! makes up a decision.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::Value;
 
-use crate::models::ModelEntry;
+use crate::catalogue::ModelEntry;
 
 /// guided: the runtime's typed, state-specific decoding; free: the model writes the whole decision.
 pub use runtime::policy::Mode;
@@ -17,12 +17,12 @@ pub use runtime::policy::Mode;
 /// A model-side refusal: `code` is stable snake_case (`model_unavailable`, `invalid_model_path`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
-pub struct BackendError {
+pub struct ProviderError {
     pub code: &'static str,
     pub message: String,
 }
 
-impl BackendError {
+impl ProviderError {
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self {
             code: "model_unavailable",
@@ -31,12 +31,12 @@ impl BackendError {
     }
 }
 
-pub trait ModelBackend: Send + Sync + 'static {
+pub trait ModelProvider: Send + Sync + 'static {
     /// Facts about a GGUF file (`path` or the configured default): name, architecture, parameters,
     /// quantisation, context length, file bytes/hash... Messages never carry absolute paths.
-    fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError>;
+    fn inspect(&self, path: Option<&str>) -> Result<Value, ProviderError>;
     /// Drop the process-wide cached model (no-op when nothing is loaded).
-    fn unload(&self) -> Result<Value, BackendError>;
+    fn unload(&self) -> Result<Value, ProviderError>;
     /// What is loaded right now (for `/status`).
     fn cache_state(&self) -> Value;
     /// A fresh policy for one run. Errors become a `failed/model_unavailable` run through the runtime.
@@ -46,7 +46,7 @@ pub trait ModelBackend: Send + Sync + 'static {
     fn models(&self) -> Vec<ModelEntry> {
         Vec::new()
     }
-    /// A fresh policy for one run on `model` (an entry of [`ModelBackend::models`]).
+    /// A fresh policy for one run on `model` (an entry of [`ModelProvider::models`]).
     fn policy_for(
         &self,
         model: &ModelEntry,
@@ -54,22 +54,22 @@ pub trait ModelBackend: Send + Sync + 'static {
         _temperature: f32,
     ) -> Result<Box<dyn Policy>, PolicyError> {
         Err(PolicyError::ModelUnavailable(format!(
-            "this backend cannot run model {:?}",
+            "this provider cannot run model {:?}",
             model.name
         )))
     }
 }
 
-/// The backend when no model provider is wired in: every call says `model_unavailable` with the reason.
-pub struct UnavailableBackend {
+/// The provider when none is wired in (no model at all): every call says `model_unavailable` with the reason.
+pub struct UnavailableProvider {
     pub reason: String,
 }
 
-impl ModelBackend for UnavailableBackend {
-    fn inspect(&self, _path: Option<&str>) -> Result<Value, BackendError> {
-        Err(BackendError::unavailable(self.reason.clone()))
+impl ModelProvider for UnavailableProvider {
+    fn inspect(&self, _path: Option<&str>) -> Result<Value, ProviderError> {
+        Err(ProviderError::unavailable(self.reason.clone()))
     }
-    fn unload(&self) -> Result<Value, BackendError> {
+    fn unload(&self) -> Result<Value, ProviderError> {
         Ok(serde_json::json!({ "unloaded": false, "loaded": false }))
     }
     fn cache_state(&self) -> Value {
@@ -117,7 +117,7 @@ pub struct OutsideScope {
 impl InspectScope {
     /// Resolve a requested path (relative to `root`, as runs resolve model paths) to the canonical file
     /// it names, symlinks followed, and accept it only inside the scope. A missing file inside the models
-    /// directory is accepted, so the backend can answer "file not found" for it.
+    /// directory is accepted, so the provider can answer "file not found" for it.
     pub fn resolve(&self, root: &Path, requested: &str) -> Result<PathBuf, OutsideScope> {
         let outside = || OutsideScope {
             requested: requested.to_string(),

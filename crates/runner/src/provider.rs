@@ -1,15 +1,15 @@
-//! The llama.cpp model backend handed to the server: inspection, the process-wide cache, `LlamaPolicy`.
+//! The llama.cpp model provider handed to the server: inspection, the process-wide cache, `ModelPolicy`.
 //!
 //! This is the one place the service meets `forge_llama`. It never produces a decision itself: a
 //! missing or broken model reaches the runtime as `model_unavailable`.
 
 use std::path::{Path, PathBuf};
 
-use forge_server::{BackendError, Mode, ModelBackend, ModelEntry};
+use forge_server::{Mode, ModelEntry, ModelProvider, ProviderError};
 use runtime::policy::{Policy, PolicyError};
 use serde_json::{Value, json};
 
-pub struct LlamaBackend {
+pub struct LlamaProvider {
     /// Project root: relative model paths are resolved against it.
     pub root: PathBuf,
     /// The model runs use (`--gguf`, or `<model-dir>/<default file>`).
@@ -43,7 +43,7 @@ fn with_facts(mut entry: ModelEntry) -> Option<ModelEntry> {
     Some(entry)
 }
 
-impl LlamaBackend {
+impl LlamaProvider {
     fn resolve(&self, path: Option<&str>) -> PathBuf {
         match path {
             None => self.default_model.clone(),
@@ -53,13 +53,14 @@ impl LlamaBackend {
     }
 }
 
-impl ModelBackend for LlamaBackend {
-    fn inspect(&self, path: Option<&str>) -> Result<Value, BackendError> {
+impl ModelProvider for LlamaProvider {
+    fn inspect(&self, path: Option<&str>) -> Result<Value, ProviderError> {
         let p = self.resolve(path);
         let info =
-            forge_llama::inspect(&p).map_err(|e| BackendError::unavailable(e.to_string()))?;
-        let mut v = serde_json::to_value(&info)
-            .map_err(|e| BackendError::unavailable(format!("model facts not serialisable: {e}")))?;
+            forge_llama::inspect(&p).map_err(|e| ProviderError::unavailable(e.to_string()))?;
+        let mut v = serde_json::to_value(&info).map_err(|e| {
+            ProviderError::unavailable(format!("model facts not serialisable: {e}"))
+        })?;
         // The server hands over canonical paths; compare canonical forms so a symlinked root still matches.
         let same = |a: &Path, b: &Path| {
             a == b
@@ -72,7 +73,7 @@ impl ModelBackend for LlamaBackend {
         Ok(v)
     }
 
-    fn unload(&self) -> Result<Value, BackendError> {
+    fn unload(&self) -> Result<Value, ProviderError> {
         let n = forge_llama::engine::unload_all();
         Ok(json!({ "unloaded": n, "loaded": forge_llama::engine::loaded_models().len() }))
     }
@@ -101,7 +102,7 @@ impl ModelBackend for LlamaBackend {
     }
 
     fn models(&self) -> Vec<ModelEntry> {
-        let (fetched, _skipped) = forge_server::models::scan_manifests(&self.models_dir);
+        let (fetched, _skipped) = forge_server::catalogue::scan_manifests(&self.models_dir);
         let mut listed: Vec<ModelEntry> = fetched.into_iter().filter_map(with_facts).collect();
         if let Some(flag) = &self.gguf_flag
             && !listed.iter().any(|m| same_file(&m.path, flag))
@@ -149,14 +150,14 @@ impl ModelBackend for LlamaBackend {
         {
             forge_llama::engine::unload_all();
         }
-        let mut config = forge_llama::LlamaConfig::new(model.path.clone(), mode);
+        let mut config = forge_llama::ModelPolicySettings::new(model.path.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         Ok(Box::new(forge_llama::policy(config)))
     }
 
     fn policy(&self, mode: Mode, temperature: f32) -> Result<Box<dyn Policy>, PolicyError> {
-        let mut config = forge_llama::LlamaConfig::new(self.default_model.clone(), mode);
+        let mut config = forge_llama::ModelPolicySettings::new(self.default_model.clone(), mode);
         config.temperature = temperature;
         config.backend = self.backend.clone();
         // Loads on the first decision (or reuses the cached model); a failure becomes model_unavailable.

@@ -1,8 +1,8 @@
-//! Models as a resource: the identity a run records (`ModelEntry`) and the scan of fetch manifests in `models/`.
+//! The model catalogue: the identity a run records (`ModelEntry`) and the scan of fetch manifests in `models/`.
 //!
 //! Axum-free and llama-free. `cargo xtask model fetch` writes `<name>.gguf` next to `<name>.manifest.json`;
 //! a model is listed only when its manifest parses and the file it names exists with the manifest's byte
-//! count. GGUF facts (quantization, parameters, context length) are added by the backend, which can read
+//! count. GGUF facts (quantization, parameters, context length) are added by the provider, which can read
 //! the header; this module only reads JSON and file sizes.
 
 use std::path::{Path, PathBuf};

@@ -11,15 +11,15 @@ use std::time::{Duration, Instant};
 use runtime::policy::{Policy, RunControl};
 use serde_json::{Map, Value, json};
 
+use crate::catalogue::ModelEntry;
 use crate::error::FieldError;
-use crate::model::{FailingPolicy, Mode, ModelBackend};
-use crate::models::ModelEntry;
+use crate::provider::{FailingPolicy, Mode, ModelProvider};
 
 /// Where the next decision comes from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PolicyChoice {
-    /// The model behind the `ModelBackend`.
+    /// The model behind the `ModelProvider`.
     Model,
     /// A scripted fixture (tests only; accepted only with `--enable-test-policies`), relative to the root.
     Scripted { fixture: String },
@@ -34,8 +34,8 @@ pub struct RunSpec {
     /// The complete, validated budgets (defaults filled in).
     pub budgets: Value,
     pub policy: PolicyChoice,
-    /// The model the request chose (or the backend's default), recorded in the request and the result.
-    /// `None` when the backend lists no model: the run then uses the backend's own default, if any.
+    /// The model the request chose (or the provider's default), recorded in the request and the result.
+    /// `None` when the provider lists no model: the run then uses the provider's own default, if any.
     #[serde(default)]
     pub model: Option<ModelEntry>,
     /// The request's one tool timeout, overriding every tool's registry timeout (also a scripted
@@ -67,22 +67,22 @@ pub trait Executor: Send + Sync + 'static {
 }
 
 /// The production executor: real task folders under `tasks_dir`, knowledge under `knowledge_dir`,
-/// scripted fixtures relative to `root`, policies from the backend (or a scripted fixture when the
+/// scripted fixtures relative to `root`, policies from the provider (or a scripted fixture when the
 /// request chose one).
 pub struct RuntimeExecutor {
     pub root: PathBuf,
     pub tasks_dir: PathBuf,
     pub knowledge_dir: PathBuf,
-    pub backend: Arc<dyn ModelBackend>,
+    pub provider: Arc<dyn ModelProvider>,
 }
 
 impl RuntimeExecutor {
-    pub fn new(config: &crate::ServerConfig, backend: Arc<dyn ModelBackend>) -> Self {
+    pub fn new(config: &crate::ServerConfig, provider: Arc<dyn ModelProvider>) -> Self {
         Self {
             root: config.root.clone(),
             tasks_dir: config.tasks_dir.clone(),
             knowledge_dir: config.knowledge_dir.clone(),
-            backend,
+            provider,
         }
     }
 
@@ -95,8 +95,8 @@ impl RuntimeExecutor {
                     m.name, m.file
                 )))
             }
-            Some(m) => self.backend.policy_for(m, spec.mode, spec.temperature),
-            None => self.backend.policy(spec.mode, spec.temperature),
+            Some(m) => self.provider.policy_for(m, spec.mode, spec.temperature),
+            None => self.provider.policy(spec.mode, spec.temperature),
         };
         built.unwrap_or_else(|e| Box::new(FailingPolicy(e)))
     }
