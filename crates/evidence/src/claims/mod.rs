@@ -1596,12 +1596,43 @@ fn check_ranked_label(
     }
     Err(reject(
         RejectionCode::WrongRow,
-        format!(
-            "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
-            at.words(),
-            c.name,
-        ),
+        wrong_row_note(part, fill, &named, c, at),
     ))
+}
+
+/// The repair note for a row that is not at the slot's rank. Where the answer names one row of the column,
+/// the note states that row's own value and how many rows lie beyond it toward the slot's end — facts about
+/// the model's own claim that it can check against the table — and never which row is right.
+fn wrong_row_note(part: &str, fill: &str, named: &[&str], c: &ColumnData, at: Rank) -> String {
+    let beyond = |v: f64| match at.end {
+        End::Lowest => c.values.iter().filter(|x| **x < v).count(),
+        End::Highest => c.values.iter().filter(|x| **x > v).count(),
+        End::Either => 0,
+    };
+    if let [label] = named
+        && let Some(value) = c.value_of(label)
+        && beyond(value) > 0
+    {
+        let k = beyond(value);
+        let direction = match at.end {
+            End::Lowest => "lower",
+            _ => "higher",
+        };
+        return format!(
+            "{part} names {label}, whose [{}] is {}; {k} row{} of [{}] {} a {direction} value, so {label} is not its {} row; compare the rows of that column again",
+            c.name,
+            forge_language::numbers::canonical(value),
+            if k == 1 { "" } else { "s" },
+            c.name,
+            if k == 1 { "has" } else { "have" },
+            at.words(),
+        );
+    }
+    format!(
+        "{part} names \"{fill}\", which is not the {} row of [{}]; compare the rows of that column again",
+        at.words(),
+        c.name,
+    )
 }
 
 /// What each template part of the task may hold now, for the grammar: per slot or choice, in template
@@ -1696,6 +1727,49 @@ mod tests {
                 | ClaimKind::Dispute => {}
             }
         }
+    }
+
+    #[test]
+    fn a_wrong_row_note_states_the_named_rows_value_and_how_many_lie_beyond_it_never_the_right_row()
+    {
+        let c = ColumnData {
+            name: "Wait".into(),
+            rows: "Clinic".into(),
+            labels: vec!["North".into(), "South".into(), "East".into(), "West".into()],
+            values: vec![31.5, 24.0, 28.0, 19.5],
+            missing: Vec::new(),
+        };
+        let lowest = Rank {
+            end: End::Lowest,
+            rank: 1,
+        };
+        let note = wrong_row_note("<lowest-wait clinic>", "East", &["East"], &c, lowest);
+        assert_eq!(
+            note,
+            "<lowest-wait clinic> names East, whose [Wait] is 28; 2 rows of [Wait] have a lower value, so East is not its lowest row; compare the rows of that column again"
+        );
+        assert!(!note.contains("West"), "the right row is never named");
+        let highest = Rank {
+            end: End::Highest,
+            rank: 1,
+        };
+        let note = wrong_row_note("<longest-wait clinic>", "South", &["South"], &c, highest);
+        assert!(
+            note.contains("3 rows of [Wait] have a higher value"),
+            "{note}"
+        );
+        // Two rows named, or none: no value to state.
+        let note = wrong_row_note(
+            "<lowest-wait clinic>",
+            "East or North",
+            &["East", "North"],
+            &c,
+            lowest,
+        );
+        assert!(
+            note.contains("which is not the lowest row of [Wait]"),
+            "{note}"
+        );
     }
 
     #[test]
