@@ -1755,7 +1755,7 @@ mod tests {
         };
         let note = wrong_row_note("<longest-wait clinic>", "South", &["South"], &c, highest);
         assert!(
-            note.contains("3 rows of [Wait] have a higher value"),
+            note.contains("2 rows of [Wait] have a higher value"),
             "{note}"
         );
         // Two rows named, or none: no value to state.
