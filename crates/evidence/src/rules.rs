@@ -3,9 +3,36 @@
 //! rules themselves are read in `forge_language::rules` (re-exported here); this module measures and compares,
 //! it never reads words.
 
+use forge_tools::knowledge::{ObservedTable, tables_in};
 use serde_json::Value;
 
 pub use forge_language::rules::*;
+
+/// The names of every column of a result's tables, in order: what the language reader's ratio
+/// definitions may name.
+fn column_names(result: &Value) -> Vec<String> {
+    tables_in(result)
+        .into_iter()
+        .flat_map(|t| t.columns)
+        .map(|c| c.name)
+        .collect()
+}
+
+/// The rules a knowledge result states ([`forge_language::rules::rules_in`] over its tables' columns).
+pub fn rules_in(result: &Value) -> Vec<FactRule> {
+    reading(result).rules
+}
+
+/// The rules a knowledge result states with the clauses that could not be read
+/// ([`forge_language::rules::reading`] over its tables' columns).
+pub fn reading(result: &Value) -> RuleReading {
+    forge_language::rules::reading(result, &column_names(result))
+}
+
+/// The ratios of column totals a result's passages define ([`forge_language::rules::definitions_in`]).
+pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
+    forge_language::rules::definitions_in(result, &column_names(result))
+}
 
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
 /// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
@@ -93,26 +120,16 @@ type NamedColumn = (String, Vec<(String, f64)>);
 fn numeric_columns(result: &Value) -> (Vec<NamedColumn>, Vec<String>) {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     let mut row_kinds: Vec<String> = Vec::new();
-    for table in result["data"]["tables"].as_array().into_iter().flatten() {
-        let row_kind = table["label_column"].as_str().unwrap_or_default();
-        for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else {
-                continue;
-            };
-            let values: Vec<(String, f64)> = table["rows"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|row| {
-                    Some((
-                        row["label"].as_str()?.to_owned(),
-                        row["values"][name].as_f64()?,
-                    ))
-                })
+    for table in tables_in(result) {
+        for column in &table.columns {
+            let values: Vec<(String, f64)> = table
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.label.clone(), row.value(&column.name)?)))
                 .collect();
             if !values.is_empty() {
-                columns.push((name.to_owned(), values));
-                row_kinds.push(row_kind.to_owned());
+                columns.push((column.name.clone(), values));
+                row_kinds.push(table.label_column.clone());
             }
         }
     }
@@ -237,14 +254,10 @@ fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<Rule
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,
 /// as [`column_reference`] picks it).
 fn column_unit(result: &Value, column: &str) -> Option<String> {
-    result["data"]["tables"]
-        .as_array()
+    tables_in(result)
         .into_iter()
+        .find_map(|t| t.column(column).map(|c| c.unit.clone()))
         .flatten()
-        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
-        .find(|c| c["name"] == column)
-        .and_then(|c| c["unit"].as_str())
-        .map(str::to_owned)
 }
 
 /// One rule with its limit in its column's unit, and the note a converted limit carries (` (5 minutes =
@@ -321,18 +334,8 @@ pub fn unit_conflicts(result: &Value, context: &str) -> Vec<String> {
 
 /// The values of the column named `name` in `result`, every row holding one; `None` otherwise.
 fn whole_column(result: &Value, name: &str) -> Option<Vec<f64>> {
-    let table = result["data"]["tables"].as_array()?.iter().find(|t| {
-        t["columns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["name"] == name)
-    })?;
-    table["rows"]
-        .as_array()?
-        .iter()
-        .map(|row| row["values"][name].as_f64())
-        .collect()
+    let table = tables_in(result).into_iter().find(|t| t.has_column(name))?;
+    table.rows.iter().map(|row| row.value(name)).collect()
 }
 
 /// A ratio rule's scale: the definition's own (`per 100 starts`), else 100 for a percentage limit.
@@ -526,22 +529,14 @@ fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Op
 
 /// `[Wait]`, or `[Hotel | Occupancy]` when another table of the result has a column of the same name.
 pub fn column_reference(result: &Value, column: &str) -> String {
-    let tables: Vec<&Value> = result["data"]["tables"]
-        .as_array()
+    let tables: Vec<ObservedTable> = tables_in(result)
         .into_iter()
-        .flatten()
-        .filter(|t| {
-            t["columns"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["name"] == column)
-        })
+        .filter(|t| t.has_column(column))
         .collect();
     match tables.as_slice() {
-        [_, _, ..] => {
+        [first, _, ..] => {
             // The first table holding it is the one `column_values` chose when the rows tell them apart.
-            let rows = tables[0]["label_column"].as_str().unwrap_or_default();
+            let rows = &first.label_column;
             if rows.is_empty() {
                 format!("[{column}]")
             } else {

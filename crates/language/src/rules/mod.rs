@@ -141,13 +141,15 @@ fn bracketed_unit(key: &str) -> Option<String> {
 
 /// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
 /// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
-pub fn rules_in(result: &Value) -> Vec<FactRule> {
-    reading(result).rules
+/// `columns` are the names of the result's table columns (the tables are read in `forge_tools`, above
+/// this crate): what a sentence's ratio definition may name.
+pub fn rules_in(result: &Value, columns: &[String]) -> Vec<FactRule> {
+    reading(result, columns).rules
 }
 
 /// [`rules_in`] with the clauses that could not be read. Fails closed: a rule-shaped clause the reader
 /// cannot type anywhere in the cited passages leaves every rule of the result unread.
-pub fn reading(result: &Value) -> RuleReading {
+pub fn reading(result: &Value, columns: &[String]) -> RuleReading {
     let facts: Vec<FactRule> = result["data"]["facts"]
         .as_array()
         .into_iter()
@@ -160,7 +162,7 @@ pub fn reading(result: &Value) -> RuleReading {
             Some(rule)
         })
         .collect();
-    let context = context_of(result);
+    let context = context_of(result, columns);
     let mut sentences = SentenceReading::default();
     sentences
         .untyped
@@ -207,8 +209,8 @@ pub fn reading(result: &Value) -> RuleReading {
 
 /// The ratios of column totals a result's passages define ("the overall rate is all completions divided
 /// by all starts"): what a slot naming that quantity claims.
-pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
-    context_of(result).definitions
+pub fn definitions_in(result: &Value, columns: &[String]) -> Vec<clause::Definition> {
+    context_of(result, columns).definitions
 }
 
 /// A fact key read as a rule that says more than one comparison can type: a number of its own ("Maximum
@@ -249,24 +251,17 @@ fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
         .filter_map(|c| c["text"].as_str())
 }
 
-/// What the whole result offers each clause: ratios it defines over its columns and quantities it states
+/// What the whole result offers each clause: ratios it defines over its `columns` and quantities it states
 /// once (in its passages, or as `key: number` facts that are not rules).
-fn context_of(result: &Value) -> clause::Context {
-    let columns: Vec<String> = result["data"]["tables"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
-        .filter_map(|c| c["name"].as_str().map(str::to_owned))
-        .collect();
+fn context_of(result: &Value, columns: &[String]) -> clause::Context {
     let mut context = clause::Context {
-        columns: columns.clone(),
+        columns: columns.to_vec(),
         ..clause::Context::default()
     };
     for text in citation_texts(result) {
         for sentence in sentences_of(text) {
             for part in clauses_of(&sentence) {
-                if let Some(def) = clause::definition(&part, &sentence, &columns) {
+                if let Some(def) = clause::definition(&part, &sentence, columns) {
                     context.definitions.push(def);
                 } else if let Some(stated) = clause::statement(&part) {
                     context.statements.push(stated);
