@@ -3,35 +3,54 @@
 //! rules themselves are read in `forge_language::rules` (re-exported here); this module measures and compares,
 //! it never reads words.
 
-use forge_tools::knowledge::{ObservedTable, tables_in};
+use forge_tools::knowledge::{ObservedTable, facts_in, tables_in};
 use serde_json::Value;
 
 pub use forge_language::rules::*;
 
-/// The names of every column of a result's tables, in order: what the language reader's ratio
-/// definitions may name.
-fn column_names(result: &Value) -> Vec<String> {
-    tables_in(result)
+/// What a knowledge result states, for the rule reader: its facts and its tables' column names (read with
+/// `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
+pub fn stated(result: &Value) -> Stated {
+    let facts = facts_in(result)
+        .into_iter()
+        .map(|f| StatedFact {
+            key: f.key,
+            value: f.value,
+            unit: f.unit,
+        })
+        .collect();
+    let columns = tables_in(result)
         .into_iter()
         .flat_map(|t| t.columns)
         .map(|c| c.name)
-        .collect()
+        .collect();
+    let texts = result["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect();
+    Stated {
+        facts,
+        columns,
+        texts,
+    }
 }
 
-/// The rules a knowledge result states ([`forge_language::rules::rules_in`] over its tables' columns).
+/// The rules a knowledge result states ([`forge_language::rules::rules_in`] of what it [`stated`]).
 pub fn rules_in(result: &Value) -> Vec<FactRule> {
     reading(result).rules
 }
 
 /// The rules a knowledge result states with the clauses that could not be read
-/// ([`forge_language::rules::reading`] over its tables' columns).
+/// ([`forge_language::rules::reading`] of what it [`stated`]).
 pub fn reading(result: &Value) -> RuleReading {
-    forge_language::rules::reading(result, &column_names(result))
+    forge_language::rules::reading(&stated(result))
 }
 
 /// The ratios of column totals a result's passages define ([`forge_language::rules::definitions_in`]).
 pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
-    forge_language::rules::definitions_in(result, &column_names(result))
+    forge_language::rules::definitions_in(&stated(result))
 }
 
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
