@@ -259,7 +259,7 @@ type RuleColumn = Option<(String, Vec<(String, f64)>)>;
 fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<RuleColumn, ()> {
     let on_column: Vec<FactRule> = rules
         .iter()
-        .filter(|r| !matches!(r.aggregate, Aggregate::RatioOfTotals { .. }))
+        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
         .cloned()
         .collect();
     if on_column.is_empty() {
@@ -299,16 +299,16 @@ fn aligned_rules(
     rules
         .iter()
         .map(|rule| {
-            let limit = match &rule.aggregate {
-                Aggregate::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
-                Aggregate::CountRows { limit, .. } => *limit,
+            let limit = match &rule.measure {
+                Measure::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
+                Measure::CountRows { limit, .. } => *limit,
                 _ => rule.threshold,
             };
             let aligned = forge_language::units::align_limit(
                 limit,
                 rule.unit.as_deref(),
                 unit.as_deref(),
-                rule.aggregate == Aggregate::Sum,
+                rule.measure == Measure::Of(Aggregate::Sum),
             )
             .map_err(|error| {
                 format!(
@@ -328,8 +328,8 @@ fn aligned_rules(
                 None => String::new(),
             };
             let mut in_column = rule.clone();
-            match &mut in_column.aggregate {
-                Aggregate::CountRows { limit, .. } => *limit = aligned.value,
+            match &mut in_column.measure {
+                Measure::CountRows { limit, .. } => *limit = aligned.value,
                 _ => in_column.threshold = aligned.value,
             }
             Ok((in_column, note))
@@ -364,11 +364,11 @@ fn ratio_scale(per: Option<f64>, rule: &FactRule) -> f64 {
 
 /// What one rule measures on the data, and a few words saying what that is.
 fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64, String)> {
-    if let Aggregate::RatioOfTotals {
+    if let Measure::RatioOfTotals {
         numerator,
         denominator,
         per,
-    } = &rule.aggregate
+    } = &rule.measure
     {
         let top: f64 = whole_column(result, numerator)?.iter().sum();
         let bottom: f64 = whole_column(result, denominator)?.iter().sum();
@@ -398,14 +398,19 @@ fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64,
             format!("{} row {label}", if lowest { "lowest" } else { "highest" }),
         ))
     };
-    match (&rule.aggregate, rule.comparison) {
-        (Aggregate::Mean, _) => Some((
+    match (&rule.measure, rule.comparison) {
+        (Measure::Of(Aggregate::Mean), _) => Some((
             values.iter().sum::<f64>() / values.len() as f64,
             format!("average {name}"),
         )),
-        (Aggregate::Sum, _) => Some((values.iter().sum::<f64>(), format!("total {name}"))),
-        (Aggregate::EachRow, op) => extreme(op.is_lower_limit()),
-        (Aggregate::CountRows { row, limit }, _) => {
+        (Measure::Of(Aggregate::Sum), _) => {
+            Some((values.iter().sum::<f64>(), format!("total {name}")))
+        }
+        (Measure::Of(other), _) => other
+            .apply(&values)
+            .map(|v| (v, format!("{} {name}", other.function()))),
+        (Measure::EachRow, op) => extreme(op.is_lower_limit()),
+        (Measure::CountRows { row, limit }, _) => {
             let passing: Vec<&str> = rows
                 .iter()
                 .filter(|(_, v)| row.holds(*v, *limit))
@@ -425,7 +430,7 @@ fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64,
                 ),
             ))
         }
-        (Aggregate::RatioOfTotals { .. }, _) => None,
+        (Measure::RatioOfTotals { .. }, _) => None,
     }
 }
 
@@ -510,9 +515,9 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
 /// `sum([Done]) / sum([Starts]) * 100`); `None` for a column rule without a clear column.
 fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Option<String> {
     let limit = forge_language::numbers::canonical;
-    Some(match (&rule.aggregate, rule.comparison) {
+    Some(match (&rule.measure, rule.comparison) {
         (
-            Aggregate::RatioOfTotals {
+            Measure::RatioOfTotals {
                 numerator,
                 denominator,
                 per,
@@ -531,13 +536,12 @@ fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Op
                 format!("{ratio} * {}", limit(scale))
             }
         }
-        (Aggregate::CountRows { row, limit: at }, _) => {
+        (Measure::CountRows { row, limit: at }, _) => {
             format!("count({} {} {})", reference?, row.symbol(), limit(*at))
         }
         (aggregate, op) => {
             let function = match (aggregate, op) {
-                (Aggregate::Mean, _) => "mean",
-                (Aggregate::Sum, _) => "sum",
+                (Measure::Of(aggregate), _) => aggregate.function(),
                 (_, op) if op.is_lower_limit() => "min",
                 _ => "max",
             };
@@ -574,38 +578,38 @@ mod tests {
 
     #[test]
     fn keys_people_write() {
-        let r = |k: &str| understand(k, 1.0).map(|r| (r.aggregate, r.comparison));
+        let r = |k: &str| understand(k, 1.0).map(|r| (r.measure, r.comparison));
         assert_eq!(
             r("average_gte"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("every_batch_gte"),
-            Some((Aggregate::EachRow, Comparison::AtLeast))
+            Some((Measure::EachRow, Comparison::AtLeast))
         );
         assert_eq!(
             r("average_lte"),
-            Some((Aggregate::Mean, Comparison::AtMost))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtMost))
         );
         assert_eq!(
             r("Minimum average uptime"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("Maximum wait at any clinic"),
-            Some((Aggregate::EachRow, Comparison::AtMost))
+            Some((Measure::EachRow, Comparison::AtMost))
         );
         assert_eq!(
             r("Total output at least"),
-            Some((Aggregate::Sum, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Sum), Comparison::AtLeast))
         );
         assert_eq!(
             r("最低平均满意度"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("单店退货率上限"),
-            Some((Aggregate::EachRow, Comparison::AtMost))
+            Some((Measure::EachRow, Comparison::AtMost))
         );
         assert_eq!(r("Results to parents"), None);
         assert_eq!(r("Budget"), None);
@@ -699,35 +703,36 @@ mod tests {
 
     #[test]
     fn rules_people_write_as_sentences() {
-        let read = |text: &str| -> Vec<(Aggregate, Comparison, f64)> {
+        let read = |text: &str| -> Vec<(Measure, Comparison, f64)> {
             sentence_rules(text)
                 .into_iter()
-                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .map(|r| (r.measure, r.comparison, r.threshold))
                 .collect()
         };
         use Aggregate::*;
         use Comparison::*;
+        use Measure::*;
         assert_eq!(
             read(
                 "For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."
             ),
-            [(Mean, AtMost, 2.6), (EachRow, AtMost, 3.2)]
+            [(Of(Mean), AtMost, 2.6), (EachRow, AtMost, 3.2)]
         );
         assert_eq!(
             read(
                 "The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."
             ),
-            [(Mean, AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
+            [(Of(Mean), AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
         );
         assert_eq!(
             read(
                 "The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."
             ),
-            [(Mean, AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
+            [(Of(Mean), AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
         );
         assert_eq!(
             read("The total output must exceed 1,250 units."),
-            [(Sum, Above, 1250.0)]
+            [(Of(Sum), Above, 1250.0)]
         );
         assert_eq!(
             read("Every line must not exceed 4%."),
@@ -735,17 +740,17 @@ mod tests {
         );
         assert_eq!(
             read("- Each site: at least 90\n- Average: at most 12.5\n"),
-            [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]
+            [(EachRow, AtLeast, 90.0), (Of(Mean), AtMost, 12.5)]
         );
         assert_eq!(
             read(
                 "本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"
             ),
-            [(Mean, AtMost, 3.5), (EachRow, AtMost, 5.0)]
+            [(Of(Mean), AtMost, 3.5), (EachRow, AtMost, 5.0)]
         );
         assert_eq!(
             read("平均满意度不低于85，且任何科室不得低于80。"),
-            [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
+            [(Of(Mean), AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
         );
         assert_eq!(read("六月十八日全场满三百元减五十元。"), []);
         // No quantity word, no number after the phrase, or no comparison: not a rule.

@@ -19,18 +19,17 @@ pub mod clause;
 pub use crate::lexicon::Op as Comparison;
 use crate::lexicon::{self, lexicon};
 
+pub use crate::lexicon::Aggregate;
+
 /// What a rule measures before comparing.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Aggregate {
-    Mean,
-    Sum,
+pub enum Measure {
+    /// An aggregate of the column (a rule states a mean or a total).
+    Of(Aggregate),
     /// Every row on its own (the lowest row for a lower limit, the highest for an upper one).
     EachRow,
     /// How many rows pass `row limit` ("no more than one depot is above 7%": rows > 7, compared with 1).
-    CountRows {
-        row: Comparison,
-        limit: f64,
-    },
+    CountRows { row: Comparison, limit: f64 },
     /// The total of one column over the total of another, times `per` (`None`: 100 for a percentage
     /// limit, else 1), each column named by the knowledge's own definition.
     RatioOfTotals {
@@ -44,7 +43,7 @@ pub enum Aggregate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FactRule {
     pub key: String,
-    pub aggregate: Aggregate,
+    pub measure: Measure,
     pub comparison: Comparison,
     pub threshold: f64,
     /// The limit's unit as written (`min`, `°C`, `%`, `$`), when the rule states one: the limit is
@@ -113,16 +112,16 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
         None => return None,
     };
     let named = lexicon::aggregates_in(&bare.replace('_', " "));
-    let aggregate = if named.contains(&lexicon::Aggregate::Mean) {
-        Aggregate::Mean
-    } else if named.contains(&lexicon::Aggregate::Sum) {
-        Aggregate::Sum
+    let measure = if named.contains(&Aggregate::Mean) {
+        Measure::Of(Aggregate::Mean)
+    } else if named.contains(&Aggregate::Sum) {
+        Measure::Of(Aggregate::Sum)
     } else {
-        Aggregate::EachRow
+        Measure::EachRow
     };
     Some(FactRule {
         key: key.to_owned(),
-        aggregate,
+        measure,
         comparison,
         threshold,
         unit: bracketed_unit(key),
@@ -208,7 +207,7 @@ pub fn reading(stated: &Stated) -> RuleReading {
     let mut unique: Vec<FactRule> = Vec::new();
     for rule in std::mem::take(&mut out.rules) {
         let same = |r: &FactRule| {
-            r.aggregate == rule.aggregate
+            r.measure == rule.measure
                 && r.comparison == rule.comparison
                 && r.threshold == rule.threshold
         };
