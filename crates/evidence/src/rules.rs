@@ -1,7 +1,8 @@
 //! Rules applied: the verdict a knowledge result's rules give on the column they are about, the unit conflicts
 //! that leave a rule unapplied, and the calculator terms that restate a rule for the model's expression. The
-//! rules themselves are read in `forge_language::rules` (re-exported here); this module measures and compares,
-//! it never reads words.
+//! rules themselves are read in `forge_language::rules` (re-exported here) from what a result [`stated`] —
+//! its facts and column names through `forge_tools`' observed reader, its passages' texts; this module
+//! measures and compares, it never reads words.
 
 use forge_tools::knowledge::{ObservedTable, facts_in, tables_in};
 use serde_json::Value;
