@@ -1,4 +1,4 @@
-//! Two rules every non-test source file keeps, read with `syn`: no function longer than 120 lines, and no word list outside the language module.
+//! Three rules every non-test source file keeps, read with `syn`: no function longer than 120 lines, no word list outside the language module, and the knowledge observation's tables read in one place.
 //!
 //! The files are every `.rs` under `crates/*/src`, `stages/*/src` and `xtask/src`; test code is left out
 //! (`#[cfg(test)]` items and modules, `#[test]` functions; `tests/` directories are not under `src`).
@@ -24,8 +24,13 @@
 //! and are left alone. A genuine vocabulary that happens to share the data's words (a programming language's
 //! keywords) is listed in [`NOT_LANGUAGE`] with the reason.
 //!
-//! `no_function_is_longer_than_120_lines` and `no_word_list_outside_the_language_module` run them over the
-//! workspace in `cargo test`; `the_test_command_checks_formatting_and_lints_before_it_builds` keeps `rustfmt.toml`
+//! **One reader of observed tables**: the knowledge tool's `data.tables` is read by one typed reader,
+//! [`OBSERVED_TABLES_READER`] (which the tool's writer serialises too); no other file spells the string
+//! literal `"tables"` — not as an index (`result["data"]["tables"]`), a `get`/`contains_key`/`insert` key
+//! nor a `json!` key — so a consumer cannot grow its own ad-hoc reading of the shape.
+//!
+//! `no_function_is_longer_than_120_lines`, `no_word_list_outside_the_language_module` and
+//! `observed_tables_are_read_in_one_place` run them over the workspace in `cargo test`; `the_test_command_checks_formatting_and_lints_before_it_builds` keeps `rustfmt.toml`
 //! and the fmt and clippy steps of `scripts/test-all.sh` ahead of its build.
 
 use std::collections::BTreeSet;
@@ -46,6 +51,12 @@ pub const MIN_WORDS: usize = 3;
 
 /// The language module, the one place words live (relative to the workspace root).
 pub const LANGUAGE_MODULE: &str = "crates/language/src/";
+
+/// The one file that reads (and, for the knowledge tool, writes) an observation's `data.tables`.
+pub const OBSERVED_TABLES_READER: &str = "crates/tools/src/knowledge/observed.rs";
+
+/// The JSON key of an observation's tables, which only [`OBSERVED_TABLES_READER`] spells.
+pub const TABLES_KEY: &str = "tables";
 
 /// A function longer than [`MAX_FUNCTION_LINES`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,6 +407,39 @@ pub fn word_lists_in(
     Ok(found)
 }
 
+/// The lines of the non-test code of `rel` that spell the string literal [`TABLES_KEY`] (in an
+/// expression or inside a macro such as `json!`).
+pub fn tables_key_uses_in(root: &Path, rel: &str) -> anyhow::Result<Vec<usize>> {
+    fn walk(stream: TokenStream, found: &mut Vec<usize>) {
+        for tree in stream {
+            if let TokenTree::Group(group) = &tree {
+                walk(group.stream(), found);
+            } else if string_literal(&tree).as_deref() == Some(TABLES_KEY) {
+                found.push(tree.span().start().line);
+            }
+        }
+    }
+    let file = non_test_file(root, rel)?;
+    let mut found = Vec::new();
+    walk(file.into_token_stream(), &mut found);
+    Ok(found)
+}
+
+/// This file, which spells [`TABLES_KEY`] to look for it.
+const THIS_FILE: &str = "xtask/src/source_rules.rs";
+
+/// Every `file:line` outside [`OBSERVED_TABLES_READER`] (and this rule's own file) that spells [`TABLES_KEY`].
+pub fn tables_key_readers(root: &Path) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    for rel in source_files(root)? {
+        if rel != OBSERVED_TABLES_READER && rel != THIS_FILE {
+            let lines = tables_key_uses_in(root, &rel)?;
+            found.extend(lines.into_iter().map(|line| format!("{rel}:{line}")));
+        }
+    }
+    Ok(found)
+}
+
 /// Both rules over the workspace at `root`: long functions, and word lists outside [`LANGUAGE_MODULE`] (and
 /// the files of [`NOT_LANGUAGE`]).
 pub fn workspace_findings(root: &Path) -> anyhow::Result<(Vec<LongFunction>, Vec<WordList>)> {
@@ -507,6 +551,46 @@ mod tests {
         assert!(
             fmt < clippy && clippy < build,
             "formatting, then lints, then the build"
+        );
+    }
+
+    #[test]
+    fn the_tables_key_is_found_as_an_index_a_method_key_and_a_json_key_but_not_in_test_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"
+            fn f(result: &Value, data: &Map<String, Value>) -> bool {
+                let _ = &result["data"]["tables"];
+                let _ = data.get("tables");
+                let _ = json!({ "tables": [], "facts": [] });
+                let _ = ["table", "tables_json", "data.tables"];
+                data.contains_key("rows")
+            }
+            #[cfg(test)]
+            mod tests { fn t() { let _ = json!({"data": {"tables": []}}); } }
+            #[test]
+            fn t() { let _ = "tables"; }
+        "#;
+        write(dir.path(), "src/lib.rs", text);
+        assert_eq!(
+            tables_key_uses_in(dir.path(), "src/lib.rs").unwrap(),
+            [3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn observed_tables_are_read_in_one_place() {
+        let root = crate::workspace_root();
+        assert!(
+            !tables_key_uses_in(&root, OBSERVED_TABLES_READER)
+                .unwrap()
+                .is_empty(),
+            "{OBSERVED_TABLES_READER} is the reader of the tables key"
+        );
+        let others = tables_key_readers(&root).unwrap();
+        assert!(
+            others.is_empty(),
+            "read an observation's tables with forge_tools::knowledge::observed, not by the key {TABLES_KEY:?}:\n  {}",
+            others.join("\n  ")
         );
     }
 

@@ -3,9 +3,9 @@
 //! (claims gate).
 //!
 //! Built per step from the observation ledger and the task's own text, never from `expected.json`.
-//! It reads results by their shape (`data.tables`, `data.facts`, `citations[].text`, `value`,
-//! `expression`, `spec`), not by tool or task name, so a new tool with the same result shapes is
-//! grounded the same way.
+//! It reads results by their shape (tables and facts through `forge_tools::knowledge::tables_in` and
+//! `facts_in`, `citations[].text`, `value`, `expression`, `spec`), not by tool or task name, so a new tool
+//! with the same result shapes is grounded the same way.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -140,42 +140,30 @@ impl GroundedValues {
     }
 
     fn add_result(&mut self, result: &Value) {
-        let data = &result["data"];
-        for table in data["tables"].as_array().into_iter().flatten() {
-            let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
+        for table in forge_tools::knowledge::tables_in(result) {
+            let rows = &table.rows;
             self.max_rows = self.max_rows.max(rows.len());
             if !self.row_counts.contains(&rows.len()) {
                 self.row_counts.push(rows.len());
             }
             for row in rows {
-                let values = row["values"].as_object();
-                for (column, value) in values.into_iter().flatten() {
-                    self.add_number(value);
+                for (column, value) in &row.values {
+                    self.add_value(*value);
                     if !self.columns.contains(column) {
                         self.columns.push(column.clone());
                     }
                 }
-                if let Some(label) = row["label"].as_str() {
-                    self.add_label(label);
-                    let numbers = values
-                        .into_iter()
-                        .flat_map(|m| m.values())
-                        .filter_map(Value::as_f64);
-                    self.add_row_values(label, numbers);
-                }
+                self.add_label(&row.label);
+                self.add_row_values(&row.label, row.values.iter().map(|(_, v)| *v));
             }
-            for stat in table["stats"]
-                .as_object()
-                .into_iter()
-                .flat_map(|m| m.values())
-            {
-                for key in ["lowest", "highest"] {
-                    self.add_number(&stat[key]["value"]);
+            for (_, stat) in &table.stats {
+                for end in stat.ends() {
+                    self.add_value(end);
                 }
             }
         }
-        for fact in data["facts"].as_array().into_iter().flatten() {
-            self.add_number(&fact["value"]);
+        for fact in forge_tools::knowledge::facts_in(result) {
+            self.add_value(fact.value);
         }
         for citation in result["citations"].as_array().into_iter().flatten() {
             for key in ["text", "heading"] {
@@ -227,7 +215,13 @@ impl GroundedValues {
     }
 
     fn add_number(&mut self, value: &Value) {
-        if let Some(x) = value.as_f64().filter(|x| x.is_finite()) {
+        if let Some(x) = value.as_f64() {
+            self.add_value(x);
+        }
+    }
+
+    fn add_value(&mut self, x: f64) {
+        if x.is_finite() {
             self.values.push(x);
         }
     }
@@ -376,33 +370,25 @@ fn push_unique<T: PartialEq>(list: &mut Vec<T>, item: T) {
     }
 }
 
-/// The numeric columns of a result's `data.tables`, values in row order (rows lacking the column skipped).
+/// The numeric columns of a result's tables, values in row order (rows lacking the column skipped).
 fn series_in(result: &Value) -> Vec<Series> {
     let mut out = Vec::new();
-    for table in result["data"]["tables"].as_array().into_iter().flatten() {
-        let rows = table["label_column"].as_str().unwrap_or_default();
-        for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else {
-                continue;
-            };
-            let (labels, values): (Vec<String>, Vec<String>) = table["rows"]
-                .as_array()
-                .into_iter()
-                .flatten()
+    for table in forge_tools::knowledge::tables_in(result) {
+        for column in &table.columns {
+            let (labels, values): (Vec<String>, Vec<String>) = table
+                .rows
+                .iter()
                 .filter_map(|row| {
-                    let value = row["values"][name].as_f64()?;
-                    Some((
-                        row["label"].as_str().unwrap_or_default().to_owned(),
-                        numbers::canonical(value),
-                    ))
+                    let value = row.value(&column.name)?;
+                    Some((row.label.clone(), numbers::canonical(value)))
                 })
                 .unzip();
             if !values.is_empty() {
                 out.push(Series {
-                    name: name.to_owned(),
+                    name: column.name.clone(),
                     labels,
                     values,
-                    rows: rows.to_owned(),
+                    rows: table.label_column.clone(),
                 });
             }
         }

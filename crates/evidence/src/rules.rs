@@ -1,13 +1,59 @@
 //! Rules applied: the verdict a knowledge result's rules give on the column they are about, the unit conflicts
 //! that leave a rule unapplied, and the calculator terms that restate a rule for the model's expression. The
-//! rules themselves are read in `forge_language::rules` (re-exported here); this module measures and compares,
-//! it never reads words.
+//! rules themselves are read in `forge_language::rules` (re-exported here) from what a result [`stated`] —
+//! its facts and column names through `forge_tools`' observed reader, its passages' texts; this module
+//! measures and compares, it never reads words.
 
+use forge_tools::knowledge::{ObservedTable, facts_in, tables_in};
 use serde_json::Value;
 
 pub use forge_language::rules::*;
 
 use forge_language::lexicon::fold;
+/// What a knowledge result states, for the rule reader: its facts and its tables' column names (read with
+/// `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
+pub fn stated(result: &Value) -> Stated {
+    let facts = facts_in(result)
+        .into_iter()
+        .map(|f| StatedFact {
+            key: f.key,
+            value: f.value,
+            unit: f.unit,
+        })
+        .collect();
+    let columns = tables_in(result)
+        .into_iter()
+        .flat_map(|t| t.columns)
+        .map(|c| c.name)
+        .collect();
+    let texts = result["citations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect();
+    Stated {
+        facts,
+        columns,
+        texts,
+    }
+}
+
+/// The rules a knowledge result states ([`forge_language::rules::rules_in`] of what it [`stated`]).
+pub fn rules_in(result: &Value) -> Vec<FactRule> {
+    reading(result).rules
+}
+
+/// The rules a knowledge result states with the clauses that could not be read
+/// ([`forge_language::rules::reading`] of what it [`stated`]).
+pub fn reading(result: &Value) -> RuleReading {
+    forge_language::rules::reading(&stated(result))
+}
+
+/// The ratios of column totals a result's passages define ([`forge_language::rules::definitions_in`]).
+pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
+    forge_language::rules::definitions_in(&stated(result))
+}
 
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
 /// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
@@ -95,26 +141,16 @@ type NamedColumn = (String, Vec<(String, f64)>);
 fn numeric_columns(result: &Value) -> (Vec<NamedColumn>, Vec<String>) {
     let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     let mut row_kinds: Vec<String> = Vec::new();
-    for table in result["data"]["tables"].as_array().into_iter().flatten() {
-        let row_kind = table["label_column"].as_str().unwrap_or_default();
-        for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else {
-                continue;
-            };
-            let values: Vec<(String, f64)> = table["rows"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|row| {
-                    Some((
-                        row["label"].as_str()?.to_owned(),
-                        row["values"][name].as_f64()?,
-                    ))
-                })
+    for table in tables_in(result) {
+        for column in &table.columns {
+            let values: Vec<(String, f64)> = table
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.label.clone(), row.value(&column.name)?)))
                 .collect();
             if !values.is_empty() {
-                columns.push((name.to_owned(), values));
-                row_kinds.push(row_kind.to_owned());
+                columns.push((column.name.clone(), values));
+                row_kinds.push(table.label_column.clone());
             }
         }
     }
@@ -217,7 +253,7 @@ type RuleColumn = Option<(String, Vec<(String, f64)>)>;
 fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<RuleColumn, ()> {
     let on_column: Vec<FactRule> = rules
         .iter()
-        .filter(|r| !matches!(r.aggregate, Aggregate::RatioOfTotals { .. }))
+        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
         .cloned()
         .collect();
     if on_column.is_empty() {
@@ -231,14 +267,10 @@ fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<Rule
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,
 /// as [`column_reference`] picks it).
 fn column_unit(result: &Value, column: &str) -> Option<String> {
-    result["data"]["tables"]
-        .as_array()
+    tables_in(result)
         .into_iter()
+        .find_map(|t| t.column(column).map(|c| c.unit.clone()))
         .flatten()
-        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
-        .find(|c| c["name"] == column)
-        .and_then(|c| c["unit"].as_str())
-        .map(str::to_owned)
 }
 
 /// One rule with its limit in its column's unit, and the note a converted limit carries (` (5 minutes =
@@ -261,16 +293,16 @@ fn aligned_rules(
     rules
         .iter()
         .map(|rule| {
-            let limit = match &rule.aggregate {
-                Aggregate::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
-                Aggregate::CountRows { limit, .. } => *limit,
+            let limit = match &rule.measure {
+                Measure::RatioOfTotals { .. } => return Ok((rule.clone(), String::new())),
+                Measure::CountRows { limit, .. } => *limit,
                 _ => rule.threshold,
             };
             let aligned = forge_language::units::align_limit(
                 limit,
                 rule.unit.as_deref(),
                 unit.as_deref(),
-                rule.aggregate == Aggregate::Sum,
+                rule.measure == Measure::Of(Aggregate::Sum),
             )
             .map_err(|error| {
                 format!(
@@ -290,8 +322,8 @@ fn aligned_rules(
                 None => String::new(),
             };
             let mut in_column = rule.clone();
-            match &mut in_column.aggregate {
-                Aggregate::CountRows { limit, .. } => *limit = aligned.value,
+            match &mut in_column.measure {
+                Measure::CountRows { limit, .. } => *limit = aligned.value,
                 _ => in_column.threshold = aligned.value,
             }
             Ok((in_column, note))
@@ -315,18 +347,8 @@ pub fn unit_conflicts(result: &Value, context: &str) -> Vec<String> {
 
 /// The values of the column named `name` in `result`, every row holding one; `None` otherwise.
 fn whole_column(result: &Value, name: &str) -> Option<Vec<f64>> {
-    let table = result["data"]["tables"].as_array()?.iter().find(|t| {
-        t["columns"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["name"] == name)
-    })?;
-    table["rows"]
-        .as_array()?
-        .iter()
-        .map(|row| row["values"][name].as_f64())
-        .collect()
+    let table = tables_in(result).into_iter().find(|t| t.has_column(name))?;
+    table.rows.iter().map(|row| row.value(name)).collect()
 }
 
 /// A ratio rule's scale: the definition's own (`per 100 starts`), else 100 for a percentage limit.
@@ -336,11 +358,11 @@ fn ratio_scale(per: Option<f64>, rule: &FactRule) -> f64 {
 
 /// What one rule measures on the data, and a few words saying what that is.
 fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64, String)> {
-    if let Aggregate::RatioOfTotals {
+    if let Measure::RatioOfTotals {
         numerator,
         denominator,
         per,
-    } = &rule.aggregate
+    } = &rule.measure
     {
         let top: f64 = whole_column(result, numerator)?.iter().sum();
         let bottom: f64 = whole_column(result, denominator)?.iter().sum();
@@ -370,14 +392,19 @@ fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64,
             format!("{} row {label}", if lowest { "lowest" } else { "highest" }),
         ))
     };
-    match (&rule.aggregate, rule.comparison) {
-        (Aggregate::Mean, _) => Some((
+    match (&rule.measure, rule.comparison) {
+        (Measure::Of(Aggregate::Mean), _) => Some((
             values.iter().sum::<f64>() / values.len() as f64,
             format!("average {name}"),
         )),
-        (Aggregate::Sum, _) => Some((values.iter().sum::<f64>(), format!("total {name}"))),
-        (Aggregate::EachRow, op) => extreme(op.is_lower_limit()),
-        (Aggregate::CountRows { row, limit }, _) => {
+        (Measure::Of(Aggregate::Sum), _) => {
+            Some((values.iter().sum::<f64>(), format!("total {name}")))
+        }
+        (Measure::Of(other), _) => other
+            .apply(&values)
+            .map(|v| (v, format!("{} {name}", other.function()))),
+        (Measure::EachRow, op) => extreme(op.is_lower_limit()),
+        (Measure::CountRows { row, limit }, _) => {
             let passing: Vec<&str> = rows
                 .iter()
                 .filter(|(_, v)| row.holds(*v, *limit))
@@ -397,7 +424,7 @@ fn measure(result: &Value, rule: &FactRule, column: &RuleColumn) -> Option<(f64,
                 ),
             ))
         }
-        (Aggregate::RatioOfTotals { .. }, _) => None,
+        (Measure::RatioOfTotals { .. }, _) => None,
     }
 }
 
@@ -482,9 +509,9 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
 /// `sum([Done]) / sum([Starts]) * 100`); `None` for a column rule without a clear column.
 fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Option<String> {
     let limit = forge_language::numbers::canonical;
-    Some(match (&rule.aggregate, rule.comparison) {
+    Some(match (&rule.measure, rule.comparison) {
         (
-            Aggregate::RatioOfTotals {
+            Measure::RatioOfTotals {
                 numerator,
                 denominator,
                 per,
@@ -503,13 +530,12 @@ fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Op
                 format!("{ratio} * {}", limit(scale))
             }
         }
-        (Aggregate::CountRows { row, limit: at }, _) => {
+        (Measure::CountRows { row, limit: at }, _) => {
             format!("count({} {} {})", reference?, row.symbol(), limit(*at))
         }
         (aggregate, op) => {
             let function = match (aggregate, op) {
-                (Aggregate::Mean, _) => "mean",
-                (Aggregate::Sum, _) => "sum",
+                (Measure::Of(aggregate), _) => aggregate.function(),
                 (_, op) if op.is_lower_limit() => "min",
                 _ => "max",
             };
@@ -520,22 +546,14 @@ fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Op
 
 /// `[Wait]`, or `[Hotel | Occupancy]` when another table of the result has a column of the same name.
 pub fn column_reference(result: &Value, column: &str) -> String {
-    let tables: Vec<&Value> = result["data"]["tables"]
-        .as_array()
+    let tables: Vec<ObservedTable> = tables_in(result)
         .into_iter()
-        .flatten()
-        .filter(|t| {
-            t["columns"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["name"] == column)
-        })
+        .filter(|t| t.has_column(column))
         .collect();
     match tables.as_slice() {
-        [_, _, ..] => {
+        [first, _, ..] => {
             // The first table holding it is the one `column_values` chose when the rows tell them apart.
-            let rows = tables[0]["label_column"].as_str().unwrap_or_default();
+            let rows = &first.label_column;
             if rows.is_empty() {
                 format!("[{column}]")
             } else {
@@ -554,38 +572,38 @@ mod tests {
 
     #[test]
     fn keys_people_write() {
-        let r = |k: &str| understand(k, 1.0).map(|r| (r.aggregate, r.comparison));
+        let r = |k: &str| understand(k, 1.0).map(|r| (r.measure, r.comparison));
         assert_eq!(
             r("average_gte"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("every_batch_gte"),
-            Some((Aggregate::EachRow, Comparison::AtLeast))
+            Some((Measure::EachRow, Comparison::AtLeast))
         );
         assert_eq!(
             r("average_lte"),
-            Some((Aggregate::Mean, Comparison::AtMost))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtMost))
         );
         assert_eq!(
             r("Minimum average uptime"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("Maximum wait at any clinic"),
-            Some((Aggregate::EachRow, Comparison::AtMost))
+            Some((Measure::EachRow, Comparison::AtMost))
         );
         assert_eq!(
             r("Total output at least"),
-            Some((Aggregate::Sum, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Sum), Comparison::AtLeast))
         );
         assert_eq!(
             r("最低平均满意度"),
-            Some((Aggregate::Mean, Comparison::AtLeast))
+            Some((Measure::Of(Aggregate::Mean), Comparison::AtLeast))
         );
         assert_eq!(
             r("单店退货率上限"),
-            Some((Aggregate::EachRow, Comparison::AtMost))
+            Some((Measure::EachRow, Comparison::AtMost))
         );
         assert_eq!(r("Results to parents"), None);
         assert_eq!(r("Budget"), None);
@@ -679,35 +697,36 @@ mod tests {
 
     #[test]
     fn rules_people_write_as_sentences() {
-        let read = |text: &str| -> Vec<(Aggregate, Comparison, f64)> {
+        let read = |text: &str| -> Vec<(Measure, Comparison, f64)> {
             sentence_rules(text)
                 .into_iter()
-                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .map(|r| (r.measure, r.comparison, r.threshold))
                 .collect()
         };
         use Aggregate::*;
         use Comparison::*;
+        use Measure::*;
         assert_eq!(
             read(
                 "For the bonus the team needs the average stop time across all crews to be no more than 2.6 seconds, and no crew may average more than 3.2 seconds."
             ),
-            [(Mean, AtMost, 2.6), (EachRow, AtMost, 3.2)]
+            [(Of(Mean), AtMost, 2.6), (EachRow, AtMost, 3.2)]
         );
         assert_eq!(
             read(
                 "The trust meets its target when the average score across its schools is at least 70 and no school scores below 60 in reading. Other targets are reviewed later."
             ),
-            [(Mean, AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
+            [(Of(Mean), AtLeast, 70.0), (EachRow, AtLeast, 60.0)]
         );
         assert_eq!(
             read(
                 "The region is eligible only when the average basket across its stores is at least $42 and no store falls below $35."
             ),
-            [(Mean, AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
+            [(Of(Mean), AtLeast, 42.0), (EachRow, AtLeast, 35.0)]
         );
         assert_eq!(
             read("The total output must exceed 1,250 units."),
-            [(Sum, Above, 1250.0)]
+            [(Of(Sum), Above, 1250.0)]
         );
         assert_eq!(
             read("Every line must not exceed 4%."),
@@ -715,17 +734,17 @@ mod tests {
         );
         assert_eq!(
             read("- Each site: at least 90\n- Average: at most 12.5\n"),
-            [(EachRow, AtLeast, 90.0), (Mean, AtMost, 12.5)]
+            [(EachRow, AtLeast, 90.0), (Of(Mean), AtMost, 12.5)]
         );
         assert_eq!(
             read(
                 "本季度目标只有在各门店的平均退货率不超过3.5%、且没有任何一家门店的退货率超过5%时才算达成。达成目标可获奖励。"
             ),
-            [(Mean, AtMost, 3.5), (EachRow, AtMost, 5.0)]
+            [(Of(Mean), AtMost, 3.5), (EachRow, AtMost, 5.0)]
         );
         assert_eq!(
             read("平均满意度不低于85，且任何科室不得低于80。"),
-            [(Mean, AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
+            [(Of(Mean), AtLeast, 85.0), (EachRow, AtLeast, 80.0)]
         );
         assert_eq!(read("六月十八日全场满三百元减五十元。"), []);
         // No quantity word, no number after the phrase, or no comparison: not a rule.

@@ -9,13 +9,14 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The vocabulary file, one source of truth for table words.
 pub const TABLES_JSON: &str = include_str!("tables.json");
 
-/// What a summary row states about the rows above or below it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a summary row states about the rows above or below it; in JSON `sum`, `mean` or `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SummaryKind {
     /// `Total`, `Sum`, `合计`: the column's sum as the document states it.
     Sum,

@@ -841,7 +841,7 @@ impl<'t> Plan<'t> {
             .iter()
             .filter_map(|r| r.result.as_ref())
             .flat_map(rules::rules_in)
-            .find(|r| r.aggregate == rules::Aggregate::EachRow)
+            .find(|r| r.measure == rules::Measure::EachRow)
             .map(|r| r.comparison.is_lower_limit());
         let computed = records
             .iter()

@@ -147,33 +147,25 @@ pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) 
     out
 }
 
-/// The numeric columns of one result's `data.tables`.
+/// The numeric columns of one result's tables.
 pub fn columns_of(result: &Value) -> Vec<ColumnData> {
     let mut out = Vec::new();
-    for table in result["data"]["tables"].as_array().into_iter().flatten() {
-        let rows_name = table["label_column"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        for column in table["columns"].as_array().into_iter().flatten() {
-            let Some(name) = column["name"].as_str() else {
-                continue;
-            };
+    for table in forge_tools::knowledge::tables_in(result) {
+        for column in &table.columns {
             let mut data = ColumnData {
-                name: name.to_owned(),
-                rows: rows_name.clone(),
+                name: column.name.clone(),
+                rows: table.label_column.clone(),
                 labels: Vec::new(),
                 values: Vec::new(),
                 missing: Vec::new(),
             };
-            for row in table["rows"].as_array().into_iter().flatten() {
-                let label = row["label"].as_str().unwrap_or_default().to_owned();
-                match row["values"][name].as_f64() {
+            for row in &table.rows {
+                match row.value(&column.name) {
                     Some(v) => {
-                        data.labels.push(label);
+                        data.labels.push(row.label.clone());
                         data.values.push(v);
                     }
-                    None => data.missing.push(label),
+                    None => data.missing.push(row.label.clone()),
                 }
             }
             if !data.values.is_empty() {

@@ -8,7 +8,7 @@
 use crate::lexicon::{self, Hit, lexicon};
 use crate::numbers::{self, NumberMention};
 
-use super::{Aggregate, Comparison, FactRule};
+use super::{Aggregate, Comparison, FactRule, Measure};
 
 /// A clause the reader could not type, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -348,7 +348,7 @@ fn range_at(clause: &str, from: usize, ctx: &Context) -> Option<Result<Range, St
 }
 
 /// What a clause's subject (the text before its bound) measures, or `None` when it names no quantity.
-fn subject(before: &str, ctx: &Context) -> Option<Aggregate> {
+fn subject(before: &str, ctx: &Context) -> Option<Measure> {
     let lex = lexicon();
     let named_words = lexicon::content_words(before);
     if let Some(def) = ctx
@@ -356,7 +356,7 @@ fn subject(before: &str, ctx: &Context) -> Option<Aggregate> {
         .iter()
         .find(|d| d.name.iter().all(|w| named_words.contains(w)))
     {
-        return Some(Aggregate::RatioOfTotals {
+        return Some(Measure::RatioOfTotals {
             numerator: def.numerator.clone(),
             denominator: def.denominator.clone(),
             per: def.per,
@@ -365,13 +365,13 @@ fn subject(before: &str, ctx: &Context) -> Option<Aggregate> {
     let universal = lexicon::contains_any(before, &lex.universal_negations);
     let named = lexicon::aggregates_in(before);
     if universal {
-        Some(Aggregate::EachRow)
-    } else if named.contains(&lexicon::Aggregate::Mean) {
-        Some(Aggregate::Mean)
-    } else if named.contains(&lexicon::Aggregate::Sum) {
-        Some(Aggregate::Sum)
+        Some(Measure::EachRow)
+    } else if named.contains(&Aggregate::Mean) {
+        Some(Measure::Of(Aggregate::Mean))
+    } else if named.contains(&Aggregate::Sum) {
+        Some(Measure::Of(Aggregate::Sum))
     } else if lexicon::contains_any(before, &lex.quantity_each) {
-        Some(Aggregate::EachRow)
+        Some(Measure::EachRow)
     } else {
         None
     }
@@ -433,16 +433,16 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
     for opener in lexicon::scan(clause, openers.map(String::as_str)) {
         match range_at(clause, opener.end, ctx) {
             Some(Ok((low, high, unit))) => {
-                return placed(clause, &clause[..opener.start], ctx, |aggregate| {
+                return placed(clause, &clause[..opener.start], ctx, |measure| {
                     vec![
                         rule(
                             clause,
-                            aggregate.clone(),
+                            measure.clone(),
                             Comparison::AtLeast,
                             low,
                             unit.clone(),
                         ),
-                        rule(clause, aggregate, Comparison::AtMost, high, unit),
+                        rule(clause, measure, Comparison::AtMost, high, unit),
                     ]
                 });
             }
@@ -492,8 +492,8 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
             let before = &clause[..subject_end];
             let op = flipped_by_negations(before, *op);
             match resolve_limit(clause, limit, ctx) {
-                Ok((value, unit)) => placed(clause, before, ctx, |aggregate| {
-                    vec![rule(clause, aggregate, op, value, unit)]
+                Ok((value, unit)) => placed(clause, before, ctx, |measure| {
+                    vec![rule(clause, measure, op, value, unit)]
                 }),
                 Err(why) => ClauseRead::Untyped(Unread::new(clause, why)),
             }
@@ -538,7 +538,7 @@ fn count_rule(clause: &str, first: &Bound, second: &Bound, ctx: &Context) -> Cla
     };
     ClauseRead::Rules(vec![rule(
         clause,
-        Aggregate::CountRows {
+        Measure::CountRows {
             row: row_op,
             limit: row_value,
         },
@@ -550,14 +550,14 @@ fn count_rule(clause: &str, first: &Bound, second: &Bound, ctx: &Context) -> Cla
 
 fn rule(
     clause: &str,
-    aggregate: Aggregate,
+    measure: Measure,
     comparison: Comparison,
     threshold: f64,
     unit: Option<String>,
 ) -> FactRule {
     FactRule {
         key: clause.trim().to_owned(),
-        aggregate,
+        measure,
         comparison,
         threshold,
         unit,
@@ -569,7 +569,7 @@ fn placed(
     clause: &str,
     before: &str,
     ctx: &Context,
-    make: impl FnOnce(Aggregate) -> Vec<FactRule>,
+    make: impl FnOnce(Measure) -> Vec<FactRule>,
 ) -> ClauseRead {
     // "the median wait", "the weighted average": a quantity the tools cannot compute is no mean.
     let mut without_headers = before.to_lowercase();
@@ -586,7 +586,7 @@ fn placed(
         ));
     }
     match subject(before, ctx) {
-        Some(aggregate) => ClauseRead::Rules(make(aggregate)),
+        Some(measure) => ClauseRead::Rules(make(measure)),
         None => ClauseRead::Unplaced(Unread::new(
             clause,
             "its subject names no average, total, ratio or rows",
@@ -656,12 +656,13 @@ mod tests {
     use super::*;
     use Aggregate::*;
     use Comparison::*;
+    use Measure::*;
 
-    fn typed(text: &str, ctx: &Context) -> Vec<(Aggregate, Comparison, f64)> {
+    fn typed(text: &str, ctx: &Context) -> Vec<(Measure, Comparison, f64)> {
         match read(text, ctx) {
             ClauseRead::Rules(rules) => rules
                 .into_iter()
-                .map(|r| (r.aggregate, r.comparison, r.threshold))
+                .map(|r| (r.measure, r.comparison, r.threshold))
                 .collect(),
             other => panic!("{text}: {other:?}"),
         }
@@ -679,7 +680,7 @@ mod tests {
         let none = Context::default();
         assert_eq!(
             typed("the average pH is between 7.2 to 7.8", &none),
-            [(Mean, AtLeast, 7.2), (Mean, AtMost, 7.8)]
+            [(Of(Mean), AtLeast, 7.2), (Of(Mean), AtMost, 7.8)]
         );
         assert_eq!(
             typed("every pool is within 7.0–8.0", &none),
@@ -691,11 +692,11 @@ mod tests {
         );
         assert_eq!(
             typed("the average must stay within ±0.5 of 7.5", &none),
-            [(Mean, AtLeast, 7.0), (Mean, AtMost, 8.0)]
+            [(Of(Mean), AtLeast, 7.0), (Of(Mean), AtMost, 8.0)]
         );
         assert_eq!(
             typed("平均值介于60至75之间", &none),
-            [(Mean, AtLeast, 60.0), (Mean, AtMost, 75.0)]
+            [(Of(Mean), AtLeast, 60.0), (Of(Mean), AtMost, 75.0)]
         );
         // "within 30 minutes" is a bound of its own; "between spring and autumn" no range of numbers.
         assert_eq!(
@@ -755,7 +756,7 @@ mod tests {
         assert!(untyped("the average is at least 5 above 7", &none).contains("offset"));
         assert_eq!(
             typed("the average is at least 5% above 7", &none),
-            [(Mean, AtLeast, 7.35)]
+            [(Of(Mean), AtLeast, 7.35)]
         );
         // A number in words is not a limit; "三百" is not three.
         assert_eq!(read("每月抽取不少于三百名患者", &none), ClauseRead::Nothing);
@@ -783,14 +784,14 @@ mod tests {
                 "average attendance is at least 85% of the hall's capacity",
                 &stated
             ),
-            [(Mean, AtLeast, 272.0)]
+            [(Of(Mean), AtLeast, 272.0)]
         );
         assert_eq!(
             typed(
                 "the total must be at least 10% above last year's 4,000",
                 &stated
             ),
-            [(Sum, AtLeast, 4400.0)]
+            [(Of(Sum), AtLeast, 4400.0)]
         );
         // Not stated, stated twice, or not a percentage: unread, never "at least 85".
         let none = Context::default();
@@ -879,7 +880,7 @@ mod tests {
         };
         assert_eq!(
             typed("the average cost variance is at least -1.5%", &named),
-            [(Mean, AtLeast, -1.5)]
+            [(Of(Mean), AtLeast, -1.5)]
         );
     }
 

@@ -16,23 +16,20 @@
 
 pub mod clause;
 
-use serde_json::Value;
-
 pub use crate::lexicon::Comparison;
 use crate::lexicon::{self, lexicon};
 
+pub use crate::lexicon::Aggregate;
+
 /// What a rule measures before comparing.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Aggregate {
-    Mean,
-    Sum,
+pub enum Measure {
+    /// An aggregate of the column (a rule states a mean or a total).
+    Of(Aggregate),
     /// Every row on its own (the lowest row for a lower limit, the highest for an upper one).
     EachRow,
     /// How many rows pass `row limit` ("no more than one depot is above 7%": rows > 7, compared with 1).
-    CountRows {
-        row: Comparison,
-        limit: f64,
-    },
+    CountRows { row: Comparison, limit: f64 },
     /// The total of one column over the total of another, times `per` (`None`: 100 for a percentage
     /// limit, else 1), each column named by the knowledge's own definition.
     RatioOfTotals {
@@ -46,7 +43,7 @@ pub enum Aggregate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FactRule {
     pub key: String,
-    pub aggregate: Aggregate,
+    pub measure: Measure,
     pub comparison: Comparison,
     pub threshold: f64,
     /// The limit's unit as written (`min`, `°C`, `%`, `$`), when the rule states one: the limit is
@@ -115,16 +112,16 @@ pub fn understand(key: &str, threshold: f64) -> Option<FactRule> {
         None => return None,
     };
     let named = lexicon::aggregates_in(&bare.replace('_', " "));
-    let aggregate = if named.contains(&lexicon::Aggregate::Mean) {
-        Aggregate::Mean
-    } else if named.contains(&lexicon::Aggregate::Sum) {
-        Aggregate::Sum
+    let measure = if named.contains(&Aggregate::Mean) {
+        Measure::Of(Aggregate::Mean)
+    } else if named.contains(&Aggregate::Sum) {
+        Measure::Of(Aggregate::Sum)
     } else {
-        Aggregate::EachRow
+        Measure::EachRow
     };
     Some(FactRule {
         key: key.to_owned(),
-        aggregate,
+        measure,
         comparison,
         threshold,
         unit: bracketed_unit(key),
@@ -139,33 +136,50 @@ fn bracketed_unit(key: &str) -> Option<String> {
     crate::units::read(unit).map(|_| unit.to_owned())
 }
 
-/// The rules among a knowledge result's `data.facts`; when the facts state none, the rules its
-/// returned passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
-pub fn rules_in(result: &Value) -> Vec<FactRule> {
-    reading(result).rules
+/// What a knowledge result states, as the rule reader takes it: its `key: number` facts, the names of
+/// its tables' columns (what a ratio definition may name) and its passages' texts. The result itself is
+/// read above this crate (`forge_evidence::rules` through `forge_tools`' observed reader).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stated {
+    pub facts: Vec<StatedFact>,
+    pub columns: Vec<String>,
+    pub texts: Vec<String>,
+}
+
+/// A `key: number` fact (`Maximum wait (min): 40`), with the unit its line wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatedFact {
+    pub key: String,
+    pub value: f64,
+    pub unit: Option<String>,
+}
+
+/// The rules among a knowledge result's facts; when the facts state none, the rules its returned
+/// passages state as sentences. Repeats (same aggregate, comparison, threshold) are dropped.
+pub fn rules_in(stated: &Stated) -> Vec<FactRule> {
+    reading(stated).rules
 }
 
 /// [`rules_in`] with the clauses that could not be read. Fails closed: a rule-shaped clause the reader
 /// cannot type anywhere in the cited passages leaves every rule of the result unread.
-pub fn reading(result: &Value) -> RuleReading {
-    let facts: Vec<FactRule> = result["data"]["facts"]
-        .as_array()
-        .into_iter()
-        .flatten()
+pub fn reading(stated: &Stated) -> RuleReading {
+    let facts: Vec<FactRule> = stated
+        .facts
+        .iter()
         .filter_map(|fact| {
-            let mut rule = understand(fact["key"].as_str()?, fact["value"].as_f64()?)?;
-            if let Some(unit) = fact["unit"].as_str() {
-                rule.unit = Some(unit.to_owned());
+            let mut rule = understand(&fact.key, fact.value)?;
+            if let Some(unit) = &fact.unit {
+                rule.unit = Some(unit.clone());
             }
             Some(rule)
         })
         .collect();
-    let context = context_of(result);
+    let context = context_of(stated);
     let mut sentences = SentenceReading::default();
     sentences
         .untyped
         .extend(facts.iter().filter_map(|f| untyped_fact(&f.key)));
-    for text in citation_texts(result) {
+    for text in &stated.texts {
         let read = read_sentences_with(text, &context);
         sentences.rules.extend(read.rules.iter().cloned());
         sentences.untyped.extend(read.untyped);
@@ -193,7 +207,7 @@ pub fn reading(result: &Value) -> RuleReading {
     let mut unique: Vec<FactRule> = Vec::new();
     for rule in std::mem::take(&mut out.rules) {
         let same = |r: &FactRule| {
-            r.aggregate == rule.aggregate
+            r.measure == rule.measure
                 && r.comparison == rule.comparison
                 && r.threshold == rule.threshold
         };
@@ -207,8 +221,8 @@ pub fn reading(result: &Value) -> RuleReading {
 
 /// The ratios of column totals a result's passages define ("the overall rate is all completions divided
 /// by all starts"): what a slot naming that quantity claims.
-pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
-    context_of(result).definitions
+pub fn definitions_in(stated: &Stated) -> Vec<clause::Definition> {
+    context_of(stated).definitions
 }
 
 /// A fact key read as a rule that says more than one comparison can type: a number of its own ("Maximum
@@ -241,32 +255,17 @@ fn second_comparison(key: &str) -> bool {
         .any(|h| !own.iter().any(|o| h.start < o.end && o.start < h.end))
 }
 
-fn citation_texts(result: &Value) -> impl Iterator<Item = &str> {
-    result["citations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-}
-
 /// What the whole result offers each clause: ratios it defines over its columns and quantities it states
 /// once (in its passages, or as `key: number` facts that are not rules).
-fn context_of(result: &Value) -> clause::Context {
-    let columns: Vec<String> = result["data"]["tables"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| t["columns"].as_array().into_iter().flatten())
-        .filter_map(|c| c["name"].as_str().map(str::to_owned))
-        .collect();
+fn context_of(stated: &Stated) -> clause::Context {
     let mut context = clause::Context {
-        columns: columns.clone(),
+        columns: stated.columns.clone(),
         ..clause::Context::default()
     };
-    for text in citation_texts(result) {
+    for text in &stated.texts {
         for sentence in sentences_of(text) {
             for part in clauses_of(&sentence) {
-                if let Some(def) = clause::definition(&part, &sentence, &columns) {
+                if let Some(def) = clause::definition(&part, &sentence, &stated.columns) {
                     context.definitions.push(def);
                 } else if let Some(stated) = clause::statement(&part) {
                     context.statements.push(stated);
@@ -274,13 +273,11 @@ fn context_of(result: &Value) -> clause::Context {
             }
         }
     }
-    for fact in result["data"]["facts"].as_array().into_iter().flatten() {
-        if let (Some(key), Some(value)) = (fact["key"].as_str(), fact["value"].as_f64())
-            && understand(key, value).is_none()
-        {
+    for fact in &stated.facts {
+        if understand(&fact.key, fact.value).is_none() {
             context
                 .statements
-                .push((crate::lexicon::content_words(key), value));
+                .push((crate::lexicon::content_words(&fact.key), fact.value));
         }
     }
     context

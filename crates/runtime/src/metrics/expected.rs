@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::StopReason;
 use crate::ledger::ObservationRecord;
 use crate::numbers;
+use forge_tools::knowledge::observed;
 
 /// One required evidence item: the tool, and what its successful observation's result contains.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -436,9 +437,8 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
     let data = &result["data"];
     let old_rows = data.get("batches").and_then(Value::as_array);
     let old_rule = data.get("release_rule").and_then(Value::as_object);
-    if (old_rows.is_none() || data.get("tables").is_some())
-        && (old_rule.is_none() || data.get("facts").is_some())
-    {
+    let holds_tables = data.as_object().is_some_and(observed::holds_tables);
+    if (old_rows.is_none() || holds_tables) && (old_rule.is_none() || data.get("facts").is_some()) {
         return std::borrow::Cow::Borrowed(result);
     }
     let mut result = result.clone();
@@ -450,7 +450,7 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
     let data = result["data"]
         .as_object_mut()
         .expect("checked above: data is an object");
-    if let Some(rows) = old_rows.filter(|_| !data.contains_key("tables")) {
+    if let Some(rows) = old_rows.filter(|_| !observed::holds_tables(data)) {
         let rows: Vec<Value> = rows
             .iter()
             .map(
@@ -462,7 +462,7 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
         } else {
             json!([{ "rows": rows }])
         };
-        data.insert("tables".into(), tables);
+        observed::set_tables(data, tables);
     }
     if let Some(rule) = old_rule.filter(|_| !data.contains_key("facts")) {
         let facts: Vec<Value> = rule
@@ -474,27 +474,21 @@ pub(super) fn current_shape(result: &Value) -> std::borrow::Cow<'_, Value> {
     std::borrow::Cow::Owned(result)
 }
 
-/// Some table in `result.data.tables` has exactly `rows` (labels, order free) with their values in one column.
+/// Some table of `result` has exactly `rows` (labels, order free) with their values in one column.
 pub(super) fn has_labelled_column(result: &Value, rows: &[(String, f64)]) -> bool {
-    let Some(tables) = result["data"]["tables"].as_array() else {
-        return false;
-    };
-    tables.iter().any(|table| {
-        let Some(actual) = table["rows"].as_array().filter(|a| a.len() == rows.len()) else {
+    observed::tables_in(result).iter().any(|table| {
+        let actual = &table.rows;
+        if actual.len() != rows.len() {
             return false;
-        };
+        }
         let columns: Vec<&String> = actual
             .iter()
-            .filter_map(|r| r["values"].as_object())
-            .flat_map(Map::keys)
+            .flat_map(|r| r.values.iter().map(|(column, _)| column))
             .collect();
         columns.iter().any(|column| {
             rows.iter().all(|(label, value)| {
                 actual.iter().any(|row| {
-                    row["label"].as_str() == Some(label.as_str())
-                        && row["values"][column.as_str()]
-                            .as_f64()
-                            .is_some_and(|v| same_number(*value, v))
+                    row.label == *label && row.value(column).is_some_and(|v| same_number(*value, v))
                 })
             })
         })

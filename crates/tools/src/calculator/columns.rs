@@ -141,41 +141,27 @@ pub struct TableColumns {
 }
 
 impl TableColumns {
-    /// The tables of tool results shaped like knowledge results (`data.tables[]` with `label_column`,
-    /// `columns[].name`, `rows[].label` and `rows[].values`): what column references resolve against.
+    /// The tables of tool results shaped like knowledge results (read with [`crate::knowledge::tables_in`]:
+    /// label column, column names, row labels and values): what column references resolve against.
     pub fn from_results<'a>(
         results: impl IntoIterator<Item = &'a serde_json::Value>,
     ) -> TableColumns {
-        let mut tables = Vec::new();
-        for result in results {
-            for table in result["data"]["tables"].as_array().into_iter().flatten() {
-                let rows = table["rows"].as_array().map_or(&[][..], Vec::as_slice);
-                let labels: Vec<String> = rows
+        let tables = results
+            .into_iter()
+            .flat_map(crate::knowledge::tables_in)
+            .map(|table| ColumnTable {
+                labels: table.rows.iter().map(|r| r.label.clone()).collect(),
+                columns: table
+                    .columns
                     .iter()
-                    .map(|r| r["label"].as_str().unwrap_or_default().to_owned())
-                    .collect();
-                let columns = table["columns"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c["name"].as_str())
-                    .map(|name| {
-                        (
-                            name.to_owned(),
-                            rows.iter().map(|r| r["values"][name].as_f64()).collect(),
-                        )
+                    .map(|c| {
+                        let cells = table.rows.iter().map(|r| r.value(&c.name)).collect();
+                        (c.name.clone(), cells)
                     })
-                    .collect();
-                tables.push(ColumnTable {
-                    rows_label: table["label_column"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    labels,
-                    columns,
-                });
-            }
-        }
+                    .collect(),
+                rows_label: table.label_column,
+            })
+            .collect();
         TableColumns { tables }
     }
 }

@@ -9,12 +9,14 @@
 //! prose, not an error. The result shape is `schemas/knowledge_result.schema.json`.
 //! Full-width digits (`１２．５`) are folded to ASCII before anything is read.
 //! Submodules: `markdown` (parsing), `delimited` (CSV/TSV), `extract` (tables and facts), `cells`
-//! (cell values), `transpose` (tables one row per measure), `retrieval` (BM25), `view` (text).
+//! (cell values), `transpose` (tables one row per measure), `retrieval` (BM25), `view` (text), `observed`
+//! (the typed `data` this tool writes and every consumer reads back).
 
 mod cells;
 mod delimited;
 mod extract;
 mod markdown;
+pub mod observed;
 mod retrieval;
 mod transpose;
 mod view;
@@ -28,12 +30,17 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::{ToolError, ToolOutput, number_value};
+use super::{ToolError, ToolOutput};
 
 pub use delimited::DelimitedError;
 pub use extract::{
     CellNote, Column, ColumnError, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE,
     MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, SummaryKind, SummaryRow, Table,
+};
+pub use observed::{
+    LabelledValue, Observed, ObservedColumn, ObservedError, ObservedFact, ObservedNote,
+    ObservedRow, ObservedStats, ObservedSummaryRow, ObservedTable, UnreadColumn, facts_in,
+    tables_in,
 };
 pub use view::MAX_PROSE_CHARS;
 
@@ -533,12 +540,12 @@ pub fn search_sources(
 
 /// `data`: the tables and facts of the returned passages, in rank order. Passages are distinct
 /// sections, so a table appears once; a fact repeated verbatim (same key, value, unit) in a
-/// lower-ranked passage is dropped.
+/// lower-ranked passage is dropped. Written from the [`Observed`] type its readers read it with.
 fn data_json(passages: &[&Passage]) -> Value {
     let mut tables = Vec::new();
     let mut facts: Vec<(&Passage, &Fact)> = Vec::new();
     for passage in passages {
-        tables.extend(passage.tables.iter().map(|t| table_json(passage, t)));
+        tables.extend(passage.tables.iter().map(|t| observed_table(passage, t)));
         for fact in &passage.facts {
             let seen = facts
                 .iter()
@@ -548,98 +555,125 @@ fn data_json(passages: &[&Passage]) -> Value {
             }
         }
     }
-    let facts: Vec<Value> = facts
+    let facts = facts
         .into_iter()
-        .map(|(p, f)| json!({ "citation_id": p.citation_id, "key": f.key, "value": number_value(f.value), "unit": f.unit }))
+        .map(|(p, f)| ObservedFact {
+            citation_id: p.citation_id.clone(),
+            key: f.key.clone(),
+            value: f.value,
+            unit: f.unit.clone(),
+        })
         .collect();
-    json!({ "tables": tables, "facts": facts })
+    serde_json::to_value(Observed { tables, facts })
+        .expect("an observation is plain data: strings, numbers and lists")
 }
 
 /// One table: `columns` (`name`, `unit`, `count` of rows with a value, `missing` row labels), `rows`
 /// (`label`, `values`, `missing` column names when the row lacks some, `notes` when its numbers carry
 /// footnote markers), `summary_rows` (`label`, `kind` `sum`|`mean`|`other`, `values`) kept out of `rows`
 /// and `stats`, `stats`, and when they apply `unread_columns` (`name`, `reason`) and `transposed`.
-fn table_json(passage: &Passage, table: &Table) -> Value {
-    let columns: Vec<Value> = table
+fn observed_table(passage: &Passage, table: &Table) -> ObservedTable {
+    let columns = table
         .columns
         .iter()
         .enumerate()
-        .map(|(index, c)| {
-            let count = table.rows.iter().filter(|r| !r.is_missing(index)).count();
-            json!({ "name": c.name, "unit": c.unit, "count": count, "missing": table.missing(index) })
+        .map(|(index, c)| ObservedColumn {
+            name: c.name.clone(),
+            unit: c.unit.clone(),
+            count: table.rows.iter().filter(|r| !r.is_missing(index)).count(),
+            missing: table
+                .missing(index)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
         })
         .collect();
-    let values_json = |values: &[Option<f64>]| -> Map<String, Value> {
-        table
-            .columns
-            .iter()
-            .zip(values)
-            .filter_map(|(column, value)| Some((column.name.clone(), number_value((*value)?))))
-            .collect()
-    };
-    let rows: Vec<Value> = table
-        .rows
-        .iter()
-        .map(|row| {
-            let mut out = json!({ "label": row.label, "values": values_json(&row.values) });
-            if !row.notes.is_empty() {
-                out["notes"] = row
-                    .notes
-                    .iter()
-                    .map(|n| json!({ "column": n.column, "marker": n.marker, "text": n.text }))
-                    .collect();
-            }
-            let missing: Vec<&str> = table
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(index, _)| row.is_missing(*index))
-                .map(|(_, c)| c.name.as_str())
-                .collect();
-            if !missing.is_empty() {
-                out["missing"] = json!(missing);
-            }
-            out
-        })
-        .collect();
-    let summary_rows: Vec<Value> = table
+    let summary_rows = table
         .summary_rows
         .iter()
-        .map(|s| json!({ "label": s.label, "kind": s.kind.as_str(), "values": values_json(&s.values) }))
+        .map(|s| ObservedSummaryRow {
+            label: s.label.clone(),
+            kind: s.kind,
+            values: named_values(table, &s.values),
+        })
         .collect();
-    let mut stats = Map::new();
-    for (index, column) in table.columns.iter().enumerate() {
-        if let Some(s) = table.stats(index) {
-            stats.insert(
-                column.name.clone(),
-                json!({
-                    "count": s.count,
-                    "lowest": { "label": s.lowest.0, "value": number_value(s.lowest.1) },
-                    "highest": { "label": s.highest.0, "value": number_value(s.highest.1) },
-                }),
-            );
-        }
-    }
-    let mut out = json!({
-        "citation_id": passage.citation_id,
-        "heading": passage.heading,
-        "label_column": table.label_column,
-        "columns": columns,
-        "rows": rows,
-        "summary_rows": summary_rows,
-        "stats": stats,
-    });
-    if !table.unread.is_empty() {
-        out["unread_columns"] = table
+    ObservedTable {
+        citation_id: passage.citation_id.clone(),
+        heading: passage.heading.clone(),
+        label_column: table.label_column.clone(),
+        columns,
+        rows: table
+            .rows
+            .iter()
+            .map(|row| observed_row(table, row))
+            .collect(),
+        summary_rows,
+        stats: observed_stats(table),
+        unread_columns: table
             .unread
             .iter()
-            .map(|e| json!({ "name": e.column(), "reason": e.to_string() }))
-            .collect();
+            .map(|e| UnreadColumn {
+                name: e.column().to_owned(),
+                reason: e.to_string(),
+            })
+            .collect(),
+        transposed: table.transposed,
     }
-    if table.transposed {
-        out["transposed"] = json!(true);
+}
+
+/// A row's values by column name, the columns it has no value in left out.
+fn named_values(table: &Table, values: &[Option<f64>]) -> Vec<(String, f64)> {
+    table
+        .columns
+        .iter()
+        .zip(values)
+        .filter_map(|(column, value)| Some((column.name.clone(), (*value)?)))
+        .collect()
+}
+
+/// One data row with its footnote notes and the columns it lacks.
+fn observed_row(table: &Table, row: &Row) -> ObservedRow {
+    ObservedRow {
+        label: row.label.clone(),
+        values: named_values(table, &row.values),
+        notes: row
+            .notes
+            .iter()
+            .map(|n| ObservedNote {
+                column: n.column.clone(),
+                marker: n.marker.clone(),
+                text: n.text.clone(),
+            })
+            .collect(),
+        missing: table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| row.is_missing(*index))
+            .map(|(_, c)| c.name.clone())
+            .collect(),
     }
-    out
+}
+
+/// Count, lowest and highest of every column with a value, in column order.
+fn observed_stats(table: &Table) -> Vec<(String, ObservedStats)> {
+    let labelled = |(label, value): (String, f64)| Some(LabelledValue { label, value });
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(index, column)| {
+            let s = table.stats(index)?;
+            Some((
+                column.name.clone(),
+                ObservedStats {
+                    count: s.count,
+                    lowest: labelled(s.lowest),
+                    highest: labelled(s.highest),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// `3 passage(s): kb-a-x, kb-a-y, kb-a-z; 1 table(s) (4 rows), 2 fact(s)`.
