@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ledger::ObservationRecord;
-use forge_language::lexicon;
 use forge_language::numbers;
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
@@ -63,15 +62,6 @@ impl Series {
         rows.iter()
             .filter_map(|&i| self.values.get(i).map(String::as_str))
             .collect()
-    }
-
-    /// The labels of the rows holding the smallest and the largest value (the first such row on a tie).
-    pub fn extremes(&self) -> Option<(&str, &str)> {
-        let (low, high) = self.extreme_rows()?;
-        Some((
-            self.labels.get(low)?.as_str(),
-            self.labels.get(high)?.as_str(),
-        ))
     }
 
     /// The indices of the rows holding the smallest and the largest value (the first such row on a tie).
@@ -300,52 +290,6 @@ impl Grounding {
             computed_exact,
         }
     }
-
-    /// The one observed column that `text` (a step's hint, or the task) is about: the series whose
-    /// header words occur most often in it; between columns of the same name in different tables
-    /// ("Occupancy" by hotel and by month), the one whose rows the text names ("all hotels") —
-    /// `None` when no header word occurs or two columns still tie, so a caller narrows only when the
-    /// text really names a column. With a single series, that one.
-    pub fn focus(&self, text: &str) -> Option<&Series> {
-        if let [only] = self.series.as_slice() {
-            return Some(only);
-        }
-        // The lexicon's content words (aggregate and end words dropped, CJK as bigrams), and words that
-        // name a table's rows ("sample points" for `Sample point`) never count for that table's columns.
-        let words = lexicon::content_words(text);
-        let score = |s: &Series| -> (usize, usize) {
-            let row_words = lexicon::content_words(&s.rows);
-            let mut header = lexicon::content_words(&s.name);
-            header.sort();
-            header.dedup();
-            header.retain(|h| !row_words.contains(h));
-            let named = header
-                .iter()
-                .map(|h| words.iter().filter(|w| *w == h).count())
-                .sum();
-            (
-                named,
-                row_words.iter().filter(|r| words.contains(r)).count(),
-            )
-        };
-        let mut scored: Vec<((usize, usize), &Series)> =
-            self.series.iter().map(|s| (score(s), s)).collect();
-        scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
-        match scored.as_slice() {
-            [(best, s), (second, _), ..] if best.0 > 0 && best > second => Some(s),
-            // Tied by the very same words: the column they name whole, as the claims gate reads it.
-            [(best, _), ..] if best.0 > 0 => {
-                let tied: Vec<&Series> = scored
-                    .iter()
-                    .filter(|(s, _)| s == best)
-                    .map(|(_, s)| *s)
-                    .collect();
-                let headers: Vec<&str> = tied.iter().map(|s| s.name.as_str()).collect();
-                lexicon::named_whole(&headers, text).map(|i| tied[i])
-            }
-            _ => None,
-        }
-    }
 }
 
 /// `mean([Wait]) <= 30` → `mean() <= 30`: column references name data, they spell no number.
@@ -443,72 +387,6 @@ mod tests {
         assert!(!g.numbers.contains(&"12345".to_string()));
         assert_eq!(g.labels, ["North", "South"]);
         assert_eq!(g.evidence_ids, ["obs-a-1", "obs-b-2"]);
-    }
-
-    #[test]
-    fn focus_names_the_column_a_text_is_about_and_extremes_name_its_rows() {
-        let table = record(
-            "obs-a-1",
-            true,
-            json!({"data": {"tables": [{"columns": [{"name": "Staff"}, {"name": "Wait time"}, {"name": "候诊人数"}],
-                "rows": [{"label": "North", "values": {"Staff": 12, "Wait time": 31.5, "候诊人数": 4}},
-                         {"label": "South", "values": {"Staff": 9, "Wait time": 18, "候诊人数": 7}},
-                         {"label": "East", "values": {"Staff": 15, "Wait time": 44, "候诊人数": 2}}]}]}}),
-        );
-        let g = Grounding::build([&table], &[]);
-        assert_eq!(g.series.len(), 3);
-        let wait = g
-            .focus("compute the average wait time of all sites")
-            .unwrap();
-        assert_eq!(wait.name, "Wait time");
-        assert_eq!(wait.labels, ["North", "South", "East"]);
-        assert_eq!(wait.extremes(), Some(("South", "East")));
-        assert_eq!(g.focus("计算平均候诊人数").unwrap().name, "候诊人数");
-        // No header word in the text, or a tie: no focus.
-        assert_eq!(g.focus("compute the average of the retrieved values"), None);
-        assert_eq!(g.focus("staff and wait"), None);
-        // The column the text keeps coming back to wins over one it mentions in passing.
-        assert_eq!(
-            g.focus("the staff wait standard: look up the wait, average the wait")
-                .unwrap()
-                .name,
-            "Wait time"
-        );
-    }
-
-    #[test]
-    fn between_columns_of_one_name_the_rows_the_text_names_decide() {
-        // Occupancy by hotel and by month: "average occupancy of all hotels" means the hotels' column,
-        // not the first table's and not every column (a 0.5B model then averaged `Rooms`).
-        let tables = record(
-            "obs-a-1",
-            true,
-            json!({"data": {"tables": [
-                {"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
-                 "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
-                          {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]},
-                {"label_column": "Month", "columns": [{"name": "Occupancy"}],
-                 "rows": [{"label": "July", "values": {"Occupancy": 84.5}},
-                          {"label": "August", "values": {"Occupancy": 88}}]}]}}),
-        );
-        let g = Grounding::build([&tables], &[]);
-        let by_hotel = g
-            .focus("compute the average occupancy of all hotels")
-            .unwrap();
-        assert_eq!(
-            (by_hotel.name.as_str(), by_hotel.rows.as_str()),
-            ("Occupancy", "Hotel")
-        );
-        assert_eq!(g.focus("occupancy in each month").unwrap().rows, "Month");
-        // A possessive names the rows too (a chart of the months' column was certified before).
-        assert_eq!(
-            g.focus("chart each hotel's occupancy with the computed average as a line")
-                .unwrap()
-                .rows,
-            "Hotel"
-        );
-        // Named neither way: still a tie, so no focus.
-        assert_eq!(g.focus("compute the average occupancy"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod chart_line;
 pub mod claims;
+pub mod columns;
 pub mod grounding;
 pub mod ledger;
 pub mod rules;

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 pub use forge_language::rules::*;
 
+use crate::columns::{ColumnData, Focus, columns_of, focus};
 use forge_language::lexicon::fold;
 /// What a knowledge result states, for the rule reader: its facts and its tables' column names (read with
 /// `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
@@ -63,30 +64,22 @@ pub fn column_values(
     rules: &[FactRule],
     context: &str,
 ) -> Option<(String, Vec<(String, f64)>)> {
-    let (mut columns, row_kinds) = numeric_columns(result);
+    let data = columns_of(result);
+    let (mut columns, row_kinds) = numeric_columns(&data);
     // A single column is the rules' column only when a rule or the task names it, like any other: a lookup
     // that found some other table (a finance table where the task is about tariffs) is not what the rule limits.
     if rules.is_empty() {
         return None;
     }
-    // A single column: the rules' column when a rule or the task names any of its header's words (less the
-    // words for its rows), as the claims gate reads a single column; a table nothing names is not it.
-    if let [(name, _)] = columns.as_slice() {
-        let row_words = forge_language::lexicon::content_words(&row_kinds[0]);
-        let header: Vec<String> = forge_language::lexicon::content_words(name)
-            .into_iter()
-            .filter(|w| !row_words.contains(w))
-            .collect();
-        let named = rules
+    // A single column: the rules' column only when a rule or the task names it (the one column-choice rule,
+    // `columns::focus`, as the claims gate reads a single column); a table nothing names is not it.
+    if columns.len() == 1 {
+        let texts: Vec<&str> = rules
             .iter()
             .map(|r| r.key.as_str())
             .chain([context])
-            .any(|text| {
-                forge_language::lexicon::content_words(text)
-                    .iter()
-                    .any(|w| header.contains(w))
-            });
-        return if named { columns.pop() } else { None };
+            .collect();
+        return named_column(&data, &texts).map(|_| columns.remove(0));
     }
     // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
     // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
@@ -117,18 +110,8 @@ pub fn column_values(
         chosen = Some(at_top[0]);
     }
     if !named_any && !context.is_empty() {
-        // No rule names a column: the task says which one it is about ("… the average answer time …"),
-        // counted by how often it names it (a passing mention of another column loses).
-        let scores = context_scores(&columns, context);
-        let top = scores.iter().copied().max().unwrap_or(0);
-        let at_top = by_rows_named(
-            &row_kinds,
-            (0..columns.len()).filter(|&i| scores[i] == top).collect(),
-            &[context],
-        );
-        if top > 0 && at_top.len() == 1 {
-            chosen = Some(at_top[0]);
-        }
+        // No rule names a column: the one the task's text names, by the one column-choice rule.
+        chosen = named_column(&data, &[context]);
     }
     chosen.map(|i| columns.swap_remove(i))
 }
@@ -136,25 +119,29 @@ pub fn column_values(
 /// A column's name and its labelled values.
 type NamedColumn = (String, Vec<(String, f64)>);
 
-/// The numeric columns of a knowledge result's tables (name and labelled values, columns without a value
-/// left out), and beside each the header of its table's row-label column (`Hotel`, `Month`).
-fn numeric_columns(result: &Value) -> (Vec<NamedColumn>, Vec<String>) {
-    let mut columns: Vec<(String, Vec<(String, f64)>)> = Vec::new();
-    let mut row_kinds: Vec<String> = Vec::new();
-    for table in tables_in(result) {
-        for column in &table.columns {
-            let values: Vec<(String, f64)> = table
-                .rows
+/// The numeric columns of a knowledge result's tables as name and labelled values, and beside each the
+/// header of its table's row-label column (`Hotel`, `Month`).
+fn numeric_columns(data: &[ColumnData]) -> (Vec<NamedColumn>, Vec<String>) {
+    data.iter()
+        .map(|c| {
+            let values = c
+                .labels
                 .iter()
-                .filter_map(|row| Some((row.label.clone(), row.value(&column.name)?)))
+                .cloned()
+                .zip(c.values.iter().copied())
                 .collect();
-            if !values.is_empty() {
-                columns.push((column.name.clone(), values));
-                row_kinds.push(table.label_column.clone());
-            }
-        }
+            ((c.name.clone(), values), c.rows.clone())
+        })
+        .unzip()
+}
+
+/// The index of the column `texts` name, by the one column-choice rule ([`focus`]); `None` on a tie or
+/// when none is named.
+fn named_column(data: &[ColumnData], texts: &[&str]) -> Option<usize> {
+    match focus(data, texts) {
+        Focus::One(c) => data.iter().position(|d| std::ptr::eq(d, c)),
+        _ => None,
     }
-    (columns, row_kinds)
 }
 
 /// How many words of `column`'s header `key` names: a column is named by a rule when its header's words
@@ -203,32 +190,6 @@ fn by_rows_named(row_kinds: &[String], at_top: Vec<usize>, texts: &[&str]) -> Ve
         }
     }
     at_top
-}
-
-/// Each column's score for the task's text: how often the text names its header's words (0 for a column
-/// the text does not name).
-fn context_scores(columns: &[NamedColumn], context: &str) -> Vec<usize> {
-    let context_words: Vec<String> = words(context).into_iter().map(|w| fold(&w)).collect();
-    columns
-        .iter()
-        .map(|(name, _)| {
-            if words_named(name, context) == 0 {
-                return 0;
-            }
-            let header = name.split('(').next().unwrap_or(name);
-            words(header)
-                .into_iter()
-                .map(|w| {
-                    let w = fold(&w);
-                    if w.is_ascii() {
-                        context_words.iter().filter(|c| **c == w).count()
-                    } else {
-                        context.matches(w.as_str()).count()
-                    }
-                })
-                .sum()
-        })
-        .collect()
 }
 
 /// `text` without the words of a row-label header (`Sample point` → drops "sample", "point").

@@ -17,13 +17,14 @@ pub use forge_language::template;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::columns::{self, ColumnData, Focus};
 use crate::grounding::GroundedValues;
 use crate::ledger::{Ledger, ObservationRecord};
 use crate::rules;
 use crate::task::Task;
 use forge_language::answer::{self, Verdict, VerdictPhrases};
 use forge_language::lexicon::{self, End};
-use slots::{ColumnData, Focus, SlotClaim};
+use slots::SlotClaim;
 use template::{Fill, Part};
 
 /// A final answer and the observation ids it cites: what the gate checks (the decision contract's `final`
@@ -260,15 +261,6 @@ enum Truth {
     /// The rule was read, but a limit's unit cannot be compared with its column's (`5 kg` against a
     /// column in km, `€` against `$`, an unknown unit): the numbers are never compared raw.
     UnitsDiffer { conflicts: Vec<String> },
-}
-
-impl Truth {
-    fn established(&self) -> Option<bool> {
-        match self {
-            Truth::Rule { holds, .. } => Some(*holds),
-            _ => None,
-        }
-    }
 }
 
 /// The verification of an answer accepted as an abstention after the gate disputed it through every repair:
@@ -744,13 +736,6 @@ pub fn option_polarity(
     }
 }
 
-/// The verdict the evidence so far establishes by a rule the runtime read, before any answer cites it:
-/// what grounded decoding lets a final answer say.
-pub fn established_verdict(task: &Task, ledger: &Ledger) -> Option<bool> {
-    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
-    rule_truth(task, ledger, &successful).established()
-}
-
 fn quoted(phrases: &[String]) -> String {
     phrases
         .iter()
@@ -829,7 +814,7 @@ pub struct Plan<'t> {
 
 impl<'t> Plan<'t> {
     pub fn new(task: &'t Task, records: &[&ObservationRecord]) -> Plan<'t> {
-        let columns = slots::columns_in(records.iter().copied());
+        let columns = columns::columns_in(records.iter().copied());
         let mut texts: Vec<&str> = task
             .required_evidence()
             .iter()
@@ -867,7 +852,7 @@ impl<'t> Plan<'t> {
     fn focus(&self, name: &str) -> Focus<'_> {
         let mut texts = vec![name];
         texts.extend(self.texts.iter().copied());
-        slots::focus(&self.columns, &texts)
+        columns::focus(&self.columns, &texts)
     }
 
     fn resolve_end(&self, end: End) -> Option<End> {
@@ -877,96 +862,6 @@ impl<'t> Plan<'t> {
                 .map(|lower| if lower { End::Lowest } else { End::Highest }),
             other => Some(other),
         }
-    }
-
-    /// What a slot may hold, as printed texts (empty: nothing the runtime can narrow it to). `last_row`
-    /// is the row the previous extreme slot named.
-    pub fn offers(&self, name: &str, last_row: &mut Option<(ColumnData, String)>) -> Vec<String> {
-        if let Some((_, values)) = self.defined_ratio(name) {
-            return values.into_iter().flat_map(slots::forms).collect();
-        }
-        let claim = slots::classify(name, &self.columns);
-        let focus = self.focus(name);
-        let mut out: Vec<String> = Vec::new();
-        let mut push = |items: Vec<String>| {
-            for item in items {
-                if !out.contains(&item) {
-                    out.push(item);
-                }
-            }
-        };
-        match claim {
-            SlotClaim::Aggregate(aggregate) => {
-                for c in focus.candidates() {
-                    if let Some(v) = aggregate.apply(&c.values) {
-                        push(slots::forms(v));
-                    }
-                }
-            }
-            SlotClaim::ExtremeLabel(end)
-            | SlotClaim::ExtremeValue(end)
-            | SlotClaim::RankedLabel(end, _)
-            | SlotClaim::RankedValue(end, _) => {
-                let rank = match claim {
-                    SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
-                    _ => 1,
-                };
-                let ends: Vec<End> = match self.resolve_end(end) {
-                    Some(e) => vec![e],
-                    None => vec![End::Lowest, End::Highest],
-                };
-                let value = matches!(
-                    claim,
-                    SlotClaim::ExtremeValue(_) | SlotClaim::RankedValue(..)
-                );
-                for c in focus.candidates() {
-                    for e in &ends {
-                        if let Some((labels, v)) = c.ranked(*e, rank) {
-                            if value {
-                                push(slots::forms(v))
-                            } else {
-                                // A tie is offered whole: every tied row, joined as the language joins a list.
-                                push(vec![labels.join(lexicon::list_joiner(name))])
-                            }
-                            *last_row = Some((c.clone(), labels[0].to_owned()));
-                        }
-                    }
-                }
-            }
-            SlotClaim::EndList(end, n) => {
-                if let Some(end) = self.resolve_end(end) {
-                    for c in focus.candidates() {
-                        if let Some(rows) = c.first_from(end, n) {
-                            push(vec![rows.join(lexicon::list_joiner(name))]);
-                        }
-                    }
-                }
-            }
-            SlotClaim::OwnValue => {
-                if let Some((c, label)) = last_row.as_ref()
-                    && let Some(v) = c.value_of(label)
-                {
-                    push(slots::forms(v));
-                }
-            }
-            SlotClaim::ExcludedRow => {
-                if let [c] = focus.candidates().as_slice() {
-                    push(c.missing.to_vec());
-                }
-            }
-            SlotClaim::Row => {
-                // Every row of the columns the slot may be about: the model chooses, the gate marks it unread.
-                let columns: Vec<&ColumnData> = match focus.candidates() {
-                    c if c.is_empty() => self.columns.iter().collect(),
-                    c => c,
-                };
-                for c in columns {
-                    push(c.labels.clone());
-                }
-            }
-            SlotClaim::Unsupported(_) | SlotClaim::Open => {}
-        }
-        out
     }
 
     /// The value of a ratio the knowledge defines, when the slot names it (every word of the defined name):
@@ -1633,37 +1528,6 @@ fn wrong_row_note(part: &str, fill: &str, named: &[&str], c: &ColumnData, at: Ra
         at.words(),
         c.name,
     )
-}
-
-/// What each template part of the task may hold now, for the grammar: per slot or choice, in template
-/// order, the texts the runtime can vouch for (empty: open).
-pub fn answer_offers(task: &Task, ledger: &Ledger) -> Vec<Vec<String>> {
-    let successful: Vec<&ObservationRecord> = ledger.records().filter(|r| r.ok).collect();
-    let plan = Plan::new(task, &successful);
-    let truth = rule_truth(task, ledger, &successful).established();
-    let phrases = task.verdict_phrases();
-    let mut last_row = None;
-    let mut out = Vec::new();
-    for part in template::parse(&task.file.answer_template) {
-        match part {
-            Part::Text(_) => {}
-            Part::Slot(name) => {
-                let offered = plan.offers(&name, &mut last_row);
-                out.push(offered);
-            }
-            Part::Choice(options) => {
-                let allowed: Vec<String> = match truth {
-                    Some(holds) => (0..options.len())
-                        .filter(|&i| option_polarity(&options, i, &phrases) == Some(holds))
-                        .map(|i| options[i].clone())
-                        .collect(),
-                    None => Vec::new(),
-                };
-                out.push(allowed);
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

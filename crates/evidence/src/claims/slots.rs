@@ -2,16 +2,13 @@
 //! label or value of a column's extreme row, a quantity the tools cannot compute, or nothing checkable),
 //! and the value the observed data gives for that claim.
 //!
-//! The same plan serves the gate (is the filled value the claimed one?) and the grammar (which values a
-//! slot may offer). Column choice, aggregate, end and row come from the data and the lexicon; when a
-//! reading is not certain (two columns tie, "worst" with no rule to say which end) the plan carries
-//! every candidate and the claim is marked unverified instead of forcing one.
+//! The claims gate reads them to check a filled slot; no grammar sees them (the model fills every slot).
+//! Aggregate, end and row come from the slot's name and the lexicon, the column from `columns::focus`; when a
+//! reading is not certain (two columns tie, "worst" with no rule to say which end) the claim is marked
+//! unverified instead of forcing one.
 
-use serde_json::Value;
-
-use crate::ledger::ObservationRecord;
+use crate::columns::{ColumnData, naming_score};
 use forge_language::lexicon::{self, Aggregate, End};
-use forge_language::numbers;
 
 /// What one slot claims.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,227 +35,6 @@ pub enum SlotClaim {
     Unsupported(String),
     /// A slot whose name says nothing checkable.
     Open,
-}
-
-/// One observed numeric column (a table's series), with its rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ColumnData {
-    pub name: String,
-    /// The header of the table's label column (`Clinic`): what the rows are.
-    pub rows: String,
-    pub labels: Vec<String>,
-    pub values: Vec<f64>,
-    /// Labels of rows with no value in this column (a missing cell).
-    pub missing: Vec<String>,
-}
-
-impl ColumnData {
-    /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
-    pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
-        let best = match end {
-            End::Lowest => self.values.iter().copied().fold(f64::INFINITY, f64::min),
-            End::Highest => self
-                .values
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max),
-            End::Either => return None,
-        };
-        let at: Vec<usize> = (0..self.values.len())
-            .filter(|&i| self.values[i] == best)
-            .collect();
-        match at.as_slice() {
-            [only] => Some((self.labels[*only].as_str(), best)),
-            _ => None,
-        }
-    }
-
-    /// The rows at `rank` (1 = the end itself) from `end`, with their shared value: one row, or every row
-    /// tied there. `None` for an empty column, too few rows, or a tie that reaches over from a better rank
-    /// (three rows at 84 have no second-lowest of their own).
-    pub fn ranked(&self, end: End, rank: u32) -> Option<(Vec<&str>, f64)> {
-        let mut order: Vec<usize> = (0..self.values.len()).collect();
-        match end {
-            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
-            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
-            End::Either => return None,
-        }
-        let at = usize::try_from(rank).ok()?.checked_sub(1)?;
-        let value = self.values[*order.get(at)?];
-        if at > 0 && self.values[order[at - 1]] == value {
-            return None;
-        }
-        let labels = (0..self.values.len())
-            .filter(|&i| self.values[i] == value)
-            .map(|i| self.labels[i].as_str())
-            .collect();
-        Some((labels, value))
-    }
-
-    /// The first `n` rows from `end`; `None` when a tie straddles the list's last place (which rows
-    /// belong in it is then not one answer) or the column has fewer rows.
-    pub fn first_from(&self, end: End, n: u32) -> Option<Vec<&str>> {
-        let n = usize::try_from(n).ok()?;
-        let mut order: Vec<usize> = (0..self.values.len()).collect();
-        match end {
-            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
-            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
-            End::Either => return None,
-        }
-        if n == 0 || n > order.len() {
-            return None;
-        }
-        if let Some(&next) = order.get(n)
-            && self.values[next] == self.values[order[n - 1]]
-        {
-            return None;
-        }
-        Some(
-            order[..n]
-                .iter()
-                .map(|&i| self.labels[i].as_str())
-                .collect(),
-        )
-    }
-
-    pub fn value_of(&self, label: &str) -> Option<f64> {
-        self.labels
-            .iter()
-            .position(|l| l == label)
-            .map(|i| self.values[i])
-    }
-}
-
-/// The numeric columns of successful knowledge results in `records`, in order (a column seen twice once).
-pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) -> Vec<ColumnData> {
-    let mut out: Vec<ColumnData> = Vec::new();
-    for record in records.into_iter().filter(|r| r.ok) {
-        let Some(result) = &record.result else {
-            continue;
-        };
-        for column in columns_of(result) {
-            if !out.iter().any(|c| {
-                c.name == column.name && c.rows == column.rows && c.labels == column.labels
-            }) {
-                out.push(column);
-            }
-        }
-    }
-    out
-}
-
-/// The numeric columns of one result's tables.
-pub fn columns_of(result: &Value) -> Vec<ColumnData> {
-    let mut out = Vec::new();
-    for table in forge_tools::knowledge::tables_in(result) {
-        for column in &table.columns {
-            let mut data = ColumnData {
-                name: column.name.clone(),
-                rows: table.label_column.clone(),
-                labels: Vec::new(),
-                values: Vec::new(),
-                missing: Vec::new(),
-            };
-            for row in &table.rows {
-                match row.value(&column.name) {
-                    Some(v) => {
-                        data.labels.push(row.label.clone());
-                        data.values.push(v);
-                    }
-                    None => data.missing.push(row.label.clone()),
-                }
-            }
-            if !data.values.is_empty() {
-                out.push(data);
-            }
-        }
-    }
-    out
-}
-
-/// Which column a text is about.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Focus<'a> {
-    One(&'a ColumnData),
-    /// Several columns fit equally: the candidates.
-    Tie(Vec<&'a ColumnData>),
-    /// No column fits.
-    None,
-}
-
-impl<'a> Focus<'a> {
-    pub fn candidates(&self) -> Vec<&'a ColumnData> {
-        match self {
-            Focus::One(c) => vec![c],
-            Focus::Tie(list) => list.clone(),
-            Focus::None => Vec::new(),
-        }
-    }
-}
-
-/// How well `text` names column `c`: occurrences in the text of the column header's content words,
-/// leaving out words that also name the rows ("sample points" names the rows of `Sample point`, not the
-/// column `Samples`); then whether the text names the rows at all (two tables with one column name).
-fn score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
-    let row_words = lexicon::content_words(&c.rows);
-    let header: Vec<String> = {
-        let mut h = lexicon::content_words(&c.name);
-        h.sort();
-        h.dedup();
-        h.retain(|w| !row_words.contains(w));
-        h
-    };
-    let text_rowless: Vec<&String> = text_words
-        .iter()
-        .filter(|w| !row_words.contains(w))
-        .collect();
-    let named = header
-        .iter()
-        .map(|h| text_rowless.iter().filter(|w| **w == h).count())
-        .sum();
-    let rows = row_words.iter().filter(|r| text_words.contains(r)).count();
-    (named, rows)
-}
-
-/// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
-/// the step hints, the task); a single column only when one of them names it.
-pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
-    match columns {
-        [] => return Focus::None,
-        // A single observed column is the one meant only when some text names it: a lookup that found
-        // another table (finance figures where the task asks about tariffs) must not be read as the answer.
-        [only] => {
-            let named = texts
-                .iter()
-                .any(|t| score(only, &lexicon::content_words(t)).0 > 0);
-            return if named { Focus::One(only) } else { Focus::None };
-        }
-        _ => {}
-    }
-    let mut last = Focus::None;
-    for text in texts {
-        let words = lexicon::content_words(text);
-        let scored: Vec<((usize, usize), &ColumnData)> =
-            columns.iter().map(|c| (score(c, &words), c)).collect();
-        let top = scored.iter().map(|(s, _)| *s).max().unwrap_or((0, 0));
-        if top.0 == 0 {
-            continue;
-        }
-        let at_top: Vec<&ColumnData> = scored
-            .iter()
-            .filter(|(s, _)| *s == top)
-            .map(|(_, c)| *c)
-            .collect();
-        if let [only] = at_top.as_slice() {
-            return Focus::One(only);
-        }
-        let headers: Vec<&str> = at_top.iter().map(|c| c.name.as_str()).collect();
-        if let Some(i) = lexicon::named_whole(&headers, text) {
-            return Focus::One(at_top[i]);
-        }
-        last = Focus::Tie(at_top);
-    }
-    last
 }
 
 /// Reads what a slot claims from its name; `columns` tell a value slot from a label slot: an extreme
@@ -306,7 +82,7 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     // has no reason to name the quantity. One naming only the rows ("<coldest house>", with a word the
     // lexicon does not read as an end) is some row's label, which one not read.
     let words = lexicon::content_words(name);
-    if columns.iter().any(|c| score(c, &words).0 > 0) {
+    if columns.iter().any(|c| naming_score(c, &words).0 > 0) {
         return SlotClaim::OwnValue;
     }
     if names_rows(&words, columns) {
@@ -329,7 +105,7 @@ fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
                 .flat_map(|l| lexicon::content_words(l))
                 .any(|r| words.contains(&r))
     });
-    let names_quantity = columns.iter().any(|c| score(c, &words).0 > 0);
+    let names_quantity = columns.iter().any(|c| naming_score(c, &words).0 > 0);
     names_quantity && !rows_named
 }
 
@@ -400,11 +176,6 @@ fn without_quantity_names(name: &str, columns: &[ColumnData]) -> String {
     text
 }
 
-/// The printed forms a value may take in an answer (signed as the data is).
-pub fn forms(value: f64) -> Vec<String> {
-    numbers::printed_forms(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,65 +188,6 @@ mod tests {
             values: values.to_vec(),
             missing: Vec::new(),
         }
-    }
-
-    #[test]
-    fn the_rows_words_do_not_pick_a_column() {
-        let cols = vec![
-            col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]),
-            col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1]),
-        ];
-        let f = focus(&cols, &["compute the mean turbidity of all sample points"]);
-        assert_eq!(f, Focus::One(&cols[1]));
-        assert!(matches!(
-            focus(&cols, &["compute the mean of all sample points"]),
-            Focus::None
-        ));
-    }
-
-    #[test]
-    fn a_column_named_whole_beats_one_named_in_part() {
-        let cols = vec![
-            col("Trips run", "Operator", &["A", "B"], &[212.0, 180.0]),
-            col("Ratings received", "Operator", &["A", "B"], &[640.0, 400.0]),
-            col("Rating", "Operator", &["A", "B"], &[4.6, 4.1]),
-        ];
-        assert_eq!(
-            focus(&cols, &["compute the average rating of all operators"]),
-            Focus::One(&cols[2])
-        );
-        assert_eq!(
-            focus(&cols, &["the ratings received by each operator"]),
-            Focus::One(&cols[1])
-        );
-        // Named by different words, each in part or whole, two columns still tie.
-        let staff = vec![
-            col("Staff", "Site", &["A"], &[1.0]),
-            col("Wait time", "Site", &["A"], &[2.0]),
-        ];
-        assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
-    }
-
-    #[test]
-    fn a_single_column_no_text_names_is_not_the_one_meant() {
-        // The lookup found only a finance table; the task asks about tariffs.
-        let cols = vec![col(
-            "Finance",
-            "Item",
-            &["Concession fee", "Rates"],
-            &[18000.0, 0.21],
-        )];
-        assert_eq!(
-            focus(
-                &cols,
-                &["average tariff", "compute the average tariff of all sites"]
-            ),
-            Focus::None
-        );
-        assert_eq!(
-            focus(&cols, &["total finance figures"]),
-            Focus::One(&cols[0])
-        );
     }
 
     #[test]
@@ -584,32 +296,6 @@ mod tests {
             classify("最低医院", &zh),
             SlotClaim::ExtremeLabel(End::Lowest)
         );
-    }
-
-    #[test]
-    fn extremes_refuse_ties() {
-        let c = col("Score", "Team", &["A", "B", "C"], &[3.0, 1.0, 3.0]);
-        assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
-        assert_eq!(c.extreme(End::Highest), None);
-    }
-
-    #[test]
-    fn ranks_count_from_an_end_and_keep_their_ties() {
-        let c = col(
-            "Score",
-            "Team",
-            &["A", "B", "C", "D"],
-            &[3.0, 1.0, 3.0, 2.0],
-        );
-        assert_eq!(c.ranked(End::Lowest, 1), Some((vec!["B"], 1.0)));
-        assert_eq!(c.ranked(End::Lowest, 2), Some((vec!["D"], 2.0)));
-        // A and C tie at the top: both are the highest, and neither is a second-highest of its own.
-        assert_eq!(c.ranked(End::Highest, 1), Some((vec!["A", "C"], 3.0)));
-        assert_eq!(c.ranked(End::Highest, 2), None);
-        assert_eq!(c.ranked(End::Highest, 3), Some((vec!["D"], 2.0)));
-        assert_eq!(c.ranked(End::Lowest, 5), None, "too few rows");
-        assert_eq!(c.ranked(End::Lowest, 0), None, "no rank 0");
-        assert_eq!(c.ranked(End::Either, 1), None);
     }
 
     #[test]

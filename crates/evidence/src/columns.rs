@@ -1,0 +1,406 @@
+//! The observed numeric columns, and the one rule for which of them a text means (`focus`): a text names a
+//! column by its header's words, never by the words that name its rows, and a single column counts only when
+//! some text names it.
+
+use serde_json::Value;
+
+use crate::ledger::ObservationRecord;
+use forge_language::lexicon::{self, End};
+
+/// One observed numeric column (a table's series), with its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnData {
+    pub name: String,
+    /// The header of the table's label column (`Clinic`): what the rows are.
+    pub rows: String,
+    pub labels: Vec<String>,
+    pub values: Vec<f64>,
+    /// Labels of rows with no value in this column (a missing cell).
+    pub missing: Vec<String>,
+}
+
+impl ColumnData {
+    /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
+    pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
+        let best = match end {
+            End::Lowest => self.values.iter().copied().fold(f64::INFINITY, f64::min),
+            End::Highest => self
+                .values
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max),
+            End::Either => return None,
+        };
+        let at: Vec<usize> = (0..self.values.len())
+            .filter(|&i| self.values[i] == best)
+            .collect();
+        match at.as_slice() {
+            [only] => Some((self.labels[*only].as_str(), best)),
+            _ => None,
+        }
+    }
+
+    /// The rows at `rank` (1 = the end itself) from `end`, with their shared value: one row, or every row
+    /// tied there. `None` for an empty column, too few rows, or a tie that reaches over from a better rank
+    /// (three rows at 84 have no second-lowest of their own).
+    pub fn ranked(&self, end: End, rank: u32) -> Option<(Vec<&str>, f64)> {
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        let at = usize::try_from(rank).ok()?.checked_sub(1)?;
+        let value = self.values[*order.get(at)?];
+        if at > 0 && self.values[order[at - 1]] == value {
+            return None;
+        }
+        let labels = (0..self.values.len())
+            .filter(|&i| self.values[i] == value)
+            .map(|i| self.labels[i].as_str())
+            .collect();
+        Some((labels, value))
+    }
+
+    /// The first `n` rows from `end`; `None` when a tie straddles the list's last place (which rows
+    /// belong in it is then not one answer) or the column has fewer rows.
+    pub fn first_from(&self, end: End, n: u32) -> Option<Vec<&str>> {
+        let n = usize::try_from(n).ok()?;
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        match end {
+            End::Lowest => order.sort_by(|&a, &b| self.values[a].total_cmp(&self.values[b])),
+            End::Highest => order.sort_by(|&a, &b| self.values[b].total_cmp(&self.values[a])),
+            End::Either => return None,
+        }
+        if n == 0 || n > order.len() {
+            return None;
+        }
+        if let Some(&next) = order.get(n)
+            && self.values[next] == self.values[order[n - 1]]
+        {
+            return None;
+        }
+        Some(
+            order[..n]
+                .iter()
+                .map(|&i| self.labels[i].as_str())
+                .collect(),
+        )
+    }
+
+    pub fn value_of(&self, label: &str) -> Option<f64> {
+        self.labels
+            .iter()
+            .position(|l| l == label)
+            .map(|i| self.values[i])
+    }
+}
+
+/// The numeric columns of successful knowledge results in `records`, in order (a column seen twice once).
+pub fn columns_in<'a>(records: impl IntoIterator<Item = &'a ObservationRecord>) -> Vec<ColumnData> {
+    let mut out: Vec<ColumnData> = Vec::new();
+    for record in records.into_iter().filter(|r| r.ok) {
+        let Some(result) = &record.result else {
+            continue;
+        };
+        for column in columns_of(result) {
+            if !out.iter().any(|c| {
+                c.name == column.name && c.rows == column.rows && c.labels == column.labels
+            }) {
+                out.push(column);
+            }
+        }
+    }
+    out
+}
+
+/// The numeric columns of one result's tables.
+pub fn columns_of(result: &Value) -> Vec<ColumnData> {
+    let mut out = Vec::new();
+    for table in forge_tools::knowledge::tables_in(result) {
+        for column in &table.columns {
+            let mut data = ColumnData {
+                name: column.name.clone(),
+                rows: table.label_column.clone(),
+                labels: Vec::new(),
+                values: Vec::new(),
+                missing: Vec::new(),
+            };
+            for row in &table.rows {
+                match row.value(&column.name) {
+                    Some(v) => {
+                        data.labels.push(row.label.clone());
+                        data.values.push(v);
+                    }
+                    None => data.missing.push(row.label.clone()),
+                }
+            }
+            if !data.values.is_empty() {
+                out.push(data);
+            }
+        }
+    }
+    out
+}
+
+/// Which column a text is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Focus<'a> {
+    One(&'a ColumnData),
+    /// Several columns fit equally: the candidates.
+    Tie(Vec<&'a ColumnData>),
+    /// No column fits.
+    None,
+}
+
+impl<'a> Focus<'a> {
+    pub fn candidates(&self) -> Vec<&'a ColumnData> {
+        match self {
+            Focus::One(c) => vec![c],
+            Focus::Tie(list) => list.clone(),
+            Focus::None => Vec::new(),
+        }
+    }
+}
+
+/// How well `text` names column `c`: occurrences in the text of the column header's content words,
+/// leaving out words that also name the rows ("sample points" names the rows of `Sample point`, not the
+/// column `Samples`); then whether the text names the rows at all (two tables with one column name).
+pub(crate) fn naming_score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
+    let row_words = lexicon::content_words(&c.rows);
+    let header: Vec<String> = {
+        let mut h = lexicon::content_words(&c.name);
+        h.sort();
+        h.dedup();
+        h.retain(|w| !row_words.contains(w));
+        h
+    };
+    let text_rowless: Vec<&String> = text_words
+        .iter()
+        .filter(|w| !row_words.contains(w))
+        .collect();
+    let named = header
+        .iter()
+        .map(|h| text_rowless.iter().filter(|w| **w == h).count())
+        .sum();
+    let rows = row_words.iter().filter(|r| text_words.contains(r)).count();
+    (named, rows)
+}
+
+/// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
+/// the step hints, the task); a single column only when one of them names it.
+pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
+    match columns {
+        [] => return Focus::None,
+        // A single observed column is the one meant only when some text names it: a lookup that found
+        // another table (finance figures where the task asks about tariffs) must not be read as the answer.
+        [only] => {
+            let named = texts
+                .iter()
+                .any(|t| naming_score(only, &lexicon::content_words(t)).0 > 0);
+            return if named { Focus::One(only) } else { Focus::None };
+        }
+        _ => {}
+    }
+    let mut last = Focus::None;
+    for text in texts {
+        let words = lexicon::content_words(text);
+        let scored: Vec<((usize, usize), &ColumnData)> = columns
+            .iter()
+            .map(|c| (naming_score(c, &words), c))
+            .collect();
+        let top = scored.iter().map(|(s, _)| *s).max().unwrap_or((0, 0));
+        if top.0 == 0 {
+            continue;
+        }
+        let at_top: Vec<&ColumnData> = scored
+            .iter()
+            .filter(|(s, _)| *s == top)
+            .map(|(_, c)| *c)
+            .collect();
+        if let [only] = at_top.as_slice() {
+            return Focus::One(only);
+        }
+        let headers: Vec<&str> = at_top.iter().map(|c| c.name.as_str()).collect();
+        if let Some(i) = lexicon::named_whole(&headers, text) {
+            return Focus::One(at_top[i]);
+        }
+        last = Focus::Tie(at_top);
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
+        ColumnData {
+            name: name.into(),
+            rows: rows.into(),
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            values: values.to_vec(),
+            missing: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_rows_words_do_not_pick_a_column() {
+        let cols = vec![
+            col("Samples", "Sample point", &["A", "B"], &[12.0, 16.0]),
+            col("Turbidity", "Sample point", &["A", "B"], &[0.8, 1.1]),
+        ];
+        let f = focus(&cols, &["compute the mean turbidity of all sample points"]);
+        assert_eq!(f, Focus::One(&cols[1]));
+        assert!(matches!(
+            focus(&cols, &["compute the mean of all sample points"]),
+            Focus::None
+        ));
+    }
+
+    #[test]
+    fn a_column_named_whole_beats_one_named_in_part() {
+        let cols = vec![
+            col("Trips run", "Operator", &["A", "B"], &[212.0, 180.0]),
+            col("Ratings received", "Operator", &["A", "B"], &[640.0, 400.0]),
+            col("Rating", "Operator", &["A", "B"], &[4.6, 4.1]),
+        ];
+        assert_eq!(
+            focus(&cols, &["compute the average rating of all operators"]),
+            Focus::One(&cols[2])
+        );
+        assert_eq!(
+            focus(&cols, &["the ratings received by each operator"]),
+            Focus::One(&cols[1])
+        );
+        // Named by different words, each in part or whole, two columns still tie.
+        let staff = vec![
+            col("Staff", "Site", &["A"], &[1.0]),
+            col("Wait time", "Site", &["A"], &[2.0]),
+        ];
+        assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
+    }
+
+    #[test]
+    fn a_single_column_no_text_names_is_not_the_one_meant() {
+        // The lookup found only a finance table; the task asks about tariffs.
+        let cols = vec![col(
+            "Finance",
+            "Item",
+            &["Concession fee", "Rates"],
+            &[18000.0, 0.21],
+        )];
+        assert_eq!(
+            focus(
+                &cols,
+                &["average tariff", "compute the average tariff of all sites"]
+            ),
+            Focus::None
+        );
+        assert_eq!(
+            focus(&cols, &["total finance figures"]),
+            Focus::One(&cols[0])
+        );
+    }
+
+    #[test]
+    fn extremes_refuse_ties() {
+        let c = col("Score", "Team", &["A", "B", "C"], &[3.0, 1.0, 3.0]);
+        assert_eq!(c.extreme(End::Lowest), Some(("B", 1.0)));
+        assert_eq!(c.extreme(End::Highest), None);
+    }
+
+    #[test]
+    fn ranks_count_from_an_end_and_keep_their_ties() {
+        let c = col(
+            "Score",
+            "Team",
+            &["A", "B", "C", "D"],
+            &[3.0, 1.0, 3.0, 2.0],
+        );
+        assert_eq!(c.ranked(End::Lowest, 1), Some((vec!["B"], 1.0)));
+        assert_eq!(c.ranked(End::Lowest, 2), Some((vec!["D"], 2.0)));
+        // A and C tie at the top: both are the highest, and neither is a second-highest of its own.
+        assert_eq!(c.ranked(End::Highest, 1), Some((vec!["A", "C"], 3.0)));
+        assert_eq!(c.ranked(End::Highest, 2), None);
+        assert_eq!(c.ranked(End::Highest, 3), Some((vec!["D"], 2.0)));
+        assert_eq!(c.ranked(End::Lowest, 5), None, "too few rows");
+        assert_eq!(c.ranked(End::Lowest, 0), None, "no rank 0");
+        assert_eq!(c.ranked(End::Either, 1), None);
+    }
+
+    fn focused<'a>(columns: &'a [ColumnData], text: &str) -> Option<&'a ColumnData> {
+        match focus(columns, &[text]) {
+            Focus::One(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn focus_is_the_column_a_text_names_most_and_nothing_on_a_tie() {
+        let staff = columns_of(
+            &serde_json::json!({"data": {"tables": [{"label_column": "Clinic",
+            "columns": [{"name": "Staff"}, {"name": "Wait time"}, {"name": "候诊人数"}],
+            "rows": [{"label": "North", "values": {"Staff": 12, "Wait time": 31.5, "候诊人数": 4}},
+                     {"label": "South", "values": {"Staff": 9, "Wait time": 18, "候诊人数": 7}},
+                     {"label": "East", "values": {"Staff": 15, "Wait time": 44, "候诊人数": 2}}]}]}}),
+        );
+        let wait = focused(&staff, "compute the average wait time of all sites").unwrap();
+        assert_eq!(wait.name, "Wait time");
+        assert_eq!(wait.labels, ["North", "South", "East"]);
+        assert_eq!(
+            focused(&staff, "计算平均候诊人数").unwrap().name,
+            "候诊人数"
+        );
+        // No header word in the text, or a tie: no focus.
+        assert_eq!(
+            focused(&staff, "compute the average of the retrieved values"),
+            None
+        );
+        assert!(matches!(focus(&staff, &["staff and wait"]), Focus::Tie(_)));
+        // The column the text keeps coming back to wins over one it mentions in passing.
+        assert_eq!(
+            focused(
+                &staff,
+                "the staff wait standard: look up the wait, average the wait"
+            )
+            .unwrap()
+            .name,
+            "Wait time"
+        );
+    }
+
+    #[test]
+    fn between_columns_of_one_name_the_rows_the_text_names_decide() {
+        // Occupancy by hotel and by month: "average occupancy of all hotels" means the hotels' column,
+        // not the first table's and not every column (a 0.5B model once averaged `Rooms`).
+        let both = columns_of(&serde_json::json!({"data": {"tables": [
+            {"label_column": "Hotel", "columns": [{"name": "Rooms"}, {"name": "Occupancy"}],
+             "rows": [{"label": "Quayside", "values": {"Rooms": 120, "Occupancy": 82}},
+                      {"label": "Parkside", "values": {"Rooms": 64, "Occupancy": 63.5}}]},
+            {"label_column": "Month", "columns": [{"name": "Occupancy"}],
+             "rows": [{"label": "July", "values": {"Occupancy": 84.5}},
+                      {"label": "August", "values": {"Occupancy": 88}}]}]}}));
+        let by_hotel = focused(&both, "compute the average occupancy of all hotels").unwrap();
+        assert_eq!(
+            (by_hotel.name.as_str(), by_hotel.rows.as_str()),
+            ("Occupancy", "Hotel")
+        );
+        assert_eq!(
+            focused(&both, "occupancy in each month").unwrap().rows,
+            "Month"
+        );
+        // A possessive names the rows too.
+        assert_eq!(
+            focused(
+                &both,
+                "chart each hotel's occupancy with the computed average as a line"
+            )
+            .unwrap()
+            .rows,
+            "Hotel"
+        );
+        // Named neither way: still a tie, so no focus.
+        assert_eq!(focused(&both, "compute the average occupancy"), None);
+    }
+}
