@@ -862,6 +862,39 @@ mod tests {
     }
 
     #[test]
+    fn a_quantity_defined_by_a_ratio_the_reader_cannot_type_leaves_its_rule_unread() {
+        // The rate is defined inline, between dashes, with no "is"/"means" to read the definition by: read as
+        // a rule on the `Fill rate` column, the mean of the rows' rates (91) would pass where the ratio of the
+        // totals (1 710 / 1 900 = 90 %) decides. Unread whole, by name.
+        let table = json!({"label_column": "Depot", "columns": [{"name": "Ordered"}, {"name": "Delivered"}, {"name": "Fill rate"}],
+            "rows": [{"label": "A", "values": {"Ordered": 1000, "Delivered": 880, "Fill rate": 88}},
+                     {"label": "B", "values": {"Ordered": 900, "Delivered": 830, "Fill rate": 94}}]});
+        let inline = json!({"data": {"tables": [table.clone()], "facts": []},
+            "citations": [{"text": "The fleet keeps its bonus only if its overall fill rate — total delivered divided by total ordered — is at least 91%."}]});
+        assert!(verdict(&inline, "the fill rate of each depot").is_none());
+        let read = reading(&inline);
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(
+            read.uncertain.iter().any(|u| u.contains("\"divided by\"")),
+            "{read:?}"
+        );
+        // Defined in a sentence the reader types, the same rule is read as the ratio of the totals.
+        let defined = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "The overall fill rate is total delivered divided by total ordered. The fleet keeps its bonus only if the overall fill rate is at least 91%."}]});
+        let read = reading(&defined);
+        assert!(
+            read.rules
+                .iter()
+                .any(|r| matches!(r.measure, Measure::RatioOfTotals { .. })),
+            "{read:?}"
+        );
+        assert_eq!(
+            verdict(&defined, "the fill rate of each depot").map(|v| v.holds),
+            Some(false)
+        );
+    }
+
+    #[test]
     fn an_untyped_clause_anywhere_in_a_result_leaves_every_rule_unread() {
         let table = json!({"columns": [{"name": "Score"}],
             "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod decision;
 pub mod dry_run;
 pub mod fixture;
+pub mod gate_probe;
 pub mod guards;
 pub mod metrics;
 pub mod policy;

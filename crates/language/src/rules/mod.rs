@@ -343,6 +343,21 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
             ));
             continue;
         }
+        // A quantity the sentence defines as a ratio ("… rate — total passes divided by total tests — is at
+        // least 50%") that no rule of it reads as one: the rule would measure something else (a column of
+        // the same name), so the whole sentence is unread.
+        if !rules.is_empty()
+            && !rules
+                .iter()
+                .any(|r| matches!(r.measure, Measure::RatioOfTotals { .. }))
+            && let Some(word) = ratio_word(&sentence)
+        {
+            out.untyped.push(format!(
+                "\"{}\" (it defines a quantity with \"{word}\", a ratio the reader could not type)",
+                sentence.trim()
+            ));
+            continue;
+        }
         match (rules.is_empty(), unread.is_empty(), untyped) {
             (_, true, _) => out.rules.extend(rules),
             // One rule, part of it unread: the whole sentence is unread.
@@ -355,6 +370,17 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
 
 fn named(unread: &clause::Unread) -> String {
     format!("\"{}\" ({})", unread.clause, unread.reason)
+}
+
+/// A word that defines a ratio ("divided by") in `sentence`.
+fn ratio_word(sentence: &str) -> Option<String> {
+    lexicon::scan(
+        sentence,
+        lexicon().rule_terms.ratio_words.iter().map(String::as_str),
+    )
+    .into_iter()
+    .next()
+    .map(|hit| hit.entry.to_owned())
 }
 
 /// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
