@@ -621,3 +621,63 @@ fn every_disagreement_of_one_answer_is_named_at_once_and_marked_where_it_stands(
     assert_eq!(shown.matches("[unverified]").count(), 2, "{shown}");
     assert!(shown.contains("Castle Hill [unverified]"), "{shown}");
 }
+
+#[test]
+fn a_slot_that_is_an_average_columns_own_name_claims_the_columns_average_when_no_row_precedes_it() {
+    // People head a per-row column "Average wait (min)" and then ask for "<average wait>" across the rows:
+    // with no row named before the slot, it is the column's average (checked: a row's value is refused),
+    // not a row's own value left unverified.
+    let knowledge = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read_to_string(common::knowledge_dir().join("clinic_wait_times.md")).unwrap();
+    assert!(text.contains("| Wait (min) |"));
+    std::fs::write(
+        knowledge.path().join("clinic_wait_times.md"),
+        text.replace("| Wait (min) |", "| Average wait (min) |"),
+    )
+    .unwrap();
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Average wait])"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Average wait]) <= 30 and max([Average wait]) <= 40"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"column": "[Average wait]", "average": 32, "title": "Walk-in wait by clinic"}}"#,
+    ];
+    let ids = [
+        "obs-knowledge_search-1",
+        "obs-calculator-2",
+        "obs-calculator-3",
+        "obs-plot-4",
+    ];
+    let finals = [
+        "Across the clinics the average wait is 28 minutes and Dean Park has the longest wait, so the standard is missed.",
+        "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is missed.",
+    ];
+    let mut texts: Vec<String> = actions.iter().map(|a| (*a).to_owned()).collect();
+    texts.extend(finals.iter().map(|f| {
+        serde_json::json!({"type": "final", "answer": f, "evidence_ids": ids}).to_string()
+    }));
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let dir = knowledge.path().to_path_buf();
+    let o = common::run_with(&common::task("clinic_wait_times"), &mut policy, move |c| {
+        c.knowledge_dir = dir;
+    });
+    assert_eq!(rejections(&o), ["wrong_quantity"]);
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        o.result.error
+    );
+    let v = o.result.verification.as_ref().expect("verification");
+    assert_eq!(
+        v.status,
+        runtime::claims::VerificationStatus::Verified,
+        "{v:?}"
+    );
+    let average = v
+        .claims
+        .iter()
+        .find(|c| c.part == "<average wait>")
+        .unwrap();
+    assert_eq!(average.kind, ClaimKind::Aggregate, "{average:?}");
+}

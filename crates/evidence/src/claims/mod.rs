@@ -953,7 +953,18 @@ impl<'t> Plan<'t> {
         if let Some(checked) = self.check_defined_ratio(name, fill) {
             return checked;
         }
-        let claim = slots::classify(name, &self.columns);
+        let claim = match slots::classify(name, &self.columns) {
+            // A slot that is a column's own name, where that name starts with an aggregate word ("Average
+            // queue time (s)", one per row), and no row named before it to belong to: it claims that
+            // aggregate of the column (the rows' average queue times, averaged), as `<average wait>` would.
+            SlotClaim::OwnValue if last_row.is_none() => {
+                match lexicon::aggregates_in(name).first() {
+                    Some(aggregate) => SlotClaim::Aggregate(*aggregate),
+                    None => SlotClaim::OwnValue,
+                }
+            }
+            other => other,
+        };
         let number = forge_language::numbers::scan(fill).into_iter().next();
         let focus = self.focus(name);
         let kind = match claim {
