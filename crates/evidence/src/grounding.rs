@@ -182,9 +182,12 @@ impl GroundedValues {
             return;
         };
         let spelled = numbers::scan(&strip_references(expression));
+        // A number the expression spells is data, a count the data states, or a factor that converts units
+        // (`* 100` for a percentage, `/ 60` for minutes): the last states nothing about the data.
         let from_data = spelled.iter().all(|m| {
             self.values.iter().any(|v| m.stands_for(*v))
                 || (m.decimals == 0 && self.row_counts.iter().any(|n| *n as f64 == m.value))
+                || forge_language::units::is_conversion_factor(m.value)
         });
         if from_data {
             self.add_number(&result["value"]);
@@ -416,6 +419,49 @@ mod tests {
             "{:?}",
             alone.numbers
         );
+    }
+
+    #[test]
+    fn a_factor_that_converts_units_is_not_a_number_the_data_must_hold() {
+        let table = record(
+            "obs-a-0",
+            true,
+            json!({"data": {"tables": [{"rows": [{"label": "A", "values": {"Claims": 240, "Units": 20000}},
+                                                  {"label": "B", "values": {"Claims": 60, "Units": 2000}}]}]}}),
+        );
+        // A percentage of two totals, and minutes from seconds: 100 and 60 convert units.
+        let percent = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "sum([Claims]) / sum([Units]) * 100", "value": 300.0 / 220.0}),
+        );
+        let minutes = record(
+            "obs-b-2",
+            true,
+            json!({"expression": "sum([Claims]) / 60", "value": 5.0}),
+        );
+        // 37 converts nothing and no observation holds it: what it computes is not grounded.
+        let made_up = record(
+            "obs-b-3",
+            true,
+            json!({"expression": "sum([Claims]) / 37", "value": 300.0 / 37.0}),
+        );
+        let values = GroundedValues::collect([&table, &percent, &minutes, &made_up], &[]);
+        assert!(
+            values.values.contains(&(300.0 / 220.0)),
+            "{:?}",
+            values.values
+        );
+        assert!(values.values.contains(&5.0), "{:?}", values.values);
+        assert!(
+            !values.values.contains(&(300.0 / 37.0)),
+            "{:?}",
+            values.values
+        );
+        assert!(forge_language::units::is_conversion_factor(100.0));
+        assert!(forge_language::units::is_conversion_factor(1000.0));
+        assert!(!forge_language::units::is_conversion_factor(1.0));
+        assert!(!forge_language::units::is_conversion_factor(37.0));
     }
 
     #[test]

@@ -299,6 +299,12 @@ pub fn probe(dir: &Path, knowledge: &Path, verbose: bool, tally: &mut Tally) {
         Ok(o) => o,
         Err(e) => return tally.skipped.push(format!("{name}: {e}")),
     };
+    if verbose {
+        for r in ledger.records().filter(|r| r.tool == "calculator") {
+            let result = r.result.clone().unwrap_or_default();
+            println!("{name}: {} = {}", result["expression"], result["value"]);
+        }
+    }
     let columns = columns::columns_in(ledger.records());
     let Some(right) = fill(&task, &expected, &columns, expected.final_answer.verdict) else {
         return tally.skipped.push(format!(

@@ -125,6 +125,29 @@ fn split_per<'t>(text: &'t str, per: &str) -> Option<(&'t str, &'t str)> {
     Some((&text[..at], &text[at + per.len()..]))
 }
 
+/// Whether `x` is the factor that converts between two known units of one dimension, or between a unit and
+/// its dimension's base (`60` minutes to seconds, `100` a fraction to a percentage, `1000` kg to g): a number a
+/// calculation may spell to change units, which states nothing about the data. Units with an offset
+/// (temperatures other than °C) convert by more than a factor and give none.
+pub fn is_conversion_factor(x: f64) -> bool {
+    if !x.is_finite() || x <= 0.0 {
+        return false;
+    }
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    let units: Vec<_> = vocabulary::all_units()
+        .into_iter()
+        .filter(|u| u.offset == 0.0 && u.scale > 0.0)
+        .collect();
+    units.iter().any(|a| {
+        same(x, a.scale)
+            || same(x, 1.0 / a.scale)
+            || units
+                .iter()
+                .filter(|b| b.dimension == a.dimension)
+                .any(|b| same(x, a.scale / b.scale))
+    }) && !same(x, 1.0)
+}
+
 /// Converts `value` from unit `from` to unit `to` (both texts); an error when they cannot be compared.
 pub fn convert(value: f64, from: &str, to: &str) -> Result<f64, UnitError> {
     if same_text(from, to) {

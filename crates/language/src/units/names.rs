@@ -83,6 +83,20 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| {
     Words { names, per }
 });
 
+/// Every unit the vocabulary names, once each.
+pub fn all_units() -> Vec<&'static NamedUnit> {
+    let mut out: Vec<&'static NamedUnit> = Vec::new();
+    for (_, _, unit) in &WORDS.names {
+        if !out
+            .iter()
+            .any(|u| u.symbol == unit.symbol && u.dimension == unit.dimension)
+        {
+            out.push(unit);
+        }
+    }
+    out
+}
+
 /// The unit `text` names as a whole (`minutes`, `°F`, `公斤`), or `None`.
 pub fn named_unit(text: &str) -> Option<&'static NamedUnit> {
     let text = text.trim();
