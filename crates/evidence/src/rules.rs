@@ -895,6 +895,33 @@ mod tests {
     }
 
     #[test]
+    fn two_limits_on_every_row_one_way_are_for_some_rows_and_leave_the_rule_unread() {
+        // "every large site at most 200 and every small site at most 250": read as two limits on every row,
+        // the 240 of a small site breaks the 200 meant for large ones, and the wrong verdict was certified.
+        let table = json!({"label_column": "Site", "columns": [{"name": "Count"}],
+            "rows": [{"label": "A", "values": {"Count": 185}}, {"label": "B", "values": {"Count": 240}}]});
+        let result = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "The premium is paid when every large site is at most 200 and every small site is at most 250."}]});
+        assert!(verdict(&result, "the count of each site").is_none());
+        let read = reading(&result);
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(
+            read.uncertain
+                .iter()
+                .any(|u| u.contains("each is for some rows")),
+            "{read:?}"
+        );
+        // One limit on every row beside a limit on the average is still read.
+        let one = json!({"data": {"tables": [{"label_column": "Site", "columns": [{"name": "Count"}],
+            "rows": [{"label": "A", "values": {"Count": 185}}, {"label": "B", "values": {"Count": 240}}]}], "facts": []},
+            "citations": [{"text": "The premium is paid when the average count is at most 220 and every site is at most 250."}]});
+        assert_eq!(
+            verdict(&one, "the count of each site").map(|v| v.holds),
+            Some(true)
+        );
+    }
+
+    #[test]
     fn an_untyped_clause_anywhere_in_a_result_leaves_every_rule_unread() {
         let table = json!({"columns": [{"name": "Score"}],
             "rows": [{"label": "A", "values": {"Score": 72}}, {"label": "B", "values": {"Score": 90}}]});

@@ -216,7 +216,36 @@ pub fn reading(stated: &Stated) -> RuleReading {
         }
     }
     out.rules = unique;
+    if let Some(named) = limits_on_some_rows(&out.rules) {
+        // Two limits every row must keep, one way, at two values: each holds for some rows only ("every large
+        // herd at most 200, every small herd at most 250"), and which rows is not typed.
+        out.uncertain.push(named);
+        out.rules.clear();
+    }
     out
+}
+
+/// Two rules on every row in the same direction with different limits, named; `None` when there are none.
+fn limits_on_some_rows(rules: &[FactRule]) -> Option<String> {
+    let each_row: Vec<&FactRule> = rules
+        .iter()
+        .filter(|r| r.measure == Measure::EachRow)
+        .collect();
+    each_row.iter().enumerate().find_map(|(i, a)| {
+        each_row[i + 1..]
+            .iter()
+            .find(|b| {
+                a.comparison.is_lower_limit() == b.comparison.is_lower_limit()
+                    && a.threshold != b.threshold
+            })
+            .map(|b| {
+                format!(
+                    "\"{}\" and \"{}\" (two limits every row must keep, one way: each is for some rows, and which is not typed)",
+                    a.key.trim(),
+                    b.key.trim()
+                )
+            })
+    })
 }
 
 /// The ratios of column totals a result's passages define ("the overall rate is all completions divided
