@@ -895,6 +895,21 @@ mod tests {
     }
 
     #[test]
+    fn a_column_counted_in_thousands_is_not_compared_with_a_bare_limit() {
+        // Cells `12.4k`, rule "at least 11,500": 12.4 against 11,500 raw certified the wrong verdict.
+        let table = json!({"label_column": "Cinema", "columns": [{"name": "Admissions", "unit": "k"}],
+            "rows": [{"label": "A", "values": {"Admissions": 12.4}}, {"label": "B", "values": {"Admissions": 9.6}}]});
+        let result = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "The fund continues if average admissions are at least 11,500."}]});
+        assert!(verdict(&result, "the admissions of each cinema").is_none());
+        let conflicts = unit_conflicts(&result, "the admissions of each cinema");
+        assert!(
+            conflicts.iter().any(|c| c.contains("states no scale")),
+            "{conflicts:?}"
+        );
+    }
+
+    #[test]
     fn two_limits_on_every_row_one_way_are_for_some_rows_and_leave_the_rule_unread() {
         // "every large site at most 200 and every small site at most 250": read as two limits on every row,
         // the 240 of a small site breaks the 200 meant for large ones, and the wrong verdict was certified.

@@ -42,6 +42,10 @@ pub enum UnitError {
         "a total of {unit:?} values cannot be converted: {unit:?} has an offset zero (a sum of temperatures)"
     )]
     OffsetTotal { unit: String },
+    #[error(
+        "{unit:?} counts in a scale (× {scale}) and the other side states no scale, so it could be counted either way"
+    )]
+    ScaleUnstated { unit: String, scale: f64 },
 }
 
 /// A limit made comparable with a column: its value in the column's unit, and the conversion made.
@@ -62,6 +66,9 @@ pub fn read(text: &str) -> Option<Unit> {
     }
     if let Some(named) = vocabulary::named_unit(text) {
         return Some(from_named(named));
+    }
+    if let Some(scaled) = scale_of_counted(text) {
+        return Some(scaled);
     }
     for per in vocabulary::per_words() {
         let Some((quantity, period)) = split_per(text, per) else {
@@ -99,6 +106,47 @@ pub fn read(text: &str) -> Option<Unit> {
         }
     }
     None
+}
+
+/// The dimension of the scale words (`k`, `thousand`, `万`): a count in thousands, millions, ten-thousands.
+pub const SCALE: &str = "scale";
+
+/// `万人次`, `thousand visitors`, `'000 tonnes`: a scale word, then what is counted — the scale. A known unit
+/// after the scale (`万元`, `k €`) is a scaled unit the reader does not combine: `None`, so it stays unknown.
+fn scale_of_counted(text: &str) -> Option<Unit> {
+    let mut best: Option<(&NamedUnit, &str)> = None;
+    for unit in vocabulary::all_units()
+        .into_iter()
+        .filter(|u| u.dimension == SCALE)
+    {
+        for (i, _) in text.char_indices().skip(1) {
+            let (head, rest) = text.split_at(i);
+            // A Latin scale word stands apart from what it counts (`k visitors`); glued (`kWh`) it is a prefix
+            // of another unit. CJK writes them together (`万人次`).
+            let apart = !head.is_ascii() || rest.starts_with(char::is_whitespace);
+            if apart
+                && vocabulary::named_unit(head).is_some_and(|n| n.symbol == unit.symbol)
+                && best.is_none_or(|(_, r)| rest.len() < r.len())
+            {
+                best = Some((unit, rest));
+            }
+        }
+    }
+    let (unit, rest) = best?;
+    let counted = rest.trim();
+    if counted.is_empty() || vocabulary::named_unit(counted).is_some() || read_rate_or_unit(counted)
+    {
+        return None;
+    }
+    Some(from_named(unit))
+}
+
+/// Whether `text` reads as a unit of its own (a rate such as `kg/day`).
+fn read_rate_or_unit(text: &str) -> bool {
+    vocabulary::per_words()
+        .iter()
+        .any(|per| split_per(text, per).is_some())
+        && read(text).is_some()
 }
 
 fn from_named(named: &NamedUnit) -> Unit {
@@ -181,6 +229,17 @@ pub fn align_limit(
     column_unit: Option<&str>,
     total: bool,
 ) -> Result<Aligned, UnitError> {
+    // A bare number beside a column counted in thousands (`12.4k`, `（万人次）`) could be in either: `11,500`
+    // admissions or 11,500 thousand. People write it both ways, so it is not guessed.
+    if let (None, Some(scaled)) | (Some(scaled), None) =
+        (nonempty(limit_unit), nonempty(column_unit))
+        && let Some(unit) = read(scaled).filter(|u| u.dimension == SCALE)
+    {
+        return Err(UnitError::ScaleUnstated {
+            unit: scaled.to_owned(),
+            scale: unit.scale,
+        });
+    }
     let (Some(from), Some(to)) = (nonempty(limit_unit), nonempty(column_unit)) else {
         return Ok(Aligned {
             value: limit,
@@ -296,6 +355,37 @@ mod tests {
         assert!(unknown.to_string().contains("\"widgets\""));
         // The same text needs no vocabulary.
         assert_eq!(convert(5.0, "kWh/m²", "kWh/m²"), Ok(5.0));
+    }
+
+    #[test]
+    fn scale_words_count_in_thousands_and_a_bare_number_beside_them_is_not_guessed() {
+        assert_eq!(read("k").map(|u| u.scale), Some(1000.0));
+        assert_eq!(
+            read("thousand visitors").map(|u| (u.dimension, u.scale)),
+            Some((SCALE.to_owned(), 1000.0))
+        );
+        assert_eq!(read("万人次").map(|u| u.scale), Some(10000.0));
+        assert_eq!(read("'000").map(|u| u.scale), Some(1000.0));
+        // A scaled unit of its own kind (ten-thousand yuan) is not read as a bare count.
+        assert_eq!(read("万元"), None);
+        // Two scales convert; a bare limit beside a scaled column could be either.
+        assert_eq!(
+            align_limit(0.3, Some("亿"), Some("万"), false).map(|a| a.value),
+            Ok(3000.0)
+        );
+        assert!(matches!(
+            align_limit(11500.0, None, Some("k"), false),
+            Err(UnitError::ScaleUnstated { .. })
+        ));
+        assert!(matches!(
+            align_limit(80000.0, None, Some("万人次"), false),
+            Err(UnitError::ScaleUnstated { .. })
+        ));
+        // Nothing changes for a column in an ordinary unit.
+        assert_eq!(
+            align_limit(30.0, None, Some("min"), false).map(|a| a.value),
+            Ok(30.0)
+        );
     }
 
     #[test]

@@ -154,7 +154,8 @@ mod tests {
         assert_eq!(symbol("Minutes"), Some("min"));
         assert_eq!(symbol("s"), Some("s"));
         assert_eq!(symbol("K"), Some("K"));
-        assert_eq!(symbol("k"), None);
+        // Lower-case `k` is the thousands scale (`12.4k`), never kelvin.
+        assert_eq!(symbol("k"), Some("k"));
         assert_eq!(symbol("℃"), Some("°C"));
         assert_eq!(symbol("公斤"), Some("kg"));
         assert_eq!(symbol("€"), Some("€"));
