@@ -79,7 +79,9 @@ pub fn column_values(
             .map(|r| r.key.as_str())
             .chain([context])
             .collect();
-        return named_column(&data, &texts).map(|_| columns.remove(0));
+        return named_column(&data, &texts)
+            .filter(|&i| !about_another_quantity(&data[i], rules))
+            .map(|_| columns.remove(0));
     }
     // Each rule's column is the one it names most specifically ("pit stop time" names "Pit stop" with
     // two words, "Stops" with one); a rule naming none ("no crew may average more than 3.2") goes with
@@ -110,14 +112,36 @@ pub fn column_values(
         chosen = Some(at_top[0]);
     }
     if !named_any && !context.is_empty() {
-        // No rule names a column: the one the task's text names, by the one column-choice rule.
-        chosen = named_column(&data, &[context]);
+        // No rule names a column: the one the task's text names, by the one column-choice rule — unless a
+        // rule names a quantity that is not that column ("the average fault rate" where the cells give
+        // availability): a rule about another quantity is not applied to this one.
+        chosen =
+            named_column(&data, &[context]).filter(|&i| !about_another_quantity(&data[i], rules));
     }
     chosen.map(|i| columns.swap_remove(i))
 }
 
 /// A column's name and its labelled values.
 type NamedColumn = (String, Vec<(String, f64)>);
+
+/// Whether some rule on an aggregate names a quantity that is not `column`: words of its clause that are
+/// neither comparison words nor words of the rows, and none of them a word of the column's header ("the
+/// average failure rate" beside `Availability`). A rule that names no quantity is about any column, and a rule
+/// on every row names the rows ("no hotel is below 65%", "任一食堂不超过150克"), not a quantity.
+fn about_another_quantity(column: &ColumnData, rules: &[FactRule]) -> bool {
+    let header = forge_language::lexicon::content_words(&column.name);
+    let rows = forge_language::lexicon::content_words(&column.rows);
+    rules
+        .iter()
+        .filter(|r| matches!(r.measure, Measure::Of(_)))
+        .any(|r| {
+            let quantity: Vec<String> = forge_language::lexicon::quantity_words(&r.key)
+                .into_iter()
+                .filter(|w| !rows.contains(w))
+                .collect();
+            !quantity.is_empty() && !quantity.iter().any(|w| header.contains(w))
+        })
+}
 
 /// The numeric columns of a knowledge result's tables as name and labelled values, and beside each the
 /// header of its table's row-label column (`Hotel`, `Month`).
@@ -572,7 +596,7 @@ mod tests {
 
     fn result(values: &[(&str, f64)], facts: &[(&str, f64)]) -> Value {
         json!({"data": {
-            "tables": [{"columns": [{"name": "Score"}],
+            "tables": [{"label_column": "Batch", "columns": [{"name": "Score"}],
                         "rows": values.iter().map(|(l, v)| json!({"label": l, "values": {"Score": v}})).collect::<Vec<_>>()}],
             "facts": facts.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>()
         }})
@@ -625,21 +649,22 @@ mod tests {
 
     #[test]
     fn understood_rules_become_calculator_comparisons_the_calculator_agrees_with() {
-        let r = result(
-            &[("A", 28.0), ("B", 35.0), ("C", 31.5)],
-            &[
-                ("Maximum average wait", 30.0),
-                ("Maximum wait at any clinic", 40.0),
-            ],
-        );
-        let terms = calculator_terms(&r, "the score of each clinic");
-        assert_eq!(terms, ["mean([Score]) <= 30", "max([Score]) <= 40"]);
+        // Rules about the wait, over a clinic table's `Wait` column (a rule on another quantity than the
+        // column is not applied to it: `a_rule_on_another_quantity_is_not_applied_to_the_column_the_task_names`).
+        let r = json!({"data": {
+            "tables": [{"label_column": "Clinic", "columns": [{"name": "Wait"}],
+                        "rows": [{"label": "A", "values": {"Wait": 28.0}}, {"label": "B", "values": {"Wait": 35.0}},
+                                 {"label": "C", "values": {"Wait": 31.5}}]}],
+            "facts": [{"key": "Maximum average wait", "value": 30.0}, {"key": "Maximum wait at any clinic", "value": 40.0}]
+        }});
+        let terms = calculator_terms(&r, "the wait of each clinic");
+        assert_eq!(terms, ["mean([Wait]) <= 30", "max([Wait]) <= 40"]);
         let joined = terms.join(" and ");
         let columns = forge_tools::calculator::TableColumns {
             tables: vec![forge_tools::calculator::ColumnTable {
                 rows_label: String::new(),
                 labels: vec!["A".into(), "B".into(), "C".into()],
-                columns: vec![("Score".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
+                columns: vec![("Wait".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
             }],
         };
         let computed = forge_tools::calculator::evaluate_with(&joined, &columns)
@@ -648,7 +673,7 @@ mod tests {
         assert_eq!(
             computed,
             forge_tools::calculator::CalcValue::Boolean(
-                verdict(&r, "the score of each clinic").unwrap().holds
+                verdict(&r, "the wait of each clinic").unwrap().holds
             )
         );
         assert!(
@@ -782,7 +807,8 @@ mod tests {
 
     #[test]
     fn keys_that_name_no_column_take_the_one_the_task_names() {
-        let table = json!({"columns": [{"name": "Calls answered"}, {"name": "Answer time (s)"}],
+        // The knowledge tool always names the label column (here `Team`, which `every_team_lte` names).
+        let table = json!({"label_column": "Team", "columns": [{"name": "Calls answered"}, {"name": "Answer time (s)"}],
             "rows": [{"label": "A", "values": {"Calls answered": 800, "Answer time (s)": 42}},
                      {"label": "B", "values": {"Calls answered": 500, "Answer time (s)": 50}}]});
         let result = json!({"data": {"tables": [table], "facts": [{"key": "average_lte", "value": 45}, {"key": "every_team_lte", "value": 60}]}});
@@ -891,6 +917,23 @@ mod tests {
         assert_eq!(
             verdict(&defined, "the fill rate of each depot").map(|v| v.holds),
             Some(false)
+        );
+    }
+
+    #[test]
+    fn a_rule_on_another_quantity_is_not_applied_to_the_column_the_task_names() {
+        // Cells give availability, the rule limits the failure rate (its complement): applied to availability,
+        // 97.1 "exceeds 3" and the wrong verdict was certified. Unread; a rule naming no quantity still applies.
+        let table = json!({"label_column": "District", "columns": [{"name": "Availability", "unit": "%"}],
+            "rows": [{"label": "A", "values": {"Availability": 97.8}}, {"label": "B", "values": {"Availability": 94.6}}]});
+        let other = json!({"data": {"tables": [table.clone()], "facts": []},
+            "citations": [{"text": "The contract requires the average failure rate to be at most 3%."}]});
+        assert!(verdict(&other, "the availability of each district").is_none());
+        let unnamed = json!({"data": {"tables": [table], "facts": []},
+            "citations": [{"text": "No district may be below 90%."}]});
+        assert_eq!(
+            verdict(&unnamed, "the availability of each district").map(|v| v.holds),
+            Some(true)
         );
     }
 

@@ -558,6 +558,31 @@ pub fn named_whole(headers: &[&str], text: &str) -> Option<usize> {
     }
 }
 
+/// The words of `text` that name a quantity: its [`content_words`] without the words of comparisons and
+/// negations (`no`, `below`, `lte`, `不得超过`' bigrams): what a rule's clause says it limits.
+pub fn quantity_words(text: &str) -> Vec<String> {
+    let lex = lexicon();
+    let phrases = lex
+        .comparisons
+        .iter()
+        .chain(&lex.key_comparisons)
+        .map(|c| c.phrase.as_str())
+        .chain(lex.negations.iter().map(String::as_str))
+        .chain(lex.universal_negations.iter().map(String::as_str));
+    let mut functional: Vec<String> = Vec::new();
+    for phrase in phrases {
+        for w in content_words(phrase) {
+            if !functional.contains(&w) {
+                functional.push(w);
+            }
+        }
+    }
+    content_words(text)
+        .into_iter()
+        .filter(|w| !functional.contains(w))
+        .collect()
+}
+
 /// Words of `text` that carry meaning for column matching: folded, without aggregate, end and
 /// comparison words (so "average basket" and "Avg basket" meet on "basket").
 pub fn content_words(text: &str) -> Vec<String> {
