@@ -283,6 +283,18 @@ fn aligned_rules(
                 Measure::CountRows { limit, .. } => *limit,
                 _ => rule.threshold,
             };
+            let values: Vec<f64> = column
+                .as_ref()
+                .map(|(_, rows)| rows.iter().map(|(_, v)| *v).collect())
+                .unwrap_or_default();
+            if let Some(why) =
+                fraction_or_percent(limit, rule.unit.as_deref(), unit.as_deref(), &values)
+            {
+                return Err(format!(
+                    "the limit of \"{}\" is not comparable with {name}: {why}",
+                    rule.key
+                ));
+            }
             let aligned = forge_language::units::align_limit(
                 limit,
                 rule.unit.as_deref(),
@@ -314,6 +326,34 @@ fn aligned_rules(
             Ok((in_column, note))
         })
         .collect()
+}
+
+/// Where one side states a percentage (or per mille) and the other no unit, whether the two sit on different
+/// scales — every value a fraction (0–1) against a limit above 1, or a limit of at most 1 against a column
+/// in percent holding values above 1 — which is then not guessed: fractions or percentages is not stated.
+fn fraction_or_percent(
+    limit: f64,
+    limit_unit: Option<&str>,
+    column_unit: Option<&str>,
+    values: &[f64],
+) -> Option<String> {
+    let ratio = |u: Option<&str>| {
+        u.and_then(forge_language::units::read)
+            .is_some_and(|u| u.dimension == "ratio")
+    };
+    let fractions = !values.is_empty() && values.iter().all(|v| (0.0..=1.0).contains(v));
+    let shown = forge_language::numbers::canonical(limit);
+    match (ratio(limit_unit), ratio(column_unit)) {
+        (true, false) if column_unit.is_none() && fractions && limit > 1.0 => Some(format!(
+            "the limit is {shown} {} and every value of the column is between 0 and 1 with no unit: fractions or percentages is not stated",
+            limit_unit.unwrap_or_default()
+        )),
+        (false, true) if limit_unit.is_none() && limit <= 1.0 && !fractions => Some(format!(
+            "the column is in {} and the limit {shown} states no unit: a fraction or a percentage is not stated",
+            column_unit.unwrap_or_default()
+        )),
+        _ => None,
+    }
 }
 
 /// Why the rules the result states cannot be applied to their column: a limit whose unit cannot be
@@ -933,6 +973,33 @@ mod tests {
             "citations": [{"text": "No district may be below 90%."}]});
         assert_eq!(
             verdict(&unnamed, "the availability of each district").map(|v| v.holds),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn fractions_against_a_percentage_limit_are_not_compared_raw() {
+        // Cells 0.74 with no unit, rule "at least 65%": 0.74 against 65 certified the wrong verdict.
+        let table = |unit: Option<&str>, values: [f64; 2]| {
+            json!({"label_column": "Screen", "columns": [{"name": "Seat fill", "unit": unit}],
+                "rows": [{"label": "A", "values": {"Seat fill": values[0]}}, {"label": "B", "values": {"Seat fill": values[1]}}]})
+        };
+        let fractions = json!({"data": {"tables": [table(None, [0.74, 0.81])], "facts": []},
+            "citations": [{"text": "The terms hold if the average seat fill is at least 65%."}]});
+        assert!(verdict(&fractions, "the seat fill of each screen").is_none());
+        assert!(
+            unit_conflicts(&fractions, "the seat fill of each screen")[0]
+                .contains("fractions or percentages")
+        );
+        // The reverse: a column in percent and a bare limit of at most 1.
+        let percent = json!({"data": {"tables": [table(Some("%"), [74.0, 81.0])], "facts": []},
+            "citations": [{"text": "The terms hold if the average seat fill is at least 0.65."}]});
+        assert!(verdict(&percent, "the seat fill of each screen").is_none());
+        // The same scale on both sides is read as before.
+        let same = json!({"data": {"tables": [table(Some("%"), [74.0, 81.0])], "facts": []},
+            "citations": [{"text": "The terms hold if the average seat fill is at least 65%."}]});
+        assert_eq!(
+            verdict(&same, "the seat fill of each screen").map(|v| v.holds),
             Some(true)
         );
     }

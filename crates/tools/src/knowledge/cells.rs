@@ -193,9 +193,12 @@ pub(crate) fn split_unit(header: &str) -> (String, Option<String>) {
         {
             let name = inner_end[..start].trim();
             let unit = inner_end[start + open.len_utf8()..].trim();
+            // Digits make a bracket part of the name (`New loans (Q3)`), unless the bracket is a known unit
+            // (`('000)`: thousands).
             let unit_like = !unit.is_empty()
                 && unit.chars().count() <= MAX_UNIT_CHARS
-                && !unit.chars().any(|c| c.is_ascii_digit());
+                && (!unit.chars().any(|c| c.is_ascii_digit())
+                    || forge_language::units::read(unit).is_some());
             if unit_like && !name.is_empty() {
                 return (name.to_owned(), Some(unit.to_owned()));
             }

@@ -619,6 +619,10 @@ mod tests {
             ("等待时间".into(), Some("分钟".into()))
         );
         assert_eq!(s("New loans (Q3)"), ("New loans (Q3)".into(), None));
+        assert_eq!(
+            s("Weekly footfall ('000)"),
+            ("Weekly footfall".into(), Some("'000".into()))
+        );
         assert_eq!(s("Score"), ("Score".into(), None));
         assert_eq!(s("Wait, minutes"), ("Wait".into(), Some("minutes".into())));
         assert_eq!(s("Sales, North"), ("Sales, North".into(), None));
