@@ -958,6 +958,20 @@ mod tests {
             verdict(&defined, "the fill rate of each depot").map(|v| v.holds),
             Some(false)
         );
+        // A quantity defined by a formula in the rule's sentence (the short rate as 100% minus the fill
+        // rate), read as a limit on the fill rate column, would be compared with the wrong quantity: unread.
+        let formula = json!({"data": {"tables": [{"label_column": "Depot", "columns": [{"name": "Fill rate"}],
+            "rows": [{"label": "A", "values": {"Fill rate": 88}}, {"label": "B", "values": {"Fill rate": 94}}]}], "facts": []},
+            "citations": [{"text": "The bonus is judged on the short rate (short rate = 100% − fill rate): the average short rate is at most 8%."}]});
+        assert!(verdict(&formula, "the fill rate of each depot").is_none());
+        assert!(
+            reading(&formula)
+                .uncertain
+                .iter()
+                .any(|u| u.contains("\"=\"")),
+            "{:?}",
+            reading(&formula)
+        );
     }
 
     #[test]

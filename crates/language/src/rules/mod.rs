@@ -373,16 +373,16 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
             continue;
         }
         // A quantity the sentence defines as a ratio ("… rate — total passes divided by total tests — is at
-        // least 50%") that no rule of it reads as one: the rule would measure something else (a column of
-        // the same name), so the whole sentence is unread.
+        // least 50%") or by a formula ("延误率 = 100% − 准点率") that no rule of it reads as a ratio of totals:
+        // the rule would measure something else (a column of a like name), so the whole sentence is unread.
         if !rules.is_empty()
             && !rules
                 .iter()
                 .any(|r| matches!(r.measure, Measure::RatioOfTotals { .. }))
-            && let Some(word) = ratio_word(&sentence)
+            && let Some(word) = ratio_word(&sentence).or_else(|| formula_sign(&sentence))
         {
             out.untyped.push(format!(
-                "\"{}\" (it defines a quantity with \"{word}\", a ratio the reader could not type)",
+                "\"{}\" (it defines a quantity with \"{word}\", which the reader could not type)",
                 sentence.trim()
             ));
             continue;
@@ -410,6 +410,14 @@ fn ratio_word(sentence: &str) -> Option<String> {
     .into_iter()
     .next()
     .map(|hit| hit.entry.to_owned())
+}
+
+/// An equals sign in `sentence` (`延误率 = 100% − 准点率`): a quantity defined by a formula.
+fn formula_sign(sentence: &str) -> Option<String> {
+    sentence
+        .chars()
+        .find(|c| matches!(c, '=' | '＝'))
+        .map(|c| c.to_string())
 }
 
 /// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
