@@ -29,6 +29,24 @@ fn over_the_suite_the_gate_certifies_no_wrong_answer_and_verifies_the_right_ones
 }
 
 #[test]
+fn over_the_probe_folders_the_gate_certifies_no_wrong_answer() {
+    // Folders written by sessions that never read the code (fixtures/probe/README.md): the gate may abstain
+    // on what it cannot read, never verify a wrong answer.
+    let probe = common::fixtures_dir().join("probe");
+    let tally = probe_all(&probe.join("tasks"), &probe.join("knowledge"), false)
+        .expect("the probe folders read");
+    assert!(
+        tally.certified_wrong.is_empty(),
+        "{:#?}",
+        tally.certified_wrong
+    );
+    // Measured: 67 of 84 probed (the rest ask for what no aggregate computes: a median, a weighted mean,
+    // a duration in mm:ss), 33 right answers verified (32 abstained), 204 wrong answers made, none verified.
+    assert!(tally.tasks >= 60, "{tally:?}");
+    assert!(tally.wrong.iter().sum::<usize>() >= 150, "{tally:?}");
+}
+
+#[test]
 fn a_folder_that_cannot_be_probed_is_named_and_a_missing_suite_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("broken_task");
