@@ -166,10 +166,7 @@ fn fill(
         labels: Vec::new(),
         numbers: Vec::new(),
     };
-    for (i, part) in template::parse(&task.file.answer_template)
-        .into_iter()
-        .enumerate()
-    {
+    for part in template::parse(&task.file.answer_template) {
         match part {
             template::Part::Text(t) => out.text.push_str(&t),
             template::Part::Choice(options) => {
@@ -200,7 +197,6 @@ fn fill(
                     out.numbers.push((out.text.len(), n.clone()));
                     out.text.push_str(&n);
                 }
-                let _ = i;
             }
         }
     }
