@@ -20,6 +20,18 @@ pub struct ColumnData {
 }
 
 impl ColumnData {
+    /// A column with every row holding a value, for tests.
+    #[cfg(test)]
+    pub(crate) fn example(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
+        ColumnData {
+            name: name.into(),
+            rows: rows.into(),
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            values: values.to_vec(),
+            missing: Vec::new(),
+        }
+    }
+
     /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
     pub fn extreme(&self, end: End) -> Option<(&str, f64)> {
         let best = match end {
@@ -235,13 +247,7 @@ mod tests {
     use super::*;
 
     fn col(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
-        ColumnData {
-            name: name.into(),
-            rows: rows.into(),
-            labels: labels.iter().map(|s| s.to_string()).collect(),
-            values: values.to_vec(),
-            missing: Vec::new(),
-        }
+        ColumnData::example(name, rows, labels, values)
     }
 
     #[test]

@@ -1145,14 +1145,9 @@ impl<'t> Plan<'t> {
             SlotClaim::RankedLabel(_, r) | SlotClaim::RankedValue(_, r) => r,
             _ => 1,
         };
-        let candidates = focus.candidates();
-        let [c] = candidates.as_slice() else {
-            return Ok(unverified(
-                part,
-                kind,
-                fill,
-                "the task's words fit no single observed column, so the row cannot be checked",
-            ));
+        let c = match one_column(slot, focus, "the row") {
+            Ok(c) => c,
+            Err(unverified) => return Ok(unverified),
         };
         let at = Rank { end, rank };
         let Some((labels, value)) = c.ranked(end, rank) else {
@@ -1209,14 +1204,9 @@ impl<'t> Plan<'t> {
         focus: &Focus<'_>,
     ) -> Result<ClaimCheck, ClaimRejection> {
         let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
-        let candidates = focus.candidates();
-        let [c] = candidates.as_slice() else {
-            return Ok(unverified(
-                part,
-                kind,
-                fill,
-                "the task's words fit no single observed column, so the rows cannot be checked",
-            ));
+        let c = match one_column(slot, focus, "the rows") {
+            Ok(c) => c,
+            Err(unverified) => return Ok(unverified),
         };
         let Some(rows) = self.resolve_end(end).and_then(|e| c.first_from(e, n)) else {
             return Ok(unverified(
@@ -1363,20 +1353,33 @@ fn check_own_value_slot(
     ))
 }
 
+/// The one observed column a slot's focus is on, or the slot's claim left unverified because the task's words
+/// fit no single column (`what`: what could then not be checked).
+fn one_column<'f>(
+    slot: &Slot<'_>,
+    focus: &Focus<'f>,
+    what: &str,
+) -> Result<&'f ColumnData, ClaimCheck> {
+    match focus.candidates().as_slice() {
+        [c] => Ok(c),
+        _ => Err(unverified(
+            slot.part,
+            slot.kind,
+            slot.fill,
+            &format!("the task's words fit no single observed column, so {what} cannot be checked"),
+        )),
+    }
+}
+
 /// A slot naming a row left out of the column (a missing cell).
 fn check_excluded_row_slot(
     slot: &Slot<'_>,
     focus: &Focus<'_>,
 ) -> Result<ClaimCheck, ClaimRejection> {
     let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
-    let candidates = focus.candidates();
-    let [c] = candidates.as_slice() else {
-        return Ok(unverified(
-            part,
-            kind,
-            fill,
-            "the task's words fit no single observed column, so the left-out row cannot be checked",
-        ));
+    let c = match one_column(slot, focus, "the left-out row") {
+        Ok(c) => c,
+        Err(unverified) => return Ok(unverified),
     };
     if c.missing
         .iter()

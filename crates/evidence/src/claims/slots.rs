@@ -181,13 +181,7 @@ mod tests {
     use super::*;
 
     fn col(name: &str, rows: &str, labels: &[&str], values: &[f64]) -> ColumnData {
-        ColumnData {
-            name: name.into(),
-            rows: rows.into(),
-            labels: labels.iter().map(|s| s.to_string()).collect(),
-            values: values.to_vec(),
-            missing: Vec::new(),
-        }
+        ColumnData::example(name, rows, labels, values)
     }
 
     #[test]
