@@ -1,5 +1,5 @@
 // Browser test of the run view's "who wrote each decision" (scripted policy, no model): per decision the fields the
-// runtime fixed in its prefix and the fields the policy wrote, the forced share of the policy's tokens, the run's
+// runtime fixed in its prefix, the fields the policy wrote and the answer the runtime wrote from the policy's slots, the forced share of the policy's tokens, the run's
 // forced share among the metrics; a run whose policy cannot count says the share is unknown instead.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -27,7 +27,9 @@ test('each decision shows what the runtime fixed, what the model wrote and the f
     assert.match(await cards.nth(1).locator('[data-testid=written-runtime]').textContent(), /"expression":"/);
     assert.match(await cards.nth(1).locator('[data-testid=written-share]').textContent(), /4 forced \/ 8 choice \(33 % forced\)/);
     assert.deepEqual(await fieldsOf(cards.nth(3), 'written-runtime'), ['type', 'evidence_ids']);
-    assert.deepEqual(await fieldsOf(cards.nth(3), 'written-policy'), ['answer']);
+    assert.deepEqual(await fieldsOf(cards.nth(3), 'written-policy'), ['slots']);
+    // The sentence is the runtime's, written from the task's template and the model's slot values.
+    assert.deepEqual(await fieldsOf(cards.nth(3), 'written-composed'), ['answer']);
     assert.match(await cards.nth(3).locator('[data-testid=written-share]').textContent(), /50 forced \/ 0 choice \(100 % forced\)/);
     // The run's share: 86 of its 113 output tokens were forced.
     assert.equal(await metric(page, 'forced_share'), '76.1% (86 / 113)');

@@ -35,6 +35,7 @@ fn main() {
         answer_template: "Average is <average>; the rule is <met / not met>.",
         decision_summary: None,
         caps: Caps::default(),
+        answer_form: grammar::AnswerForm::Slots,
         done: &[],
     };
     let built = match what.as_str() {

@@ -5,6 +5,7 @@
 //! `forge-llama`, which hands `ModelPolicy` its way of opening the in-process backend. So the code with the
 //! most invariants — the grammars and their offline tests — builds and tests in seconds.
 
+pub mod answer_form;
 pub mod backend;
 pub mod gbnf;
 pub mod generation;

@@ -15,7 +15,7 @@ use crate::gbnf::Grammar;
 use crate::generation::{
     self, Chooser, EngineError, EngineSettings, Finish, GrammarMode, Sampling, StopCause,
 };
-use crate::grammar::{self, Caps};
+use crate::grammar::{self, AnswerForm, Caps};
 use crate::prompt;
 pub use crate::prompt::Mode;
 
@@ -41,12 +41,16 @@ pub struct ModelPolicySettings {
     pub backend: BackendConfig,
     /// Who picks tokens: the model, or (the grammar-only baseline) a uniform draw among what the grammar allows.
     pub chooser: Chooser,
+    /// How the model writes a final answer with a template (the catalogue's measured choice for the model).
+    pub answer_form: AnswerForm,
 }
 
 impl ModelPolicySettings {
     pub fn new(model_path: impl Into<PathBuf>, mode: Mode) -> Self {
+        let model_path = model_path.into();
         Self {
-            model_path: model_path.into(),
+            answer_form: AnswerForm::for_model(&model_path),
+            model_path,
             mode,
             temperature: 0.0,
             seed: 0x5eed,
@@ -141,8 +145,13 @@ impl ModelPolicy {
 
     /// The grammar and the prefix the runtime writes, for this request and mode (see [`plan`]).
     fn plan(&self, req: &DecisionRequest) -> Result<(Grammar, String), PolicyError> {
-        plan(self.config.mode, self.config.caps, req)
-            .map_err(|e| PolicyError::Runtime(e.to_string()))
+        plan(
+            self.config.mode,
+            self.config.caps,
+            self.config.answer_form,
+            req,
+        )
+        .map_err(|e| PolicyError::Runtime(e.to_string()))
     }
 }
 
@@ -152,6 +161,7 @@ impl ModelPolicy {
 pub fn plan(
     mode: Mode,
     caps: Caps,
+    answer_form: AnswerForm,
     req: &DecisionRequest,
 ) -> Result<(Grammar, String), grammar::GrammarError> {
     let summary = req.gap.summary();
@@ -161,6 +171,7 @@ pub fn plan(
         answer_template: &req.answer_template,
         decision_summary: (mode == Mode::Guided).then_some(summary.as_str()),
         caps,
+        answer_form,
         done: &req.succeeded_actions,
     };
     match (mode, &req.gap) {
@@ -287,10 +298,10 @@ impl Policy for ModelPolicy {
         };
         let grammar_ms = grammar_started.elapsed().as_secs_f64() * 1e3;
         let system = prompt::system_prompt(&req.tools);
-        let user = prompt::user_message(req, self.config.mode);
+        let user = prompt::user_message(req, self.config.mode, self.config.answer_form);
         if std::env::var("FORGE_LLAMA_DEBUG_PROMPT").is_ok_and(|v| v == "1") {
             eprintln!(
-                "--- prompt (step {}, attempt {}) ---\n{user}---",
+                "--- system ---\n{system}\n--- prompt (step {}, attempt {}) ---\n{user}---",
                 req.step, req.attempt
             );
         }

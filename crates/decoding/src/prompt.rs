@@ -9,12 +9,15 @@ use serde_json::Value;
 
 use runtime::policy::{DecisionRequest, Gap, ResultKind, ToolCard};
 
+use crate::answer_form::AnswerForm;
+
 /// The system prompt. Depends only on the tool cards, so it is identical for every step and run.
 pub fn system_prompt(tools: &[ToolCard]) -> String {
     let mut s = String::from(
         "You are a careful agent that solves a task with tools. Reply with exactly one JSON object, no prose.\n\
          To run a tool: {\"type\":\"action\",\"tool\":NAME,\"arguments\":{...}}\n\
-         To answer: {\"type\":\"final\",\"evidence_ids\":[observation ids],\"answer\":TEXT}\n\
+         To answer: {\"type\":\"final\",\"evidence_ids\":[observation ids],\"slots\":{SLOT NAME:VALUE,...}} filling each \
+         <slot> of the task's answer template by its name, or \"answer\":TEXT when it has none\n\
          Tools:\n",
     );
     for card in tools {
@@ -126,7 +129,7 @@ const LISTED_NUMBERS: usize = 40;
 pub use runtime::policy::Mode;
 
 /// The user message for one decision.
-pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
+pub fn user_message(req: &DecisionRequest, mode: Mode, answer_form: AnswerForm) -> String {
     let mut s = format!("Task: {}\n", req.task.trim());
     s.push_str(&render_state(&req.state));
     if let Some(repair) = &req.repair {
@@ -163,9 +166,10 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
         ) => {
             s.push_str(&numbers);
             s.push_str(&format!(
-                "Next: the final answer, citing {}. Fill this template with numbers and labels from the observations, \
-                 choosing the verdict words that agree with them (a rule check that came out true means the rule holds): {}\n",
+                "Next: the final answer, citing {}. {}, choosing the verdict words that agree with them (a rule \
+                 check that came out true means the rule holds): {}\n",
                 evidence_ids.join(", "),
+                fill_instruction(answer_template, answer_form),
                 answer_template
             ));
         }
@@ -180,8 +184,9 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
                     Gap::Tool { .. } => String::new(),
                 };
                 s.push_str(&format!(
-                    "Every needed observation exists. Next: the final answer citing {ids}, filling this template with \
-                     numbers and labels from the observations and the verdict words that agree with them: {}\n",
+                    "Every needed observation exists. Next: the final answer citing {ids}. {}, choosing the verdict \
+                     words that agree with them: {}\n",
+                    fill_instruction(&req.answer_template, answer_form),
                     req.answer_template
                 ));
             } else {
@@ -194,6 +199,17 @@ pub fn user_message(req: &DecisionRequest, mode: Mode) -> String {
         }
     }
     s
+}
+
+/// How the final answer is written: slot by slot, each by the name the template gives it (the runtime writes
+/// the sentence), or the template as text when it has no slots.
+fn fill_instruction(answer_template: &str, answer_form: AnswerForm) -> &'static str {
+    if !answer_form.by_slots(answer_template) {
+        "Fill this template with numbers and labels from the observations"
+    } else {
+        "Give \"slots\": each <slot> of this template by its name, filled with a number or label from the \
+         observations (the runtime writes the sentence from them)"
+    }
 }
 
 /// `Numbers from the observations: 72, 78, ….` — empty when there are none.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use forge_decoding::Mode;
-use forge_decoding::grammar::Caps;
+use forge_decoding::grammar::{AnswerForm, Caps};
 use forge_decoding::policy::{plan, repeat_prefixes};
 use runtime::decision::{Decision, parse_decision};
 use runtime::fixture::{Fixture, fixture_files};
@@ -29,7 +29,7 @@ const SAMPLES: u64 = 12;
 fn free_mode_problem(req: &DecisionRequest) -> Option<String> {
     let registry = ToolRegistry::builtin();
     let tools = registry.tool_names();
-    let (grammar, _) = match plan(Mode::Free, Caps::default(), req) {
+    let (grammar, _) = match plan(Mode::Free, Caps::default(), AnswerForm::Slots, req) {
         Ok(planned) => planned,
         Err(e) => return Some(format!("no free grammar: {e}")),
     };
@@ -43,7 +43,7 @@ fn free_mode_problem(req: &DecisionRequest) -> Option<String> {
         let Some(text) = grammar.sample(seed * 7919 + u64::from(req.step)) else {
             return Some("the grammar derives no decision".into());
         };
-        match parse_decision(&text, &tools) {
+        match parse_decision(&text, &tools, Some(req.answer_template.as_str())) {
             Err(e) => return Some(format!("{text}: not a decision: {e}")),
             Ok(Decision::Action(action)) => {
                 if let Err(e) = registry.validate_arguments(&action.tool, &action.arguments) {
@@ -105,7 +105,7 @@ impl Policy for GrammarWalk {
         req: &DecisionRequest,
         _: &RunControl,
     ) -> Result<PolicyOutput, PolicyError> {
-        let (grammar, _) = plan(self.mode, Caps::default(), req)
+        let (grammar, _) = plan(self.mode, Caps::default(), AnswerForm::Slots, req)
             .map_err(|e| PolicyError::Runtime(e.to_string()))?;
         // Free mode masks exact repeats as the policy does; guided mode has one gap and no such mask.
         let banned = if self.mode == Mode::Free {

@@ -35,19 +35,34 @@ fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> gramm
         answer_template: TEMPLATE,
         decision_summary: None,
         caps: Caps::default(),
+        answer_form: grammar::AnswerForm::Slots,
         done: &[],
     }
 }
 
 /// A decision the grammar accepts must also be one the runtime accepts (parse + registry validation).
 fn runtime_accepts(text: &str) {
-    let decision = runtime::decision::parse_decision(text, &tool_names())
+    runtime_accepts_for(text, TEMPLATE)
+}
+
+/// [`runtime_accepts`] for a task with its own answer template (a final given slot by slot fills it).
+fn runtime_accepts_for(text: &str, template: &str) {
+    let decision = runtime::decision::parse_decision(text, &tool_names(), Some(template))
         .unwrap_or_else(|e| panic!("{text}: {e}"));
     if let runtime::decision::Decision::Action(a) = decision {
         ToolRegistry::builtin()
             .validate_arguments(&a.tool, &a.arguments)
             .unwrap_or_else(|e| panic!("{text}: {e:?}"));
     }
+}
+
+/// The slots of a final after the guided prefix's `"slots":{`: `"name":"value",…}` and the decision's `}`.
+fn slots_after_prefix(values: &[(&str, &str)]) -> String {
+    let body: Vec<String> = values
+        .iter()
+        .map(|(name, value)| format!("{}:{}", json!(name), json!(value)))
+        .collect();
+    format!("{}}}}}", body.join(","))
 }
 
 #[test]
@@ -105,12 +120,80 @@ fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
         "obs-calculator-2".to_string(),
     ];
     let fin = grammar::guided_final(&i, &ids).unwrap();
+    let prefix = grammar::guided_final_prefix(&i, &ids);
+    assert!(prefix.ends_with(r#""slots":{"#), "{prefix}");
     let text = format!(
-        "{}Average is 79; the lowest is Batch A. The rule is met.\"}}",
-        grammar::guided_final_prefix(&i, &ids)
+        "{prefix}{}",
+        slots_after_prefix(&[
+            ("average", "79"),
+            ("lowest", "Batch A"),
+            ("met / not met", "met")
+        ])
     );
     assert!(fin.accepts(&text), "{text}\n{}", fin.render());
     runtime_accepts(&text);
+    // The runtime writes the sentence: the template's fixed text with the model's values in place.
+    let runtime::decision::Decision::Final(written) =
+        runtime::decision::parse_decision(&text, &tool_names(), Some(TEMPLATE)).unwrap()
+    else {
+        panic!("a final")
+    };
+    assert_eq!(
+        written.answer,
+        "Average is 79; the lowest is Batch A. The rule is met."
+    );
+    // A template with no slots keeps the answer as text.
+    let plain = grammar::Inputs {
+        answer_template: "",
+        ..i
+    };
+    assert!(grammar::guided_final_prefix(&plain, &ids).ends_with(r#""answer":""#));
+}
+
+#[test]
+fn the_sentence_form_fills_the_template_in_place_and_the_catalogue_picks_each_models_form() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = grounding(&["79", "72"], &["Batch A"], &["obs-a-1"]);
+    let i = grammar::Inputs {
+        answer_form: grammar::AnswerForm::Sentence,
+        ..inputs(&cards, &g)
+    };
+    let ids = vec!["obs-a-1".to_string()];
+    let prefix = grammar::guided_final_prefix(&i, &ids);
+    assert!(prefix.ends_with(r#""answer":""#), "{prefix}");
+    let fin = grammar::guided_final(&i, &ids).unwrap();
+    let text = format!("{prefix}Average is 79; the lowest is Batch A. The rule is met.\"}}");
+    assert!(fin.accepts(&text), "{text}\n{}", fin.render());
+    runtime_accepts(&text);
+    for wrong in [
+        "Average is 80; the lowest is Batch A. The rule is met.",
+        "Average is 79; the lowest is Batch A. The rule holds.",
+    ] {
+        assert!(!fin.accepts(&format!("{prefix}{wrong}\"}}")), "{wrong}");
+    }
+    let request = |form| {
+        prompt::user_message(
+            &request(Gap::Final {
+                evidence_ids: ids.clone(),
+                answer_template: TEMPLATE.into(),
+            }),
+            Mode::Guided,
+            form,
+        )
+    };
+    assert!(request(grammar::AnswerForm::Sentence).contains("Fill this template"));
+    assert!(request(grammar::AnswerForm::Slots).contains("Give \"slots\""));
+    // Each model's form is the catalogue's measured choice; a model it does not list gets slots.
+    let form = |file: &str| grammar::AnswerForm::for_model(std::path::Path::new(file));
+    assert_eq!(
+        form("models/qwen2.5-coder-0.5b.gguf"),
+        grammar::AnswerForm::Sentence
+    );
+    assert_eq!(
+        form("models/qwen2.5-coder-1.5b.gguf"),
+        grammar::AnswerForm::Slots
+    );
+    assert_eq!(form("/elsewhere/other.gguf"), grammar::AnswerForm::Slots);
 }
 
 #[test]
@@ -160,31 +243,28 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
         "unseen label"
     );
     let fin = grammar::guided_final(&i, &["obs-a-1".into()]).unwrap();
-    let answer = |a: &str| {
+    let answer = |average: &str, lowest: &str, verdict: &str| {
         format!(
-            "{}{a}\"}}",
-            grammar::guided_final_prefix(&i, &["obs-a-1".into()])
+            "{}{}",
+            grammar::guided_final_prefix(&i, &["obs-a-1".into()]),
+            slots_after_prefix(&[
+                ("average", average),
+                ("lowest", lowest),
+                ("met / not met", verdict)
+            ])
         )
     };
-    assert!(fin.accepts(&answer(
-        "Average is 79.5; the lowest is Plant 7. The rule is not met."
-    )));
+    assert!(fin.accepts(&answer("79.5", "Plant 7", "not met")));
     assert!(
-        !fin.accepts(&answer(
-            "Average is 80; the lowest is Plant 7. The rule is not met."
-        )),
+        !fin.accepts(&answer("80", "Plant 7", "not met")),
         "unseen number"
     );
     assert!(
-        !fin.accepts(&answer(
-            "Average is 79.5; the lowest is South. The rule is not met."
-        )),
+        !fin.accepts(&answer("79.5", "South", "not met")),
         "unseen label"
     );
     assert!(
-        !fin.accepts(&answer(
-            "Average is 79.5; the lowest is North. The rule is unmet."
-        )),
+        !fin.accepts(&answer("79.5", "North", "unmet")),
         "verdict outside the template"
     );
 }
@@ -305,29 +385,40 @@ fn every_verdict_option_and_every_grounded_value_is_open_to_the_answer() {
     i.answer_template = "Average <average>%; highest <highest branch>; limits <met / not met>.";
     let ids = vec!["obs-a-1".to_string(), "obs-b-2".to_string()];
     let fin = grammar::guided_final(&i, &ids).unwrap();
-    let answer = |a: &str| format!("{}{a}\"}}", grammar::guided_final_prefix(&i, &ids));
+    let answer = |average: &str, highest: &str, verdict: &str| {
+        format!(
+            "{}{}",
+            grammar::guided_final_prefix(&i, &ids),
+            slots_after_prefix(&[
+                ("average", average),
+                ("highest branch", highest),
+                ("met / not met", verdict)
+            ])
+        )
+    };
     // The grammar does not know which is right: each of these is the model's to write and the gate's to check.
-    for ok in [
-        "Average 3.87%; highest Eastgate; limits not met.",
-        "Average 3.87%; highest Eastgate; limits met.",
-        "Average 3.5%; highest Seafront; limits met.",
-        "Average 3.87%; highest Eastgate and Seafront (tie); limits not met.",
-        "Average 4820%; highest 2.8; limits met.",
+    for (average, highest, verdict) in [
+        ("3.87", "Eastgate", "not met"),
+        ("3.87", "Eastgate", "met"),
+        ("3.5", "Seafront", "met"),
+        ("3.87", "Eastgate and Seafront (tie)", "not met"),
+        ("4820", "2.8", "met"),
     ] {
-        assert!(fin.accepts(&answer(ok)), "{ok}\n{}", fin.render());
-        runtime_accepts(&answer(ok));
+        let text = answer(average, highest, verdict);
+        assert!(fin.accepts(&text), "{text}\n{}", fin.render());
+        runtime_accepts_for(&text, i.answer_template);
     }
-    for bad in [
-        "Average 3.6%; highest Eastgate; limits not met.",
-        "Average 3.87%; highest Westgate; limits not met.",
-        "Average 3.87%; highest Eastgate; limits exceeded.",
-        "Average 3.87%; highest Eastgate; limits not met",
+    for (average, highest, verdict) in [
+        ("3.6", "Eastgate", "not met"),
+        ("3.87", "Westgate", "not met"),
+        ("3.87", "Eastgate", "exceeded"),
         // A value slot holds one value; a note is words only, never a second value.
-        "Average 3.87, 2.8%; highest Eastgate; limits not met.",
-        "Average 3.87%; highest Eastgate (3.5, Seafront); limits not met.",
-        "Average 3.87%; highest Eastgate (and) Seafront); limits not met.",
+        ("3.87, 2.8", "Eastgate", "not met"),
+        ("3.87", "Eastgate (3.5, Seafront)", "not met"),
+        ("3.87", "Eastgate (and) Seafront)", "not met"),
     ] {
-        assert!(!fin.accepts(&answer(bad)), "{bad}");
+        let text = answer(average, highest, verdict);
+        assert!(!fin.accepts(&text), "{text}");
     }
 }
 
@@ -384,12 +475,14 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
     for text in [
         r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
         r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78"}}"#,
-        r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#,
+        r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"slots":{"average":"72","lowest":"North","met / not met":"met"}}"#,
     ] {
         assert!(free.accepts(text), "{text}");
         runtime_accepts(text);
     }
-    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
+    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"slots":{"average":"72","lowest":"North","met / not met":"met"}}"#));
+    // A template with slots is filled slot by slot: the sentence is the runtime's to write.
+    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
     // Before the gate could accept an answer, no final is offered at all.
     let before = grammar::free(
         &inputs(&cards, &g),
@@ -506,6 +599,7 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
             result: None,
         }),
         Mode::Guided,
+        grammar::AnswerForm::Slots,
     );
     let obs = guided.find("obs-knowledge_search-1").unwrap();
     let budget = guided
@@ -543,6 +637,7 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
             answer_template: "Average is <average>.".into(),
         }),
         Mode::Guided,
+        grammar::AnswerForm::Slots,
     );
     assert!(
         fin.contains("Average is <average>.") && fin.contains("obs-1"),
@@ -557,6 +652,7 @@ fn prompts_put_stable_text_first_and_follow_the_mode() {
             result: None,
         }),
         Mode::Free,
+        grammar::AnswerForm::Slots,
     );
     assert!(!free.contains("Next: call"), "{free}");
     assert!(
@@ -633,7 +729,14 @@ fn a_guided_prefix_carries_the_runtimes_decision_summary() {
     };
     let prefix = grammar::guided_final_prefix(&i, &ids);
     assert!(prefix.starts_with(r#"{"type":"final","decision_summary":"answer citing obs-a-1","#));
-    let text = format!("{prefix}Average is 2.8; the lowest is Seafront. The rule is met.\"}}");
+    let text = format!(
+        "{prefix}{}",
+        slots_after_prefix(&[
+            ("average", "2.8"),
+            ("lowest", "Seafront"),
+            ("met / not met", "met")
+        ])
+    );
     assert!(grammar::guided_final(&i, &ids).unwrap().accepts(&text));
     runtime_accepts(&text);
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use forge_decoding::Mode;
-use forge_decoding::grammar::Caps;
+use forge_decoding::grammar::{AnswerForm, Caps};
 use forge_decoding::policy::plan;
 use runtime::policy::{DecisionRequest, Policy, PolicyError, PolicyOutput, RunControl};
 use runtime::{RunConfig, Task};
@@ -79,7 +79,7 @@ impl Policy for RecordingWalk {
         req: &DecisionRequest,
         _: &RunControl,
     ) -> Result<PolicyOutput, PolicyError> {
-        let (grammar, prefix) = plan(self.mode, Caps::default(), req)
+        let (grammar, prefix) = plan(self.mode, Caps::default(), AnswerForm::Slots, req)
             .map_err(|e| PolicyError::Runtime(e.to_string()))?;
         self.planned.push(format!("{prefix}\n{}", grammar.render()));
         let text = grammar

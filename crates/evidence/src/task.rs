@@ -271,6 +271,11 @@ impl Task {
         &self.file.text
     }
 
+    /// The answer template a final fills, when the task has one (a final given slot by slot is written into it).
+    pub fn answer_template(&self) -> Option<&str> {
+        Some(self.file.answer_template.as_str()).filter(|t| !t.trim().is_empty())
+    }
+
     /// The folder the task was loaded from (metrics reads `expected.json` there).
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -45,6 +45,47 @@ pub fn parse(template: &str) -> Vec<Part> {
     parts
 }
 
+/// The name each slot and choice of `parts` goes by when an answer is given slot by slot (the decision's
+/// `slots`), in template order: a slot by its name, a choice by its options joined with ` / `; a name that
+/// repeats takes ` #2`, ` #3` after it, so every name is one part.
+pub fn slot_names(parts: &[Part]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for part in parts {
+        let base = match part {
+            Part::Text(_) => continue,
+            Part::Slot(name) => name.clone(),
+            Part::Choice(options) => options.join(" / "),
+        };
+        let seen = names
+            .iter()
+            .filter(|n| **n == base || n.starts_with(&format!("{base} #")))
+            .count();
+        names.push(if seen == 0 {
+            base
+        } else {
+            format!("{base} #{}", seen + 1)
+        });
+    }
+    names
+}
+
+/// The answer `parts` spell with `values` in their slots and choices (template order, one per name of
+/// [`slot_names`]): the template's fixed text is copied as written, each value put where its part stands.
+/// Whether a choice's value is one of its options is the caller's check.
+pub fn fill(parts: &[Part], values: &[&str]) -> String {
+    let mut values = values.iter();
+    let mut answer = String::new();
+    for part in parts {
+        match part {
+            Part::Text(text) => answer.push_str(text),
+            Part::Slot(_) | Part::Choice(_) => {
+                answer.push_str(values.next().copied().unwrap_or(""))
+            }
+        }
+    }
+    answer
+}
+
 /// What an answer put into one slot or choice, in template order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fill {
@@ -168,6 +209,26 @@ mod tests {
         assert_eq!(
             parse("规则<满足/不满足>。")[1],
             Part::Choice(vec!["满足".into(), "不满足".into()])
+        );
+    }
+
+    #[test]
+    fn slots_are_named_as_written_and_a_filled_template_reads_back() {
+        let parts = parse("<site> at <value>%, then <site> at <value>%; rule <met / not met>.");
+        let names = slot_names(&parts);
+        assert_eq!(
+            names,
+            ["site", "value", "site #2", "value #2", "met / not met"]
+        );
+        let answer = fill(&parts, &["Ash", "91", "Birch", "88.5", "not met"]);
+        assert_eq!(answer, "Ash at 91%, then Birch at 88.5%; rule not met.");
+        let fills = read_back(&parts, &answer).unwrap();
+        assert_eq!(
+            fills[4],
+            Fill::Choice {
+                options: vec!["met".into(), "not met".into()],
+                chosen: 1
+            }
         );
     }
 

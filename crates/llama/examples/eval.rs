@@ -14,6 +14,7 @@ use clap::Parser;
 use forge_decoding::Mode;
 use forge_decoding::backend::BackendConfig;
 use forge_decoding::generation::Chooser;
+use forge_decoding::grammar::AnswerForm;
 use forge_decoding::http_client::HttpConfig;
 use forge_decoding::server_process::{self, LlamaServerProcess, ServerOptions};
 use forge_llama::eval::{self, Plan};
@@ -77,6 +78,9 @@ struct Cli {
     /// CPU threads of the in-process engine.
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=64))]
     threads: Option<i32>,
+    /// How the model writes a final answer: `slots` or `sentence` (default: the catalogue's choice for the model)
+    #[arg(long)]
+    answer_form: Option<String>,
     /// Each run's wall-clock budget in seconds.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     wall_clock_s: Option<u64>,
@@ -218,6 +222,16 @@ fn parse(cli: Cli) -> Result<Parsed, String> {
         backend,
         parallel,
         threads: cli.threads,
+        answer_form: match cli.answer_form.as_deref() {
+            None => None,
+            Some("slots") => Some(AnswerForm::Slots),
+            Some("sentence") => Some(AnswerForm::Sentence),
+            Some(other) => {
+                return Err(format!(
+                    "--answer-form: unknown form {other:?} (slots or sentence)"
+                ));
+            }
+        },
         wall_clock_s: cli.wall_clock_s,
     };
     Ok(Parsed {

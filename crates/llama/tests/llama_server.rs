@@ -748,6 +748,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         answer_template: "<lowest> is lowest.",
         decision_summary: None,
         caps: Caps::default(),
+        answer_form: forge_decoding::grammar::AnswerForm::Slots,
         done: &[],
     };
     let continuations = [
@@ -789,12 +790,12 @@ fn real_guided_grammars_resume_after_their_prefixes() {
     let gbnf = grammar::guided_final(&inputs, &ids).unwrap().render();
     let prefix = grammar::guided_final_prefix(&inputs, &ids);
     let resumed = resume_after(&gbnf, &prefix).unwrap();
-    let rest = "A is lowest.\"}";
+    let rest = "\"lowest\":\"A\"}}";
     assert!(accepts(&gbnf, &format!("{prefix}{rest}")).unwrap());
     assert!(accepts(&resumed, rest).unwrap(), "{resumed}");
     assert!(
-        !accepts(&resumed, "\"}").unwrap(),
-        "an empty answer is refused"
+        !accepts(&resumed, "\"lowest\":\"\"}}").unwrap(),
+        "an empty slot is refused"
     );
 }
 

@@ -21,6 +21,9 @@ pub struct ModelSpec {
     /// Expected final size and sha256; None until pinned (the fetch then reports the computed values).
     pub size: Option<u64>,
     pub sha256: Option<String>,
+    /// Whether the runner asks this model for a final answer slot by slot (the decision's `slots`) rather than
+    /// as the answer template's sentence: both are the model's words, and which it writes better is measured.
+    pub slot_answers: bool,
 }
 
 impl ModelSpec {
@@ -47,6 +50,9 @@ pub fn catalog() -> Vec<ModelSpec> {
             parts: 6,
             size: Some(491_400_064),
             sha256: Some("1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32".into()),
+            // Measured (suite, guided t=0): slot by slot 3/59 correct, as the sentence 4/59; slot by slot it loses
+            // agent_eval_mini, writing the verdict the sentence led it to get right the other way round.
+            slot_answers: false,
         },
         ModelSpec {
             // Qwen2.5-Coder-1.5B-Instruct Q4_K_M: pinned from the first verified fetch (2026-11-29).
@@ -56,6 +62,9 @@ pub fn catalog() -> Vec<ModelSpec> {
             parts: 22,
             size: Some(1_117_320_768),
             sha256: Some("cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046".into()),
+            // Measured (suite, guided t=0, evidence/eval): slot by slot it names the right row and verdict far
+            // more often than filling the sentence, where a row's name comes before the words that say what it is.
+            slot_answers: true,
         },
     ]
 }

@@ -34,6 +34,7 @@ fn fake_spec(sha256: Option<String>) -> ModelSpec {
         parts: 3,
         size: Some(PARTS.iter().map(|p| p.len() as u64).sum()),
         sha256,
+        slot_answers: true,
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use forge_language::template;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use structured_tool_execution::{ContractError, ToolContract};
@@ -46,8 +47,13 @@ impl Decision {
             Decision::Action(a) => serde_json::json!({
                 "type": "action", "tool": a.tool, "arguments": Value::Object(a.arguments.clone())
             }),
-            Decision::Final(f) => serde_json::json!({
+            Decision::Final(f) if f.slots.is_empty() => serde_json::json!({
                 "type": "final", "answer": f.answer, "evidence_ids": f.evidence_ids
+            }),
+            // Given slot by slot: the slots as the policy wrote them, and the answer the runtime wrote from them.
+            Decision::Final(f) => serde_json::json!({
+                "type": "final", "slots": slots_object(&f.slots), "answer": f.answer,
+                "evidence_ids": f.evidence_ids
             }),
         }
     }
@@ -155,6 +161,8 @@ struct Branch {
     type_name: String,
     contract: ToolContract,
     properties: Map<String, Value>,
+    /// The schema's `oneOf` of required lists: exactly one of these fields must be present.
+    exactly_one_of: Vec<String>,
 }
 
 fn branches() -> &'static [Branch] {
@@ -185,10 +193,21 @@ fn branches() -> &'static [Branch] {
                     .map(String::as_str)
                     .filter(|k| !required.contains(k))
                     .collect();
+                let exactly_one_of = branch["oneOf"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|alternative| {
+                        alternative["required"].as_array().into_iter().flatten()
+                    })
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
                 Branch {
                     contract: ToolContract::new(&type_name, &required, &optional),
                     type_name,
                     properties,
+                    exactly_one_of,
                 }
             })
             .collect()
@@ -204,8 +223,13 @@ pub fn decision_types() -> Vec<&'static str> {
 /// object is not (a model that adds prose must be repaired, not guessed at).
 ///
 /// `tools` is the registry's tool list; the schema's enum must agree with it (tested), and both
-/// are checked so a drift cannot admit a tool the runtime cannot run.
-pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionError> {
+/// are checked so a drift cannot admit a tool the runtime cannot run. `answer_template` is the task's
+/// (when it has one): a final given as `slots` is written into it here, so every accepted final has its answer.
+pub fn parse_decision(
+    text: &str,
+    tools: &[&str],
+    answer_template: Option<&str>,
+) -> Result<Decision, DecisionError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(DecisionError::Empty);
@@ -247,6 +271,27 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
                 allowed: branch.properties.keys().cloned().collect(),
             },
         })?;
+    let given: Vec<&String> = branch
+        .exactly_one_of
+        .iter()
+        .filter(|f| object.contains_key(f.as_str()))
+        .collect();
+    match given.as_slice() {
+        [_] => {}
+        [] if branch.exactly_one_of.is_empty() => {}
+        [] => {
+            return Err(DecisionError::MissingField {
+                branch: branch.type_name.clone(),
+                fields: vec![branch.exactly_one_of.join(" or ")],
+            });
+        }
+        [first, ..] => {
+            return Err(DecisionError::OutOfRange {
+                field: (*first).clone(),
+                message: format!("give exactly one of {}", branch.exactly_one_of.join(", ")),
+            });
+        }
+    }
     for (field, rule) in &branch.properties {
         if let Some(value) = object.get(field) {
             check_value(field, value, rule)?;
@@ -264,19 +309,114 @@ pub fn parse_decision(text: &str, tools: &[&str]) -> Result<Decision, DecisionEr
             let arguments = object["arguments"].as_object().cloned().unwrap_or_default();
             Ok(Decision::Action(ActionDecision { tool, arguments }))
         }
-        "final" => Ok(Decision::Final(FinalDecision {
-            answer: object["answer"].as_str().unwrap_or_default().to_owned(),
-            evidence_ids: object["evidence_ids"]
-                .as_array()
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })),
+        "final" => {
+            let slots = match object.get("slots").and_then(Value::as_object) {
+                Some(slots) => written_slots(slots, answer_template)?,
+                None => Vec::new(),
+            };
+            let answer = match object.get("answer").and_then(Value::as_str) {
+                Some(answer) => answer.to_owned(),
+                None => answer_from_slots(answer_template.unwrap_or_default(), &slots),
+            };
+            Ok(Decision::Final(FinalDecision {
+                answer,
+                slots,
+                evidence_ids: object["evidence_ids"]
+                    .as_array()
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }))
+        }
         other => Err(DecisionError::UnknownType(other.to_owned())),
+    }
+}
+
+/// A final's `slots` checked against the task's answer template: exactly the template's slot names (in any
+/// order), each a string, a choice one of its options. Returned in template order.
+fn written_slots(
+    slots: &Map<String, Value>,
+    answer_template: Option<&str>,
+) -> Result<Vec<(String, String)>, DecisionError> {
+    let parts = template::parse(answer_template.unwrap_or_default());
+    let names = template::slot_names(&parts);
+    let out_of_range = |message: String| DecisionError::OutOfRange {
+        field: "slots".into(),
+        message,
+    };
+    if names.is_empty() {
+        return Err(out_of_range(
+            "this task's answer has no template with slots: write it as answer".into(),
+        ));
+    }
+    let missing: Vec<&String> = names.iter().filter(|n| !slots.contains_key(*n)).collect();
+    let unknown: Vec<String> = slots
+        .keys()
+        .filter(|k| !names.contains(k))
+        .map(|k| clip(k, 40))
+        .collect();
+    if !missing.is_empty() || !unknown.is_empty() {
+        return Err(out_of_range(format!(
+            "the slots must be exactly the template's ({}); missing: {}; not in the template: {}",
+            names.join(", "),
+            list_or_none(missing.iter().map(|n| n.as_str())),
+            list_or_none(unknown.iter().map(String::as_str))
+        )));
+    }
+    let choices = parts.iter().filter_map(|p| match p {
+        template::Part::Text(_) => None,
+        template::Part::Slot(_) => Some(None),
+        template::Part::Choice(options) => Some(Some(options)),
+    });
+    names
+        .iter()
+        .zip(choices)
+        .map(|(name, options)| {
+            let value = slots[name]
+                .as_str()
+                .ok_or_else(|| DecisionError::WrongType {
+                    field: format!("slots.{name}"),
+                    expected: "a string".into(),
+                })?;
+            if let Some(options) = options
+                && !options.iter().any(|o| o == value)
+            {
+                return Err(out_of_range(format!(
+                    "<{name}> takes one of its options: {}",
+                    options.join(", ")
+                )));
+            }
+            Ok((name.clone(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// The answer the template spells with `slots` (already checked against it, in template order).
+fn answer_from_slots(answer_template: &str, slots: &[(String, String)]) -> String {
+    let values: Vec<&str> = slots.iter().map(|(_, v)| v.as_str()).collect();
+    template::fill(&template::parse(answer_template), &values)
+}
+
+/// `slots` as the decision's JSON object, in template order.
+fn slots_object(slots: &[(String, String)]) -> Value {
+    Value::Object(
+        slots
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+fn list_or_none<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let items: Vec<&str> = items.collect();
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
     }
 }
 
@@ -343,6 +483,31 @@ fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionE
                 field: field.into(),
                 message: format!("at most {max} characters, got {chars}"),
             });
+        }
+    }
+    if let Some(members) = value.as_object() {
+        let len = members.len() as u64;
+        if let Some(min) = rule.get("minProperties").and_then(Value::as_u64)
+            && len < min
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at least {min} entries, got {len}"),
+            });
+        }
+        if let Some(max) = rule.get("maxProperties").and_then(Value::as_u64)
+            && len > max
+        {
+            return Err(DecisionError::OutOfRange {
+                field: field.into(),
+                message: format!("at most {max} entries, got {len}"),
+            });
+        }
+        // An object of free names (the final's slots): each value follows the one rule.
+        if let Some(member_rule) = rule.get("additionalProperties").filter(|r| r.is_object()) {
+            for (name, member) in members {
+                check_value(&format!("{field}.{}", clip(name, 40)), member, member_rule)?;
+            }
         }
     }
     if let Some(items) = value.as_array() {

@@ -110,7 +110,8 @@ pub struct DryRun {
 /// Checks one proposal (the model's raw text) against the decision contract and the registry.
 pub fn validate_proposal(text: &str, registry: &ToolRegistry) -> DryRun {
     let tools = registry.tool_names();
-    match parse_decision(text, &tools) {
+    // Outside a task there is no answer template: a final given slot by slot is refused by name.
+    match parse_decision(text, &tools, None) {
         Err(error) => DryRun {
             verdict: Verdict::InvalidDecision,
             phase: "decision.invalid",

@@ -32,6 +32,7 @@ pub enum Gate {
 fn gate_of(task: &Task, ledger: &Ledger, answer: &str, ids: &[String]) -> (Gate, String) {
     let decision = FinalDecision {
         answer: answer.to_owned(),
+        slots: Vec::new(),
         evidence_ids: ids.to_vec(),
     };
     match claims::check(task, ledger, &decision) {

@@ -11,6 +11,9 @@ fn tools() -> Vec<&'static str> {
     ToolRegistry::builtin().tool_names()
 }
 
+/// The answer template the corpus's finals given slot by slot fill.
+const TEMPLATE: &str = "Average <average>; rule <met / not met>.";
+
 /// (text, expected code or "ok").
 const CORPUS: &[(&str, &str)] = &[
     (
@@ -33,6 +36,28 @@ const CORPUS: &[(&str, &str)] = &[
     (
         r#"{"arguments":{},"tool":"calculator","type":"action"}"#,
         "ok",
+    ),
+    // A final gives its answer as text or slot by slot (the task's template, TEMPLATE here): one of the two.
+    (
+        r#"{"type":"final","evidence_ids":[],"slots":{"average":"79","met / not met":"met"}}"#,
+        "ok",
+    ),
+    (
+        r#"{"type":"final","answer":"x","evidence_ids":[],"slots":{"average":"79","met / not met":"met"}}"#,
+        "field_out_of_range",
+    ),
+    (r#"{"type":"final","evidence_ids":[]}"#, "missing_field"),
+    (
+        r#"{"type":"final","evidence_ids":[],"slots":{"average":79,"met / not met":"met"}}"#,
+        "wrong_field_type",
+    ),
+    (
+        r#"{"type":"final","evidence_ids":[],"slots":{}}"#,
+        "field_out_of_range",
+    ),
+    (
+        r#"{"type":"final","evidence_ids":[],"slots":["79","met"]}"#,
+        "wrong_field_type",
     ),
     (
         r#"{"type":"action","tool":"calculator","arguments":{"expression":"1"},"reasoning":"because"}"#,
@@ -160,7 +185,7 @@ fn parser_codes_match_the_corpus() {
     let tools = tools();
     for (text, expected) in CORPUS.iter().chain(NOT_ONE_JSON_VALUE) {
         assert_eq!(
-            code(&parse_decision(text, &tools)),
+            code(&parse_decision(text, &tools, Some(TEMPLATE))),
             *expected,
             "for {text:?}"
         );
@@ -174,8 +199,65 @@ fn parser_and_schema_agree_on_every_json_value() {
     for (text, _) in CORPUS {
         let value: Value = serde_json::from_str(text).unwrap();
         let schema_ok = validator.is_valid(&value);
-        let parser_ok = parse_decision(text, &tools).is_ok();
+        let parser_ok = parse_decision(text, &tools, Some(TEMPLATE)).is_ok();
         assert_eq!(parser_ok, schema_ok, "parser and schema disagree on {text}");
+    }
+}
+
+#[test]
+fn a_final_given_slot_by_slot_is_written_into_the_template_or_refused_by_name() {
+    let tools = tools();
+    let text = r#"{"type":"final","evidence_ids":["obs-a-1"],"slots":{"met / not met":"not met","average":"79"}}"#;
+    let Decision::Final(written) = parse_decision(text, &tools, Some(TEMPLATE)).unwrap() else {
+        panic!("a final")
+    };
+    // Any order in, template order kept; the sentence is the template's fixed text with the values in place.
+    assert_eq!(written.answer, "Average 79; rule not met.");
+    assert_eq!(
+        written.slots,
+        vec![
+            ("average".to_owned(), "79".to_owned()),
+            ("met / not met".to_owned(), "not met".to_owned())
+        ]
+    );
+    assert_eq!(
+        Decision::Final(written).to_json()["slots"],
+        serde_json::json!({"average": "79", "met / not met": "not met"})
+    );
+    // Refused by name, never guessed: a slot the template lacks or leaves out, an option it does not offer, and
+    // slots where the task has no template to fill.
+    for (slots, template, needle) in [
+        (
+            r#"{"average":"79","verdict":"met"}"#,
+            Some(TEMPLATE),
+            "missing: met / not met; not in the template: verdict",
+        ),
+        (
+            r#"{"average":"79"}"#,
+            Some(TEMPLATE),
+            "missing: met / not met",
+        ),
+        (
+            r#"{"average":"79","met / not met":"exceeded"}"#,
+            Some(TEMPLATE),
+            "<met / not met> takes one of its options: met, not met",
+        ),
+        (
+            r#"{"average":"79","met / not met":"met"}"#,
+            None,
+            "no template with slots",
+        ),
+        (
+            r#"{"average":"79","met / not met":"met"}"#,
+            Some("No slots here."),
+            "no template with slots",
+        ),
+    ] {
+        let text = format!(r#"{{"type":"final","evidence_ids":[],"slots":{slots}}}"#);
+        let error = parse_decision(&text, &tools, template).unwrap_err();
+        assert_eq!(error.code(), "field_out_of_range", "{text}");
+        assert_eq!(error.fields(), vec!["slots"], "{text}");
+        assert!(error.to_string().contains(needle), "{text}: {error}");
     }
 }
 
@@ -201,13 +283,13 @@ fn schema_tool_enum_is_the_registry() {
 fn accepted_decisions_round_trip_in_contract_form() {
     let tools = tools();
     let text = r#" {"arguments": {"top_k": 2, "query": "release rule"}, "tool": "knowledge_search", "type": "action"} "#;
-    let decision = parse_decision(text, &tools).unwrap();
+    let decision = parse_decision(text, &tools, None).unwrap();
     assert_eq!(
         decision.to_json(),
         serde_json::json!({"type": "action", "tool": "knowledge_search", "arguments": {"top_k": 2, "query": "release rule"}})
     );
     let text = r#"{"type":"final","answer":"79","evidence_ids":["obs-a-1","obs-b-2"]}"#;
-    match parse_decision(text, &tools).unwrap() {
+    match parse_decision(text, &tools, None).unwrap() {
         Decision::Final(f) => assert_eq!(f.evidence_ids, vec!["obs-a-1", "obs-b-2"]),
         other => panic!("expected final, got {other:?}"),
     }
@@ -219,6 +301,7 @@ fn errors_name_the_offending_field_but_not_its_value() {
     let error = parse_decision(
         r#"{"type":"action","tool":"calculator","arguments":{},"reasoning":"SECRET-CHAIN"}"#,
         &tools,
+        None,
     )
     .unwrap_err();
     let message = error.to_string();
@@ -227,6 +310,7 @@ fn errors_name_the_offending_field_but_not_its_value() {
     let error = parse_decision(
         r#"{"type":"action","tool":"web_search","arguments":{}}"#,
         &tools,
+        None,
     )
     .unwrap_err();
     assert!(
@@ -237,7 +321,7 @@ fn errors_name_the_offending_field_but_not_its_value() {
         r#"{{"type":"action","tool":"{}","arguments":{{}}}}"#,
         "x".repeat(500)
     );
-    let error = parse_decision(&long_tool, &tools).unwrap_err();
+    let error = parse_decision(&long_tool, &tools, None).unwrap_err();
     assert!(
         error.to_string().len() < 300,
         "model-supplied text is clipped in messages"
@@ -248,7 +332,7 @@ fn errors_name_the_offending_field_but_not_its_value() {
 fn every_code_is_documented() {
     let tools = tools();
     for (text, _) in CORPUS.iter().chain(NOT_ONE_JSON_VALUE) {
-        if let Err(error) = parse_decision(text, &tools) {
+        if let Err(error) = parse_decision(text, &tools, None) {
             assert!(
                 DecisionError::CODES.contains(&error.code()),
                 "{}",

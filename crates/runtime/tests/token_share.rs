@@ -1,6 +1,7 @@
 //! Who wrote each decision, as the runtime records it: the token share a policy reports is added up per run
 //! (an unknown share makes the run's share unknown, never a guess), and each valid decision names the fields
-//! the runtime's prefix fixed and the fields the policy wrote — without the policy's raw text.
+//! the runtime's prefix fixed, the fields the policy wrote and the answer the runtime wrote from the policy's
+//! slots — without the policy's raw text.
 
 mod common;
 
@@ -37,13 +38,20 @@ fn a_guided_runs_shares_add_up_and_each_decision_names_who_wrote_which_field() {
             "runtime_prefix": "{\"type\":\"action\",\"tool\":\"calculator\",\"arguments\":{\"expression\":\"",
             "runtime": ["type", "tool"],
             "policy": ["arguments"],
+            "composed": [],
         })
     );
     assert_eq!(
         valid[3].data["written"]["runtime"],
         json!(["type", "evidence_ids"])
     );
-    assert_eq!(valid[3].data["written"]["policy"], json!(["answer"]));
+    // Given slot by slot: the slots are the policy's, the sentence the runtime wrote from the task's template.
+    assert_eq!(valid[3].data["written"]["policy"], json!(["slots"]));
+    assert_eq!(valid[3].data["written"]["composed"], json!(["answer"]));
+    assert_eq!(
+        valid[3].data["decision"]["answer"],
+        "Average Task Success is 79; the lowest batch is Batch A with Task Success 72. The release rule is met, so the build is eligible for release."
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 // Who wrote each decision of the run: per decision, the fields the runtime fixed in the prefix it writes before the
-// policy's first token, the fields the policy (model or grammar-only draw) wrote after it, and of the policy's tokens
+// policy's first token, the fields the policy (model or grammar-only draw) wrote after it, the answer the runtime
+// wrote from the policy's slots and the task's template, and of the policy's tokens
 // how many the decoder's masks forced — or that the share is unknown and why (a server applies the grammar unseen).
 import { $, el } from './dom.js';
 import { t } from './i18n.js';
@@ -44,6 +45,9 @@ function card({ event, call }) {
     el('div', { class: 'written-policy', 'data-testid': 'written-policy' },
       el('span', { class: 'written-label', text: t('written_policy') }),
       el('ul', {}, ...fields(d.decision, w.policy))),
+    w.composed && w.composed.length ? el('div', { class: 'written-composed', 'data-testid': 'written-composed' },
+      el('span', { class: 'written-label', text: t('written_composed') }),
+      el('ul', {}, ...fields(d.decision, w.composed))) : null,
     el('div', { class: 'written-share small', 'data-testid': 'written-share', 'data-status': call && call.share ? call.share.status : 'none' },
       `${t('share_tokens')}: ${shareText(call && call.share)}`));
 }

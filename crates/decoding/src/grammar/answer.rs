@@ -1,8 +1,12 @@
-//! The final answer's text: the task's template with each slot holding grounded values or row labels and
-//! each choice any of its options, or grounded free text when there is no usable template. Which value, which
-//! row and which verdict are the model's; the claims gate checks them afterwards, apart.
+//! The final answer: the task's template given slot by slot (`"slots":{"<name>":"<value>",…}`, each slot a
+//! grounded value or row labels, each choice any of its options), from which the runtime writes the answer;
+//! or the answer text itself (the template filled in place, or grounded free text without one), as the
+//! model's [`AnswerForm`] says. Which value, which row and which verdict are the model's; the claims gate
+//! checks them afterwards, apart.
 
 use forge_language::template::{self, Part};
+
+pub use crate::answer_form::AnswerForm;
 
 use super::Inputs;
 use super::text::{define_text, escape_json_text as escape, text_numbers};
@@ -13,11 +17,57 @@ const SLOT_VALUES: u32 = 5;
 /// Characters of a slot's bracketed note (`(tie)`, `(unverified)`): a remark, not a second answer.
 const SLOT_NOTE_CHARS: u32 = 24;
 
-/// The answer text (inside the JSON string): the template with its slots filled from the grounding.
-/// Without a usable template, grounded free text.
-pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
-    // The template is read by the runtime's own parser: the gate reads answers back by the same parts.
+/// Where the final's own field opens, after its evidence ids: `"slots":{` when the answer is given slot by
+/// slot, else `"answer":"`. The runtime's guided prefix ends with it.
+pub(crate) fn answer_field_opening(inputs: &Inputs) -> &'static str {
+    if inputs.answer_form.by_slots(inputs.answer_template) {
+        "\"slots\":{"
+    } else {
+        "\"answer\":\""
+    }
+}
+
+/// The final's own field, from [`answer_field_opening`] to its closing quote or brace. Slot by slot: each
+/// slot named as the template names it (the name right before its value, so the value is written knowing what
+/// it stands for), in template order. As a sentence: the template with each slot filled in place.
+pub(super) fn answer_field(grammar: &mut Grammar, inputs: &Inputs) -> Node {
+    // The template is read by the runtime's own parser: the runtime reads answers back by the same parts.
     let parts = template::parse(inputs.answer_template);
+    if !inputs.answer_form.by_slots(inputs.answer_template) {
+        return Node::seq([
+            Node::lit(answer_field_opening(inputs)),
+            answer_text(grammar, inputs, &parts),
+            Node::lit("\""),
+        ]);
+    }
+    let names = template::slot_names(&parts);
+    let fillable = parts.iter().filter(|p| !matches!(p, Part::Text(_)));
+    let mut items = vec![Node::lit(answer_field_opening(inputs))];
+    for (index, (name, part)) in names.iter().zip(fillable).enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        items.push(Node::lit(format!(
+            "{separator}{}:\"",
+            serde_json::to_string(name).expect("strings serialise")
+        )));
+        items.push(value_node(grammar, inputs, part));
+        items.push(Node::lit("\""));
+    }
+    items.push(Node::lit("}"));
+    Node::Seq(items)
+}
+
+/// What fills one slot or choice: every option of a choice (which verdict holds is the model's to say and the
+/// gate's to check), a slot's grounded value.
+fn value_node(grammar: &mut Grammar, inputs: &Inputs, part: &Part) -> Node {
+    match part {
+        Part::Choice(options) => Node::one_of_texts(options.iter().map(|o| escape(o))),
+        _ => slot_node(grammar, inputs),
+    }
+}
+
+/// The answer as text: grounded free text without a usable template, else the template with each slot and
+/// choice filled in place.
+fn answer_text(grammar: &mut Grammar, inputs: &Inputs, parts: &[Part]) -> Node {
     if !parts
         .iter()
         .any(|p| !matches!(p, Part::Text(t) if t.trim().is_empty()))
@@ -28,18 +78,15 @@ pub(super) fn answer_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
             Node::rule("text-end").opt(),
         ]);
     }
-    let mut items = Vec::new();
-    for part in parts {
-        match part {
-            Part::Text(text) => items.push(Node::lit(escape(&text))),
-            // Every option: which verdict holds is the model's to say and the gate's to check.
-            Part::Choice(options) => {
-                items.push(Node::one_of_texts(options.iter().map(|o| escape(o))))
-            }
-            Part::Slot(_) => items.push(slot_node(grammar, inputs)),
-        }
-    }
-    Node::Seq(items)
+    Node::Seq(
+        parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(text) => Node::lit(escape(text)),
+                _ => value_node(grammar, inputs, part),
+            })
+            .collect(),
+    )
 }
 
 /// One slot: a grounded value, or a row label or a short list of them (`A and B`: a top-N slot or a tie),

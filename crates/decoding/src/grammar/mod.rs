@@ -23,7 +23,8 @@ mod expression;
 mod text;
 mod value;
 
-use answer::answer_node;
+pub use answer::AnswerForm;
+use answer::{answer_field, answer_field_opening};
 use value::action_node;
 
 /// Caps applied on top of the registry's limits (tokens are the budget that matters on 2 cores).
@@ -81,6 +82,8 @@ pub struct Inputs<'a> {
     /// and the kind of result wanted, or the evidence cited). `None` in free mode, where the model chooses.
     pub decision_summary: Option<&'a str>,
     pub caps: Caps,
+    /// How the final answer is written (slot by slot, or the template's sentence).
+    pub answer_form: AnswerForm,
     /// Actions already run successfully (`{"tool", "arguments"}`): free mode does not offer a finite choice
     /// that would only repeat one (a rule check already made, an aggregate already computed).
     pub done: &'a [Value],
@@ -138,7 +141,7 @@ pub fn guided_final(inputs: &Inputs, evidence_ids: &[String]) -> Result<Grammar,
     }
     let mut grammar = Grammar::new(Node::rule("final"));
     let ids = Node::lit(serde_json::to_string(evidence_ids).expect("strings serialise"));
-    let answer = answer_node(&mut grammar, inputs);
+    let answer = answer_field(&mut grammar, inputs);
     grammar.define("final", final_shell(inputs, ids, answer));
     finish(grammar)
 }
@@ -179,7 +182,7 @@ pub fn free(
     }
     if let Some(ids) = final_ids.filter(|ids| !ids.is_empty()) {
         let ids = Node::lit(serde_json::to_string(ids).expect("strings serialise"));
-        let answer = answer_node(&mut grammar, inputs);
+        let answer = answer_field(&mut grammar, inputs);
         grammar.define("final", final_shell(inputs, ids, answer));
         alternatives.push(Node::rule("final"));
     }
@@ -360,12 +363,14 @@ pub fn guided_tool_prefix(inputs: &Inputs, tool: &str) -> Result<String, Grammar
     Ok(prefix)
 }
 
-/// Guided mode, final gap: everything up to the answer text (the runtime knows which evidence to cite).
+/// Guided mode, final gap: everything up to the first slot's name, or the answer text when the template has
+/// no slots (the runtime knows which evidence to cite).
 pub fn guided_final_prefix(inputs: &Inputs, evidence_ids: &[String]) -> String {
     format!(
-        "{}\"evidence_ids\":{},\"answer\":\"",
+        "{}\"evidence_ids\":{},{}",
         decision_head(inputs, "final"),
-        json!(evidence_ids)
+        json!(evidence_ids),
+        answer_field_opening(inputs)
     )
 }
 
@@ -439,16 +444,16 @@ fn json_string(text: &str) -> String {
     serde_json::to_string(text).expect("strings serialise")
 }
 
-/// `{"type":"final",["decision_summary":…,]"evidence_ids":<ids>,"answer":"<answer>"}`
-fn final_shell(inputs: &Inputs, ids: Node, answer: Node) -> Node {
+/// `{"type":"final",["decision_summary":…,]"evidence_ids":<ids>,<"slots":{…} or "answer":"…">}`
+fn final_shell(inputs: &Inputs, ids: Node, answer_field: Node) -> Node {
     Node::seq([
         Node::lit(format!(
             "{}\"evidence_ids\":",
             decision_head(inputs, "final")
         )),
         ids,
-        Node::lit(",\"answer\":\""),
-        answer,
-        Node::lit("\"}"),
+        Node::lit(","),
+        answer_field,
+        Node::lit("}"),
     ])
 }

@@ -32,6 +32,9 @@ use template::{Fill, Part};
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalDecision {
     pub answer: String,
+    /// The template's slots as the policy gave them (name, text; template order) when it gave the answer slot
+    /// by slot and the runtime wrote `answer` from them; empty when the answer was written whole.
+    pub slots: Vec<(String, String)>,
     pub evidence_ids: Vec<String>,
 }
 

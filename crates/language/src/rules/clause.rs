@@ -478,7 +478,10 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
         .cloned()
         .collect();
     match found.as_slice() {
-        [] => ClauseRead::Nothing,
+        [] => match limit_not_after(clause, &all, relation) {
+            Some(why) => ClauseRead::Untyped(Unread::new(clause, why)),
+            None => ClauseRead::Nothing,
+        },
         // A number written in words is not read as a limit ("at least one inspector").
         [(_, _, _, Some(limit))] if limit.word => ClauseRead::Nothing,
         [(hit, op, after, Some(limit))] => {
@@ -507,6 +510,36 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
 }
 
 type Bound = (Hit<'static>, Comparison, bool, Option<Limit>);
+
+/// A comparison with no limit right after it but words ending in "of" / "的" before the next number ("不超过去年
+/// 平均处理时长的110%": at most 110% *of* a quantity the words name; "not exceed the regional figure of 20"):
+/// the limit is what those words make of the number, which the reader does not type — named, so the clause is
+/// unread rather than dropped. Other words ("the figures below are for 2024", "higher than in spring") make
+/// no comparison with a number: nothing to read.
+fn limit_not_after(clause: &str, all: &[Bound], relation: impl Fn(&Hit) -> bool) -> Option<String> {
+    let relative_of = &lexicon().rule_terms.relative_of;
+    all.iter()
+        .filter(|(hit, _, after, limit)| limit.is_none() && !after && !relation(hit))
+        .find(|(hit, ..)| {
+            // The words end in "of" / "的" right before the number: the number is taken of a quantity they name.
+            numbers::scan(&clause[hit.end..]).first().is_some_and(|n| {
+                let between = clause[hit.end..hit.end + n.start].trim_end();
+                relative_of.iter().any(|of| {
+                    between.ends_with(of.as_str())
+                        && between[..between.len() - of.len()]
+                            .chars()
+                            .last()
+                            .is_some_and(|c| !c.is_ascii_alphanumeric() || !of.is_ascii())
+                })
+            })
+        })
+        .map(|(hit, ..)| {
+            format!(
+                "\"{}\" is followed by words before its number, which make the limit something the reader does not type",
+                hit.entry
+            )
+        })
+}
 
 /// "no more than one depot is above 7%": a count of rows (the first bound, a whole number followed by
 /// the rows' word) passing a row condition (the second bound).
@@ -764,6 +797,38 @@ mod tests {
             read("every site has at least one nurse", &none),
             ClauseRead::Nothing
         );
+    }
+
+    #[test]
+    fn a_comparison_with_words_before_its_number_is_unread_not_dropped() {
+        // "at most 110% of last year's average", written with the quantity first: the limit is not 110.
+        let why = untyped(
+            "平均处理时长不超过去年平均处理时长的110%",
+            &Context::default(),
+        );
+        assert!(
+            why.contains("不超过") && why.contains("words before its number"),
+            "{why}"
+        );
+        assert!(
+            untyped(
+                "the average must not exceed the regional figure of 20",
+                &Context::default()
+            )
+            .contains("exceed")
+        );
+        // No number after the comparison, or words that do not take the number "of" something: nothing to read.
+        for text in [
+            "attendance was higher than in spring",
+            "the figures below are school means for the 2024 sitting",
+            "the energy a site produced over the year at full capacity for all 8,760 hours",
+        ] {
+            assert_eq!(
+                read(text, &Context::default()),
+                ClauseRead::Nothing,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -172,6 +172,9 @@ pub struct Plan {
     /// CPU threads of the in-process engine (`None`: the engine's default, one per core up to 8). One
     /// thread keeps a shared, busy machine from stalling the engine's thread barrier.
     pub threads: Option<i32>,
+    /// How the model writes a final answer (`None`: the catalogue's measured choice for the model); set to
+    /// measure the other form.
+    pub answer_form: Option<forge_decoding::grammar::AnswerForm>,
     /// The run's wall-clock budget in seconds (`None`: the default budget). A machine shared with
     /// builds decodes several times slower; a longer budget keeps that from scoring as `timeout`.
     pub wall_clock_s: Option<u64>,
@@ -420,6 +423,9 @@ fn run_one(plan: &Plan, run: &PlannedRun, artifact_root: &Path) -> RunRecord {
     config.chooser = chooser;
     if let Some(threads) = plan.threads {
         config.engine.threads = threads;
+    }
+    if let Some(form) = plan.answer_form {
+        config.answer_form = form;
     }
     let mut rejected: BTreeMap<String, u32> = BTreeMap::new();
     let mut invalid: BTreeMap<String, u32> = BTreeMap::new();
@@ -849,6 +855,7 @@ mod tests {
             backend: BackendConfig::InProcess,
             parallel: 1,
             threads: None,
+            answer_form: None,
             wall_clock_s: None,
         };
         let runs = plan.runs();

@@ -72,7 +72,7 @@ impl Run<'_, '_> {
             };
             // The raw text is hashed and parsed here, then dropped: it never enters the trace. The runtime's
             // prefix (its own text, not the policy's) does, to say which fields of the decision it fixed.
-            let parsed = parse_decision(&output.raw_text, &tools);
+            let parsed = parse_decision(&output.raw_text, &tools, self.task.answer_template());
             self.record_call(completed_phase, attempt, &output, latency);
             let runtime_prefix = output.runtime_prefix;
             if let Some(reason) = self.meter.exceeded_after_model_call() {
@@ -374,15 +374,20 @@ fn count_share(usage: &mut crate::budget::Usage, share: &TokenShare) {
 pub(crate) fn written_by(decision: &Value, runtime_prefix: &str) -> Value {
     let mut runtime = Vec::new();
     let mut policy = Vec::new();
+    let mut composed = Vec::new();
+    let slot_by_slot = decision.get("slots").is_some();
     for (key, value) in decision.as_object().into_iter().flatten() {
         let field = format!("{}:{}", json!(key), value);
         if runtime_prefix.contains(&field) {
             runtime.push(key.as_str());
+        } else if slot_by_slot && key == "answer" {
+            // Written by the runtime after the policy: the task's template with the policy's slot values.
+            composed.push(key.as_str());
         } else {
             policy.push(key.as_str());
         }
     }
-    json!({ "runtime_prefix": runtime_prefix, "runtime": runtime, "policy": policy })
+    json!({ "runtime_prefix": runtime_prefix, "runtime": runtime, "policy": policy, "composed": composed })
 }
 
 #[cfg(test)]
@@ -395,7 +400,7 @@ mod tests {
         let prefix = r#"{"type":"action","tool":"calculator","arguments":{"expression":""#;
         assert_eq!(
             written_by(&action, prefix),
-            json!({"runtime_prefix": prefix, "runtime": ["type", "tool"], "policy": ["arguments"]})
+            json!({"runtime_prefix": prefix, "runtime": ["type", "tool"], "policy": ["arguments"], "composed": []})
         );
         let answer = json!({"type":"final","evidence_ids":["obs-a-1"],"answer":"It is 3."});
         let prefix = r#"{"type":"final","evidence_ids":["obs-a-1"],"answer":""#;
@@ -403,6 +408,13 @@ mod tests {
             written_by(&answer, prefix)["runtime"],
             json!(["type", "evidence_ids"])
         );
+        // Given slot by slot: the slots are the policy's, the answer the runtime wrote from them.
+        let slotted = json!({"type":"final","evidence_ids":["obs-a-1"],"slots":{"total":"3"},"answer":"It is 3."});
+        let prefix = r#"{"type":"final","evidence_ids":["obs-a-1"],"slots":{"#;
+        let written = written_by(&slotted, prefix);
+        assert_eq!(written["policy"], json!(["slots"]));
+        assert_eq!(written["composed"], json!(["answer"]));
+        assert_eq!(written_by(&answer, prefix)["composed"], json!([]));
         // Free mode: no prefix, every field the policy's; a value only partly in the prefix is not the runtime's.
         assert_eq!(written_by(&answer, "")["runtime"], json!([]));
         assert_eq!(

@@ -277,7 +277,8 @@ pub fn run_task(
 /// How the loop ended, before metrics.
 struct End {
     reason: StopReason,
-    accepted: Option<FinalDecision>,
+    /// Boxed: a final with its slots is large, and `End` travels in every step's `Err`.
+    accepted: Option<Box<FinalDecision>>,
     error: Option<RunError>,
 }
 
@@ -428,7 +429,7 @@ impl Run<'_, '_> {
                 return match reason {
                     StageStopReason::VerifiedSuccess => End {
                         reason: StopReason::Completed,
-                        accepted,
+                        accepted: accepted.map(Box::new),
                         error: None,
                     },
                     StageStopReason::StepBudgetExhausted => End::stop(StopReason::MaxSteps),
