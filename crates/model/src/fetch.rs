@@ -62,8 +62,8 @@ pub fn catalog() -> Vec<ModelSpec> {
             parts: 22,
             size: Some(1_117_320_768),
             sha256: Some("cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046".into()),
-            // Measured (suite, guided t=0, evidence/eval): slot by slot 20 of 52 correct against 17 filling the
-            // sentence (9 against 6 discordant: a lean, not a significant difference).
+            // Measured (suite, guided t=0, evidence/eval): slot by slot 22/59 correct against 19/59 filling the
+            // sentence (10 against 7 discordant: a lean, not a significant difference).
             slot_answers: true,
         },
     ]
