@@ -310,13 +310,12 @@ pub fn parse_decision(
             Ok(Decision::Action(ActionDecision { tool, arguments }))
         }
         "final" => {
-            let slots = match object.get("slots").and_then(Value::as_object) {
+            let (slots, answer) = match object.get("slots").and_then(Value::as_object) {
                 Some(slots) => written_slots(slots, answer_template)?,
-                None => Vec::new(),
-            };
-            let answer = match object.get("answer").and_then(Value::as_str) {
-                Some(answer) => answer.to_owned(),
-                None => answer_from_slots(answer_template.unwrap_or_default(), &slots),
+                None => (
+                    Vec::new(),
+                    object["answer"].as_str().unwrap_or_default().to_owned(),
+                ),
             };
             Ok(Decision::Final(FinalDecision {
                 answer,
@@ -337,11 +336,12 @@ pub fn parse_decision(
 }
 
 /// A final's `slots` checked against the task's answer template: exactly the template's slot names (in any
-/// order), each a string, a choice one of its options. Returned in template order.
+/// order), each a string, a choice one of its options. Returned in template order, with the answer the
+/// template spells with them (its fixed text, each value where its part stands).
 fn written_slots(
     slots: &Map<String, Value>,
     answer_template: Option<&str>,
-) -> Result<Vec<(String, String)>, DecisionError> {
+) -> Result<(Vec<(String, String)>, String), DecisionError> {
     let parts = template::parse(answer_template.unwrap_or_default());
     let names = template::slot_names(&parts);
     let out_of_range = |message: String| DecisionError::OutOfRange {
@@ -372,7 +372,7 @@ fn written_slots(
         template::Part::Slot(_) => Some(None),
         template::Part::Choice(options) => Some(Some(options)),
     });
-    names
+    let written: Vec<(String, String)> = names
         .iter()
         .zip(choices)
         .map(|(name, options)| {
@@ -392,13 +392,10 @@ fn written_slots(
             }
             Ok((name.clone(), value.to_owned()))
         })
-        .collect()
-}
-
-/// The answer the template spells with `slots` (already checked against it, in template order).
-fn answer_from_slots(answer_template: &str, slots: &[(String, String)]) -> String {
-    let values: Vec<&str> = slots.iter().map(|(_, v)| v.as_str()).collect();
-    template::fill(&template::parse(answer_template), &values)
+        .collect::<Result<_, _>>()?;
+    let values: Vec<&str> = written.iter().map(|(_, v)| v.as_str()).collect();
+    let answer = template::fill(&parts, &values);
+    Ok((written, answer))
 }
 
 /// `slots` as the decision's JSON object, in template order.
@@ -467,42 +464,22 @@ fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionE
         });
     }
     if let Some(text) = value.as_str() {
-        let chars = text.chars().count() as u64;
-        if let Some(min) = rule.get("minLength").and_then(Value::as_u64)
-            && chars < min
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at least {min} characters, got {chars}"),
-            });
-        }
-        if let Some(max) = rule.get("maxLength").and_then(Value::as_u64)
-            && chars > max
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at most {max} characters, got {chars}"),
-            });
-        }
+        within(
+            field,
+            text.chars().count() as u64,
+            rule,
+            ("minLength", "maxLength"),
+            "characters",
+        )?;
     }
     if let Some(members) = value.as_object() {
-        let len = members.len() as u64;
-        if let Some(min) = rule.get("minProperties").and_then(Value::as_u64)
-            && len < min
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at least {min} entries, got {len}"),
-            });
-        }
-        if let Some(max) = rule.get("maxProperties").and_then(Value::as_u64)
-            && len > max
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at most {max} entries, got {len}"),
-            });
-        }
+        within(
+            field,
+            members.len() as u64,
+            rule,
+            ("minProperties", "maxProperties"),
+            "entries",
+        )?;
         // An object of free names (the final's slots): each value follows the one rule.
         if let Some(member_rule) = rule.get("additionalProperties").filter(|r| r.is_object()) {
             for (name, member) in members {
@@ -511,28 +488,43 @@ fn check_value(field: &str, value: &Value, rule: &Value) -> Result<(), DecisionE
         }
     }
     if let Some(items) = value.as_array() {
-        let len = items.len() as u64;
-        if let Some(min) = rule.get("minItems").and_then(Value::as_u64)
-            && len < min
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at least {min} items, got {len}"),
-            });
-        }
-        if let Some(max) = rule.get("maxItems").and_then(Value::as_u64)
-            && len > max
-        {
-            return Err(DecisionError::OutOfRange {
-                field: field.into(),
-                message: format!("at most {max} items, got {len}"),
-            });
-        }
+        within(
+            field,
+            items.len() as u64,
+            rule,
+            ("minItems", "maxItems"),
+            "items",
+        )?;
         if let Some(item_rule) = rule.get("items") {
             for (index, item) in items.iter().enumerate() {
                 check_value(&format!("{field}[{index}]"), item, item_rule)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// A length (characters, entries, items) against the rule's lower and upper bound keywords.
+fn within(
+    field: &str,
+    len: u64,
+    rule: &Value,
+    (min_key, max_key): (&str, &str),
+    noun: &str,
+) -> Result<(), DecisionError> {
+    let out_of_range = |message: String| DecisionError::OutOfRange {
+        field: field.into(),
+        message,
+    };
+    if let Some(min) = rule.get(min_key).and_then(Value::as_u64)
+        && len < min
+    {
+        return Err(out_of_range(format!("at least {min} {noun}, got {len}")));
+    }
+    if let Some(max) = rule.get(max_key).and_then(Value::as_u64)
+        && len > max
+    {
+        return Err(out_of_range(format!("at most {max} {noun}, got {len}")));
     }
     Ok(())
 }
