@@ -17,6 +17,8 @@ pub struct ColumnData {
     pub values: Vec<f64>,
     /// Labels of rows with no value in this column (a missing cell).
     pub missing: Vec<String>,
+    /// The unit its header or cells write (`%`, `min`), as the knowledge tool read it.
+    pub unit: Option<String>,
 }
 
 impl ColumnData {
@@ -29,7 +31,17 @@ impl ColumnData {
             labels: labels.iter().map(|s| s.to_string()).collect(),
             values: values.to_vec(),
             missing: Vec::new(),
+            unit: None,
         }
+    }
+
+    /// Whether its values are shares (`%`, `‰`): each row's share of its own base, which no total of the
+    /// rows adds up to a quantity (2.6% of 10,000 eggs and 1.5% of 40,000 are not 4.1% of anything).
+    pub fn is_share(&self) -> bool {
+        self.unit
+            .as_deref()
+            .and_then(forge_language::units::read)
+            .is_some_and(|u| u.dimension == "ratio")
     }
 
     /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.
@@ -137,6 +149,7 @@ pub fn columns_of(result: &Value) -> Vec<ColumnData> {
                 labels: Vec::new(),
                 values: Vec::new(),
                 missing: Vec::new(),
+                unit: column.unit.clone(),
             };
             for row in &table.rows {
                 match row.value(&column.name) {

@@ -287,6 +287,12 @@ fn aligned_rules(
                 .as_ref()
                 .map(|(_, rows)| rows.iter().map(|(_, v)| *v).collect())
                 .unwrap_or_default();
+            if rule.measure == Measure::Of(Aggregate::Sum) && is_share(unit.as_deref()) {
+                return Err(format!(
+                    "\"{}\" asks for a total of {name}, a column of shares (each row's share of its own base), which adds up to no quantity",
+                    rule.key
+                ));
+            }
             if let Some(why) =
                 fraction_or_percent(limit, rule.unit.as_deref(), unit.as_deref(), &values)
             {
@@ -331,16 +337,19 @@ fn aligned_rules(
 /// Where one side states a percentage (or per mille) and the other no unit, whether the two sit on different
 /// scales — every value a fraction (0–1) against a limit above 1, or a limit of at most 1 against a column
 /// in percent holding values above 1 — which is then not guessed: fractions or percentages is not stated.
+/// Whether `unit` is a share (`%`, `‰`).
+fn is_share(unit: Option<&str>) -> bool {
+    unit.and_then(forge_language::units::read)
+        .is_some_and(|u| u.dimension == "ratio")
+}
+
 fn fraction_or_percent(
     limit: f64,
     limit_unit: Option<&str>,
     column_unit: Option<&str>,
     values: &[f64],
 ) -> Option<String> {
-    let ratio = |u: Option<&str>| {
-        u.and_then(forge_language::units::read)
-            .is_some_and(|u| u.dimension == "ratio")
-    };
+    let ratio = is_share;
     let fractions = !values.is_empty() && values.iter().all(|v| (0.0..=1.0).contains(v));
     let shown = forge_language::numbers::canonical(limit);
     match (ratio(limit_unit), ratio(column_unit)) {
@@ -818,6 +827,28 @@ mod tests {
             [(7.0, None), (5.5, None)],
             "decimal commas read; t/ha is no unit the vocabulary knows"
         );
+    }
+
+    #[test]
+    fn a_total_of_a_share_column_is_no_quantity_a_rule_is_checked_on() {
+        // 1.5% of one house's eggs and 2.6% of another's add up to no share of anything.
+        let table = json!({"columns": [{"name": "Breakage rate", "unit": "%"}],
+            "rows": [{"label": "A", "values": {"Breakage rate": 1.5}},
+                     {"label": "B", "values": {"Breakage rate": 2.6}}]});
+        let rule = "The total breakage rate must be at most 5%.";
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": rule}]});
+        assert!(verdict(&result, "the breakage rate").is_none());
+        let conflicts = unit_conflicts(&result, "the breakage rate");
+        assert!(
+            conflicts.iter().any(|c| c.contains("a column of shares")),
+            "{conflicts:?}"
+        );
+        // The same total over a count column is a quantity.
+        let counts = json!({"data": {"tables": [{"columns": [{"name": "Breakages"}],
+            "rows": [{"label": "A", "values": {"Breakages": 600}}, {"label": "B", "values": {"Breakages": 260}}]}],
+            "facts": []}, "citations": [{"text": "The total breakages must be at most 900."}]});
+        assert!(verdict(&counts, "the breakages").unwrap().holds);
     }
 
     #[test]

@@ -89,11 +89,17 @@ pub struct RuleTerms {
     pub range_joiners: Vec<String>,
     pub plus_minus: Vec<String>,
     pub relative_of: Vec<String>,
+    /// Relative terms that put the share after the quantity it is taken of ("去年平均处理时长的110%"); in
+    /// the other terms' word order a number after the quantity is the quantity itself ("the regional
+    /// figure of 20").
+    pub share_after_quantity: Vec<String>,
     pub percent_words: Vec<String>,
     pub ratio_words: Vec<String>,
     pub definition_links: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
+    /// Words that may stand between a comparison and the count it bounds ("最多有一个小区": at most one).
+    pub count_fillers: Vec<String>,
     /// Words that make a count word part of a bigger number ("三百", "one hundred").
     pub numeral_multipliers: Vec<String>,
     /// Counts written as words ("no more than one depot"), with their value.

@@ -181,6 +181,41 @@ fn a_limit_relative_to_a_stated_capacity_is_that_share_of_it() {
     );
 }
 
+#[test]
+fn a_chinese_limit_written_after_its_quantity_is_that_share_of_it() {
+    // "不低于去年同期平均日客流的95%" with 8400 stated before it is 7980; the clause was unread (the verdict
+    // abstained) and, before that, dropped with the per-line limit alone enforced: "达标" would stand.
+    let o = run(
+        "community_bus_ridership_zh",
+        rule_chain(
+            "各线路日均客流 客流考核要求 去年同期客流",
+            "日均客流",
+            7800.0,
+            "mean([日均客流]) >= 8400 * 0.95 and min([日均客流]) >= 3000",
+        ),
+        &[
+            "各线路日均客流的平均值为7800人次，客流最低的是社区3路，本季度客流考核达标。",
+            "各线路日均客流的平均值为7800人次，客流最低的是社区3路，本季度客流考核未达标。",
+        ],
+        &RULE_IDS,
+        None,
+    );
+    assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
+    let (_, message) = &rejections(&o)[0];
+    assert!(!message.contains("7980"), "{message}");
+    completed_and_verified(&o);
+    let detail = verdict_detail(&o);
+    assert!(
+        detail.contains("7800") && detail.contains("7980") && detail.contains("fails"),
+        "{detail}"
+    );
+    assert_eq!(
+        o.result.observations[2]["result"]["value"],
+        json!(false),
+        "the calculator's check agrees: 7800 is below 95% of 8400"
+    );
+}
+
 /// The greenhouse task's knowledge with humidities inside both ranges (average 72, every bay 68–75).
 fn greenhouse_within_range() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -237,6 +272,74 @@ fn a_range_bounds_both_ends_and_a_dash_is_a_range_not_a_limit() {
             && detail.contains("highest row Cuttings 75 <= 80 (holds)"),
         "{detail}"
     );
+}
+
+/// The apprentice task's knowledge with each provider's rate defined per row and a per-row limit on it.
+fn apprentice_rate_defined_per_row() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(common::knowledge_dir().join("apprentice_completion_overall.md"))
+            .unwrap();
+    let mut text = original.clone();
+    for (from, to) in [
+        (
+            "by the end of the funding year.",
+            "by the end of the funding year. A provider's rate is its completions divided by its starts.",
+        ),
+        (
+            "when the overall completion rate is at least 80%.",
+            "when the overall completion rate is at least 80% and no provider's rate is below 65%.",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(dir.path().join("apprentice_completion_overall.md"), text).unwrap();
+    dir
+}
+
+#[test]
+fn a_rate_defined_per_row_is_neither_a_ranked_slot_nor_a_row_limit_read_as_the_totals_ratio() {
+    // Held-out set 5 had "A centre's pass rate is its passes divided by its tests": the slot
+    // <lowest-pass-rate centre> was refused as the ratio of the totals, and "no centre's pass rate is below
+    // 40%" could be read as a limit on that ratio, not on each centre.
+    let knowledge = apprentice_rate_defined_per_row();
+    let o = run(
+        "apprentice_completion_overall",
+        vec![
+            action(
+                "knowledge_search",
+                json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
+            ),
+            action(
+                "calculator",
+                json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
+            ),
+            action(
+                "calculator",
+                json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
+            ),
+            action(
+                "plot",
+                json!({"column": "[Completion rate]", "title": "Completion rate"}),
+            ),
+        ],
+        &[
+            "The overall completion rate was 78.5 per 100 starts and Eastway Works had the lowest completion rate, so the contract is not renewed.",
+        ],
+        &RULE_IDS,
+        Some(knowledge.path()),
+    );
+    assert_eq!(codes(&o), Vec::<String>::new());
+    let v = o.result.verification.as_ref().expect("verification");
+    let lowest = v
+        .claims
+        .iter()
+        .find(|c| c.part == "<lowest-rate provider>")
+        .expect("the ranked slot's claim");
+    assert_eq!(lowest.kind, ClaimKind::ExtremeLabel, "{lowest:?}");
+    let unread = v.unverified().join("; ");
+    assert!(unread.contains("quantified over rows"), "{unread}");
 }
 
 #[test]

@@ -953,10 +953,21 @@ impl<'t> Plan<'t> {
         last_row: &mut Option<(ColumnData, String)>,
     ) -> Result<ClaimCheck, ClaimRejection> {
         let part = format!("<{name}>");
-        if let Some(checked) = self.check_defined_ratio(name, fill) {
+        let classified = slots::classify(name, &self.columns);
+        // A slot that ranks rows ("<lowest-pass-rate centre>") names a row or its value, never the defined
+        // ratio its words share ("the overall pass rate").
+        let ranks_rows = matches!(
+            classified,
+            SlotClaim::ExtremeLabel(_)
+                | SlotClaim::ExtremeValue(_)
+                | SlotClaim::RankedLabel(..)
+                | SlotClaim::RankedValue(..)
+                | SlotClaim::EndList(..)
+        );
+        if !ranks_rows && let Some(checked) = self.check_defined_ratio(name, fill) {
             return checked;
         }
-        let claim = match slots::classify(name, &self.columns) {
+        let claim = match classified {
             // A slot that is a column's own name, where that name starts with an aggregate word ("Average
             // queue time (s)", one per row), and no row named before it to belong to: it claims that
             // aggregate of the column (the rows' average queue times, averaged), as `<average wait>` would.
@@ -1036,6 +1047,17 @@ impl<'t> Plan<'t> {
                 kind,
                 fill,
                 "no observed column fits this slot, so its value cannot be checked",
+            ));
+        }
+        if *aggregate == lexicon::Aggregate::Sum && candidates.iter().all(|c| c.is_share()) {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "its words ask for a total of [{}], a column of shares (each row's share of its own base), which adds up to no quantity, so its value cannot be checked",
+                    candidates[0].name
+                ),
             ));
         }
         let matching: Vec<(&ColumnData, f64)> = candidates
@@ -1619,6 +1641,7 @@ mod tests {
             labels: vec!["North".into(), "South".into(), "East".into(), "West".into()],
             values: vec![31.5, 24.0, 28.0, 19.5],
             missing: Vec::new(),
+            unit: None,
         };
         let lowest = Rank {
             end: End::Lowest,

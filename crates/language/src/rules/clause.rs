@@ -104,6 +104,11 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
     }
     if counts {
         let terms = &lexicon().rule_terms;
+        // "最多有一个": the filler stands between the comparison and its count.
+        let filler = starts_with_any(trimmed, &terms.count_fillers).unwrap_or(0);
+        let after_filler = &trimmed[filler..];
+        let offset = offset + filler + (after_filler.len() - after_filler.trim_start().len());
+        let trimmed = after_filler.trim_start();
         for (word, value) in &terms.count_words {
             if let Some(hit) = lexicon::find(trimmed, word).first()
                 && hit.start == 0
@@ -350,12 +355,7 @@ fn range_at(clause: &str, from: usize, ctx: &Context) -> Option<Result<Range, St
 /// What a clause's subject (the text before its bound) measures, or `None` when it names no quantity.
 fn subject(before: &str, ctx: &Context) -> Option<Measure> {
     let lex = lexicon();
-    let named_words = lexicon::content_words(before);
-    if let Some(def) = ctx
-        .definitions
-        .iter()
-        .find(|d| d.name.iter().all(|w| named_words.contains(w)))
-    {
+    if let Some(def) = defined_in(before, ctx) {
         return Some(Measure::RatioOfTotals {
             numerator: def.numerator.clone(),
             denominator: def.denominator.clone(),
@@ -375,6 +375,14 @@ fn subject(before: &str, ctx: &Context) -> Option<Measure> {
     } else {
         None
     }
+}
+
+/// The ratio the knowledge defines that a clause's subject names (every word of the defined name).
+fn defined_in<'c>(before: &str, ctx: &'c Context) -> Option<&'c Definition> {
+    let named_words = lexicon::content_words(before);
+    ctx.definitions
+        .iter()
+        .find(|d| d.name.iter().all(|w| named_words.contains(w)))
 }
 
 /// Negations in `text` flip `op` (an odd count of them).
@@ -478,8 +486,8 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
         .cloned()
         .collect();
     match found.as_slice() {
-        [] => match limit_not_after(clause, &all, relation) {
-            Some(why) => ClauseRead::Untyped(Unread::new(clause, why)),
+        [] => match limit_after_words(clause, &all, relation) {
+            Some(named) => share_of_named(clause, &named, ctx),
             None => ClauseRead::Nothing,
         },
         // A number written in words is not read as a limit ("at least one inspector").
@@ -511,34 +519,81 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
 
 type Bound = (Hit<'static>, Comparison, bool, Option<Limit>);
 
-/// A comparison with no limit right after it but words ending in "of" / "的" before the next number ("不超过去年
-/// 平均处理时长的110%": at most 110% *of* a quantity the words name; "not exceed the regional figure of 20"):
-/// the limit is what those words make of the number, which the reader does not type — named, so the clause is
-/// unread rather than dropped. Other words ("the figures below are for 2024", "higher than in spring") make
-/// no comparison with a number: nothing to read.
-fn limit_not_after(clause: &str, all: &[Bound], relation: impl Fn(&Hit) -> bool) -> Option<String> {
+/// A comparison with no limit right after it, but words ending in "of" / "的" before its next number
+/// ("不超过去年平均处理时长的110%"; "not exceed the regional figure of 20"): where the words end and the
+/// number starts.
+struct WordsBeforeLimit<'a> {
+    bound: &'a Bound,
+    /// The words between the comparison and the relative term ("去年平均处理时长").
+    words: std::ops::Range<usize>,
+    /// The relative term as the lexicon writes it ("的").
+    of: &'static str,
+    /// Where the number starts.
+    number: usize,
+}
+
+/// The first comparison of `all` written [`WordsBeforeLimit`]. Other words ("the figures below are for
+/// 2024", "higher than in spring") make no comparison with a number: `None`, nothing to read.
+fn limit_after_words<'a>(
+    clause: &str,
+    all: &'a [Bound],
+    relation: impl Fn(&Hit) -> bool,
+) -> Option<WordsBeforeLimit<'a>> {
     let relative_of = &lexicon().rule_terms.relative_of;
     all.iter()
         .filter(|(hit, _, after, limit)| limit.is_none() && !after && !relation(hit))
-        .find(|(hit, ..)| {
-            // The words end in "of" / "的" right before the number: the number is taken of a quantity they name.
-            numbers::scan(&clause[hit.end..]).first().is_some_and(|n| {
-                let between = clause[hit.end..hit.end + n.start].trim_end();
-                relative_of.iter().any(|of| {
-                    between.ends_with(of.as_str())
-                        && between[..between.len() - of.len()]
-                            .chars()
-                            .last()
-                            .is_some_and(|c| !c.is_ascii_alphanumeric() || !of.is_ascii())
-                })
+        .find_map(|bound| {
+            let from = bound.0.end;
+            let number = numbers::scan(&clause[from..]).into_iter().next()?;
+            let between = clause[from..from + number.start].trim_end();
+            // The words end in "of" / "的" right before the number (a whole word in Latin text).
+            let of = relative_of.iter().find(|of| {
+                between.ends_with(of.as_str())
+                    && between[..between.len() - of.len()]
+                        .chars()
+                        .last()
+                        .is_some_and(|c| !c.is_ascii_alphanumeric() || !of.is_ascii())
+            })?;
+            Some(WordsBeforeLimit {
+                bound,
+                words: from..from + between.len() - of.len(),
+                of: of.as_str(),
+                number: from + number.start,
             })
         })
-        .map(|(hit, ..)| {
-            format!(
-                "\"{}\" is followed by words before its number, which make the limit something the reader does not type",
-                hit.entry
-            )
-        })
+}
+
+/// A limit named before its share ([`WordsBeforeLimit`]): where the lexicon says the term puts the share
+/// after the quantity ("去年平均处理时长的110%", a share *of* that quantity) and the number is a percentage, the
+/// limit is that share of the one number the knowledge states for the words; anything else ("the regional
+/// figure of 20" is the figure itself, not a share of it; a quantity stated nowhere) is named and unread,
+/// never dropped.
+fn share_of_named(clause: &str, named: &WordsBeforeLimit, ctx: &Context) -> ClauseRead {
+    let (hit, op, _, _) = named.bound;
+    let unread = |why: String| ClauseRead::Untyped(Unread::new(clause, why));
+    let share = limit_at(clause, named.number, false).filter(|l| l.percent);
+    let share_after_quantity = lexicon()
+        .rule_terms
+        .share_after_quantity
+        .iter()
+        .any(|t| t == named.of);
+    let Some(share) = share.filter(|_| share_after_quantity) else {
+        return unread(format!(
+            "\"{}\" is followed by words before its number, which make the limit something the reader does not type",
+            hit.entry
+        ));
+    };
+    match referent(&clause[named.words.clone()], ctx) {
+        Ok(base) => {
+            let before = &clause[..hit.start];
+            let op = flipped_by_negations(before, *op);
+            let value = tidy(share.value / 100.0 * base);
+            placed(clause, before, ctx, |measure| {
+                vec![rule(clause, measure, op, value, None)]
+            })
+        }
+        Err(why) => unread(why),
+    }
 }
 
 /// "no more than one depot is above 7%": a count of rows (the first bound, a whole number followed by
@@ -616,6 +671,21 @@ fn placed(
         return ClauseRead::Untyped(Unread::new(
             clause,
             format!("its subject is a {quantity}, which the tools cannot compute"),
+        ));
+    }
+    // "no centre's pass rate is below 40%" beside "a centre's pass rate is its passes divided by its tests":
+    // each row's rate, or the ratio of the totals — the words do not say which.
+    let lex = lexicon();
+    if let Some(def) = defined_in(before, ctx)
+        && (lexicon::contains_any(before, &lex.universal_negations)
+            || lexicon::contains_any(before, &lex.quantity_each))
+    {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!(
+                "its subject is quantified over rows but names a ratio the knowledge defines over totals ({} divided by {}): each row's value or the totals' ratio is not said",
+                def.numerator, def.denominator
+            ),
         ));
     }
     match subject(before, ctx) {
@@ -775,6 +845,17 @@ mod tests {
             )]
         );
         assert_eq!(
+            typed("并且最多有一个小区低于85%", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 85.0
+                },
+                AtMost,
+                1.0
+            )]
+        );
+        assert_eq!(
             typed("不超过一家门店低于95%", &none),
             [(
                 CountRows {
@@ -801,22 +882,21 @@ mod tests {
 
     #[test]
     fn a_comparison_with_words_before_its_number_is_unread_not_dropped() {
-        // "at most 110% of last year's average", written with the quantity first: the limit is not 110.
+        // "at most 110% of last year's average", written with the quantity first: with no such quantity
+        // stated the limit is not 110, and the clause is unread by name.
         let why = untyped(
             "平均处理时长不超过去年平均处理时长的110%",
             &Context::default(),
         );
-        assert!(
-            why.contains("不超过") && why.contains("words before its number"),
-            "{why}"
-        );
-        assert!(
-            untyped(
-                "the average must not exceed the regional figure of 20",
-                &Context::default()
-            )
-            .contains("exceed")
-        );
+        assert!(why.contains("去年平均处理时长"), "{why}");
+        // "the regional figure of 20" is the figure, not a share of it; "的" before a plain number is no share.
+        for text in [
+            "the average must not exceed the regional figure of 20",
+            "平均处理时长不超过去年平均处理时长的20小时",
+        ] {
+            let why = untyped(text, &Context::default());
+            assert!(why.contains("words before its number"), "{text}: {why}");
+        }
         // No number after the comparison, or words that do not take the number "of" something: nothing to read.
         for text in [
             "attendance was higher than in spring",
@@ -829,6 +909,28 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_share_written_after_its_quantity_is_that_share_of_the_stated_number() {
+        let stated = Context {
+            statements: vec![(
+                lexicon::content_words("去年公司的平均处理时长为20小时"),
+                20.0,
+            )],
+            ..Context::default()
+        };
+        assert_eq!(
+            typed("平均处理时长不超过去年平均处理时长的110%", &stated),
+            [(Measure::Of(Aggregate::Mean), Comparison::AtMost, 22.0)]
+        );
+        assert_eq!(
+            typed("任一小区的处理时长不得低于去年平均处理时长的50%", &stated),
+            [(Measure::EachRow, Comparison::AtLeast, 10.0)]
+        );
+        // A quantity the knowledge does not state is named, never guessed.
+        let why = untyped("平均处理时长不超过前年平均处理时长的110%", &stated);
+        assert!(why.contains("前年平均处理时长"), "{why}");
     }
 
     #[test]
@@ -918,6 +1020,37 @@ mod tests {
                 AtLeast,
                 80.0
             )]
+        );
+        // A rate defined per row ("a provider's completion rate is its completions divided by its starts") and a
+        // subject quantified over rows: each row's rate or the totals' ratio, the words do not say.
+        let per_row = Context {
+            definitions: vec![
+                definition(
+                    "A provider's completion rate is its completions divided by its starts",
+                    "A provider's completion rate is its completions divided by its starts.",
+                    &columns,
+                )
+                .unwrap(),
+            ],
+            ..Context::default()
+        };
+        let why = untyped("no provider's completion rate is below 60%", &per_row);
+        assert!(why.contains("quantified over rows"), "{why}");
+        // Without the row words the defined name is the overall quantity, and the rows' own limit stays theirs.
+        assert_eq!(
+            typed("no provider's completion rate is below 60%", &ctx),
+            [(EachRow, AtLeast, 60.0)]
+        );
+        // "等于" links a name to its ratio as "is" does.
+        let zh = definition(
+            "全场总体完成率等于全部完成数除以全部开始数",
+            "全场总体完成率等于全部完成数除以全部开始数，按每100计",
+            &["开始数".to_owned(), "完成数".into(), "完成率".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            (zh.numerator.as_str(), zh.denominator.as_str(), zh.per),
+            ("完成数", "开始数", Some(100.0))
         );
         // A side that names no single column defines nothing.
         assert_eq!(
