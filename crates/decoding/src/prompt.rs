@@ -290,6 +290,48 @@ pub fn render_state(state: &Value) -> String {
 /// Keys of a tool result that cost many tokens and tell the model nothing it can act on.
 const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
 
+/// The ends of each column a numeric calculation read, as the calculator reports them: ` (rows of
+/// [Wait]: lowest Abbey Road = 28; highest Bridgend = 35)`, tied rows listed together. A rule check
+/// (a true/false result) reads the same columns again and gets none: its view stays the comparison.
+fn column_ends(result: &Value) -> String {
+    if !result.get("value").is_some_and(Value::is_number) {
+        return String::new();
+    }
+    let end = |column: &Value, key: &str| -> Option<String> {
+        let end = column.get(key)?;
+        let labels: Vec<&str> = end
+            .get("labels")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        Some(format!(
+            "{key} {} = {}",
+            labels.join(", "),
+            compact(end.get("value")?)
+        ))
+    };
+    let parts: Vec<String> = result
+        .get("columns")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|column| {
+            Some(format!(
+                "rows of {}: {}; {}",
+                column.get("reference")?.as_str()?,
+                end(column, "lowest")?,
+                end(column, "highest")?
+            ))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
 /// One observation: `id (tool) ok: <text>` where the text is the tool's own `view` (multi-line, indented),
 /// a calculation as `expression = value`, or the tool's summary; `id (tool) failed: code: message`.
 /// The runtime keeps the full observation; this is only the view.
@@ -307,9 +349,10 @@ pub fn render_observation(o: &Value) -> String {
             result.get("value"),
         ) {
             return format!(
-                "{id} ({tool}) ok: {} = {}",
+                "{id} ({tool}) ok: {} = {}{}",
                 expression.trim(),
-                compact(value)
+                compact(value),
+                column_ends(&result)
             );
         }
         let text = match result.get("summary").and_then(Value::as_str) {
@@ -351,5 +394,35 @@ fn compact(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_calculation_over_a_column_shows_the_column_s_ends_and_a_rule_check_does_not() {
+        let column = json!({"reference": "[Compliance]", "name": "Compliance", "rows": "Ward",
+            "lowest": {"labels": ["Beech", "Elm"], "value": 85}, "highest": {"labels": ["Ash"], "value": 92}});
+        let mean = json!({"id": "obs-calculator-2", "tool": "calculator", "ok": true,
+            "result": {"expression": "mean([Compliance])", "value": 88, "columns": [column.clone()]}});
+        assert_eq!(
+            render_observation(&mean),
+            "obs-calculator-2 (calculator) ok: mean([Compliance]) = 88 (rows of [Compliance]: lowest Beech, Elm = 85; highest Ash = 92)"
+        );
+        let check = json!({"id": "obs-calculator-3", "tool": "calculator", "ok": true,
+            "result": {"expression": "mean([Compliance]) >= 90", "value": false, "columns": [column]}});
+        assert_eq!(
+            render_observation(&check),
+            "obs-calculator-3 (calculator) ok: mean([Compliance]) >= 90 = false"
+        );
+        let literal = json!({"id": "obs-calculator-4", "tool": "calculator", "ok": true,
+            "result": {"expression": "1 + 2", "value": 3}});
+        assert_eq!(
+            render_observation(&literal),
+            "obs-calculator-4 (calculator) ok: 1 + 2 = 3"
+        );
     }
 }

@@ -291,6 +291,29 @@ fn a_500_row_column_costs_one_short_expression() {
 }
 
 #[test]
+fn each_column_read_states_its_ends_with_every_tied_row() {
+    let source = TableColumns {
+        tables: vec![ColumnTable {
+            rows_label: "Ward".into(),
+            labels: vec!["Ash".into(), "Beech".into(), "Elm".into(), "Oak".into()],
+            columns: vec![(
+                "Compliance".into(),
+                vec![Some(92.0), Some(85.0), Some(85.0), None],
+            )],
+        }],
+    };
+    let out = calculator::run_with("mean([Compliance])", &source).unwrap();
+    let column = &out.result["columns"][0];
+    assert_eq!(
+        (&column["lowest"], &column["highest"]),
+        (
+            &json!({"labels": ["Beech", "Elm"], "value": 85}),
+            &json!({"labels": ["Ash"], "value": 92})
+        )
+    );
+}
+
+#[test]
 fn result_lists_each_column_used() {
     let out = calculator::run_with("mean([Wait]) <= 30 and max([wait]) <= 45", &ledger()).unwrap();
     assert_eq!(
@@ -300,9 +323,11 @@ fn result_lists_each_column_used() {
             "value": true,
             "columns": [
                 {"reference": "[Wait]", "name": "Wait", "rows": "Clinic", "used": 3,
-                 "missing": ["West"], "values": [12, 15.5, 18]},
+                 "missing": ["West"], "values": [12, 15.5, 18],
+                 "lowest": {"labels": ["North"], "value": 12}, "highest": {"labels": ["East"], "value": 18}},
                 {"reference": "[wait]", "name": "Wait", "rows": "Clinic", "used": 3,
-                 "missing": ["West"], "values": [12, 15.5, 18]},
+                 "missing": ["West"], "values": [12, 15.5, 18],
+                 "lowest": {"labels": ["North"], "value": 12}, "highest": {"labels": ["East"], "value": 18}},
             ],
         })
     );

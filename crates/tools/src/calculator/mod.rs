@@ -50,6 +50,8 @@ mod expr;
 mod lex;
 mod parse;
 
+use std::cmp::Ordering;
+
 use serde_json::{Value, json};
 
 use super::{ToolError, ToolOutput, number_value};
@@ -189,7 +191,7 @@ pub fn run(expression: &str) -> Result<ToolOutput, ToolError> {
 /// The tool entry point: `{expression, value}`, the value a number (integer-valued
 /// results as integers) or a boolean, plus `columns` (one entry per distinct
 /// reference, only when the expression has any): `{reference, name, rows, used,
-/// missing, values}`. The digest renders each reference as the column it resolved
+/// missing, values, lowest, highest}`, the ends as `{labels, value}` with every tied row. The digest renders each reference as the column it resolved
 /// to (`[Clinic | Wait]`), so `mean([wait])` and `mean([Wait])` digest alike.
 pub fn run_with(expression: &str, columns: &dyn ColumnSource) -> Result<ToolOutput, ToolError> {
     let ast = parse(expression)?;
@@ -209,6 +211,8 @@ pub fn run_with(expression: &str, columns: &dyn ColumnSource) -> Result<ToolOutp
                     "used": u.column.values.len(),
                     "missing": u.column.missing,
                     "values": u.column.values.iter().map(|&x| number_value(x)).collect::<Vec<_>>(),
+                    "lowest": end_rows(&u.column, Ordering::Less),
+                    "highest": end_rows(&u.column, Ordering::Greater),
                 })
             })
             .collect();
@@ -232,6 +236,28 @@ pub fn run_with(expression: &str, columns: &dyn ColumnSource) -> Result<ToolOutp
         artifacts: Vec::new(),
         digest_basis: json!({ "expression": resolved.to_string(), "value": value }),
     })
+}
+
+/// The rows at one end of a column the expression read (`Less`: the lowest), every tied row listed:
+/// `{labels, value}`, or null for a column with no value. The calculator states what it read, so a model
+/// that aggregated a column sees that column's ends beside its result.
+fn end_rows(column: &ResolvedColumn, end: Ordering) -> Value {
+    let best = column
+        .values
+        .iter()
+        .copied()
+        .reduce(|a, b| if b.total_cmp(&a) == end { b } else { a });
+    let Some(best) = best else {
+        return Value::Null;
+    };
+    let labels: Vec<&str> = column
+        .labels
+        .iter()
+        .zip(&column.values)
+        .filter(|(_, v)| **v == best)
+        .map(|(l, _)| l.as_str())
+        .collect();
+    json!({ "labels": labels, "value": number_value(best) })
 }
 
 /// `ast` with every column reference replaced by the qualified reference of the column it resolved to.
