@@ -212,6 +212,38 @@ pub(crate) fn naming_score(c: &ColumnData, text_words: &[String]) -> (usize, usi
     (named, rows)
 }
 
+/// How many headers of `columns` `text_words` name whole — every content word of the header, rows' words
+/// aside; a name two tables share counted once — not counting a header whose words are part of another's it
+/// names ("pit stop time" names `Pit stop`; `Stops` is only its part).
+fn names_whole(columns: &[ColumnData], text_words: &[String]) -> usize {
+    let named: Vec<Vec<String>> = columns
+        .iter()
+        .map(|c| {
+            let row_words = lexicon::content_words(&c.rows);
+            let mut header: Vec<String> = lexicon::content_words(&c.name)
+                .into_iter()
+                .filter(|w| !row_words.contains(w))
+                .collect();
+            header.sort();
+            header.dedup();
+            header
+        })
+        .filter(|h| !h.is_empty() && h.iter().all(|w| text_words.contains(w)))
+        .collect();
+    // Two tables' `Occupancy` are one name: which table the rows' words decide.
+    let mut named = named;
+    named.sort();
+    named.dedup();
+    named
+        .iter()
+        .filter(|h| {
+            !named
+                .iter()
+                .any(|other| other.len() > h.len() && h.iter().all(|w| other.contains(w)))
+        })
+        .count()
+}
+
 /// The column the first of `texts` that decides names (each text is tried in turn: a slot's own name,
 /// the step hints, the task); a single column only when one of them names it.
 pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
@@ -228,8 +260,13 @@ pub fn focus<'a>(columns: &'a [ColumnData], texts: &[&str]) -> Focus<'a> {
         _ => {}
     }
     let mut last = Focus::None;
-    for text in texts {
+    for (i, text) in texts.iter().enumerate() {
         let words = lexicon::content_words(text);
+        // A later text that names several columns whole ("all breakages divided by all eggs laid, the overall
+        // breakage rate") speaks of each of them: it does not say which one the first text means.
+        if i > 0 && names_whole(columns, &words) > 1 {
+            continue;
+        }
         let scored: Vec<((usize, usize), &ColumnData)> = columns
             .iter()
             .map(|c| (naming_score(c, &words), c))
@@ -275,6 +312,50 @@ mod tests {
             focus(&cols, &["compute the mean of all sample points"]),
             Focus::None
         ));
+    }
+
+    #[test]
+    fn a_text_naming_several_columns_whole_does_not_say_which_one_a_slot_means() {
+        // Held-out set 5: the first calculator hint of a ratio task names its numerator, its denominator and
+        // the rate; the row slot <最高鸡舍> was checked on the numerator (breakages, not the breakage rate).
+        let cols = vec![
+            col("产蛋数", "鸡舍", &["一号", "四号"], &[40000.0, 8000.0]),
+            col("破蛋数", "鸡舍", &["一号", "四号"], &[600.0, 224.0]),
+            col("破蛋率", "鸡舍", &["一号", "四号"], &[1.5, 2.8]),
+        ];
+        let texts = [
+            "最高鸡舍",
+            "按定义用破蛋数合计和产蛋数合计计算全场总体破蛋率",
+            "用一个比较表达式检验收购标准：总体破蛋率对照上限，破蛋率最高的鸡舍对照单个鸡舍的上限",
+        ];
+        assert_eq!(focus(&cols, &texts), Focus::One(&cols[2]));
+        let english = vec![
+            col("Tests", "Centre", &["A", "B"], &[400.0, 300.0]),
+            col("Passes", "Centre", &["A", "B"], &[200.0, 138.0]),
+            col("Pass rate", "Centre", &["A", "B"], &[50.0, 46.0]),
+        ];
+        let texts = [
+            "lowest centre",
+            "compute the overall pass rate: all passes divided by all tests",
+            "check the rule: the overall pass rate and the lowest centre's pass rate against their minimums",
+        ];
+        assert_eq!(focus(&english, &texts), Focus::One(&english[2]));
+        // A header that is part of another named whole ("pit stop time": `Pit stop`, not `Stops`) and a name two
+        // tables share are one column named, not several.
+        let pits = vec![
+            col("Stops", "Crew", &["A", "B"], &[38.0, 35.0]),
+            col("Pit stop", "Crew", &["A", "B"], &[2.4, 3.0]),
+        ];
+        assert_eq!(
+            focus(
+                &pits,
+                &[
+                    "highest crew",
+                    "compute the average pit stop time of all crews"
+                ]
+            ),
+            Focus::One(&pits[1])
+        );
     }
 
     #[test]
