@@ -291,7 +291,7 @@ pub fn render_state(state: &Value) -> String {
 const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
 
 /// The ends of each column a numeric calculation read, as the calculator reports them: ` (rows of
-/// [Wait]: lowest Abbey Road = 28; highest Bridgend = 35)`, tied rows listed together. A rule check
+/// [Wait]: lowest A = 28; highest B = 35)`, tied rows listed together. A rule check
 /// (a true/false result) reads the same columns again and gets none: its view stays the comparison.
 fn column_ends(result: &Value) -> String {
     if !result.get("value").is_some_and(Value::is_number) {

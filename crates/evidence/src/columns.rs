@@ -188,18 +188,22 @@ impl<'a> Focus<'a> {
     }
 }
 
+/// The content words of column `c`'s header, sorted and once each, without the words that name its rows
+/// (`row_words`).
+fn header_words(c: &ColumnData, row_words: &[String]) -> Vec<String> {
+    let mut header = lexicon::content_words(&c.name);
+    header.sort();
+    header.dedup();
+    header.retain(|w| !row_words.contains(w));
+    header
+}
+
 /// How well `text` names column `c`: occurrences in the text of the column header's content words,
 /// leaving out words that also name the rows ("sample points" names the rows of `Sample point`, not the
 /// column `Samples`); then whether the text names the rows at all (two tables with one column name).
 pub(crate) fn naming_score(c: &ColumnData, text_words: &[String]) -> (usize, usize) {
     let row_words = lexicon::content_words(&c.rows);
-    let header: Vec<String> = {
-        let mut h = lexicon::content_words(&c.name);
-        h.sort();
-        h.dedup();
-        h.retain(|w| !row_words.contains(w));
-        h
-    };
+    let header = header_words(c, &row_words);
     let text_rowless: Vec<&String> = text_words
         .iter()
         .filter(|w| !row_words.contains(w))
@@ -218,16 +222,7 @@ pub(crate) fn naming_score(c: &ColumnData, text_words: &[String]) -> (usize, usi
 fn names_whole(columns: &[ColumnData], text_words: &[String]) -> usize {
     let named: Vec<Vec<String>> = columns
         .iter()
-        .map(|c| {
-            let row_words = lexicon::content_words(&c.rows);
-            let mut header: Vec<String> = lexicon::content_words(&c.name)
-                .into_iter()
-                .filter(|w| !row_words.contains(w))
-                .collect();
-            header.sort();
-            header.dedup();
-            header
-        })
+        .map(|c| header_words(c, &lexicon::content_words(&c.rows)))
         .filter(|h| !h.is_empty() && h.iter().all(|w| text_words.contains(w)))
         .collect();
     // Two tables' `Occupancy` are one name: which table the rows' words decide.

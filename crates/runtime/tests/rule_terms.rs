@@ -274,6 +274,29 @@ fn a_range_bounds_both_ends_and_a_dash_is_a_range_not_a_limit() {
     );
 }
 
+/// The apprentice task's chain computed as the knowledge defines it: look up, the ratio of the totals, the rule
+/// check on it, the rates charted.
+fn ratio_chain() -> Vec<String> {
+    vec![
+        action(
+            "knowledge_search",
+            json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
+        ),
+        action(
+            "calculator",
+            json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
+        ),
+        action(
+            "calculator",
+            json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
+        ),
+        action(
+            "plot",
+            json!({"column": "[Completion rate]", "title": "Completion rate"}),
+        ),
+    ]
+}
+
 /// The apprentice task's knowledge with each provider's rate defined per row and a per-row limit on it.
 fn apprentice_rate_defined_per_row() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -306,24 +329,7 @@ fn a_rate_defined_per_row_is_neither_a_ranked_slot_nor_a_row_limit_read_as_the_t
     let knowledge = apprentice_rate_defined_per_row();
     let o = run(
         "apprentice_completion_overall",
-        vec![
-            action(
-                "knowledge_search",
-                json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
-            ),
-            action(
-                "calculator",
-                json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
-            ),
-            action(
-                "calculator",
-                json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
-            ),
-            action(
-                "plot",
-                json!({"column": "[Completion rate]", "title": "Completion rate"}),
-            ),
-        ],
+        ratio_chain(),
         &[
             "The overall completion rate was 78.5 per 100 starts and Eastway Works had the lowest completion rate, so the contract is not renewed.",
         ],
@@ -345,24 +351,7 @@ fn a_rate_defined_per_row_is_neither_a_ranked_slot_nor_a_row_limit_read_as_the_t
 #[test]
 fn a_ratio_of_totals_is_the_total_over_the_total_not_the_mean_of_the_rates() {
     // All completions over all starts is 78.5 per 100; the mean of the providers' rates (82) would renew.
-    let actions = vec![
-        action(
-            "knowledge_search",
-            json!({"query": "starts completions completion rate provider funding renewal", "top_k": 3}),
-        ),
-        action(
-            "calculator",
-            json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
-        ),
-        action(
-            "calculator",
-            json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
-        ),
-        action(
-            "plot",
-            json!({"column": "[Completion rate]", "title": "Completion rate"}),
-        ),
-    ];
+    let actions = ratio_chain();
     let o = run(
         "apprentice_completion_overall",
         actions,
