@@ -96,6 +96,9 @@ pub struct RuleTerms {
     pub percent_words: Vec<String>,
     pub ratio_words: Vec<String>,
     pub definition_links: Vec<String>,
+    /// Words that tie a ratio's terms to one row ("its passes divided by its tests"): such a sentence says how
+    /// each row's value is computed, so it defines no ratio of totals.
+    pub row_possessives: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
     /// Words that may stand between a comparison and the count it bounds ("最多有一个小区": at most one).

@@ -16,19 +16,22 @@ fn main() -> ExitCode {
     let mut verbose = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        match (a.as_str(), args.next()) {
-            ("--tasks-dir", Some(v)) => tasks_dir = v.into(),
-            ("--knowledge-dir", Some(v)) => knowledge = v.into(),
-            ("--verbose", next) => {
-                verbose = true;
-                if let Some(n) = next {
-                    eprintln!("unexpected argument {n:?}");
+        // `--verbose` takes no value, so it may stand anywhere; the directories each take the next argument.
+        match (a.as_str(), a.as_str() == "--verbose") {
+            (_, true) => verbose = true,
+            ("--tasks-dir" | "--knowledge-dir", _) => {
+                let Some(v) = args.next() else {
+                    eprintln!("{a} needs a directory after it");
                     return ExitCode::from(2);
+                };
+                match a.as_str() {
+                    "--tasks-dir" => tasks_dir = v.into(),
+                    _ => knowledge = v.into(),
                 }
             }
             (other, _) => {
                 eprintln!(
-                    "unknown or incomplete argument {other:?} (--tasks-dir DIR, --knowledge-dir DIR, --verbose)"
+                    "unknown argument {other:?} (--tasks-dir DIR, --knowledge-dir DIR, --verbose)"
                 );
                 return ExitCode::from(2);
             }

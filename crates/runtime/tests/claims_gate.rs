@@ -681,3 +681,45 @@ fn a_slot_that_is_an_average_columns_own_name_claims_the_columns_average_when_no
         .unwrap();
     assert_eq!(average.kind, ClaimKind::Aggregate, "{average:?}");
 }
+
+#[test]
+fn a_number_in_the_template_s_own_text_is_the_task_s_word_not_a_row_s_value() {
+    // `bakery_satisfaction_tolerance_zh`'s template reads "…最低的是<最低门店>，11月服务考核<达标 / 未达标>。":
+    // the "11" after the row's slot is the task's month, written by the template, not the model. Read as the
+    // lowest store's value, it disputed the right answer (gate probe, before this test).
+    let ids = r#"["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]"#;
+    let final_stating = |row: &str| {
+        format!(
+            r#"{{"type": "final", "slots": {{"平均满意度": "90.5", "最低门店": "{row}", "达标 / 未达标": "达标"}}, "evidence_ids": {ids}}}"#
+        )
+    };
+    let actions = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "各门店满意度 月度考核", "top_k": 3}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([满意度])"}}"#,
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([满意度]) >= 90 and count([满意度] < 85) <= 1"}}"#,
+        r#"{"type": "action", "tool": "plot", "arguments": {"column": "[满意度]", "title": "各门店满意度", "average": 90.5}}"#,
+    ];
+    let o = run_repaired(
+        "bakery_satisfaction_tolerance_zh",
+        &actions,
+        final_stating,
+        "人民路店",
+        "滨江店",
+    );
+    // The wrong row is refused for its rank alone; the right one is verified, the month claiming nothing.
+    assert_eq!(rejections(&o), ["wrong_row"]);
+    assert_eq!(
+        verification(&o)["status"],
+        "verified",
+        "{}",
+        verification(&o)
+    );
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .contains("滨江店，11月")
+    );
+    assert_eq!(o.metrics().task_success, Some(true));
+}

@@ -18,11 +18,12 @@ fn over_the_suite_the_gate_certifies_no_wrong_answer_and_verifies_the_right_ones
         "{:#?}",
         tally.certified_wrong
     );
-    let [verified, _, _, refused] = tally.right;
-    // Measured at 327b3f6+: 55 probed, 54 right answers verified (the other a tie the probe fills with one
-    // row), 164 wrong answers, every one disputed. A drop here is a gate that stopped reading what it read.
+    let [verified, _, disputed, refused] = tally.right;
+    // Measured at stop 49: 59 probed, 57 right answers verified, 1 abstained, 1 disputed (a tie the probe
+    // fills with one row), 176 wrong answers, every one disputed or abstained. A drop here is a gate that
+    // stopped reading what it read; a second right answer disputed is a reading that refuses the truth.
     assert!(
-        tally.tasks >= 50 && verified >= 50 && refused == 0,
+        tally.tasks >= 50 && verified >= 50 && disputed <= 1 && refused == 0,
         "{tally:?}"
     );
     assert!(tally.wrong.iter().sum::<usize>() >= 150, "{tally:?}");

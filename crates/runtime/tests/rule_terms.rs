@@ -325,7 +325,8 @@ fn apprentice_rate_defined_per_row() -> tempfile::TempDir {
 fn a_rate_defined_per_row_is_neither_a_ranked_slot_nor_a_row_limit_read_as_the_totals_ratio() {
     // Held-out set 5 had "A centre's pass rate is its passes divided by its tests": the slot
     // <lowest-pass-rate centre> was refused as the ratio of the totals, and "no centre's pass rate is below
-    // 40%" could be read as a limit on that ratio, not on each centre.
+    // 40%" could be read as a limit on that ratio, not on each centre (then it was unread; a per-row
+    // definition now defines no ratio of totals).
     let knowledge = apprentice_rate_defined_per_row();
     let o = run(
         "apprentice_completion_overall",
@@ -344,8 +345,15 @@ fn a_rate_defined_per_row_is_neither_a_ranked_slot_nor_a_row_limit_read_as_the_t
         .find(|c| c.part == "<lowest-rate provider>")
         .expect("the ranked slot's claim");
     assert_eq!(lowest.kind, ClaimKind::ExtremeLabel, "{lowest:?}");
-    let unread = v.unverified().join("; ");
-    assert!(unread.contains("quantified over rows"), "{unread}");
+    // The per-row sentence says how each provider's rate is computed, so "no provider's rate" is each row's
+    // value in the rate column, checked beside the overall rate.
+    completed_and_verified(&o);
+    let detail = verdict_detail(&o);
+    assert!(
+        detail.contains("total Completions / total Starts × 100 78.5 >= 80 (fails)")
+            && detail.contains("lowest row Eastway Works 70 >= 65 (holds)"),
+        "{detail}"
+    );
 }
 
 #[test]

@@ -364,11 +364,74 @@ pub fn check(
 
     // Disagreements with the runtime's check are collected, so that one rejection names them all.
     let mut disputes = Disputes::default();
-    let numbers = check_numbers(ledger, final_decision, &grounded, &mut disputes)?;
+    let task_words = template_text_with_numbers(&task.file.answer_template);
+    let numbers = check_numbers(
+        ledger,
+        final_decision,
+        &grounded,
+        &task_words,
+        &mut disputes,
+    )?;
     let truth = rule_truth(task, ledger, &cited);
     let phrases = task.verdict_phrases();
     let plan = Plan::new(task, &cited);
     let mut claims = Vec::new();
+    let stated_verdicts = check_parts(task, &plan, final_decision, &mut claims, &mut disputes)?;
+
+    let stated = agreed_verdict(&stated_verdicts)?;
+    let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
+    if stated.is_none()
+        && task.rule_check().is_some()
+        && let Truth::Rule { source_id, .. } = &truth
+    {
+        return Err(reject(
+            RejectionCode::VerdictMissing,
+            format!(
+                "the answer states no verdict; check the rule {source_id} states against the data and choose the template's option for it"
+            ),
+        ));
+    }
+    let mut rule_source = None;
+    for (part, polarity) in &stated_verdicts {
+        match verdict_check(part, *polarity, &truth, (&met, &not_met), &mut rule_source) {
+            Ok(check) => claims.push(check),
+            Err(dispute) if dispute.is_dispute() => disputes.add(part.clone(), dispute),
+            Err(fault) => return Err(fault),
+        }
+    }
+
+    let claims = disputes.settle(claims)?;
+    let verified_count = claims
+        .iter()
+        .filter(|c| c.status == ClaimStatus::Verified)
+        .count();
+    let status = if verified_count == claims.len() {
+        VerificationStatus::Verified
+    } else if verified_count > 0 {
+        VerificationStatus::Partial
+    } else {
+        VerificationStatus::Unverified
+    };
+    Ok(Verification {
+        status,
+        claims,
+        numbers,
+        verdict: stated,
+        rule_source,
+    })
+}
+
+/// The answer read back against its template: each slot's claim goes to `claims` (or its disagreement to
+/// `disputes`) and each verdict choice's polarity is returned, in template order; an answer that strays from
+/// its template is one unverified claim, its verdict read from the whole text.
+fn check_parts(
+    task: &Task,
+    plan: &Plan<'_>,
+    final_decision: &FinalDecision,
+    claims: &mut Vec<ClaimCheck>,
+    disputes: &mut Disputes,
+) -> Result<Vec<(String, Option<bool>)>, ClaimRejection> {
+    let phrases = task.verdict_phrases();
     let mut stated_verdicts: Vec<(String, Option<bool>)> = Vec::new();
 
     let parts = template::parse(&task.file.answer_template);
@@ -426,57 +489,29 @@ pub fn check(
             }
         }
     }
+    Ok(stated_verdicts)
+}
 
-    let stated = agreed_verdict(&stated_verdicts)?;
-    let (met, not_met) = (quoted(&phrases.met), quoted(&phrases.not_met));
-    if stated.is_none()
-        && task.rule_check().is_some()
-        && let Truth::Rule { source_id, .. } = &truth
-    {
-        return Err(reject(
-            RejectionCode::VerdictMissing,
-            format!(
-                "the answer states no verdict; check the rule {source_id} states against the data and choose the template's option for it"
-            ),
-        ));
-    }
-    let mut rule_source = None;
-    for (part, polarity) in &stated_verdicts {
-        match verdict_check(part, *polarity, &truth, (&met, &not_met), &mut rule_source) {
-            Ok(check) => claims.push(check),
-            Err(dispute) if dispute.is_dispute() => disputes.add(part.clone(), dispute),
-            Err(fault) => return Err(fault),
-        }
-    }
-
-    let claims = disputes.settle(claims)?;
-    let verified_count = claims
-        .iter()
-        .filter(|c| c.status == ClaimStatus::Verified)
-        .count();
-    let status = if verified_count == claims.len() {
-        VerificationStatus::Verified
-    } else if verified_count > 0 {
-        VerificationStatus::Partial
-    } else {
-        VerificationStatus::Unverified
-    };
-    Ok(Verification {
-        status,
-        claims,
-        numbers,
-        verdict: stated,
-        rule_source,
-    })
+/// The template's fixed text pieces that hold a number ("，11月服务考核" in "…是<最低门店>，11月服务考核<达标 /
+/// 未达标>。"): the task's own words, which the model did not write, so their numbers claim nothing.
+fn template_text_with_numbers(answer_template: &str) -> Vec<String> {
+    template::parse(answer_template)
+        .into_iter()
+        .filter_map(|part| match part {
+            Part::Text(text) if text.chars().any(char::is_numeric) => Some(text),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The answer's numbers, each grounded in the cited observations and, when written right after a row label,
-/// that row's own value; returns them as printed. Digits inside row labels and observation ids are names,
-/// not claims.
+/// that row's own value; returns them as printed. Digits inside row labels, observation ids and the
+/// template's own text (`task_words`) are names or the task's words, not claims.
 fn check_numbers(
     ledger: &Ledger,
     final_decision: &FinalDecision,
     grounded: &GroundedValues,
+    task_words: &[String],
     disputes: &mut Disputes,
 ) -> Result<Vec<String>, ClaimRejection> {
     let ids: Vec<String> = ledger.records().map(|r| r.id.clone()).collect();
@@ -485,6 +520,7 @@ fn check_numbers(
         .iter()
         .map(String::as_str)
         .chain(ids.iter().map(String::as_str))
+        .chain(task_words.iter().map(String::as_str))
         .collect();
     let mentions = answer::numbers_outside(&final_decision.answer, &masked);
     let ungrounded: Vec<&str> = mentions

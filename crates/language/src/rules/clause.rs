@@ -711,6 +711,11 @@ pub fn definition(clause: &str, sentence: &str, columns: &[String]) -> Option<De
     )
     .into_iter()
     .next()?;
+    // "A centre's pass rate is its passes divided by its tests" says how each row's rate is computed; only a
+    // ratio whose terms are not tied to one row is a ratio of totals.
+    if lexicon::contains_any(&clause[link.end..ratio.start], &terms.row_possessives) {
+        return None;
+    }
     let name = lexicon::content_words(&clause[..link.start]);
     let numerator = one_column(&clause[link.end..ratio.start], columns)?;
     let denominator = one_column(&clause[ratio.end..], columns)?;
@@ -1021,20 +1026,38 @@ mod tests {
                 80.0
             )]
         );
-        // A rate defined per row ("a provider's completion rate is its completions divided by its starts") and a
-        // subject quantified over rows: each row's rate or the totals' ratio, the words do not say.
-        let per_row = Context {
+        // A rate defined per row ("a provider's completion rate is its completions divided by its starts") says
+        // how each row's value is computed: no ratio of totals.
+        assert_eq!(
+            definition(
+                "A provider's completion rate is its completions divided by its starts",
+                "A provider's completion rate is its completions divided by its starts.",
+                &columns,
+            ),
+            None
+        );
+        assert_eq!(
+            definition(
+                "某站的完成率等于其完成数除以其开始数",
+                "某站的完成率等于其完成数除以其开始数。",
+                &["开始数".to_owned(), "完成数".into(), "完成率".into()]
+            ),
+            None
+        );
+        // A ratio of totals whose name a row-quantified subject repeats whole: each row's rate or the totals'
+        // ratio, the words do not say.
+        let unqualified = Context {
             definitions: vec![
                 definition(
-                    "A provider's completion rate is its completions divided by its starts",
-                    "A provider's completion rate is its completions divided by its starts.",
+                    "The completion rate is all completions divided by all starts",
+                    sentence,
                     &columns,
                 )
                 .unwrap(),
             ],
             ..Context::default()
         };
-        let why = untyped("no provider's completion rate is below 60%", &per_row);
+        let why = untyped("no provider's completion rate is below 60%", &unqualified);
         assert!(why.contains("quantified over rows"), "{why}");
         // Without the row words the defined name is the overall quantity, and the rows' own limit stays theirs.
         assert_eq!(
