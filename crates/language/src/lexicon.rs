@@ -101,6 +101,8 @@ pub struct RuleTerms {
     pub row_possessives: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
+    /// Words that end a CJK word glued to a limit's number (`90分的门店`: the unit is `分`; `90且`: none).
+    pub glued_word_ends: Vec<String>,
     /// Words that may stand between a comparison and the count it bounds ("最多有一个小区": at most one).
     pub count_fillers: Vec<String>,
     /// Words that make a count word part of a bigger number ("三百", "one hundred").

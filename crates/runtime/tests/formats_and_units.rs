@@ -459,3 +459,50 @@ fn unit_conflicts_name_unknown_and_mismatched_pairs() {
         }
     }
 }
+
+#[test]
+fn a_chinese_limit_s_glued_unit_is_converted_or_refused_never_dropped() {
+    // Held-out set 6: cells in 毫升 and "不少于1.6升" compared raw (1550 >= 1.6) certified a wrong "met". CJK runs
+    // on without spaces, so the word glued to a limit's number is its unit: converted when known (升 is a
+    // volume now), refused by name when not, and the same text as the column's unit compares as it is.
+    let parse = |rule: &str| {
+        knowledge::parse_text(
+            "d.md",
+            &format!("# 饮水\n\n| 护理区 | 饮水量（毫升） |\n|---|---|\n| 东区 | 1550 |\n| 西区 | 1420 |\n\n## 要求\n\n{rule}\n"),
+        )
+        .unwrap()
+    };
+    let hint = "各护理区的饮水量";
+    for (rule, expected) in [
+        (
+            "各护理区饮水量的平均值不少于1.6升。",
+            Ok("mean([饮水量]) >= 1600"),
+        ),
+        (
+            "各护理区饮水量的平均值不少于1500毫升。",
+            Ok("mean([饮水量]) >= 1500"),
+        ),
+        (
+            "各护理区饮水量的平均值不少于3斤。",
+            Err("\"斤\" is not one the runtime knows"),
+        ),
+    ] {
+        let result = search(&[parse(rule)], "饮水量 要求");
+        let conflicts = runtime::rules::unit_conflicts(&result, hint);
+        let terms = runtime::rules::calculator_terms(&result, hint);
+        match expected {
+            Ok(term) => {
+                assert!(conflicts.is_empty(), "{rule}: {conflicts:?}");
+                assert_eq!(terms, [term], "{rule}");
+            }
+            Err(named) => {
+                assert!(
+                    conflicts.len() == 1 && conflicts[0].contains(named),
+                    "{rule}: {conflicts:?}"
+                );
+                assert!(terms.is_empty(), "{rule}: {terms:?}");
+                assert!(runtime::rules::verdict(&result, hint).is_none());
+            }
+        }
+    }
+}

@@ -98,7 +98,8 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         if !currency.is_empty() {
             limit.unit = Some(currency);
         } else if limit.unit.is_none() {
-            limit.unit = unit_after(&text[limit.end..]);
+            limit.unit =
+                unit_after(&text[limit.end..]).or_else(|| glued_cjk_word(&text[limit.end..]));
         }
         return Some(limit);
     }
@@ -177,6 +178,35 @@ fn unit_after(text: &str) -> Option<String> {
         .map(|end| text[..end].trim())
         .find(|candidate| !candidate.is_empty() && crate::units::read(candidate).is_some())
         .map(str::to_owned)
+}
+
+/// The CJK characters glued to a limit's number that the unit vocabulary does not know (`1.6升` when `升`
+/// were unknown, `3000人次`): CJK runs on without spaces, so a word written right after the number is its
+/// unit or measure word. It is kept as written, so a column in the same unit (`人次`) compares and a column
+/// in another (`毫升`) is refused by name rather than compared raw. The word ends at punctuation, a space, a
+/// digit, a comparison phrase or a word the lexicon lists as ending it (`的`, `且`), after four characters.
+fn glued_cjk_word(text: &str) -> Option<String> {
+    let lex = lexicon();
+    let mut word = String::new();
+    for (i, c) in text.char_indices() {
+        let rest = &text[i..];
+        // A rate's slash joins two CJK words into one unit (`35微克/立方米`, `28自然箱/小时`).
+        let joins = c == '/' && !word.is_empty() && rest[1..].starts_with(lexicon::is_cjk_script);
+        let ends_here = !(lexicon::is_cjk_script(c) || joins)
+            || word.chars().count() == 9
+            || lex
+                .comparisons
+                .iter()
+                .any(|p| rest.starts_with(p.phrase.as_str()))
+            || (lex.rule_terms.glued_word_ends.iter())
+                .chain(&lex.rule_terms.range_joiners)
+                .any(|w| rest.starts_with(w.as_str()));
+        if ends_here {
+            break;
+        }
+        word.push(c);
+    }
+    (!word.is_empty()).then_some(word)
 }
 
 /// The first entry of `entries` that `text` starts with (after spaces): its end in `text`.

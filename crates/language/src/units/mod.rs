@@ -3,7 +3,7 @@
 //! numbers whose units differ in kind or are not known.
 //!
 //! Two numbers are compared only when their units agree: the same text, or two known units of one
-//! dimension (time, ratio, mass, distance, temperature, one currency, a rate per period), converted
+//! dimension (time, ratio, mass, distance, volume, temperature, one currency, a rate per period), converted
 //! exactly. A side that states no unit is taken in the other side's unit (a bare `30` beside `Wait (min)`
 //! is how people write it). Anything else is a [`UnitError`]: the caller leaves the comparison unread
 //! rather than compare raw numbers. Names and symbols are data (`units/units.json`).
@@ -17,7 +17,7 @@ use names::{self as vocabulary, NamedUnit};
 pub struct Unit {
     /// Canonical spelling (`min`, `°F`, `kg/week`).
     pub symbol: String,
-    /// `time`, `ratio`, `mass`, `distance`, `temperature`, `currency:EUR`, or `<dimension>/time` for a rate
+    /// `time`, `ratio`, `mass`, `distance`, `volume`, `temperature`, `currency:EUR`, or `<dimension>/time` for a rate
     /// (`count/time` for `per week`).
     pub dimension: String,
     pub scale: f64,

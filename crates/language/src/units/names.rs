@@ -130,6 +130,7 @@ mod tests {
             "ratio",
             "mass",
             "distance",
+            "volume",
             "temperature",
             "currency:USD",
         ] {
