@@ -89,7 +89,8 @@ fn summary_rows_are_apart_from_rows_and_stats() {
         view(&out)
     );
     assert!(
-        view(&out).contains("(3 rows; lowest Total Care Clinic = 500; highest South = 1500)"),
+        view(&out)
+            .contains("Sales ($): North = 1000, Total Care Clinic = 500, South = 1500 (3 rows)"),
         "{}",
         view(&out)
     );
