@@ -356,10 +356,18 @@ pub fn fold_full_width(text: &str) -> std::borrow::Cow<'_, str> {
 const NOTE_SYMBOLS: [char; 6] = ['*', '†', '‡', '§', '¶', '#'];
 const SUPERSCRIPTS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
 
+/// A numbered marker: a superscript digit or a circled number (`①`–`⑳`, `❶`–`❿`), which Unicode counts as
+/// numeric — so a marker, never a digit of the value (`61.5①` is 61.5, not 61.51).
+fn is_numbered_marker(c: char) -> bool {
+    SUPERSCRIPTS.contains(&c)
+        || ('\u{2460}'..='\u{2473}').contains(&c)
+        || ('\u{2776}'..='\u{277F}').contains(&c)
+}
+
 /// A cell without its trailing footnote marker, and the marker: `91.4*` → (`91.4`, `*`), `12.4¹` →
 /// (`12.4`, `¹`), `12.4[a]` → (`12.4`, `[a]`), `42 min†` → (`42 min`, `†`). A marker follows a digit, a
-/// `%` or a unit letter, glued or after one space; superscript digits count only right after a digit or
-/// `%` (`m²` is a unit). `None` when the cell ends in no marker.
+/// `%` or a unit letter, glued or after one space; superscript digits and circled numbers (`61.5①`) count only
+/// right after a digit or `%` (`m²` is a unit). `None` when the cell ends in no marker.
 pub fn split_note_marker(cell: &str) -> (&str, Option<&str>) {
     let cell = cell.trim();
     let marker_start = if let Some(inner) = cell.strip_suffix(']')
@@ -378,7 +386,7 @@ pub fn split_note_marker(cell: &str) -> (&str, Option<&str>) {
         symbols.or_else(|| {
             cell.char_indices()
                 .rev()
-                .take_while(|(_, c)| SUPERSCRIPTS.contains(c))
+                .take_while(|(_, c)| is_numbered_marker(*c))
                 .last()
                 .map(|(i, _)| i)
                 .filter(|&i| cell[..i].ends_with(|c: char| c.is_ascii_digit() || c == '%'))
@@ -759,6 +767,9 @@ mod tests {
         for (cell, value, marker) in [
             ("91.4*", "91.4", Some("*")),
             ("12.4¹", "12.4", Some("¹")),
+            ("61.5①", "61.5", Some("①")),
+            ("70.5⑳", "70.5", Some("⑳")),
+            ("3 ①", "3 ①", None),
             ("12.4[a]", "12.4", Some("[a]")),
             ("96.0 †", "96.0", Some("†")),
             ("42 min‡", "42 min", Some("‡")),

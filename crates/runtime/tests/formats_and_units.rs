@@ -506,3 +506,69 @@ fn a_chinese_limit_s_glued_unit_is_converted_or_refused_never_dropped() {
         }
     }
 }
+
+#[test]
+fn a_value_from_a_column_counted_in_thousands_is_verified_only_with_its_scale() {
+    // Held-out set 6: cells `12.4k`, and "averaged 12.1 visitors a month" was verified as the mean — a reader
+    // takes 12.1 as twelve visitors. A value stated without the column's scale stays unverified, by name.
+    let dir = tempfile::tempdir().unwrap();
+    let knowledge_dir = dir.path().join("knowledge");
+    let task_dir = dir.path().join("depot_loads");
+    fs::create_dir_all(&knowledge_dir).unwrap();
+    fs::create_dir_all(&task_dir).unwrap();
+    fs::write(
+        knowledge_dir.join("depot_loads.md"),
+        "# Depot loads\n\n| Depot | Load |\n|---|---|\n| North | 4.2k |\n| South | 3.8k |\n\n## Load rule\n\nThe promise is kept when the average load is at most 5k.\n",
+    )
+    .unwrap();
+    let task = fs::read_to_string(
+        common::fixtures_dir()
+            .join("tasks")
+            .join("checkout_queue_seconds")
+            .join("task.json"),
+    )
+    .unwrap()
+    .replace("checkout_queue_seconds", "depot_loads")
+    .replace("queue wait", "load")
+    .replace("store", "depot")
+    .replace("<average load> seconds", "<average load> parcels");
+    fs::write(task_dir.join("task.json"), task).unwrap();
+    let task = runtime::task::Task::load(&task_dir).unwrap();
+    let run = |average: &str| {
+        let texts = vec![
+            json!({"type": "action", "tool": "knowledge_search", "arguments": {"query": "load rule depot"}}).to_string(),
+            json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Load])"}}).to_string(),
+            json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Load]) <= 5"}}).to_string(),
+            json!({"type": "action", "tool": "plot", "arguments": {"column": "[Load]", "title": "chart"}}).to_string(),
+            json!({"type": "final", "answer": format!("Average load: {average} parcels; longest wait: North; the queue promise was kept."),
+                   "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]}).to_string(),
+        ];
+        let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+        let o = common::run_with(&task, &mut policy, |config| {
+            config.knowledge_dir = knowledge_dir.clone();
+        });
+        let verification = o.result.verification.clone().unwrap();
+        verification
+            .claims
+            .iter()
+            .find(|c| c.kind == ClaimKind::Aggregate)
+            .cloned()
+            .unwrap()
+    };
+    let bare = run("4");
+    assert_eq!(bare.status, runtime::claims::ClaimStatus::Unverified);
+    assert!(
+        bare.detail.contains("counts in a scale (k)"),
+        "{}",
+        bare.detail
+    );
+    for scaled in ["4k", "4 thousand"] {
+        let claim = run(scaled);
+        assert_eq!(
+            claim.status,
+            runtime::claims::ClaimStatus::Verified,
+            "{scaled}: {}",
+            claim.detail
+        );
+    }
+}

@@ -1065,6 +1065,79 @@ impl<'t> Plan<'t> {
         }
     }
 
+    /// The aggregate slot's value over the one column its words name: computed by a cited calculator call,
+    /// written with the column's scale, and saying so when rows without a value were left out.
+    fn one_column_aggregate(
+        &self,
+        slot: &Slot<'_>,
+        mention: &forge_language::numbers::NumberMention,
+        aggregate: &lexicon::Aggregate,
+        c: &ColumnData,
+        v: f64,
+        answer_text: &str,
+    ) -> Result<ClaimCheck, ClaimRejection> {
+        let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
+        if let Some(scale) = unstated_scale(c, slot) {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "[{}] counts in a scale ({scale}), and {} written without it reads as that many; state the value with its scale",
+                    c.name, mention.printed
+                ),
+            ));
+        }
+        let describe = |c: &ColumnData| {
+            format!(
+                "{}([{}]) over {} rows",
+                aggregate.function(),
+                c.name,
+                c.values.len()
+            )
+        };
+        // The value must also be what a cited calculator call computed: a cell that happens to
+        // equal the mean is not the mean computed.
+        if !self.computed.iter().any(|x| mention.stands_for(*x)) {
+            return Err(reject(
+                RejectionCode::WrongQuantity,
+                format!(
+                    "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
+                    mention.printed,
+                    aggregate.function(),
+                    c.name
+                ),
+            ));
+        }
+        if !c.missing.is_empty()
+            && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows)
+        {
+            return Ok(unverified(
+                part,
+                kind,
+                fill,
+                &format!(
+                    "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
+                    describe(c),
+                    forge_language::numbers::canonical(v),
+                    c.missing.join(", ")
+                ),
+            ));
+        }
+        let mut detail = format!(
+            "{} = {}",
+            describe(c),
+            forge_language::numbers::canonical(v)
+        );
+        if !c.missing.is_empty() {
+            detail.push_str(&format!(
+                "; rows without a value left out: {}",
+                c.missing.join(", ")
+            ));
+        }
+        Ok(verified(part, kind, fill, detail))
+    }
+
     /// An aggregate slot: the value must be that aggregate of the one column the slot's words name, computed by
     /// a cited calculator call (a column with rows left out needs the answer to say so).
     fn check_aggregate_slot(
@@ -1111,46 +1184,7 @@ impl<'t> Plan<'t> {
         };
         match (candidates.len(), matching.as_slice()) {
             (1, [(c, v)]) => {
-                // The value must also be what a cited calculator call computed: a cell that happens to
-                // equal the mean is not the mean computed.
-                if !self.computed.iter().any(|x| mention.stands_for(*x)) {
-                    return Err(reject(
-                        RejectionCode::WrongQuantity,
-                        format!(
-                            "{part} states {}, which no cited calculator result computed; compute the {} of [{}] with the calculator and cite it",
-                            mention.printed,
-                            aggregate.function(),
-                            c.name
-                        ),
-                    ));
-                }
-                if !c.missing.is_empty()
-                    && !lexicon::contains_any(answer_text, &lexicon::lexicon().excluded_rows)
-                {
-                    return Ok(unverified(
-                        part,
-                        kind,
-                        fill,
-                        &format!(
-                            "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
-                            describe(c),
-                            forge_language::numbers::canonical(*v),
-                            c.missing.join(", ")
-                        ),
-                    ));
-                }
-                let mut detail = format!(
-                    "{} = {}",
-                    describe(c),
-                    forge_language::numbers::canonical(*v)
-                );
-                if !c.missing.is_empty() {
-                    detail.push_str(&format!(
-                        "; rows without a value left out: {}",
-                        c.missing.join(", ")
-                    ));
-                }
-                Ok(verified(part, kind, fill, detail))
+                self.one_column_aggregate(slot, &mention, aggregate, c, *v, answer_text)
             }
             (_, []) => {
                 let columns: Vec<String> =
@@ -1345,6 +1379,25 @@ impl<'t> Plan<'t> {
             fill,
             "the slot names a row, but which row its words mean is not read (no end word the runtime knows)",
         ))
+    }
+}
+
+/// The scale a column counts in (`k` for `12.4k` cells, `万` for `（万人次）`) when the slot's number is written
+/// without it: `12.1` where the column means 12.1 thousand, which a reader takes as 12.1. `None` when the
+/// column has no scale or the slot writes it (`12.1k`, `12.1 thousand`).
+fn unstated_scale(column: &ColumnData, slot: &Slot<'_>) -> Option<String> {
+    let unit = column.unit.as_deref()?;
+    let scale = forge_language::units::read(unit)
+        .filter(|u| u.dimension == forge_language::units::SCALE)?;
+    let end = slot.number.as_ref()?.end;
+    let after = slot.fill[end..].trim_start();
+    let written = after
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '.' | '，' | '；' | '。'))
+        .next()
+        .and_then(forge_language::units::read);
+    match written {
+        Some(w) if w.dimension == scale.dimension && w.scale == scale.scale => None,
+        _ => Some(unit.to_owned()),
     }
 }
 
