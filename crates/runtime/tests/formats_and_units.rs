@@ -505,6 +505,25 @@ fn a_chinese_limit_s_glued_unit_is_converted_or_refused_never_dropped() {
             }
         }
     }
+    // A glued word longer than the known unit it starts with is the unit as written: `125万元` against a
+    // column in `万元` compares, not the scale `万` against `万元`; a range's `之间` is no part of a unit.
+    let spend = knowledge::parse_text(
+        "s.md",
+        "# 支出\n\n| 科室 | 月均支出（万元） |\n|---|---|\n| 骨科 | 98 |\n| 神经外科 | 118 |\n\n## 要求\n\n各科室月均支出的平均值应在90至110万元之间，任一科室的月均支出不得超过125万元。\n",
+    )
+    .unwrap();
+    let result = search(&[spend], "月均支出 要求");
+    let hint = "各科室的月均支出";
+    let conflicts = runtime::rules::unit_conflicts(&result, hint);
+    assert!(conflicts.is_empty(), "{conflicts:?}");
+    assert_eq!(
+        runtime::rules::calculator_terms(&result, hint),
+        [
+            "mean([月均支出]) >= 90",
+            "mean([月均支出]) <= 110",
+            "max([月均支出]) <= 125"
+        ]
+    );
 }
 
 #[test]

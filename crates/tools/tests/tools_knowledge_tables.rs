@@ -135,7 +135,9 @@ fn missing_cells_are_gaps_in_a_numeric_column() {
     );
     assert_eq!(table["stats"]["Uptime"]["count"], 2);
     assert!(
-        view(&out).contains("(2 rows; no value: South, East, Central;"),
+        view(&out).contains(
+            "Uptime (%): North = 99.2, West = 97.5 (2 rows; no value: South, East, Central)"
+        ),
         "{}",
         view(&out)
     );

@@ -98,8 +98,17 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         if !currency.is_empty() {
             limit.unit = Some(currency);
         } else if limit.unit.is_none() {
-            limit.unit =
-                unit_after(&text[limit.end..]).or_else(|| glued_cjk_word(&text[limit.end..]));
+            let after = &text[limit.end..];
+            // A glued word longer than the known unit it starts with is the unit as written (`125万元`: `万元`,
+            // not the scale `万` alone), to be compared with the column's as it is, or refused.
+            limit.unit = match (unit_after(after), glued_cjk_word(after)) {
+                (Some(known), Some(glued))
+                    if glued.len() > known.len() && glued.starts_with(&known) =>
+                {
+                    Some(glued)
+                }
+                (known, glued) => known.or(glued),
+            };
         }
         return Some(limit);
     }
@@ -172,6 +181,10 @@ fn unit_after(text: &str) -> Option<String> {
     // cut only at word ends, so `3 hospitals` is never `3 h`.
     if text.chars().next().is_some_and(lexicon::is_cjk) {
         ends.extend(text.char_indices().skip(1).take(5).map(|(i, _)| i));
+        // A particle or a range's word ends the unit (`110万元之间`: not `万` counting `元之间`).
+        if let Some(word) = glued_cjk_word(text) {
+            ends.retain(|&end| end <= word.len());
+        }
     }
     ends.sort_unstable_by(|a, b| b.cmp(a));
     ends.into_iter()
@@ -1016,6 +1029,21 @@ mod tests {
             untyped("average attendance is at least 85 of capacity", &stated)
                 .contains("not a percentage")
         );
+    }
+
+    #[test]
+    fn a_word_glued_to_a_cjk_limit_is_its_unit_up_to_a_particle_or_joiner() {
+        for (after, word) in [
+            ("升，并且", Some("升")),
+            ("万元之间", Some("万元")),
+            ("微克/立方米", Some("微克/立方米")),
+            ("分以上", Some("分")),
+            ("至190", None),
+            ("的网点", None),
+            (" litres", None),
+        ] {
+            assert_eq!(glued_cjk_word(after).as_deref(), word, "{after}");
+        }
     }
 
     #[test]
