@@ -370,8 +370,12 @@ fn fahrenheit_against_a_limit_in_celsius_compared_raw_is_rejected_then_repaired(
     );
 }
 
-#[test]
-fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
+/// A depot-loads task in a temporary folder: the checkout-queue task's words moved to loads, one knowledge file
+/// whose body (table and rule) the test gives, and any further replacements in the task's text.
+fn depot_loads_task(
+    knowledge_body: &str,
+    replacements: &[(&str, &str)],
+) -> (tempfile::TempDir, runtime::task::Task) {
     let dir = tempfile::tempdir().unwrap();
     let knowledge_dir = dir.path().join("knowledge");
     let task_dir = dir.path().join("depot_loads");
@@ -379,7 +383,7 @@ fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
     fs::create_dir_all(&task_dir).unwrap();
     fs::write(
         knowledge_dir.join("depot_loads.md"),
-        "# Depot loads\n\n| Depot | Load (kg) |\n|---|---|\n| North | 420 |\n| South | 380 |\n\n## Load rule\n\n- Maximum average load: 5 km\n- Maximum load at any depot: 9 km\n",
+        format!("# Depot loads\n\n{knowledge_body}"),
     )
     .unwrap();
     let mut task = fs::read_to_string(
@@ -389,10 +393,24 @@ fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
             .join("task.json"),
     )
     .unwrap()
-    .replace("checkout_queue_seconds", "depot_loads");
-    task = task.replace("queue wait", "load").replace("store", "depot");
+    .replace("checkout_queue_seconds", "depot_loads")
+    .replace("queue wait", "load")
+    .replace("store", "depot");
+    for (from, to) in replacements {
+        task = task.replace(from, to);
+    }
     fs::write(task_dir.join("task.json"), task).unwrap();
     let task = runtime::task::Task::load(&task_dir).unwrap();
+    (dir, task)
+}
+
+#[test]
+fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
+    let (dir, task) = depot_loads_task(
+        "| Depot | Load (kg) |\n|---|---|\n| North | 420 |\n| South | 380 |\n\n## Load rule\n\n- Maximum average load: 5 km\n- Maximum load at any depot: 9 km\n",
+        &[],
+    );
+    let knowledge_dir = dir.path().join("knowledge");
     let texts = vec![
         json!({"type": "action", "tool": "knowledge_search", "arguments": {"query": "load rule depot"}}).to_string(),
         json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Load])"}}).to_string(),
@@ -530,29 +548,11 @@ fn a_chinese_limit_s_glued_unit_is_converted_or_refused_never_dropped() {
 fn a_value_from_a_column_counted_in_thousands_is_verified_only_with_its_scale() {
     // Held-out set 6: cells `12.4k`, and "averaged 12.1 visitors a month" was verified as the mean — a reader
     // takes 12.1 as twelve visitors. A value stated without the column's scale stays unverified, by name.
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, task) = depot_loads_task(
+        "| Depot | Load |\n|---|---|\n| North | 4.2k |\n| South | 3.8k |\n\n## Load rule\n\nThe promise is kept when the average load is at most 5k.\n",
+        &[("<average load> seconds", "<average load> parcels")],
+    );
     let knowledge_dir = dir.path().join("knowledge");
-    let task_dir = dir.path().join("depot_loads");
-    fs::create_dir_all(&knowledge_dir).unwrap();
-    fs::create_dir_all(&task_dir).unwrap();
-    fs::write(
-        knowledge_dir.join("depot_loads.md"),
-        "# Depot loads\n\n| Depot | Load |\n|---|---|\n| North | 4.2k |\n| South | 3.8k |\n\n## Load rule\n\nThe promise is kept when the average load is at most 5k.\n",
-    )
-    .unwrap();
-    let task = fs::read_to_string(
-        common::fixtures_dir()
-            .join("tasks")
-            .join("checkout_queue_seconds")
-            .join("task.json"),
-    )
-    .unwrap()
-    .replace("checkout_queue_seconds", "depot_loads")
-    .replace("queue wait", "load")
-    .replace("store", "depot")
-    .replace("<average load> seconds", "<average load> parcels");
-    fs::write(task_dir.join("task.json"), task).unwrap();
-    let task = runtime::task::Task::load(&task_dir).unwrap();
     let run = |average: &str| {
         let texts = vec![
             json!({"type": "action", "tool": "knowledge_search", "arguments": {"query": "load rule depot"}}).to_string(),

@@ -732,6 +732,16 @@ fn unverified(part: &str, kind: ClaimKind, stated: &str, detail: &str) -> ClaimC
     }
 }
 
+/// How a claim detail names an aggregate over one column: `mean([Wait]) over 6 rows`.
+fn aggregate_over(aggregate: &lexicon::Aggregate, column: &ColumnData) -> String {
+    format!(
+        "{}([{}]) over {} rows",
+        aggregate.function(),
+        column.name,
+        column.values.len()
+    )
+}
+
 fn polarity_word(p: Option<bool>) -> &'static str {
     match p {
         Some(true) => "met",
@@ -1088,14 +1098,6 @@ impl<'t> Plan<'t> {
                 ),
             ));
         }
-        let describe = |c: &ColumnData| {
-            format!(
-                "{}([{}]) over {} rows",
-                aggregate.function(),
-                c.name,
-                c.values.len()
-            )
-        };
         // The value must also be what a cited calculator call computed: a cell that happens to
         // equal the mean is not the mean computed.
         if !self.computed.iter().any(|x| mention.stands_for(*x)) {
@@ -1118,7 +1120,7 @@ impl<'t> Plan<'t> {
                 fill,
                 &format!(
                     "{} = {} leaves out {} (no value), and the answer does not say a row was excluded",
-                    describe(c),
+                    aggregate_over(aggregate, c),
                     forge_language::numbers::canonical(v),
                     c.missing.join(", ")
                 ),
@@ -1126,7 +1128,7 @@ impl<'t> Plan<'t> {
         }
         let mut detail = format!(
             "{} = {}",
-            describe(c),
+            aggregate_over(aggregate, c),
             forge_language::numbers::canonical(v)
         );
         if !c.missing.is_empty() {
@@ -1174,14 +1176,6 @@ impl<'t> Plan<'t> {
             .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
             .filter(|(_, v)| mention.stands_for(*v))
             .collect();
-        let describe = |c: &ColumnData| {
-            format!(
-                "{}([{}]) over {} rows",
-                aggregate.function(),
-                c.name,
-                c.values.len()
-            )
-        };
         match (candidates.len(), matching.as_slice()) {
             (1, [(c, v)]) => {
                 self.one_column_aggregate(slot, &mention, aggregate, c, *v, answer_text)
@@ -1210,7 +1204,7 @@ impl<'t> Plan<'t> {
                         .map(|c| format!("[{}]", c.name))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    describe(c)
+                    aggregate_over(aggregate, c)
                 ),
             )),
         }
