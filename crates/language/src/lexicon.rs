@@ -105,6 +105,9 @@ pub struct RuleTerms {
     pub glued_word_ends: Vec<String>,
     /// Words that may stand between a comparison and the count it bounds ("最多有一个小区": at most one).
     pub count_fillers: Vec<String>,
+    /// Words that join a row condition to the rows it picks when the count comes last ("低于95%的网点至多两个":
+    /// the outlets below 95% are at most two).
+    pub row_condition_links: Vec<String>,
     /// Words that make a count word part of a bigger number ("三百", "one hundred").
     pub numeral_multipliers: Vec<String>,
     /// Counts written as words ("no more than one depot"), with their value.

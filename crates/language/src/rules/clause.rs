@@ -254,8 +254,8 @@ fn resolve_limit(
                 numbers::canonical(limit.value)
             ));
         }
-        let base = referent(&after[end..], ctx)?;
-        return Ok((tidy(limit.value / 100.0 * base), None));
+        let (base, unit) = referent(&after[end..], ctx)?;
+        return Ok((tidy(limit.value / 100.0 * base), unit));
     }
     let relations = lexicon::scan(
         after,
@@ -276,13 +276,13 @@ fn resolve_limit(
                 hit.entry
             ));
         }
-        let base = referent(&after[hit.end..], ctx)?;
+        let (base, unit) = referent(&after[hit.end..], ctx)?;
         return match op {
             Some(Comparison::Above | Comparison::AtLeast) => {
-                Ok((tidy(base * (1.0 + limit.value / 100.0)), None))
+                Ok((tidy(base * (1.0 + limit.value / 100.0)), unit))
             }
             Some(Comparison::Below | Comparison::AtMost) => {
-                Ok((tidy(base * (1.0 - limit.value / 100.0)), None))
+                Ok((tidy(base * (1.0 - limit.value / 100.0)), unit))
             }
             None => Err("an unknown relation".into()),
         };
@@ -297,10 +297,12 @@ fn tidy(value: f64) -> f64 {
 
 /// The value of the quantity `text` names: a number written in it ("last year's 4,200"), else the one
 /// number of the knowledge's statements (or facts) that use every content word of it.
-fn referent(text: &str, ctx: &Context) -> Result<f64, String> {
+fn referent(text: &str, ctx: &Context) -> Result<(f64, Option<String>), String> {
     let mentioned = numbers::scan(text);
     if let [only] = mentioned.as_slice() {
-        return Ok(only.value);
+        // "last year's 40 kg": the quantity's unit as written is the limit's (a base in pounds beside a
+        // column in kilograms is converted, or refused by name, never compared raw).
+        return Ok((only.value, unit_after(&text[only.end..])));
     }
     if mentioned.len() > 1 {
         return Err(format!("\"{}\" holds several numbers", text.trim()));
@@ -318,7 +320,7 @@ fn referent(text: &str, ctx: &Context) -> Result<f64, String> {
     values.sort_by(f64::total_cmp);
     values.dedup();
     match values.as_slice() {
-        [only] => Ok(*only),
+        [only] => Ok((*only, None)),
         [] => Err(format!(
             "the limit is relative to \"{}\", which the cited knowledge does not state as one number",
             text.trim()
@@ -552,7 +554,9 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
                 Err(why) => ClauseRead::Untyped(Unread::new(clause, why)),
             }
         }
-        [first, second] => count_rule(clause, first, second, ctx),
+        // The count last ("低于80分的门店不超过1家") is read first: "80分的门店" would otherwise be eighty rows.
+        [first, second] => count_after_rows(clause, first, second)
+            .unwrap_or_else(|| count_rule(clause, first, second, ctx)),
         _ => ClauseRead::Untyped(Unread::new(
             clause,
             "more than two comparisons in one clause",
@@ -627,12 +631,12 @@ fn share_of_named(clause: &str, named: &WordsBeforeLimit, ctx: &Context) -> Clau
         ));
     };
     match referent(&clause[named.words.clone()], ctx) {
-        Ok(base) => {
+        Ok((base, unit)) => {
             let before = &clause[..hit.start];
             let op = flipped_by_negations(before, *op);
             let value = tidy(share.value / 100.0 * base);
             placed(clause, before, ctx, |measure| {
-                vec![rule(clause, measure, op, value, None)]
+                vec![rule(clause, measure, op, value, unit.clone())]
             })
         }
         Err(why) => unread(why),
@@ -677,6 +681,42 @@ fn count_rule(clause: &str, first: &Bound, second: &Bound, ctx: &Context) -> Cla
         count.value,
         row_unit,
     )])
+}
+
+/// "准时派送率低于95%的网点至多两个": the row condition first, then a link word and the rows' word, then the
+/// bound on their count (a whole number, digits or a count word). `None` when the clause is not of that shape:
+/// words between that name a statistic ("…的网点平均值至多85") or hold a number make it no count.
+fn count_after_rows(clause: &str, condition: &Bound, count: &Bound) -> Option<ClauseRead> {
+    let (Some(row_limit), Some(count_limit)) = (&condition.3, &count.3) else {
+        return None;
+    };
+    if condition.2 || count.2 || row_limit.word || count_limit.percent {
+        return None;
+    }
+    if count_limit.value.fract() != 0.0 || count_limit.value < 0.0 {
+        return None;
+    }
+    let between = clause[past_unit(clause, row_limit)..count.0.start].trim();
+    let link = starts_with_any(between, &lexicon().rule_terms.row_condition_links)?;
+    let rows = between[link..].trim();
+    let rows_only = rows.chars().next().is_some_and(char::is_alphabetic)
+        && !rows.chars().any(|c| c.is_ascii_digit())
+        && lexicon::aggregates_in(rows).is_empty();
+    if !rows_only {
+        return None;
+    }
+    let row_op = flipped_by_negations(&clause[..condition.0.start], condition.1);
+    // The link word after the row limit joins it to the rows; it is no "of" making the limit a share.
+    Some(ClauseRead::Rules(vec![rule(
+        clause,
+        Measure::CountRows {
+            row: row_op,
+            limit: row_limit.value,
+        },
+        count.1,
+        count_limit.value,
+        row_limit.unit.clone(),
+    )]))
 }
 
 fn rule(
@@ -904,6 +944,17 @@ mod tests {
             )]
         );
         assert_eq!(
+            typed("不超过1家门店低于95%", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 95.0
+                },
+                AtMost,
+                1.0
+            )]
+        );
+        assert_eq!(
             typed("不超过一家门店低于95%", &none),
             [(
                 CountRows {
@@ -913,6 +964,33 @@ mod tests {
                 AtMost,
                 1.0
             )]
+        );
+        // The count after the rows it counts: the row condition, a link word, the rows, the count.
+        assert_eq!(
+            typed("准时派送率低于95%的网点至多两个", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 95.0
+                },
+                AtMost,
+                2.0
+            )]
+        );
+        assert_eq!(
+            typed("满意度低于80分的门店不超过1家", &none),
+            [(
+                CountRows {
+                    row: Below,
+                    limit: 80.0
+                },
+                AtMost,
+                1.0
+            )]
+        );
+        // Words between that name a statistic are no rows to count: unread, never a count.
+        assert!(
+            untyped("准时派送率低于95%的网点平均值至多90", &none).contains("not a count of rows")
         );
         // Two bounds that are no count: unread, by name.
         assert!(untyped("the average is at least 5 above 7", &none).contains("offset"));
@@ -1008,6 +1086,14 @@ mod tests {
             ),
             [(Of(Sum), AtLeast, 4400.0)]
         );
+        // The percent sign after a space is a percentage too, and the quantity's unit is the limit's.
+        let spaced =
+            "average weekly donations must be at least 10 % above last year's 40 kg, and so on";
+        assert_eq!(typed(spaced, &stated), [(Of(Mean), AtLeast, 44.0)]);
+        let ClauseRead::Rules(rules) = read(spaced, &stated) else {
+            panic!("{spaced}")
+        };
+        assert_eq!(rules[0].unit.as_deref(), Some("kg"));
         // Not stated, stated twice, or not a percentage: unread, never "at least 85".
         let none = Context::default();
         assert!(

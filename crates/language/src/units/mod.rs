@@ -319,6 +319,12 @@ mod tests {
         assert_eq!(c(3.0, "km", "m"), 3000.0);
         assert_eq!(c(1.0, "mi", "km"), 1.609344);
         assert_eq!(c(1200.0, "€", "EUR"), 1200.0);
+        // A currency's hundredth converts within its currency; "cents" alone names no currency.
+        assert_eq!(c(1.15, "£", "pence"), 115.0);
+        assert_eq!(c(126.0, "p", "£"), 1.26);
+        assert_eq!(c(99.0, "¢", "$"), 0.99);
+        assert!(convert(99.0, "cents", "$").is_err());
+        assert!(convert(99.0, "p", "$").is_err());
         assert!((c(40.0, "per week", "per day") - 40.0 / 7.0).abs() < 1e-9);
         assert_eq!(c(14.0, "kg/week", "kg per day"), 2.0);
         assert_eq!(c(8.0, "minutes per incident", "min"), 8.0);
