@@ -94,6 +94,9 @@ pub struct RuleTerms {
     /// figure of 20").
     pub share_after_quantity: Vec<String>,
     pub percent_words: Vec<String>,
+    /// A difference between two percentages ("5 percentage points", "5个百分点"): a limit's offset in
+    /// percent, never a share of what it is relative to.
+    pub percentage_point_words: Vec<String>,
     pub ratio_words: Vec<String>,
     pub definition_links: Vec<String>,
     /// Words that tie a ratio's terms to one row ("its passes divided by its tests"): such a sentence says how
