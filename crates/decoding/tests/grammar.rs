@@ -343,7 +343,7 @@ fn aggregates_run_over_whole_observed_columns() {
 }
 
 #[test]
-fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_grounded_numbers() {
+fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_grounded_numbers() {
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();
     let i = inputs(&cards, &g);
@@ -351,8 +351,9 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_grounded_numb
         format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
     };
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    // Any comparison, any order, either direction, any column, joined by and / or; a ratio of totals; a
-    // share of a stated quantity: what the rule says is the model's reading, checked by the gate afterwards.
+    // Any comparison, any order of terms, either direction, any column, joined by and / or; a ratio of totals;
+    // a share of a stated quantity; a count of rows under a comparison: what the rule says is the model's
+    // reading, checked by the gate afterwards.
     for ok in [
         "mean([Arrears rate]) <= 3.5 and max([Arrears rate]) <= 5.4",
         "max([Arrears rate]) <= 5.4 and mean([Arrears rate]) <= 3.5",
@@ -360,9 +361,14 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_grounded_numb
         "min([Loans]) > 3150 or mean([Arrears rate]) < 2.8",
         "sum([Arrears rate]) / sum([Loans]) <= 3.5",
         "mean([Arrears rate]) <= 3.5 * 2.8",
+        "mean([Arrears rate]) * 2.8 >= 3.5",
         "mean([Arrears rate]) <= -3.5",
+        "count([Arrears rate] > 3.5) <= 2.8",
+        "mean([Arrears rate]) <= 3.5 * 60",
+        "max([Loans]) <= 4820 / 1000",
+        "mean([Arrears rate]) <= 3.5 and count([Loans] < -3150) < 2.8",
     ] {
-        assert!(check.accepts(&expr(ok)), "{ok}");
+        assert!(check.accepts(&expr(ok)), "{ok}\n{}", check.render());
         runtime_accepts(&expr(ok));
     }
     for bad in [
@@ -372,6 +378,15 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_grounded_numb
         "mean(2.8, 3.4, 5.4) <= 3.5",
         "mean([Arrears rate])",
         "mean([Arrears rate]) <= 3.5 and",
+        // A limit is written in numbers: a column set against a column states none.
+        "mean([Arrears rate]) <= max([Arrears rate])",
+        "max([Arrears rate]) <= 3.5 * max([Arrears rate])",
+        "3.5 >= mean([Arrears rate])",
+        // A row count under a comparison with a number no observation holds, or outside a count.
+        "count([Arrears rate] > 3.6) <= 2.8",
+        "mean([Arrears rate] > 3.5) <= 2.8",
+        // A factor converts a limit; it is no limit of its own.
+        "mean([Arrears rate]) <= 60",
     ] {
         assert!(!check.accepts(&expr(bad)), "{bad}");
     }

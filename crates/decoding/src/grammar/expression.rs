@@ -1,8 +1,8 @@
 //! Calculator expressions a decision may write: the whitelisted shapes of the calculator's own syntax over
 //! grounded numbers (`calc-num`, `calc-bool`) and, over observed tables, every calculator function of every
-//! observed column by reference (`calc-aggregate`) and comparisons of such terms (`calc-check`). Which
-//! column, which function, which comparison and which limit are the model's choice: nothing here reads the
-//! task's words or the runtime's reading of its rule.
+//! observed column by reference (`calc-aggregate`) and comparisons of what a limit bounds over a column with a
+//! limit written in grounded numbers (`calc-check`). Which column, which function, which comparison and which
+//! limit are the model's choice: nothing here reads the task's words or the runtime's reading of its rule.
 
 use forge_tools::calculator::{BinOp, Function, UnaryOp};
 
@@ -53,41 +53,40 @@ pub(super) fn expression_node(
     ]))
 }
 
-/// `calc-aggregate` (every function over every column reference), `calc-side` (an aggregate or a grounded
-/// number, optionally combined with one more by an arithmetic operator: a ratio of totals, a share of a
-/// stated quantity) and `calc-check` (comparisons of sides joined by `and` / `or`). As many terms, and
-/// two-operand sides, as fit `max_chars` (the registry's limit) at their longest: every string the grammar
-/// admits is one the registry accepts.
+/// `calc-aggregate` (every function over every column reference), `calc-bound` (what a limit bounds: an
+/// aggregate or a row count under a comparison, `count([Rate] > 7)`, optionally combined with one more
+/// aggregate or grounded number by an arithmetic operator: a ratio of totals, a share of a stated quantity),
+/// `calc-limit` (the limit: a grounded number, or two around an arithmetic operator: a limit relative to a
+/// stated quantity, or one brought into the column's unit by a factor the unit vocabulary converts by) and `calc-check` (comparisons of a bound with a limit, joined by `and` / `or`). As many
+/// terms, and two-operand sides, as fit `max_chars` (the registry's limit) at their longest: every string the
+/// grammar admits is one the registry accepts.
 fn define_table_terms(
     grammar: &mut Grammar,
     inputs: &Inputs,
     references: &[String],
     max_chars: u32,
 ) {
-    let longest_call = references
+    let longest_reference = references
         .iter()
         .map(|r| r.chars().count())
         .max()
-        .unwrap_or(0)
-        + "count()".len();
+        .unwrap_or(0);
     let longest_number = text_numbers(inputs, false)
         .iter()
         .map(|n| n.chars().count() + 1)
         .max()
         .unwrap_or(0);
-    let operand = longest_call.max(longest_number) as u32;
-    // " <= " and " and " are the longest joiners; a side is one operand, or two around " * ".
-    let check_len = |terms: u32, side: u32| terms * (2 * side + 4) + (terms - 1) * 5;
-    let two_operands = check_len(1, 2 * operand + 3) <= max_chars;
-    let side = if two_operands {
-        2 * operand + 3
-    } else {
-        operand
-    };
-    let terms = (1..=CHECK_TERMS)
-        .rev()
-        .find(|&n| check_len(n, side) <= max_chars)
-        .unwrap_or(1);
+    // A limit may be brought into its column's unit (`5 * 60`): every factor the unit vocabulary converts by.
+    let factors: Vec<String> = forge_language::units::conversion_factors()
+        .into_iter()
+        .map(forge_language::numbers::canonical)
+        .collect();
+    let longest_factor = factors.iter().map(|f| f.len()).max().unwrap_or(0);
+    let shape = CheckShape::fitting(
+        longest_reference,
+        longest_number.max(longest_factor),
+        max_chars as usize,
+    );
     let calls: Vec<String> = references
         .iter()
         .flat_map(|reference| {
@@ -112,22 +111,65 @@ fn define_table_terms(
             Node::lit(" "),
         ])
     };
-    let arithmetic: Vec<BinOp> = BinOp::SUM.iter().chain(&BinOp::PRODUCT).copied().collect();
-    let side = if two_operands {
+    let number = || {
         Node::seq([
-            Node::rule("calc-operand"),
-            Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
+            Node::lit(UnaryOp::Neg.symbol()).opt(),
+            Node::rule("calc-number"),
+        ])
+    };
+    // The rows of a column that pass a comparison, counted: how a count tolerance is checked.
+    let counted = references
+        .iter()
+        .map(|reference| escape_json_text(&format!("{}({reference} ", Function::Count.name())));
+    grammar.define(
+        "calc-counted",
+        Node::seq([
+            Node::one_of_texts(counted),
+            Node::one_of_texts(BinOp::COMPARISON.iter().map(|op| op.symbol())),
+            Node::lit(" "),
+            number(),
+            Node::lit(")"),
+        ]),
+    );
+    let arithmetic: Vec<BinOp> = BinOp::SUM.iter().chain(&BinOp::PRODUCT).copied().collect();
+    // One side is what the limit bounds, over a column; the other is the limit, written in numbers the
+    // observations hold. A column compared with a column (`mean([X]) <= max([X])`) states no limit at all:
+    // the 1.5B wrote it for "at most the maximum average" in 6 of 23 replayed rule checks.
+    let bound = if shape.two_operand_bound {
+        Node::Alt(vec![
+            Node::seq([
+                Node::rule("calc-aggregate"),
+                Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
+            ]),
+            Node::rule("calc-counted"),
         ])
     } else {
-        Node::rule("calc-operand")
+        Node::Alt(vec![
+            Node::rule("calc-aggregate"),
+            Node::rule("calc-counted"),
+        ])
     };
-    grammar.define("calc-side", side);
+    grammar.define("calc-factor", Node::one_of_texts(factors));
+    let limit = if shape.two_operand_limit {
+        Node::seq([
+            number(),
+            Node::seq([
+                spaced(&arithmetic),
+                Node::Alt(vec![number(), Node::rule("calc-factor")]),
+            ])
+            .opt(),
+        ])
+    } else {
+        number()
+    };
+    grammar.define("calc-bound", bound);
+    grammar.define("calc-limit", limit);
     grammar.define(
         "calc-compare",
         Node::seq([
-            Node::rule("calc-side"),
+            Node::rule("calc-bound"),
             spaced(&BinOp::COMPARISON),
-            Node::rule("calc-side"),
+            Node::rule("calc-limit"),
         ]),
     );
     grammar.define(
@@ -135,9 +177,66 @@ fn define_table_terms(
         Node::seq([
             Node::rule("calc-compare"),
             Node::seq([spaced(&[BinOp::And, BinOp::Or]), Node::rule("calc-compare")])
-                .repeat(0, terms - 1),
+                .repeat(0, shape.terms - 1),
         ]),
     );
+}
+
+/// How much one rule check may hold within the registry's character limit, at its longest: how many
+/// comparisons, and whether the bound (`sum([A]) / sum([B])`) and the limit (`85 * 3.2`) may take a second
+/// operand. Terms come first: two limits checked in one expression is the common rule, and a long column
+/// name must not leave room for one comparison only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct CheckShape {
+    pub(super) terms: u32,
+    pub(super) two_operand_bound: bool,
+    pub(super) two_operand_limit: bool,
+}
+
+impl CheckShape {
+    /// The richest shape whose longest check fits `max_chars`, given the longest column reference and the
+    /// longest grounded number (with its sign) in characters.
+    pub(super) fn fitting(reference: usize, number: usize, max_chars: usize) -> CheckShape {
+        let aggregate = reference + "count()".len();
+        // `count([Rate] <= -7.5)`: a count of rows under a comparison takes no second operand.
+        let counted = reference + "count( <= )".len() + number;
+        let operand = aggregate.max(number);
+        let compare = |bound_two: bool, limit_two: bool| {
+            let bound = if bound_two {
+                (aggregate + " / ".len() + operand).max(counted)
+            } else {
+                aggregate.max(counted)
+            };
+            let limit = if limit_two {
+                2 * number + " * ".len()
+            } else {
+                number
+            };
+            bound + " <= ".len() + limit
+        };
+        // " and " joins the terms.
+        let check = |terms: usize, compare: usize| terms * compare + (terms - 1) * " and ".len();
+        let shapes = [(true, true), (true, false), (false, false)];
+        for least_terms in [2, 1] {
+            for (bound_two, limit_two) in shapes {
+                let terms = (least_terms..=CHECK_TERMS as usize)
+                    .rev()
+                    .find(|&n| check(n, compare(bound_two, limit_two)) <= max_chars);
+                if let Some(terms) = terms {
+                    return CheckShape {
+                        terms: terms as u32,
+                        two_operand_bound: bound_two,
+                        two_operand_limit: limit_two,
+                    };
+                }
+            }
+        }
+        CheckShape {
+            terms: 1,
+            two_operand_bound: false,
+            two_operand_limit: false,
+        }
+    }
 }
 
 /// Free mode over a table: an aggregate not computed yet, or a check while none has run. A successful
@@ -303,4 +402,42 @@ fn operator_chain(operand: &str, ops: &[BinOp], max: u32) -> Node {
         Node::rule(operand),
         Node::seq([operator(ops), Node::rule(operand)]).repeat(0, max),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CheckShape;
+
+    #[test]
+    fn a_check_keeps_two_comparisons_before_second_operands() {
+        // Short names: four comparisons, each side with a second operand.
+        let short = CheckShape::fitting("[Wait]".len(), "-12.5".len(), 240);
+        assert_eq!(
+            short,
+            CheckShape {
+                terms: 4,
+                two_operand_bound: true,
+                two_operand_limit: true
+            }
+        );
+        // A long column name and an exact computed mean among the numbers: two comparisons still fit, the
+        // limit gives up its second operand first.
+        let long = CheckShape::fitting(
+            "[Highest chiller temperature]".len(),
+            "-3.8666666666666667".len(),
+            240,
+        );
+        assert_eq!(long.terms, 2);
+        assert!(long.two_operand_bound && !long.two_operand_limit);
+        // Nothing fits twice: one comparison, one operand a side.
+        let huge = CheckShape::fitting(150, 10, 240);
+        assert_eq!(
+            huge,
+            CheckShape {
+                terms: 1,
+                two_operand_bound: false,
+                two_operand_limit: false
+            }
+        );
+    }
 }

@@ -196,6 +196,33 @@ pub fn is_conversion_factor(x: f64) -> bool {
     }) && !same(x, 1.0)
 }
 
+/// Every factor above 1 that converts between two known units of one dimension (`60` minutes to seconds,
+/// `1000` kilograms to grams, `100` pounds to pence), smallest first: the numbers a rule check may spell to
+/// bring a limit into its column's unit. Scales (`k`, `万`) and offset units give none.
+pub fn conversion_factors() -> Vec<f64> {
+    let units: Vec<_> = vocabulary::all_units()
+        .into_iter()
+        .filter(|u| u.offset == 0.0 && u.scale > 0.0 && u.dimension != "scale")
+        .collect();
+    let mut out: Vec<f64> = Vec::new();
+    for a in &units {
+        for b in units.iter().filter(|b| b.dimension == a.dimension) {
+            let factor = clean(a.scale / b.scale);
+            // An inverse of an inexact scale (1 / 0.45359237) spells no exact factor: left out.
+            let exact = crate::numbers::canonical(factor)
+                .chars()
+                .filter(char::is_ascii_digit)
+                .count()
+                <= 9;
+            if factor > 1.0 && exact && !out.iter().any(|f| (f - factor).abs() <= 1e-9 * factor) {
+                out.push(factor);
+            }
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
 /// Converts `value` from unit `from` to unit `to` (both texts); an error when they cannot be compared.
 pub fn convert(value: f64, from: &str, to: &str) -> Result<f64, UnitError> {
     if same_text(from, to) {
@@ -333,6 +360,17 @@ mod tests {
             "a compound the vocabulary does not know is unknown, not tonnes"
         );
         assert!(read("kWh/m²").is_none());
+    }
+
+    #[test]
+    fn conversion_factors_are_the_vocabulary_s_own_above_one() {
+        let factors = conversion_factors();
+        for f in [60.0, 3600.0, 1000.0, 100.0, 7.0, 24.0] {
+            assert!(factors.contains(&f), "{f}: {factors:?}");
+        }
+        assert!(factors.iter().all(|f| *f > 1.0 && is_conversion_factor(*f)));
+        // Scales count, they do not convert: 10000 is 万 only.
+        assert!(!factors.contains(&10000.0), "{factors:?}");
     }
 
     #[test]
