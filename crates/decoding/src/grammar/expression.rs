@@ -53,13 +53,9 @@ pub(super) fn expression_node(
     ]))
 }
 
-/// `calc-aggregate` (every function over every column reference), `calc-bound` (what a limit bounds: an
-/// aggregate or a row count under a comparison, `count([Rate] > 7)`, optionally combined with one more
-/// aggregate or grounded number by an arithmetic operator: a ratio of totals, a share of a stated quantity),
-/// `calc-limit` (the limit: a grounded number, or two around an arithmetic operator: a limit relative to a
-/// stated quantity, or one brought into the column's unit by a factor the unit vocabulary converts by) and `calc-check` (comparisons of a bound with a limit, joined by `and` / `or`). As many
-/// terms, and two-operand sides, as fit `max_chars` (the registry's limit) at their longest: every string the
-/// grammar admits is one the registry accepts.
+/// `calc-aggregate` (every function over every column reference), then the rule check's terms
+/// ([`define_check`]). As many terms, and two-operand sides, as fit `max_chars` (the registry's limit) at their
+/// longest: every string the grammar admits is one the registry accepts.
 fn define_table_terms(
     grammar: &mut Grammar,
     inputs: &Inputs,
@@ -104,19 +100,20 @@ fn define_table_terms(
         ]),
     ]);
     grammar.define("calc-operand", operand);
-    let spaced = |ops: &[BinOp]| {
-        Node::seq([
-            Node::lit(" "),
-            Node::one_of_texts(ops.iter().map(|op| op.symbol())),
-            Node::lit(" "),
-        ])
-    };
-    let number = || {
-        Node::seq([
-            Node::lit(UnaryOp::Neg.symbol()).opt(),
-            Node::rule("calc-number"),
-        ])
-    };
+    define_check(grammar, references, shape, factors);
+}
+
+/// `calc-counted` (the rows of a column passing a comparison, counted), `calc-bound` (what a limit bounds: an
+/// aggregate, optionally with one more operand — a ratio of totals — or a counted column), `calc-limit` (the
+/// limit: a grounded number, or two around an arithmetic operator — a share of a stated quantity — or one
+/// brought into the column's unit by a factor the unit vocabulary converts by) and `calc-check` (comparisons
+/// of a bound with a limit, joined by `and` / `or`).
+fn define_check(
+    grammar: &mut Grammar,
+    references: &[String],
+    shape: CheckShape,
+    factors: Vec<String>,
+) {
     // The rows of a column that pass a comparison, counted: how a count tolerance is checked.
     let counted = references
         .iter()
@@ -127,7 +124,7 @@ fn define_table_terms(
             Node::one_of_texts(counted),
             Node::one_of_texts(BinOp::COMPARISON.iter().map(|op| op.symbol())),
             Node::lit(" "),
-            number(),
+            signed_number(),
             Node::lit(")"),
         ]),
     );
@@ -152,15 +149,15 @@ fn define_table_terms(
     grammar.define("calc-factor", Node::one_of_texts(factors));
     let limit = if shape.two_operand_limit {
         Node::seq([
-            number(),
+            signed_number(),
             Node::seq([
                 spaced(&arithmetic),
-                Node::Alt(vec![number(), Node::rule("calc-factor")]),
+                Node::Alt(vec![signed_number(), Node::rule("calc-factor")]),
             ])
             .opt(),
         ])
     } else {
-        number()
+        signed_number()
     };
     grammar.define("calc-bound", bound);
     grammar.define("calc-limit", limit);
@@ -180,6 +177,23 @@ fn define_table_terms(
                 .repeat(0, shape.terms - 1),
         ]),
     );
+}
+
+/// An arithmetic or logical operator among `ops`, one space either side (how the check's terms are joined).
+fn spaced(ops: &[BinOp]) -> Node {
+    Node::seq([
+        Node::lit(" "),
+        Node::one_of_texts(ops.iter().map(|op| op.symbol())),
+        Node::lit(" "),
+    ])
+}
+
+/// A grounded number, optionally negative.
+fn signed_number() -> Node {
+    Node::seq([
+        Node::lit(UnaryOp::Neg.symbol()).opt(),
+        Node::rule("calc-number"),
+    ])
 }
 
 /// How much one rule check may hold within the registry's character limit, at its longest: how many

@@ -209,7 +209,7 @@ pub fn conversion_factors() -> Vec<f64> {
         for b in units.iter().filter(|b| b.dimension == a.dimension) {
             let factor = clean(a.scale / b.scale);
             // An inverse of an inexact scale (1 / 0.45359237) spells no exact factor: left out.
-            let exact = crate::numbers::canonical(factor)
+            let exact = format!("{factor}")
                 .chars()
                 .filter(char::is_ascii_digit)
                 .count()
