@@ -132,20 +132,15 @@ fn define_check(
     // One side is what the limit bounds, over a column; the other is the limit, written in numbers the
     // observations hold. A column compared with a column (`mean([X]) <= max([X])`) states no limit at all:
     // the 1.5B wrote it for "at most the maximum average" in 6 of 23 replayed rule checks.
-    let bound = if shape.two_operand_bound {
-        Node::Alt(vec![
-            Node::seq([
-                Node::rule("calc-aggregate"),
-                Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
-            ]),
-            Node::rule("calc-counted"),
+    let aggregated = if shape.two_operand_bound {
+        Node::seq([
+            Node::rule("calc-aggregate"),
+            Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
         ])
     } else {
-        Node::Alt(vec![
-            Node::rule("calc-aggregate"),
-            Node::rule("calc-counted"),
-        ])
+        Node::rule("calc-aggregate")
     };
+    let bound = Node::Alt(vec![aggregated, Node::rule("calc-counted")]);
     grammar.define("calc-factor", Node::one_of_texts(factors));
     let limit = if shape.two_operand_limit {
         Node::seq([
