@@ -181,9 +181,6 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-/// How long an idle pooled connection may be reused: under llama-server's 5 s keep-alive timeout.
-const IDLE_CONNECTION_AGE: Duration = Duration::from_secs(2);
-
 /// Largest JSON body read from a non-streaming answer or an error.
 const MAX_JSON_BYTES: u64 = 8 << 20;
 
@@ -224,11 +221,13 @@ impl HttpClient {
             .timeout_per_read(Some(stall))
             .timeout_per_write(Some(stall))
             .http_status_as_error(false)
-            // llama-server (cpp-httplib) closes a keep-alive connection after 5 s idle; ureq keeps idle
-            // connections 15 s by default. A request written just as the server closes its end fails with
-            // "Peer disconnected" before any answer (seen in CI as a spurious model_unavailable). Loopback
-            // connections are cheap, so idle ones are dropped well before any common server timeout.
-            .max_idle_age(IDLE_CONNECTION_AGE)
+            // Every request gets a connection of its own. A pooled connection can be closed by the server
+            // at any moment after its last answer (an idle timeout, or an end after a streamed answer that
+            // the headers never announced); a request written onto it just then fails with "Peer
+            // disconnected" before any answer. That failed CI twice as a spurious model_unavailable, the
+            // second time with idle connections already dropped after 2 s. A loopback connect costs well
+            // under a millisecond against seconds of inference, so nothing is pooled.
+            .max_idle_connections(0)
             // An inference server is addressed directly; a proxy from the environment would only get in the way.
             .proxy(None)
             .build()
@@ -607,5 +606,90 @@ mod capped_line_tests {
         let mut endless = std::io::BufReader::new(&mut endless);
         let e = read_capped_line(&mut endless, 1024).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    }
+}
+
+#[cfg(test)]
+mod connection_tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    /// Reads one request (head and `content-length` body) or returns false at end of stream.
+    fn read_request(reader: &mut BufReader<TcpStream>) -> bool {
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return false;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).is_ok()
+    }
+
+    /// A server that answers the first request on each connection with a complete chunked event stream,
+    /// promising keep-alive, and then closes that connection a little later without answering the next
+    /// request written onto it — what a server may do after any answer.
+    fn closes_after_one_answer() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    if !read_request(&mut reader) {
+                        return;
+                    }
+                    let event = "data: {\"n\": 1}\n\ndata: [DONE]\n\n";
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n{:x}\r\n{event}\r\n0\r\n\r\n",
+                        event.len()
+                    );
+                    let _ = stream.flush();
+                    std::thread::sleep(Duration::from_millis(300));
+                });
+            }
+        });
+        url
+    }
+
+    fn read_to_end(stream: &mut SseStream) -> Vec<String> {
+        let mut items = Vec::new();
+        loop {
+            match stream.next(Duration::from_millis(50)) {
+                Ok(Poll::Pending) => continue,
+                Ok(Poll::End) => return items,
+                Ok(Poll::Item(SseItem::Data(v))) => items.push(v.to_string()),
+                Ok(Poll::Item(SseItem::Done)) => items.push("[DONE]".into()),
+                Ok(Poll::Item(SseItem::KeepAlive)) => {}
+                Err(e) => {
+                    items.push(format!("error: {e}"));
+                    return items;
+                }
+            }
+        }
+    }
+
+    /// Two requests in a row, the second written while the server still holds the first connection open.
+    /// Had the first connection been pooled, the second request would be written onto it and end with
+    /// "Peer disconnected" before any answer (CI saw that as a spurious `model_unavailable`).
+    #[test]
+    fn a_request_never_rides_a_connection_an_earlier_answer_used() {
+        let client = HttpClient::new(&HttpConfig::new(closes_after_one_answer())).unwrap();
+        let body = serde_json::json!({"prompt": "hi"});
+        for attempt in 1..=3 {
+            let mut stream = client.post_sse("/v1/chat/completions", &body);
+            let items = read_to_end(&mut stream);
+            assert_eq!(items, ["{\"n\":1}", "[DONE]"], "request {attempt}");
+        }
     }
 }
