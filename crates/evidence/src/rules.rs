@@ -11,8 +11,8 @@ pub use forge_language::rules::*;
 
 use crate::columns::{ColumnData, Focus, columns_of, focus};
 use forge_language::lexicon::fold;
-/// What a knowledge result states, for the rule reader: its facts and its tables' column names (read with
-/// `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
+/// What a knowledge result states, for the rule reader: its facts, its tables' column names and text columns
+/// (read with `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
 pub fn stated(result: &Value) -> Stated {
     let facts = facts_in(result)
         .into_iter()
@@ -22,11 +22,13 @@ pub fn stated(result: &Value) -> Stated {
             unit: f.unit,
         })
         .collect();
-    let columns = tables_in(result)
-        .into_iter()
-        .flat_map(|t| t.columns)
-        .map(|c| c.name)
+    let tables = tables_in(result);
+    let columns = tables
+        .iter()
+        .flat_map(|t| &t.columns)
+        .map(|c| c.name.clone())
         .collect();
+    let categories = tables.iter().flat_map(categories_of).collect();
     let texts = result["citations"]
         .as_array()
         .into_iter()
@@ -37,7 +39,29 @@ pub fn stated(result: &Value) -> Stated {
         facts,
         columns,
         texts,
+        categories,
     }
+}
+
+/// The text columns of one observed table, each with every data row's cell (empty where a row has none).
+fn categories_of(table: &ObservedTable) -> Vec<Category> {
+    let mut names: Vec<&str> = Vec::new();
+    for (name, _) in table.rows.iter().flat_map(|r| &r.texts) {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| Category {
+            column: name.to_owned(),
+            cells: table
+                .rows
+                .iter()
+                .map(|r| r.text(name).unwrap_or_default().to_owned())
+                .collect(),
+        })
+        .collect()
 }
 
 /// The rules a knowledge result states ([`forge_language::rules::rules_in`] of what it [`stated`]).
@@ -1089,6 +1113,41 @@ mod tests {
             verdict(&one, "the count of each site").map(|v| v.holds),
             Some(true)
         );
+    }
+
+    #[test]
+    fn a_rule_naming_rows_by_a_text_column_value_is_unread_by_name() {
+        // "every city-centre branch at least 45" read as a limit on every row judged the suburban branches by
+        // it, and the wrong verdict was certified (held-out set 7, gym_renewal_scoped_zh).
+        let rows = json!([
+            {"label": "Central", "values": {"Visits": 52}, "texts": {"Area": "City centre"}},
+            {"label": "Riverside", "values": {"Visits": 46}, "texts": {"Area": "City centre"}},
+            {"label": "Oakfield", "values": {"Visits": 31}, "texts": {"Area": "Suburban"}}]);
+        let table =
+            json!({"label_column": "Branch", "columns": [{"name": "Visits"}], "rows": rows});
+        let sentence = "The term is good when the average is at least 40 and every city-centre branch records at least 45.";
+        let result = json!({"data": {"tables": [table.clone()], "facts": []}, "citations": [{"text": sentence}]});
+        assert!(verdict(&result, "the visits of each branch").is_none());
+        let read = reading(&result);
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(
+            read.uncertain.iter().any(|u| u.contains(
+                "it names \"City centre\", which 2 of 3 rows hold in Area: a limit on some of the rows"
+            )),
+            "{read:?}"
+        );
+        // The same through a `key: number` fact, in Chinese, and a value every row holds restricts nothing.
+        let zh = json!({"label_column": "门店", "columns": [{"name": "续卡率"}], "rows": [
+            {"label": "静安店", "values": {"续卡率": 78}, "texts": {"片区": "华东"}},
+            {"label": "天河店", "values": {"续卡率": 58}, "texts": {"片区": "华南"}}]});
+        let fact = json!({"data": {"tables": [zh], "facts": [{"key": "华东门店最低续卡率", "value": 65}]}});
+        assert!(reading(&fact).rules.is_empty(), "{:?}", reading(&fact));
+        let everywhere = json!({"label_column": "Branch", "columns": [{"name": "Visits"}], "rows": [
+            {"label": "Central", "values": {"Visits": 52}, "texts": {"Area": "City centre"}},
+            {"label": "Riverside", "values": {"Visits": 46}, "texts": {"Area": "City centre"}}]});
+        let all = json!({"data": {"tables": [everywhere], "facts": []}, "citations": [{"text": sentence}]});
+        let read = reading(&all);
+        assert_eq!((read.rules.len(), read.uncertain.len()), (2, 0), "{read:?}");
     }
 
     #[test]

@@ -42,8 +42,10 @@ fn over_the_probe_folders_the_gate_certifies_no_wrong_answer() {
         "{:#?}",
         tally.certified_wrong
     );
-    // Measured: 68 of 85 probed (the rest ask for what no aggregate computes: a median, a weighted mean,
-    // a duration in mm:ss), 33 right answers verified (33 abstained), 207 wrong answers made, none verified.
+    // Measured at stop 51: 70 of 87 probed (the rest ask for what no aggregate computes: a median, a weighted
+    // mean, a duration in mm:ss), 32 right answers verified (36 abstained, 2 disputed), 213 wrong answers made,
+    // none verified. The two folders stop 51 added (a limit on the rows a text column's value names) had
+    // their flipped verdicts certified before it.
     assert!(tally.tasks >= 60, "{tally:?}");
     assert!(tally.wrong.iter().sum::<usize>() >= 150, "{tally:?}");
 }

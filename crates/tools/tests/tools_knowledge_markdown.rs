@@ -275,13 +275,14 @@ fn malformed_tables_give_sensible_data() {
         ragged["columns"],
         json!([{ "name": "Score", "unit": null, "count": 2, "missing": ["East"] }])
     );
-    // Short rows are padded, extra cells dropped, unlabelled rows skipped, empty cells absent and listed as missing.
+    // Short rows are padded, extra cells dropped, unlabelled rows skipped, empty cells absent and listed as
+    // missing; a text column's cells are the rows' `texts`, an empty one left out.
     assert_eq!(
         ragged["rows"],
         json!([
             { "label": "North", "values": { "Score": 72 } },
-            { "label": "South", "values": { "Score": 81 } },
-            { "label": "East", "values": {}, "missing": ["Score"] },
+            { "label": "South", "values": { "Score": 81 }, "texts": { "Note": "ok" } },
+            { "label": "East", "values": {}, "missing": ["Score"], "texts": { "Note": "missing" } },
         ])
     );
     assert_eq!(ragged["stats"]["Score"]["count"], 2);
@@ -688,4 +689,38 @@ fn a_query_about_the_subject_still_gets_the_documents_table() {
     );
     // A query that matches nothing in the document still gets no table out of thin air.
     assert!(search_in(&[("trust.md", text)], "zzz qqq", 3).is_err());
+}
+
+#[test]
+fn text_columns_besides_the_labels_are_each_rows_texts_in_the_data_and_a_line_of_the_view() {
+    // A rule may name some rows by a text column ("every city-centre branch"); the rule reader and the
+    // model both need the cells, which a table read as numeric series alone dropped.
+    let text = "\
+# Branches
+
+## Visits
+
+| Branch | Area | Visits per hour |
+|---|---|---|
+| Central | City centre | 52 |
+| Oakfield | Suburban | 31 |
+| Hill Top |  | 35 |
+";
+    let out = search_one(text, "branch area visits");
+    assert_valid(&out.result);
+    let table = &out.result["data"]["tables"][0];
+    assert_eq!(
+        table["rows"],
+        json!([
+            { "label": "Central", "values": { "Visits per hour": 52 }, "texts": { "Area": "City centre" } },
+            { "label": "Oakfield", "values": { "Visits per hour": 31 }, "texts": { "Area": "Suburban" } },
+            { "label": "Hill Top", "values": { "Visits per hour": 35 } },
+        ])
+    );
+    let v = view(&out);
+    assert!(
+        v.contains("Text column Area: Central = City centre, Oakfield = Suburban\n")
+            || v.ends_with("Text column Area: Central = City centre, Oakfield = Suburban"),
+        "{v}"
+    );
 }

@@ -60,6 +60,9 @@ pub struct Context {
     pub statements: Vec<(Vec<String>, f64)>,
     /// The result's column headers: a header's own words ("Cost variance") name a column, not a statistic.
     pub columns: Vec<String>,
+    /// The result's text columns besides the row labels (`Region`: North, North, South): a clause naming
+    /// one of their values names some of the rows.
+    pub categories: Vec<super::Category>,
 }
 
 /// A limit as written: its number, whether it is a percentage, where it ends in the clause, and the unit
@@ -1115,6 +1118,7 @@ mod tests {
         let stated = Context {
             definitions: Vec::new(),
             columns: Vec::new(),
+            categories: Vec::new(),
             statements: vec![
                 (
                     lexicon::content_words("The hall's capacity is 320 seats"),
@@ -1154,6 +1158,7 @@ mod tests {
         let twice = Context {
             definitions: Vec::new(),
             columns: Vec::new(),
+            categories: Vec::new(),
             statements: vec![
                 (vec!["capacity".into()], 320.0),
                 (vec!["capacity".into(), "balcony".into()], 80.0),
@@ -1205,6 +1210,7 @@ mod tests {
             definitions: vec![def],
             statements: Vec::new(),
             columns: Vec::new(),
+            categories: Vec::new(),
         };
         assert_eq!(
             typed(

@@ -7,7 +7,8 @@
 //! measures: an aggregate (average, total), every row ("no crew may average more than 3.2"), a count of
 //! rows ("no more than one depot is above 7%"), or a ratio of totals the knowledge defines ("the overall
 //! rate is all completions divided by all starts"). A limit may be a share of a quantity the knowledge
-//! states ("85% of the hall's capacity") — `clause` types each clause. A clause with no quantity word is not
+//! states ("85% of the hall's capacity") — `clause` types each clause. A rule naming rows by a value of a
+//! table's text column that only some rows hold ("every city-centre branch") is not typed: it is unread. A clause with no quantity word is not
 //! placed ("warmers run for at least 45 minutes"). Fail closed: a sentence with any clause the reader
 //! cannot type or place, or with a connective it does not type ("or", "unless"), gives no rule at all, and
 //! a result holding a rule-shaped clause it cannot type gives none either — a verdict is then left
@@ -144,6 +145,47 @@ pub struct Stated {
     pub facts: Vec<StatedFact>,
     pub columns: Vec<String>,
     pub texts: Vec<String>,
+    /// The text columns of its tables besides the row labels.
+    pub categories: Vec<Category>,
+}
+
+/// A table column of text that is not the row labels (`Region`, `Size band`, `片区`), with each data row's
+/// cell in row order: what a rule can use to name some of the rows ("every North branch", "华东片区的门店").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Category {
+    pub column: String,
+    pub cells: Vec<String>,
+}
+
+impl Category {
+    /// The first value of this column that `text` names and that only some of the rows hold, as
+    /// `"North", which 3 of 7 rows hold in Region`; `None` when `text` names none (a value every row holds
+    /// restricts nothing).
+    fn some_rows_named_in(&self, text: &str) -> Option<String> {
+        let mut values: Vec<&str> = self
+            .cells
+            .iter()
+            .map(|c| c.trim())
+            .filter(|c| !c.is_empty())
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        values.into_iter().find_map(|value| {
+            let held = self.cells.iter().filter(|c| c.trim() == value).count();
+            (held < self.cells.len() && !lexicon::find(text, value).is_empty()).then(|| {
+                format!(
+                    "\"{value}\", which {held} of {} rows hold in {}",
+                    self.cells.len(),
+                    self.column
+                )
+            })
+        })
+    }
+}
+
+/// The first category value `text` names that only some rows hold ([`Category::some_rows_named_in`]).
+fn some_rows_named(text: &str, categories: &[Category]) -> Option<String> {
+    categories.iter().find_map(|c| c.some_rows_named_in(text))
 }
 
 /// A `key: number` fact (`Maximum wait (min): 40`), with the unit its line wrote.
@@ -179,6 +221,10 @@ pub fn reading(stated: &Stated) -> RuleReading {
     sentences
         .untyped
         .extend(facts.iter().filter_map(|f| untyped_fact(&f.key)));
+    sentences.untyped.extend(facts.iter().filter_map(|f| {
+        some_rows_named(&f.key, &stated.categories)
+            .map(|scope| format!("\"{}\" ({})", f.key, some_rows_reason(&scope)))
+    }));
     for text in &stated.texts {
         let read = read_sentences_with(text, &context);
         sentences.rules.extend(read.rules.iter().cloned());
@@ -289,6 +335,7 @@ fn second_comparison(key: &str) -> bool {
 fn context_of(stated: &Stated) -> clause::Context {
     let mut context = clause::Context {
         columns: stated.columns.clone(),
+        categories: stated.categories.clone(),
         ..clause::Context::default()
     };
     for text in &stated.texts {
@@ -372,6 +419,19 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
             ));
             continue;
         }
+        // A rule over the rows a category value names ("every city-centre branch", "华东片区的门店每家"): the
+        // reader types limits on all rows or on their aggregate, so checking it over every row would judge
+        // rows the rule leaves out.
+        if !rules.is_empty()
+            && let Some(scope) = some_rows_named(&sentence, &context.categories)
+        {
+            out.untyped.push(format!(
+                "\"{}\" ({})",
+                sentence.trim(),
+                some_rows_reason(&scope)
+            ));
+            continue;
+        }
         // A quantity the sentence defines as a ratio ("… rate — total passes divided by total tests — is at
         // least 50%") or by a formula ("延误率 = 100% − 准点率") that no rule of it reads as a ratio of totals:
         // the rule would measure something else (a column of a like name), so the whole sentence is unread.
@@ -395,6 +455,11 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
         }
     }
     out
+}
+
+/// Why a rule naming some of the rows is unread, for the text a user reads.
+fn some_rows_reason(scope: &str) -> String {
+    format!("it names {scope}: a limit on some of the rows, which the reader does not type")
 }
 
 fn named(unread: &clause::Unread) -> String {

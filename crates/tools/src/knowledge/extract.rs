@@ -1,6 +1,6 @@
 //! Structured data read from parsed markdown, the same way for every file: each table becomes a
 //! label column plus numeric series (missing cells as gaps, `Total`/`Average` rows kept apart as
-//! summary rows), a bullet list of `label: number` items that states no rule becomes a table too, and
+//! summary rows) and the rows' cells in its other text columns, a bullet list of `label: number` items that states no rule becomes a table too, and
 //! each other `key: number` line becomes a fact.
 //!
 //! Every number goes through [`forge_language::numbers::parse_quantity`] (per column: footnote markers, decimal
@@ -62,6 +62,9 @@ pub struct Row {
     pub values: Vec<Option<f64>>,
     /// Footnote markers written after this row's numbers (`91.4*`), one per marked cell of a series.
     pub notes: Vec<CellNote>,
+    /// The row's non-empty cells in the table's text columns other than the label column (`Region`:
+    /// `North`), by column name: what a rule may name some of the rows by.
+    pub texts: Vec<(String, String)>,
 }
 
 /// A footnote marker after a number (`91.4*`, `12.4¹`, `12.4[a]`): the number is read, the marker kept.
@@ -302,6 +305,10 @@ fn read_table(raw: &RawTable) -> Table {
         .filter(|&c| body.iter().any(|&r| looks_numeric[r][c]))
         .collect();
     let (series, unread) = read_series(&grid, &body, &names, &candidates);
+    let text_columns: Vec<usize> = (0..width)
+        .filter(|&c| c != label_index && !candidates.contains(&c))
+        .filter(|&c| body.iter().any(|&r| is_text_cell(r, c)))
+        .collect();
     let values = |r: usize| -> Vec<Option<f64>> { series.iter().map(|(_, _, v)| v[r]).collect() };
     let notes = |r: usize| -> Vec<CellNote> {
         series
@@ -322,6 +329,7 @@ fn read_table(raw: &RawTable) -> Table {
             label: raw_label(raw, r, label_index),
             values: values(r),
             notes: notes(r),
+            texts: text_cells(&grid, &names, &text_columns, r),
         })
         .collect();
     let summary_rows = (0..raw.rows.len())
@@ -347,6 +355,20 @@ fn read_table(raw: &RawTable) -> Table {
         unread,
         transposed: false,
     }
+}
+
+/// Row `r`'s non-empty cells in `columns` (text columns), by column name.
+fn text_cells(
+    grid: &cells::Grid,
+    names: &[(String, Option<String>)],
+    columns: &[usize],
+    r: usize,
+) -> Vec<(String, String)> {
+    columns
+        .iter()
+        .filter(|&&c| !grid.text[r][c].trim().is_empty())
+        .map(|&c| (names[c].0.clone(), grid.text[r][c].trim().to_owned()))
+        .collect()
 }
 
 /// A numeric series: its raw column index, its name and unit, and one value per raw row.

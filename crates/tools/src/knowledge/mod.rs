@@ -652,6 +652,7 @@ fn observed_row(table: &Table, row: &Row) -> ObservedRow {
             .filter(|(index, _)| row.is_missing(*index))
             .map(|(_, c)| c.name.clone())
             .collect(),
+        texts: row.texts.clone(),
     }
 }
 

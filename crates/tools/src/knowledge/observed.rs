@@ -76,6 +76,10 @@ pub struct ObservedRow {
     /// The columns the row has no value in (written only when there are some).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The row's cells in the table's text columns other than its label (`Region`: `North`), by column
+    /// name (written only when there are some): what a rule may name some rows by.
+    #[serde(skip_serializing_if = "Vec::is_empty", with = "ordered")]
+    pub texts: Vec<(String, String)>,
 }
 
 /// A footnote marker after one of a row's numbers, with the footnote's text when the passage has one.
@@ -162,6 +166,14 @@ impl ObservedTable {
 }
 
 impl ObservedRow {
+    /// The row's cell in text column `name`; `None` when it has none.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.texts
+            .iter()
+            .find(|(column, _)| column == name)
+            .map(|(_, t)| t.as_str())
+    }
+
     /// The row's value in column `name`; `None` when it has none.
     pub fn value(&self, name: &str) -> Option<f64> {
         self.values
@@ -403,7 +415,7 @@ mod tests {
                 "rows": [
                     {"label": "A", "values": {"Wait": 12.5},
                      "notes": [{"column": "Wait", "marker": "*", "text": null}]},
-                    {"label": "B", "values": {}, "missing": ["Wait"]}],
+                    {"label": "B", "values": {}, "missing": ["Wait"], "texts": {"Zone": "East"}}],
                 "summary_rows": [{"label": "Total", "kind": "sum", "values": {"Wait": 12}}],
                 "stats": {"Wait": {"count": 1, "lowest": {"label": "A", "value": 12.5},
                                     "highest": {"label": "A", "value": 12.5}}},

@@ -116,6 +116,7 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
             stats.count,
         );
     }
+    render_text_columns(out, table);
     render_notes_and_unread(out, table);
     // Stated totals and averages: shown apart, never part of the column lines above.
     for summary in &table.summary_rows {
@@ -134,6 +135,32 @@ fn render_table(out: &mut String, table: &Table, raw: &RawTable) {
                 values.join(", ")
             );
         }
+    }
+}
+
+/// `Text column <name>: <label> = <cell>, …` per text column besides the labels (`Region`, `片区`): a rule
+/// may name some of the rows by these cells, and the model reads the same table the rule reader does.
+fn render_text_columns(out: &mut String, table: &Table) {
+    let mut names: Vec<&str> = Vec::new();
+    for (name, _) in table.rows.iter().flat_map(|r| &r.texts) {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let listed: Vec<String> = table
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let (_, cell) = row.texts.iter().find(|(column, _)| column == name)?;
+                Some(format!("{} = {cell}", row.label))
+            })
+            .collect();
+        let mut line = listed[..listed.len().min(MAX_LISTED_ROWS)].join(", ");
+        if listed.len() > MAX_LISTED_ROWS {
+            let _ = write!(line, ", … ({} more)", listed.len() - MAX_LISTED_ROWS);
+        }
+        let _ = writeln!(out, "Text column {name}: {line}");
     }
 }
 
