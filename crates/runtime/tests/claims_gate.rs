@@ -723,3 +723,57 @@ fn a_number_in_the_template_s_own_text_is_the_task_s_word_not_a_row_s_value() {
     );
     assert_eq!(o.metrics().task_success, Some(true));
 }
+
+#[test]
+fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_redone() {
+    // Guided mode offered only the final after a verdict dispute, so a model whose own comparison was wrong
+    // (here the average's limit written 40 instead of 30) could only contradict its check or repeat it.
+    let task = common::task("clinic_wait_times");
+    let final_citing = |check: &str, verdict: &str| {
+        format!(
+            r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is {verdict}.", "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "{check}", "obs-plot-4"]}}"#
+        )
+    };
+    let texts = [
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
+        final_citing("obs-calculator-3", "achieved"),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 30 and 38 <= 40"}}"#.to_owned(),
+        final_citing("obs-calculator-5", "missed"),
+    ];
+    let mut spy = Spy {
+        inner: runtime::policy::scripted::ScriptedPolicy::from_texts(texts),
+        requests: Vec::new(),
+    };
+    let o = common::run_with(&task, &mut spy, |_| {});
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert_eq!(rejected.data["rule_check_reopened"], "obs-calculator-3");
+    // The request after the dispute asks for the rule check again, not for the final.
+    let after = &spy.requests[5];
+    assert!(
+        matches!(
+            &after.gap,
+            runtime::policy::Gap::Tool { tool, result: Some(runtime::policy::ResultKind::Boolean), .. }
+                if tool == "calculator"
+        ),
+        "{:?}",
+        after.gap
+    );
+    assert!(
+        after.missing.iter().any(|m| m.starts_with("calculator")),
+        "{:?}",
+        after.missing
+    );
+    assert_eq!(o.metrics().task_success, Some(true));
+}

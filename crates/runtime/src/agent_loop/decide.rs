@@ -170,7 +170,7 @@ impl Run<'_, '_> {
     /// A short public description of the decision, written by the runtime (not the model).
     pub(super) fn summarize(&self, decision: &Decision) -> String {
         match decision {
-            Decision::Action(action) => match self.task.gap(self.ledger.records()) {
+            Decision::Action(action) => match self.task.gap(self.current_records()) {
                 Gap::Tool { tool, hint, .. } if tool == action.tool => {
                     format!("run {} to {hint}", action.tool)
                 }
@@ -192,6 +192,7 @@ impl Run<'_, '_> {
         final_decision: FinalDecision,
     ) -> Result<FinalDecision, Option<End>> {
         let cited = &final_decision.evidence_ids;
+        let reopened_before = self.reopened_check.clone();
         let rejection = self.evidence_rejection(cited);
         // The evidence is complete and current: now what the answer says must agree with it.
         let checked = match rejection {
@@ -219,11 +220,14 @@ impl Run<'_, '_> {
                 })
             }
             Err((code, message)) => {
-                self.emit(
-                    "final.validated",
-                    0,
-                    json!({ "accepted": false, "code": code, "message": message, "evidence_ids": cited }),
-                );
+                let mut data = json!({ "accepted": false, "code": code, "message": message, "evidence_ids": cited });
+                if reopened_before.is_none()
+                    && let Some(id) = &self.reopened_check
+                {
+                    // The next step asks for the rule check again (see `reopen_rule_check`).
+                    data["rule_check_reopened"] = json!(id);
+                }
+                self.emit("final.validated", 0, data);
                 self.counters.rejected_finals += 1;
                 self.counters.recoverable_failures += 1;
                 self.pending_recovery += 1;
@@ -343,7 +347,29 @@ impl Run<'_, '_> {
         if self.disputes > self.config.budgets.max_retries || repeated {
             return Ok(claims::disputed(dispute));
         }
+        if dispute.code == claims::RejectionCode::VerdictContradictsEvidence {
+            self.reopen_rule_check();
+        }
         Err((dispute.code.as_str(), dispute.message))
+    }
+
+    /// After the first verdict dispute, the rule check the verdict followed is asked for again: in guided mode
+    /// the only step left was the final, so a model whose comparison was wrong could not compare again. Once
+    /// per run, so a run that stays disputed still ends as an abstention within its step budget.
+    fn reopen_rule_check(&mut self) {
+        if self.reopened_check.is_some() {
+            return;
+        }
+        let Some(index) = self.task.rule_check() else {
+            return;
+        };
+        let id = self
+            .task
+            .evidence(self.ledger.records())
+            .get(index)
+            .cloned()
+            .flatten();
+        self.reopened_check = id;
     }
 
     pub(super) fn guard_stop(&mut self, kind: GuardKind, detail: Value) -> End {

@@ -236,6 +236,7 @@ pub fn run_task(
         tool_attempts: BTreeMap::new(),
         pending_recovery: 0,
         disputes: 0,
+        reopened_check: None,
         succeeded_actions: Vec::new(),
         step: 0,
         verification: None,
@@ -369,6 +370,9 @@ struct Run<'r, 's> {
     /// Finals the claims gate disputed (the answer disagrees with the runtime's own check): after
     /// `max_retries` repairs the next one is accepted as an abstention naming the disagreement.
     disputes: u32,
+    /// The rule-check observation a verdict dispute re-opened (once per run): the next steps ask for the
+    /// check again instead of only the final, since the model's own comparison is what its verdict followed.
+    reopened_check: Option<String>,
 }
 
 impl Run<'_, '_> {
@@ -464,10 +468,10 @@ impl Run<'_, '_> {
                 "feedback": &self.feedback[start..],
                 "budget": self.meter.remaining_json(),
             }),
-            gap: self.task.gap(self.ledger.records()),
+            gap: self.task.gap(self.current_records()),
             missing: self
                 .task
-                .missing(self.ledger.records())
+                .missing(self.current_records())
                 .iter()
                 .map(|e| format!("{}: {}", e.describe(), e.hint))
                 .collect(),
@@ -477,6 +481,14 @@ impl Run<'_, '_> {
             repair,
             max_new_tokens,
         }
+    }
+
+    /// The observations the next step builds on: every one but a rule check a verdict dispute re-opened.
+    fn current_records(&self) -> impl Iterator<Item = &ObservationRecord> + Clone {
+        let reopened = self.reopened_check.as_deref();
+        self.ledger
+            .records()
+            .filter(move |r| Some(r.id.as_str()) != reopened)
     }
 
     /// The task's own words, whose numbers a decision may repeat (task text and answer template).
