@@ -777,3 +777,37 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
     );
     assert_eq!(o.metrics().task_success, Some(true));
 }
+
+#[test]
+fn a_reopened_rule_check_written_the_same_way_again_is_no_loop_and_the_run_ends_as_an_abstention() {
+    // Seen on the suite (1.5B): the model asked to compare again wrote the same comparison, the repeated-result
+    // guard stopped the run, and the user got no answer where an abstention naming the dispute was due.
+    let task = common::task("clinic_wait_times");
+    let final_citing = |check: &str| {
+        format!(
+            r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is achieved.", "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "{check}", "obs-plot-4"]}}"#
+        )
+    };
+    let check = r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#;
+    let mut texts = vec![
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
+        check.to_owned(),
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
+        final_citing("obs-calculator-3"),
+        check.replace("32 <= 40", "32<=40"),
+    ];
+    texts.extend(std::iter::repeat_n(final_citing("obs-calculator-5"), 4));
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(
+        o.result.verification.as_ref().map(|v| v.status),
+        Some(runtime::claims::VerificationStatus::Disputed)
+    );
+}

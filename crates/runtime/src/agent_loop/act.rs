@@ -227,6 +227,14 @@ impl Run<'_, '_> {
         attempts: u32,
     ) -> Option<End> {
         let digest = result_digest(tool, &output.digest_basis);
+        // The rule check asked for again after a verdict dispute, written the same way: the model stands by its
+        // comparison. Its final is then judged (and, still disputed, ends as an abstention), never stopped as a
+        // loop.
+        let restates_reopened_check = self
+            .reopened_check
+            .as_deref()
+            .and_then(|id| self.ledger.get(id))
+            .is_some_and(|r| r.digest.as_deref() == Some(digest.as_str()));
         for record in &output.artifacts {
             if !self.artifact_records.iter().any(|r| r.id == record.id) {
                 self.artifact_records.push(record.clone());
@@ -258,7 +266,7 @@ impl Run<'_, '_> {
             attempts,
             json!({ "observation": observation, "state_delta": { "observation_count": count } }),
         );
-        if self.guards.record_result(&digest) {
+        if !restates_reopened_check && self.guards.record_result(&digest) {
             return Some(self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })));
         }
         None
