@@ -789,25 +789,30 @@ fn a_reopened_rule_check_written_the_same_way_again_is_no_loop_and_the_run_ends_
         )
     };
     let check = r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#;
-    let mut texts = vec![
+    let texts = vec![
         r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
         r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
         check.to_owned(),
         r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
         final_citing("obs-calculator-3"),
-        check.replace("32 <= 40", "32<=40"),
     ];
-    texts.extend(std::iter::repeat_n(final_citing("obs-calculator-5"), 4));
-    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
-    let o = common::run_with(&task, &mut policy, |_| {});
-    assert_eq!(
-        (o.result.status, o.result.stop_reason),
-        (RunStatus::Completed, StopReason::Completed),
-        "{:?}",
-        o.result
-    );
-    assert_eq!(
-        o.result.verification.as_ref().map(|v| v.status),
-        Some(runtime::claims::VerificationStatus::Disputed)
-    );
+    // Written with other spacing (the same resolved comparison), and written exactly as before.
+    for again in [check.replace("32 <= 40", "32<=40"), check.to_owned()] {
+        let mut texts = texts.clone();
+        texts.push(again.clone());
+        texts.extend(std::iter::repeat_n(final_citing("obs-calculator-5"), 4));
+        let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+        let o = common::run_with(&task, &mut policy, |_| {});
+        assert_eq!(
+            (o.result.status, o.result.stop_reason),
+            (RunStatus::Completed, StopReason::Completed),
+            "{again}: {:?}",
+            o.result.error
+        );
+        assert_eq!(
+            o.result.verification.as_ref().map(|v| v.status),
+            Some(runtime::claims::VerificationStatus::Disputed),
+            "{again}"
+        );
+    }
 }

@@ -52,7 +52,18 @@ impl Run<'_, '_> {
         }
         self.counters.valid_actions += 1;
         self.counters.recovered += std::mem::take(&mut self.pending_recovery);
-        if self.guards.record_action(&tool, &arguments) {
+        // The re-opened rule check proposed again as it was: the model stands by its comparison (see
+        // `record_success`), which is no loop.
+        let restates_reopened_check = self
+            .reopened_check
+            .as_deref()
+            .and_then(|id| self.ledger.get(id))
+            .is_some_and(|r| {
+                r.tool == tool
+                    && r.result.as_ref().and_then(|v| v.get("expression"))
+                        == arguments.get("expression")
+            });
+        if !restates_reopened_check && self.guards.record_action(&tool, &arguments) {
             // Checked before dispatch: the repeated action is not run again.
             return Some(self.guard_stop(
                 GuardKind::RepeatedAction,
