@@ -294,8 +294,8 @@ fn read_table(raw: &RawTable) -> Table {
     let is_text_cell =
         |r: usize, c: usize| !looks_numeric[r][c] && !tables::is_missing_marker(&grid.text[r][c]);
     let Layout {
-        body,
-        summary,
+        mut body,
+        mut summary,
         label_index,
     } = layout(&grid, width, is_text_cell);
     let names = column_names(&raw.header);
@@ -305,6 +305,12 @@ fn read_table(raw: &RawTable) -> Table {
         .filter(|&c| body.iter().any(|&r| looks_numeric[r][c]))
         .collect();
     let (series, unread) = read_series(&grid, &body, &names, &candidates);
+    if let Some(r) = total_by_arithmetic(&series, &body) {
+        // A last row that is the sum of the rows above in every numeric column is a total, whatever its label
+        // says ("全区", "Σ", "Network"): as a data row it would double every statistic.
+        body.retain(|&b| b != r);
+        summary[r] = Some((raw_label(raw, r, label_index), SummaryKind::Sum));
+    }
     let text_columns: Vec<usize> = (0..width)
         .filter(|&c| c != label_index && !candidates.contains(&c))
         .filter(|&c| body.iter().any(|&r| is_text_cell(r, c)))
@@ -355,6 +361,28 @@ fn read_table(raw: &RawTable) -> Table {
         unread,
         transposed: false,
     }
+}
+
+/// The last body row when, in at least two numeric columns and in every one where it has a value, it holds the
+/// sum of the other body rows (to a relative 1e-9), over at least two other rows; `None` otherwise. Two columns
+/// are asked for because one column's last value can equal the sum above it by chance (10, 20, 30).
+fn total_by_arithmetic(series: &[Series], body: &[usize]) -> Option<usize> {
+    let (&last, others) = body.split_last()?;
+    if others.len() < 2 {
+        return None;
+    }
+    let mut agreeing = 0;
+    for (_, _, values) in series {
+        let Some(stated) = values[last] else {
+            continue;
+        };
+        let sum: f64 = others.iter().filter_map(|&r| values[r]).sum();
+        if (stated - sum).abs() > 1e-9 * sum.abs().max(1.0) {
+            return None;
+        }
+        agreeing += 1;
+    }
+    (agreeing >= 2).then_some(last)
 }
 
 /// Row `r`'s non-empty cells in `columns` (text columns), by column name.
