@@ -724,25 +724,37 @@ fn a_number_in_the_template_s_own_text_is_the_task_s_word_not_a_row_s_value() {
     assert_eq!(o.metrics().task_success, Some(true));
 }
 
+/// The clinic task's final answer citing the rule check `check`, with verdict words `verdict`.
+fn clinic_final(check: &str, verdict: &str) -> String {
+    format!(
+        r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is {verdict}.", "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "{check}", "obs-plot-4"]}}"#
+    )
+}
+
+/// The clinic task's rule check with the average's limit written 40 instead of 30: true where the rule fails.
+const CLINIC_WRONG_CHECK: &str = r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#;
+
+/// The clinic task's actions up to its plot, with [`CLINIC_WRONG_CHECK`] as the rule check (obs-calculator-3).
+fn clinic_actions_with_a_wrong_check() -> Vec<String> {
+    vec![
+        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
+        CLINIC_WRONG_CHECK.to_owned(),
+        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
+    ]
+}
+
 #[test]
 fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_redone() {
     // Guided mode offered only the final after a verdict dispute, so a model whose own comparison was wrong
     // (here the average's limit written 40 instead of 30) could only contradict its check or repeat it.
     let task = common::task("clinic_wait_times");
-    let final_citing = |check: &str, verdict: &str| {
-        format!(
-            r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is {verdict}.", "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "{check}", "obs-plot-4"]}}"#
-        )
-    };
-    let texts = [
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
-        final_citing("obs-calculator-3", "achieved"),
+    let mut texts = clinic_actions_with_a_wrong_check();
+    texts.extend([
+        clinic_final("obs-calculator-3", "achieved"),
         r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 30 and 38 <= 40"}}"#.to_owned(),
-        final_citing("obs-calculator-5", "missed"),
-    ];
+        clinic_final("obs-calculator-5", "missed"),
+    ]);
     let mut spy = Spy {
         inner: runtime::policy::scripted::ScriptedPolicy::from_texts(texts),
         requests: Vec::new(),
@@ -783,24 +795,19 @@ fn a_reopened_rule_check_written_the_same_way_again_is_no_loop_and_the_run_ends_
     // Seen on the suite (1.5B): the model asked to compare again wrote the same comparison, the repeated-result
     // guard stopped the run, and the user got no answer where an abstention naming the dispute was due.
     let task = common::task("clinic_wait_times");
-    let final_citing = |check: &str| {
-        format!(
-            r#"{{"type": "final", "answer": "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is achieved.", "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "{check}", "obs-plot-4"]}}"#
-        )
-    };
-    let check = r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 40 and 38 <= 40"}}"#;
-    let texts = vec![
-        r#"{"type": "action", "tool": "knowledge_search", "arguments": {"query": "wait times by clinic and wait-time standard"}}"#.to_owned(),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean(28, 35, 31.5, 38, 29.5, 33, 29)"}}"#.to_owned(),
-        check.to_owned(),
-        r#"{"type": "action", "tool": "plot", "arguments": {"labels": ["Abbey Road", "Bridgend", "Castle Hill", "Dean Park", "Fairview", "Greenbank", "Hollins"], "values": [28, 35, 31.5, 38, 29.5, 33, 29], "average": 32, "title": "Walk-in wait by clinic"}}"#.to_owned(),
-        final_citing("obs-calculator-3"),
-    ];
+    let mut texts = clinic_actions_with_a_wrong_check();
+    texts.push(clinic_final("obs-calculator-3", "achieved"));
     // Written with other spacing (the same resolved comparison), and written exactly as before.
-    for again in [check.replace("32 <= 40", "32<=40"), check.to_owned()] {
+    for again in [
+        CLINIC_WRONG_CHECK.replace("32 <= 40", "32<=40"),
+        CLINIC_WRONG_CHECK.to_owned(),
+    ] {
         let mut texts = texts.clone();
         texts.push(again.clone());
-        texts.extend(std::iter::repeat_n(final_citing("obs-calculator-5"), 4));
+        texts.extend(std::iter::repeat_n(
+            clinic_final("obs-calculator-5", "achieved"),
+            4,
+        ));
         let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
         let o = common::run_with(&task, &mut policy, |_| {});
         assert_eq!(

@@ -54,15 +54,11 @@ impl Run<'_, '_> {
         self.counters.recovered += std::mem::take(&mut self.pending_recovery);
         // The re-opened rule check proposed again as it was: the model stands by its comparison (see
         // `record_success`), which is no loop.
-        let restates_reopened_check = self
-            .reopened_check
-            .as_deref()
-            .and_then(|id| self.ledger.get(id))
-            .is_some_and(|r| {
-                r.tool == tool
-                    && r.result.as_ref().and_then(|v| v.get("expression"))
-                        == arguments.get("expression")
-            });
+        let restates_reopened_check = self.reopened_check_record().is_some_and(|r| {
+            r.tool == tool
+                && r.result.as_ref().and_then(|v| v.get("expression"))
+                    == arguments.get("expression")
+        });
         if !restates_reopened_check && self.guards.record_action(&tool, &arguments) {
             // Checked before dispatch: the repeated action is not run again.
             return Some(self.guard_stop(
@@ -242,9 +238,7 @@ impl Run<'_, '_> {
         // comparison. Its final is then judged (and, still disputed, ends as an abstention), never stopped as a
         // loop.
         let restates_reopened_check = self
-            .reopened_check
-            .as_deref()
-            .and_then(|id| self.ledger.get(id))
+            .reopened_check_record()
             .is_some_and(|r| r.digest.as_deref() == Some(digest.as_str()));
         for record in &output.artifacts {
             if !self.artifact_records.iter().any(|r| r.id == record.id) {

@@ -483,6 +483,11 @@ impl Run<'_, '_> {
         }
     }
 
+    /// The rule-check observation a verdict dispute re-opened, if any.
+    fn reopened_check_record(&self) -> Option<&ObservationRecord> {
+        self.ledger.get(self.reopened_check.as_deref()?)
+    }
+
     /// The observations the next step builds on: every one but a rule check a verdict dispute re-opened.
     fn current_records(&self) -> impl Iterator<Item = &ObservationRecord> + Clone {
         let reopened = self.reopened_check.as_deref();
