@@ -89,6 +89,9 @@ pub struct RuleTerms {
     pub range_joiners: Vec<String>,
     pub plus_minus: Vec<String>,
     pub relative_of: Vec<String>,
+    /// Words that may stand between "of" and the number a spread is taken around ("within ±3 s of the
+    /// 28-second target").
+    pub centre_determiners: Vec<String>,
     /// Relative terms that put the share after the quantity it is taken of ("去年平均处理时长的110%"); in
     /// the other terms' word order a number after the quantity is the quantity itself ("the regional
     /// figure of 20").

@@ -101,7 +101,7 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         }
         let mut limit = with_percent_word(text, offset, &first);
         if !currency.is_empty() {
-            limit.unit = Some(currency);
+            limit.unit = Some(currency_scale(text, &mut limit, currency));
         } else if limit.unit.is_none() {
             let after = &text[limit.end..];
             // A glued word longer than the known unit it starts with is the unit as written (`125万元`: `万元`,
@@ -142,6 +142,36 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         }
     }
     None
+}
+
+/// The unit of a limit written after a currency sign, with a scale word after its number folded in:
+/// `$2.7 million` is `$ million`, `£450k` is `£k` (read by the unit vocabulary, which converts them), and
+/// the limit then ends after the scale word.
+fn currency_scale(text: &str, limit: &mut Limit, currency: String) -> String {
+    let after = &text[limit.end..];
+    let word_end = after
+        .char_indices()
+        .skip_while(|(_, c)| c.is_whitespace())
+        .find(|(_, c)| !c.is_alphabetic())
+        .map_or(after.len(), |(i, _)| i);
+    let word = after[..word_end].trim_start();
+    if word.is_empty() {
+        return currency;
+    }
+    let apart = after.starts_with(char::is_whitespace);
+    let scaled = if apart {
+        format!("{currency} {word}")
+    } else {
+        format!("{currency}{word}")
+    };
+    let is_scaled = crate::units::read(&scaled)
+        .zip(crate::units::read(&currency))
+        .is_some_and(|(s, c)| s.dimension == c.dimension && s.scale != c.scale);
+    if !is_scaled {
+        return currency;
+    }
+    limit.end += word_end;
+    scaled
 }
 
 fn with_percent_word(text: &str, offset: usize, number: &NumberMention) -> Limit {
@@ -417,8 +447,14 @@ fn range_at(clause: &str, from: usize, ctx: &Context) -> Option<Result<Range, St
         let spread = limit_at(clause, from + end, false)?;
         let spread_end = past_unit(clause, &spread);
         let after = &clause[spread_end..];
-        let of = starts_with_any(after, &terms.relative_of)?;
-        let centre = limit_at(clause, spread_end + of, false)?;
+        let mut of = spread_end + starts_with_any(after, &terms.relative_of)?;
+        // "of the 28-second target": a determiner may stand before the centre's number.
+        if let Some(end) = starts_with_any(&clause[of..], &terms.centre_determiners)
+            && clause[of + end..].starts_with(char::is_whitespace)
+        {
+            of += end;
+        }
+        let centre = limit_at(clause, of, false)?;
         return Some(range_unit(spread.unit, centre.unit).map(|unit| {
             (
                 centre.value - spread.value,
@@ -978,6 +1014,36 @@ mod tests {
     }
 
     #[test]
+    fn a_scale_word_after_a_currency_limit_is_part_of_its_unit() {
+        // Stop 52's probe: "$2.7 million" was read as $2.7 and a broken cap certified as kept.
+        let none = Context::default();
+        let units = |text: &str| match read(text, &none) {
+            ClauseRead::Rules(rules) => rules
+                .into_iter()
+                .map(|r| (r.threshold, r.unit))
+                .collect::<Vec<_>>(),
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            units("running costs average no more than $2.7 million per centre"),
+            [(2.7, Some("$ million".to_owned()))]
+        );
+        assert_eq!(
+            units("the sites average at least £450k in revenue"),
+            [(450.0, Some("£k".to_owned()))]
+        );
+        assert_eq!(
+            units("no centre costs more than $3m."),
+            [(3.0, Some("$m".to_owned()))]
+        );
+        // A word after the number that is no scale stays out of the unit.
+        assert_eq!(
+            units("every site takes at least £380,000 in revenue"),
+            [(380_000.0, Some("£".to_owned()))]
+        );
+    }
+
+    #[test]
     fn ranges_are_two_inclusive_bounds() {
         let none = Context::default();
         assert_eq!(
@@ -995,6 +1061,14 @@ mod tests {
         assert_eq!(
             typed("the average must stay within ±0.5 of 7.5", &none),
             [(Of(Mean), AtLeast, 7.0), (Of(Mean), AtMost, 8.0)]
+        );
+        // A determiner before the centre, and the centre's unit glued by a hyphen (held-out set 8).
+        assert_eq!(
+            typed(
+                "every shot must pull within ±3 s of the 28-second target",
+                &none
+            ),
+            [(EachRow, AtLeast, 25.0), (EachRow, AtMost, 31.0)]
         );
         // Percentage points are a difference of percentages, never a share of the quantity.
         assert_eq!(

@@ -67,6 +67,9 @@ pub fn read(text: &str) -> Option<Unit> {
     if let Some(named) = vocabulary::named_unit(text) {
         return Some(from_named(named));
     }
+    if let Some((scaled, _)) = scaled_unit(text) {
+        return Some(scaled);
+    }
     if let Some(scaled) = scale_of_counted(text) {
         return Some(scaled);
     }
@@ -74,12 +77,38 @@ pub fn read(text: &str) -> Option<Unit> {
         let Some((quantity, period)) = split_per(text, per) else {
             continue;
         };
+        let counted = counted_period(period.trim());
         let numerator = match quantity.trim() {
             "" => None,
-            q => Some(vocabulary::named_unit(q)?),
+            q => match vocabulary::named_unit(q) {
+                Some(unit) => Some(unit),
+                // `complaints per 100 passengers`: a count of what the word names, per so many.
+                None if counted.is_some() && one_word(q) => None,
+                None => return None,
+            },
         };
+        if let Some(period) = counted {
+            if numerator.is_some_and(|n| n.offset != 0.0) {
+                return None;
+            }
+            let (symbol, dimension, scale) = match numerator {
+                Some(n) => (n.symbol.as_str(), n.dimension.as_str(), n.scale),
+                None => ("", "count", 1.0),
+            };
+            return Some(Unit {
+                symbol: format!("{symbol}/{}", period.symbol),
+                dimension: format!("{dimension}/{}", period.dimension),
+                scale: scale / period.scale,
+                offset: 0.0,
+            });
+        }
         match vocabulary::named_unit(period.trim()) {
-            Some(period) if period.dimension == "time" => {
+            // A rate per one of any unit that counts without an offset: `per week`, `kWh/km`, `€ per kg`.
+            Some(period)
+                if period.dimension != SCALE
+                    && period.offset == 0.0
+                    && period.dimension != "temperature" =>
+            {
                 if numerator.is_some_and(|n| n.offset != 0.0) {
                     return None;
                 }
@@ -89,7 +118,7 @@ pub fn read(text: &str) -> Option<Unit> {
                 };
                 return Some(Unit {
                     symbol: format!("{symbol}/{}", period.symbol),
-                    dimension: format!("{dimension}/time"),
+                    dimension: format!("{dimension}/{}", period.dimension),
                     scale: scale / period.scale,
                     offset: 0.0,
                 });
@@ -106,6 +135,116 @@ pub fn read(text: &str) -> Option<Unit> {
         }
     }
     None
+}
+
+/// `万元`, `千元`, `thousand euros` (a scale word, then a unit) or `£k`, `$m`, `USD million` (a currency, then a
+/// scale): one unit counted in that scale, so `126万元` is 1,260,000 元 and converts as such. A unit with an
+/// offset (a temperature) takes no scale.
+fn scaled_unit(text: &str) -> Option<(Unit, f64)> {
+    // Temperatures are not counted in thousands: no scale for them, whatever their offset.
+    let countable =
+        |u: &&NamedUnit| u.dimension != SCALE && u.offset == 0.0 && u.dimension != "temperature";
+    for (i, _) in text.char_indices().skip(1) {
+        let (head, rest) = text.split_at(i);
+        // A Latin scale word stands apart from its unit (`thousand euros`); CJK writes them together (`万元`).
+        let apart = rest.starts_with(char::is_whitespace);
+        if let Some(scale) = vocabulary::named_unit(head).filter(|u| u.dimension == SCALE)
+            && (!head.is_ascii() || apart)
+            && let Some(unit) = vocabulary::named_unit(rest.trim()).filter(countable)
+        {
+            return Some((scaled(text, unit, scale.scale), scale.scale));
+        }
+        let Some(currency) = vocabulary::named_unit(head.trim())
+            .filter(countable)
+            .filter(|u| u.dimension.starts_with("currency:"))
+        else {
+            continue;
+        };
+        // Glued, the scale follows a symbol (`£k`), never a word (`GBPk`).
+        let symbol = !head.trim_end().ends_with(char::is_alphanumeric);
+        let scale = match vocabulary::named_unit(rest.trim()) {
+            Some(scale) if scale.dimension == SCALE && (apart || symbol) => Some(scale.scale),
+            _ if symbol && !apart => vocabulary::after_currency_symbol()
+                .iter()
+                .find(|(name, _)| name == rest)
+                .map(|(_, value)| *value),
+            _ => None,
+        };
+        if let Some(scale) = scale {
+            return Some((scaled(text, currency, scale), scale));
+        }
+    }
+    None
+}
+
+/// The scale a unit is counted in (`1000` for `£k`, `10000` for `万元`); `None` for a unit without one.
+pub fn scale_of(text: &str) -> Option<f64> {
+    scaled_unit(text.trim()).map(|(_, by)| by)
+}
+
+fn scaled(text: &str, unit: &NamedUnit, by: f64) -> Unit {
+    Unit {
+        symbol: text.trim().to_owned(),
+        dimension: unit.dimension.clone(),
+        scale: unit.scale * by,
+        offset: 0.0,
+    }
+}
+
+/// A rate's period that counts several of what it is per: `100 km`, `1,000 passengers`, `thousand
+/// residents`, `百公里`. Its symbol (`100 km`), dimension (`distance`, or `each passengers` for a counted
+/// noun) and size in the dimension's base. `None` without a count (`incident`, `week`: the caller reads those).
+fn counted_period(text: &str) -> Option<Unit> {
+    let digits = text
+        .char_indices()
+        .take_while(|(_, c)| c.is_ascii_digit() || *c == ',')
+        .last()
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let (count, rest) = if digits > 0 {
+        let number = text[..digits].replace(',', "");
+        (number.parse::<f64>().ok()?, &text[digits..])
+    } else {
+        let scale_word = vocabulary::all_units()
+            .into_iter()
+            .filter(|u| u.dimension == SCALE)
+            .flat_map(|u| {
+                text.char_indices().skip(1).filter_map(move |(i, _)| {
+                    let (head, rest) = text.split_at(i);
+                    let apart = !head.is_ascii() || rest.starts_with(char::is_whitespace);
+                    (apart && vocabulary::named_unit(head).is_some_and(|n| n == u))
+                        .then_some((u.scale, rest))
+                })
+            })
+            .chain(
+                vocabulary::period_counts()
+                    .iter()
+                    .filter_map(|(name, value)| Some((*value, text.strip_prefix(name.as_str())?))),
+            )
+            .min_by_key(|(_, rest)| rest.len());
+        scale_word?
+    };
+    let what = rest.trim();
+    if count.is_nan() || count <= 0.0 || what.is_empty() {
+        return None;
+    }
+    let counted = |dimension: String, scale: f64| Unit {
+        symbol: format!("{} {what}", crate::numbers::canonical(count)),
+        dimension,
+        scale: count * scale,
+        offset: 0.0,
+    };
+    if let Some(unit) = vocabulary::named_unit(what) {
+        return (unit.dimension != SCALE && unit.offset == 0.0 && unit.dimension != "temperature")
+            .then(|| counted(unit.dimension.clone(), unit.scale));
+    }
+    // One word of what is counted (`passengers`, `人`): a dimension of its own, so only the same word
+    // converts (per 100 passengers to per 1,000 passengers).
+    one_word(what).then(|| counted(format!("each {}", what.to_lowercase()), 1.0))
+}
+
+/// One Latin word, or up to four CJK characters: a noun naming what is counted, never a phrase.
+fn one_word(text: &str) -> bool {
+    text.chars().all(char::is_alphabetic) && (text.is_ascii() || text.chars().count() <= 4)
 }
 
 /// The dimension of the scale words (`k`, `thousand`, `万`): a count in thousands, millions, ten-thousands.
@@ -198,7 +337,8 @@ pub fn is_conversion_factor(x: f64) -> bool {
 
 /// Every factor above 1 that converts between two known units of one dimension (`60` minutes to seconds,
 /// `1000` kilograms to grams, `100` pounds to pence), smallest first: the numbers a rule check may spell to
-/// bring a limit into its column's unit. Scales (`k`, `万`) and offset units give none.
+/// bring a limit into its column's unit. A scale gives its own value (`10000`: a column in `万元` against a
+/// limit in `元`); ratios of two scales and offset units give none.
 pub fn conversion_factors() -> Vec<f64> {
     let units: Vec<_> = vocabulary::all_units()
         .into_iter()
@@ -217,6 +357,17 @@ pub fn conversion_factors() -> Vec<f64> {
             if factor > 1.0 && exact && !out.iter().any(|f| (f - factor).abs() <= 1e-9 * factor) {
                 out.push(factor);
             }
+        }
+    }
+    for scale in vocabulary::all_units()
+        .into_iter()
+        .filter(|u| u.dimension == SCALE)
+    {
+        if !out
+            .iter()
+            .any(|f| (f - scale.scale).abs() <= 1e-9 * scale.scale)
+        {
+            out.push(scale.scale);
         }
     }
     out.sort_by(f64::total_cmp);
@@ -258,13 +409,17 @@ pub fn align_limit(
 ) -> Result<Aligned, UnitError> {
     // A bare number beside a column counted in thousands (`12.4k`, `（万人次）`) could be in either: `11,500`
     // admissions or 11,500 thousand. People write it both ways, so it is not guessed.
+    // So could a bare number beside a unit counted in a scale (`Revenue (£k)`, `126万元`): `450` or `450,000`.
     if let (None, Some(scaled)) | (Some(scaled), None) =
         (nonempty(limit_unit), nonempty(column_unit))
-        && let Some(unit) = read(scaled).filter(|u| u.dimension == SCALE)
+        && let Some(scale) = read(scaled)
+            .filter(|u| u.dimension == SCALE)
+            .map(|u| u.scale)
+            .or_else(|| scaled_unit(scaled).map(|(_, by)| by))
     {
         return Err(UnitError::ScaleUnstated {
             unit: scaled.to_owned(),
-            scale: unit.scale,
+            scale,
         });
     }
     let (Some(from), Some(to)) = (nonempty(limit_unit), nonempty(column_unit)) else {
@@ -363,14 +518,40 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_per_several_converts_to_a_rate_per_one_or_per_another_count() {
+        let c = |v: f64, a: &str, b: &str| convert(v, a, b).unwrap();
+        assert_eq!(c(0.5, "per 100 passengers", "per 1,000 passengers"), 5.0);
+        assert_eq!(c(4.6, "per 1,000 passengers", "per 100 passengers"), 0.46);
+        assert_eq!(c(104.0, "千瓦时/百公里", "kWh/km"), 1.04);
+        assert_eq!(c(6.0, "L/100 km", "L per 100 km"), 6.0);
+        assert_eq!(c(2.0, "per 2 weeks", "per week"), 1.0);
+        // What is counted must be the same word; a rate per one passenger is a rate per one.
+        assert!(convert(0.5, "per 100 passengers", "per 1,000 journeys").is_err());
+        assert!(convert(0.5, "per 100 passengers", "per passenger").is_err());
+        // Without a count the period is what the value is about, as before.
+        assert_eq!(
+            read("minutes per incident").map(|u| u.symbol),
+            Some("min".to_owned())
+        );
+        assert!(read("per 100 passengers across the routes").is_none());
+        // What the rate counts may be named before it (stop 52's probe: "0.8 complaints per 100 passengers" had
+        // no unit, so it would have been taken in its column's per 1,000).
+        assert_eq!(
+            c(0.8, "complaints per 100 passengers", "per 1,000 passengers"),
+            8.0
+        );
+        assert!(read("late complaints per 100 passengers").is_none());
+    }
+
+    #[test]
     fn conversion_factors_are_the_vocabulary_s_own_above_one() {
         let factors = conversion_factors();
         for f in [60.0, 3600.0, 1000.0, 100.0, 7.0, 24.0] {
             assert!(factors.contains(&f), "{f}: {factors:?}");
         }
         assert!(factors.iter().all(|f| *f > 1.0 && is_conversion_factor(*f)));
-        // Scales count, they do not convert: 10000 is 万 only.
-        assert!(!factors.contains(&10000.0), "{factors:?}");
+        // A scale converts a unit counted in it (`万元` to `元`).
+        assert!(factors.contains(&10000.0), "{factors:?}");
     }
 
     #[test]
@@ -410,8 +591,11 @@ mod tests {
         );
         assert_eq!(read("万人次").map(|u| u.scale), Some(10000.0));
         assert_eq!(read("'000").map(|u| u.scale), Some(1000.0));
-        // A scaled unit of its own kind (ten-thousand yuan) is not read as a bare count.
-        assert_eq!(read("万元"), None);
+        // A scaled unit of its own kind (ten-thousand yuan) is that unit counted in the scale.
+        assert_eq!(
+            read("万元").map(|u| u.dimension),
+            Some("currency:CNY".to_owned())
+        );
         // Two scales convert; a bare limit beside a scaled column could be either.
         assert_eq!(
             align_limit(0.3, Some("亿"), Some("万"), false).map(|a| a.value),
@@ -425,6 +609,28 @@ mod tests {
             align_limit(80000.0, None, Some("万人次"), false),
             Err(UnitError::ScaleUnstated { .. })
         ));
+        // A unit counted in a scale converts as that unit; beside it a bare number is not guessed either.
+        assert_eq!(convert(1_200_000.0, "元", "万元"), Ok(120.0));
+        assert_eq!(convert(450_000.0, "£", "£k"), Ok(450.0));
+        assert_eq!(convert(2.7, "$ million", "$"), Ok(2_700_000.0));
+        assert_eq!(convert(2.7, "$m", "USD"), Ok(2_700_000.0));
+        assert_eq!(convert(3.0, "千万元", "亿元"), Ok(0.3));
+        assert!(matches!(
+            align_limit(450.0, None, Some("£k"), false),
+            Err(UnitError::ScaleUnstated { scale, .. }) if scale == 1000.0
+        ));
+        assert!(
+            convert(1.0, "万元", "$").is_err(),
+            "a scale does not change the currency"
+        );
+        assert!(
+            read("k°C").is_none() && read("万摄氏度").is_none(),
+            "an offset unit takes no scale"
+        );
+        assert!(
+            read("GBPk").is_none(),
+            "glued, a scale follows a symbol, not a word"
+        );
         // Nothing changes for a column in an ordinary unit.
         assert_eq!(
             align_limit(30.0, None, Some("min"), false).map(|a| a.value),

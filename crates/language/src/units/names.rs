@@ -34,6 +34,19 @@ struct Vocabulary {
     /// Dimension name (`time`, `currency:EUR`) → its units.
     dimensions: BTreeMap<String, Vec<UnitEntry>>,
     per: PerLanguage,
+    /// Count words that stand only before a rate's period (`百公里`: per hundred kilometres); elsewhere they
+    /// are parts of words (`百货`), so they are no scale of their own.
+    period_counts: BTreeMap<String, Vec<CountWord>>,
+    /// Scale letters that mean a scale only glued after a currency symbol (`£m`, `$m`: millions; alone
+    /// `m` is metres).
+    after_currency_symbol: BTreeMap<String, Vec<CountWord>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountWord {
+    name: String,
+    value: f64,
 }
 
 /// One unit the vocabulary names: `value × scale + offset` is the value in its dimension's base unit.
@@ -51,6 +64,8 @@ struct Words {
     /// (name as written, case-insensitive match allowed, unit).
     names: Vec<(String, bool, NamedUnit)>,
     per: Vec<String>,
+    period_counts: Vec<(String, f64)>,
+    after_currency_symbol: Vec<(String, f64)>,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
@@ -80,7 +95,19 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| {
         .flatten()
         .map(|w| w.trim().to_owned())
         .collect();
-    Words { names, per }
+    let counts = |lists: &BTreeMap<String, Vec<CountWord>>| {
+        lists
+            .values()
+            .flatten()
+            .map(|w| (w.name.trim().to_owned(), w.value))
+            .collect()
+    };
+    Words {
+        names,
+        per,
+        period_counts: counts(&vocabulary.period_counts),
+        after_currency_symbol: counts(&vocabulary.after_currency_symbol),
+    }
 });
 
 /// Every unit the vocabulary names, once each.
@@ -109,6 +136,16 @@ pub fn named_unit(text: &str) -> Option<&'static NamedUnit> {
                 .find(|(name, loose, _)| *loose && name.eq_ignore_ascii_case(text))
         })
         .map(|(_, _, unit)| unit)
+}
+
+/// Count words that stand only before a rate's period (`百` in `百公里`), with their values.
+pub fn period_counts() -> &'static [(String, f64)] {
+    &WORDS.period_counts
+}
+
+/// Scale letters read as a scale only glued after a currency symbol (`m` in `£m`), with their values.
+pub fn after_currency_symbol() -> &'static [(String, f64)] {
+    &WORDS.after_currency_symbol
 }
 
 /// The words that join a quantity to the period of a rate (`per`, `/`, `a`, `每`), longest first.

@@ -159,6 +159,21 @@ pub(crate) fn one_unit(
         column: column.to_owned(),
         source,
     };
+    // `Revenue ($k)` over `$4.5`: the cell may repeat the sign and mean 4.5 thousand, or mean $4.5. Not guessed.
+    if let Some(header) = header_unit
+        && let Some(scale) = units::scale_of(header)
+        && refs.iter().any(|cell| {
+            units::scale_of(cell).is_none()
+                && units::read(cell)
+                    .zip(units::read(header))
+                    .is_some_and(|(c, h)| c.dimension == h.dimension)
+        })
+    {
+        return Err(error(units::UnitError::ScaleUnstated {
+            unit: header.to_owned(),
+            scale,
+        }));
+    }
     let target = units::common_unit(header_unit, &refs)
         .map_err(error)?
         .map(str::to_owned);
@@ -302,11 +317,20 @@ mod tests {
         ));
         let mut unknown = [q(2.0, "widgets"), q(3.0, "min")];
         assert!(one_unit("Load", None, &mut unknown).is_err());
+        // A header counted in a scale over cells in the unscaled unit: 4.5 thousand or $4.5, not guessed.
+        let mut money = [q(4.5, "$")];
+        assert!(matches!(
+            one_unit("Revenue", Some("$k"), &mut money),
+            Err(ColumnError::Units {
+                source: units::UnitError::ScaleUnstated { .. },
+                ..
+            })
+        ));
         // One cell unit and a header unit the vocabulary does not know: kept as written.
         let mut money = [q(4.5, "$")];
         assert_eq!(
-            one_unit("Revenue", Some("$k"), &mut money),
-            Ok(Some("$k".into()))
+            one_unit("Revenue", Some("$ thousands of"), &mut money),
+            Ok(Some("$ thousands of".into()))
         );
         assert_eq!(money[0].as_ref().unwrap().value, 4.5);
     }
