@@ -92,6 +92,11 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         .collect();
     let trimmed = unsigned[currency.len()..].trim_start();
     let offset = from + rest.len() - trimmed.len();
+    if currency.is_empty()
+        && let Some(limit) = rate_period_first(text, offset, counts)
+    {
+        return Some(limit);
+    }
     if let Some(mut first) = numbers::scan(trimmed).into_iter().next()
         && first.start == 0
     {
@@ -142,6 +147,24 @@ fn limit_at(text: &str, from: usize, counts: bool) -> Option<Limit> {
         }
     }
     None
+}
+
+/// A rate written with its period before the number (`每公里1.1千瓦时`: 1.1 `千瓦时/公里`): the limit after the
+/// period, its unit the one written after the number over that period. `None` when the text at `offset` does
+/// not start with a per word and a period the unit vocabulary reads.
+fn rate_period_first(text: &str, offset: usize, counts: bool) -> Option<Limit> {
+    let rest = &text[offset..];
+    let per_end = starts_with_any(rest, &lexicon().rule_terms.per_words)?;
+    let after_per = &rest[per_end..];
+    let digit = after_per.find(|c: char| c.is_ascii_digit())?;
+    let period = after_per[..digit].trim();
+    if period.is_empty() || crate::units::read(&format!("/{period}")).is_none() {
+        return None;
+    }
+    let mut limit = limit_at(text, offset + per_end + digit, counts)?;
+    let numerator = limit.unit.take().unwrap_or_default();
+    limit.unit = Some(format!("{numerator}/{period}"));
+    Some(limit)
 }
 
 /// The unit of a limit written after a currency sign, with a scale word after its number folded in:
@@ -1010,6 +1033,24 @@ mod tests {
         match read(text, ctx) {
             ClauseRead::Untyped(u) => u.reason,
             other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_rate_written_with_its_period_first_keeps_both_in_its_unit() {
+        // Held-out set 8: "不超过每公里1.1千瓦时" was unread ("followed by words and numbers …").
+        let none = Context::default();
+        match read("各线路电耗的平均值不超过每公里1.1千瓦时", &none) {
+            ClauseRead::Rules(rules) => {
+                assert_eq!(rules.len(), 1);
+                assert_eq!(rules[0].threshold, 1.1);
+                assert_eq!(rules[0].unit.as_deref(), Some("千瓦时/公里"));
+                assert_eq!(
+                    crate::units::convert(1.1, "千瓦时/公里", "千瓦时/百公里"),
+                    Ok(110.0)
+                );
+            }
+            other => panic!("{other:?}"),
         }
     }
 
