@@ -195,7 +195,7 @@ fn named_column(data: &[ColumnData], texts: &[&str]) -> Option<usize> {
 /// How many words of `column`'s header `key` names: a column is named by a rule when its header's words
 /// (less units and aggregate words: "Avg basket ($)" → basket) all occur in the rule's key, or the key holds
 /// the header whole (CJK). The answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in
-/// "pit stop time".
+/// "pit stop time"; a CJK word counts as many as its characters.
 fn words_named(column: &str, key: &str) -> usize {
     let key_lower = key.to_lowercase();
     let key_words: Vec<String> = words(key).into_iter().map(|w| fold(&w)).collect();
@@ -213,7 +213,12 @@ fn words_named(column: &str, key: &str) -> usize {
     let found =
         |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
     if !header_words.is_empty() && header_words.iter().all(found) {
-        header_words.len()
+        // A CJK word counts by its characters: "有效投诉率" names 有效投诉率 (5) more specifically than
+        // 投诉率 (3), found inside it (held-out set 8: the tie left the rule unread).
+        header_words
+            .iter()
+            .map(|w| if w.is_ascii() { 1 } else { w.chars().count() })
+            .sum()
     } else if key_lower.contains(&column.to_lowercase()) {
         1
     } else {
@@ -665,6 +670,16 @@ mod tests {
         );
         assert_eq!(r("Results to parents"), None);
         assert_eq!(r("Budget"), None);
+    }
+
+    #[test]
+    fn a_rule_names_the_column_whose_name_it_holds_most_specifically() {
+        assert_eq!(words_named("Pit stop (s)", "the average pit stop time"), 2);
+        assert_eq!(words_named("Stops", "the average pit stop time"), 1);
+        // CJK: 有效投诉率 holds 投诉率; the rule naming the longer names it, not both alike.
+        let key = "各网点有效投诉率的平均值不超过1.5‰";
+        assert!(words_named("有效投诉率", key) > words_named("投诉率", key));
+        assert_eq!(words_named("满意度", key), 0);
     }
 
     fn result(values: &[(&str, f64)], facts: &[(&str, f64)]) -> Value {
