@@ -290,9 +290,12 @@ pub fn render_state(state: &Value) -> String {
 /// Keys of a tool result that cost many tokens and tell the model nothing it can act on.
 const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
 
-/// The ends of each column a numeric calculation read, as the calculator reports them: ` (rows of
-/// [Wait]: lowest A = 28; highest B = 35)`, tied rows listed together. A rule check
-/// (a true/false result) reads the same columns again and gets none: its view stays the comparison.
+/// The ends of each column a numeric calculation read, as the calculator reports them, each on a line of
+/// its own under the observation (`lowest [Wait]: A (28)`, `highest [Wait]: B (35)`), tied rows listed
+/// together. Written inline after the result (`rows of [Wait]: lowest A = 28; highest B = 35`) the 1.5B
+/// named a wrong row for a lowest/highest slot in 12 of 66 suite runs; on six of those tasks this form gave 4
+/// right rows. A rule check (a true/false result) reads the same columns again and gets none: its view
+/// stays the comparison.
 fn column_ends(result: &Value) -> String {
     if !result.get("value").is_some_and(Value::is_number) {
         return String::new();
@@ -306,7 +309,8 @@ fn column_ends(result: &Value) -> String {
             .filter_map(Value::as_str)
             .collect();
         Some(format!(
-            "{key} {} = {}",
+            "{key} {}: {} ({})",
+            column.get("reference")?.as_str()?,
             labels.join(", "),
             compact(end.get("value")?)
         ))
@@ -318,8 +322,7 @@ fn column_ends(result: &Value) -> String {
         .flatten()
         .filter_map(|column| {
             Some(format!(
-                "rows of {}: {}; {}",
-                column.get("reference")?.as_str()?,
+                "\n  {}\n  {}",
                 end(column, "lowest")?,
                 end(column, "highest")?
             ))
@@ -328,7 +331,7 @@ fn column_ends(result: &Value) -> String {
     if parts.is_empty() {
         String::new()
     } else {
-        format!(" ({})", parts.join("; "))
+        parts.join("")
     }
 }
 
@@ -410,7 +413,7 @@ mod tests {
             "result": {"expression": "mean([Compliance])", "value": 88, "columns": [column.clone()]}});
         assert_eq!(
             render_observation(&mean),
-            "obs-calculator-2 (calculator) ok: mean([Compliance]) = 88 (rows of [Compliance]: lowest Beech, Elm = 85; highest Ash = 92)"
+            "obs-calculator-2 (calculator) ok: mean([Compliance]) = 88\n  lowest [Compliance]: Beech, Elm (85)\n  highest [Compliance]: Ash (92)"
         );
         let check = json!({"id": "obs-calculator-3", "tool": "calculator", "ok": true,
             "result": {"expression": "mean([Compliance]) >= 90", "value": false, "columns": [column]}});
