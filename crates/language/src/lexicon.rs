@@ -105,6 +105,9 @@ pub struct RuleTerms {
     /// Words that tie a ratio's terms to one row ("its passes divided by its tests"): such a sentence says how
     /// each row's value is computed, so it defines no ratio of totals.
     pub row_possessives: Vec<String>,
+    /// Words that single out each row ("each line's mean fill", "每条压片线的平均片重"): beside an average in a
+    /// subject they leave open whether each row's own average or the average of the rows is limited.
+    pub single_row_words: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
     /// Words that end a CJK word glued to a limit's number (`90分的门店`: the unit is `分`; `90且`: none).

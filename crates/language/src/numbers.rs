@@ -364,12 +364,31 @@ fn is_numbered_marker(c: char) -> bool {
         || ('\u{2776}'..='\u{277F}').contains(&c)
 }
 
+/// A note in brackets after a number (`76（暂定）`, `88 (provisional)`): words, no digit and no unit inside, so
+/// the number is the value and the bracket a note. A whole cell in brackets (`(3.1)`, a negative) is no note.
+fn bracketed_note(cell: &str) -> Option<(&str, Option<&str>)> {
+    let (open, close) = [('(', ')'), ('（', '）')]
+        .into_iter()
+        .find(|(_, close)| cell.ends_with(*close))?;
+    let start = cell.rfind(open)?;
+    let inner = &cell[start + open.len_utf8()..cell.len() - close.len_utf8()];
+    let value = cell[..start].trim_end();
+    let words = !inner.trim().is_empty()
+        && !inner.chars().any(|c| c.is_ascii_digit() || c.is_numeric())
+        && crate::units::read(inner).is_none();
+    let after_number = value.ends_with(|c: char| c.is_ascii_digit() || c == '%');
+    (words && after_number).then_some((value, Some(&cell[start..])))
+}
+
 /// A cell without its trailing footnote marker, and the marker: `91.4*` → (`91.4`, `*`), `12.4¹` →
 /// (`12.4`, `¹`), `12.4[a]` → (`12.4`, `[a]`), `42 min†` → (`42 min`, `†`). A marker follows a digit, a
 /// `%` or a unit letter, glued or after one space; superscript digits and circled numbers (`61.5①`) count only
 /// right after a digit or `%` (`m²` is a unit). `None` when the cell ends in no marker.
 pub fn split_note_marker(cell: &str) -> (&str, Option<&str>) {
     let cell = cell.trim();
+    if let Some(split) = bracketed_note(cell) {
+        return split;
+    }
     let marker_start = if let Some(inner) = cell.strip_suffix(']')
         && let Some(open) = inner.rfind('[')
         && (1..=3).contains(&inner[open + 1..].chars().count())
@@ -778,6 +797,11 @@ mod tests {
             ("North", "North", None),
             ("*", "*", None),
             ("[a]", "[a]", None),
+            ("76（暂定）", "76", Some("（暂定）")),
+            ("88.5 (provisional)", "88.5", Some("(provisional)")),
+            ("(3.1)", "(3.1)", None),
+            ("12 (%)", "12 (%)", None),
+            ("45 (12)", "45 (12)", None),
         ] {
             assert_eq!(split_note_marker(cell), (value, marker), "{cell}");
         }

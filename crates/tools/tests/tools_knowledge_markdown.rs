@@ -286,9 +286,12 @@ fn malformed_tables_give_sensible_data() {
         ])
     );
     assert_eq!(ragged["stats"]["Score"]["count"], 2);
-    // Text in a numeric-looking column, or units of different kinds (`30 min`, `2 kg`): not a series,
-    // and the second is named as unread.
-    assert_eq!(by_heading("Mixed")["columns"], json!([]));
+    // Units of different kinds (`30 min`, `2 kg`): not a series, named as unread. Words in brackets after a
+    // number (`75 (est.)`) are a note on the row: the number counts.
+    assert_eq!(
+        by_heading("Mixed")["columns"],
+        json!([{ "name": "Score", "unit": null, "count": 2, "missing": ["B"] }])
+    );
     assert_eq!(by_heading("Mixed")["unread_columns"][0]["name"], "Units");
     assert_eq!(
         by_heading("Duplicate names")["columns"],
@@ -303,7 +306,8 @@ fn malformed_tables_give_sensible_data() {
     let v = view(&out);
     assert!(v.contains("| Batch | Score | | Batch A | 72 |"), "{v}");
     assert!(
-        v.contains("Rows: A | 72 | 30 min; B | n/a | 2 kg; C | 75 (est.) | 1 h"),
+        v.contains("Score: A = 72, C = 75 (2 rows; no value: B)")
+            && v.contains("Notes: C Score (est.)"),
         "{v}"
     );
     assert!(v.contains("Not read: column \"Units\""), "{v}");
@@ -748,8 +752,17 @@ fn a_last_row_that_sums_the_rows_above_in_every_column_is_a_total_whatever_its_l
 | A | 10 |
 | B | 20 |
 | C | 30 |
+
+## Rinks
+
+| Rink | Sessions | Admissions | Skate hire (%) |
+|---|---|---|---|
+| Deeside | 62 | 2,850 | 58 |
+| Fenwick | 48 | 2,640 | 64 |
+| Gateside | 70 | 3,120 | 52 |
+| All rinks | 180 | 8,610 | 58 |
 ";
-    let out = search_one(text, "街道 新增就业 site count");
+    let out = search_one(text, "街道 新增就业 site count rink sessions admissions");
     let tables = out.result["data"]["tables"].as_array().unwrap();
     let by_label_column = |l: &str| tables.iter().find(|t| t["label_column"] == l).unwrap();
     let districts = by_label_column("街道");
@@ -761,4 +774,8 @@ fn a_last_row_that_sums_the_rows_above_in_every_column_is_a_total_whatever_its_l
     assert_eq!(districts["summary_rows"][0]["label"], "全区");
     assert_eq!(districts["summary_rows"][0]["kind"], "sum");
     assert_eq!(by_label_column("Site")["rows"].as_array().unwrap().len(), 3);
+    // A share column's total is the overall share, never a sum (held-out set 9: "All rinks" read as a rink).
+    let rinks = by_label_column("Rink");
+    assert_eq!(rinks["rows"].as_array().unwrap().len(), 3, "{rinks}");
+    assert_eq!(rinks["summary_rows"][0]["label"], "All rinks");
 }

@@ -931,6 +931,26 @@ fn placed(
             ),
         ));
     }
+    // "each line's mean fill must be within ±4 g": each row's own mean, or the mean of the rows — the
+    // words name both (held-out set 9: read as the mean, a broken standard was certified as met).
+    if !lexicon::contains_any(before, &lex.universal_negations)
+        && let Some(single) = lex
+            .rule_terms
+            .single_row_words
+            .iter()
+            .find(|w| !lexicon::find(&without_headers, w).is_empty())
+        && let Some(aggregate) = lexicon::aggregates_in(&without_headers)
+            .into_iter()
+            .find(|a| matches!(a, Aggregate::Mean | Aggregate::Sum))
+    {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!(
+                "its subject names each row (\"{single}\") and an aggregate ({}): each row's own value or the aggregate of the rows is not said",
+                aggregate.function()
+            ),
+        ));
+    }
     match subject(before, ctx) {
         // "all but one of the six parks score 65 or more": a subject that counts rows states a tolerance
         // or a share of the rows, which a limit on every row would not keep.
@@ -1034,6 +1054,33 @@ mod tests {
             ClauseRead::Untyped(u) => u.reason,
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_subject_naming_each_row_and_an_average_is_unread() {
+        // Held-out set 9: "each line's mean fill" read as the average, a broken standard certified as met.
+        let none = Context::default();
+        assert!(
+            untyped(
+                "each line's mean fill must be within ±4 g of the 454 g target",
+                &none
+            )
+            .contains("names each row (\"each\") and an aggregate (mean)")
+        );
+        assert!(untyped("任何一个检测站的平均等候时长都不超过150分钟", &none).contains("任何"));
+        // Either alone is read as before; a universal negation is each row.
+        assert_eq!(
+            typed("the average wait is at most 30 minutes", &none),
+            [(Of(Mean), AtMost, 30.0)]
+        );
+        assert_eq!(
+            typed("every clinic waits at most 45 minutes", &none),
+            [(EachRow, AtMost, 45.0)]
+        );
+        assert_eq!(
+            typed("no crew may average more than 3.2", &none),
+            [(EachRow, AtMost, 3.2)]
+        );
     }
 
     #[test]

@@ -363,8 +363,8 @@ fn read_table(raw: &RawTable) -> Table {
     }
 }
 
-/// The last body row when, in at least two numeric columns and in every one where it has a value, it holds the
-/// sum of the other body rows (to a relative 1e-9), over at least two other rows; `None` otherwise. Two columns
+/// The last body row when, in at least two numeric columns and in every one where it has a value (shares
+/// aside: a total row states the overall share), it holds the sum of the other body rows (to a relative 1e-9), over at least two other rows; `None` otherwise. Two columns
 /// are asked for because one column's last value can equal the sum above it by chance (10, 20, 30).
 fn total_by_arithmetic(series: &[Series], body: &[usize]) -> Option<usize> {
     let (&last, others) = body.split_last()?;
@@ -372,8 +372,15 @@ fn total_by_arithmetic(series: &[Series], body: &[usize]) -> Option<usize> {
         return None;
     }
     let mut agreeing = 0;
-    for (_, _, values) in series {
-        let Some(stated) = values[last] else {
+    for (_, column, values) in series {
+        // A total row's share is the overall share (`All rinks … 60 %`), never a sum of shares: it neither
+        // agrees nor disagrees (held-out set 9: "All rinks" was read as a sixth rink).
+        let share = column
+            .unit
+            .as_deref()
+            .and_then(forge_language::units::read)
+            .is_some_and(|u| u.dimension == "ratio");
+        let (Some(stated), false) = (values[last], share) else {
             continue;
         };
         let sum: f64 = others.iter().filter_map(|&r| values[r]).sum();
