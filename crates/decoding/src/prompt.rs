@@ -112,7 +112,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
-             sum([Column]) for a total."
+             sum([Column]) for a total; for a quantity the knowledge defines as one total divided by another, \
+             that ratio (sum([A]) / sum([B]), times 100 for a percentage)."
         }
         ("plot", _) => {
             "column: the column the task names, by reference ([Name]), or labels and values: every row label and its \

@@ -53,6 +53,15 @@ fn non_integer_results_stay_fractional() {
 }
 
 #[test]
+fn results_carry_no_float_noise() {
+    // A ratio of totals came out 0.9900000000000001 and the model copied it into its answer (stop 52).
+    assert_eq!(number("99 / 10000 * 100"), 0.99);
+    assert_eq!(number("0.1 + 0.2"), 0.3);
+    assert_eq!(number("1 / 3"), 0.333333333333);
+    assert_eq!(number("2 ** 0.5 * 1000000"), 1414213.56237);
+}
+
+#[test]
 fn precedence_associativity_and_unary_minus() {
     let cases = [
         ("1 + 2 * 3", 7.0),

@@ -341,7 +341,7 @@ fn result_lists_each_column_used() {
     let literal = calculator::run_with("mean(12, 15.5, 18)", &ledger()).unwrap();
     assert_eq!(
         literal.result,
-        json!({"expression": "mean(12, 15.5, 18)", "value": 15.166666666666666})
+        json!({"expression": "mean(12, 15.5, 18)", "value": 15.1666666667})
     );
 }
 

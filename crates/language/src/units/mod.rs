@@ -473,12 +473,7 @@ fn same_text(a: &str, b: &str) -> bool {
 
 /// Conversion results without float noise: `8 °C` is `46.4 °F`, not `46.400000000000006`.
 fn clean(value: f64) -> f64 {
-    if value == 0.0 || !value.is_finite() {
-        return value;
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let factor = 10f64.powi(11 - magnitude);
-    (value * factor).round() / factor
+    crate::numbers::without_float_noise(value)
 }
 
 #[cfg(test)]
