@@ -12,6 +12,7 @@
 pub mod answer;
 pub mod lexicon;
 pub mod numbers;
+pub mod precision;
 pub mod rules;
 pub mod tables;
 pub mod template;

@@ -364,19 +364,6 @@ fn is_numbered_marker(c: char) -> bool {
         || ('\u{2776}'..='\u{277F}').contains(&c)
 }
 
-/// A fraction to 12 significant digits: what binary floating point adds past them is noise (`0.1 + 0.2` is
-/// `0.3`, `99 / 10000 * 100` is `0.99`, not `0.9900000000000001`), which a reader would copy as data. A whole
-/// number is exact already and kept (`2 ** 49`).
-pub fn without_float_noise(value: f64) -> f64 {
-    if value == 0.0 || !value.is_finite() || value.fract() == 0.0 {
-        return value;
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let factor = 10f64.powi(11 - magnitude);
-    let rounded = (value * factor).round() / factor;
-    if rounded.is_finite() { rounded } else { value }
-}
-
 /// A note in brackets after a number (`76（暂定）`, `88 (provisional)`): words, no digit and no unit inside, so
 /// the number is the value and the bracket a note. A whole cell in brackets (`(3.1)`, a negative) is no note.
 fn bracketed_note(cell: &str) -> Option<(&str, Option<&str>)> {

@@ -228,7 +228,7 @@ fn counted_period(text: &str) -> Option<Unit> {
         return None;
     }
     let counted = |dimension: String, scale: f64| Unit {
-        symbol: format!("{} {what}", crate::numbers::canonical(count)),
+        symbol: format!("{count} {what}"),
         dimension,
         scale: count * scale,
         offset: 0.0,
@@ -473,7 +473,7 @@ fn same_text(a: &str, b: &str) -> bool {
 
 /// Conversion results without float noise: `8 °C` is `46.4 °F`, not `46.400000000000006`.
 fn clean(value: f64) -> f64 {
-    crate::numbers::without_float_noise(value)
+    crate::precision::without_float_noise(value)
 }
 
 #[cfg(test)]

@@ -131,7 +131,9 @@ pub fn eval_with(expr: &Expr, columns: &dyn ColumnSource) -> Result<Evaluation, 
     // The result as a reader should copy it: a ratio of totals (`sum([A]) / sum([B]) * 100`) came out
     // 0.9900000000000001 and the 1.5B wrote that into its answer (stop 52).
     let value = match evaluator.eval(expr)? {
-        CalcValue::Number(x) => CalcValue::Number(forge_language::numbers::without_float_noise(x)),
+        CalcValue::Number(x) => {
+            CalcValue::Number(forge_language::precision::without_float_noise(x))
+        }
         other => other,
     };
     Ok(Evaluation {
