@@ -112,8 +112,7 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
-             sum([Column]) for a total; for a quantity the knowledge defines as one total divided by another, \
-             that ratio (sum([A]) / sum([B]), times 100 for a percentage)."
+             sum([Column]) for a total."
         }
         ("plot", _) => {
             "column: the column the task names, by reference ([Name]), or labels and values: every row label and its \
@@ -292,11 +291,11 @@ pub fn render_state(state: &Value) -> String {
 const BULKY_RESULT_KEYS: [&str; 4] = ["citations", "source_blake3", "artifact", "truncated"];
 
 /// The ends of each column a numeric calculation read, as the calculator reports them, each on a line of
-/// its own under the observation (`lowest [Wait]: A (28)`, `highest [Wait]: B (35)`), tied rows listed
+/// its own under the observation (`lowest [Wait]: A = 28`, `highest [Wait]: B = 35`), tied rows listed
 /// together. Written inline after the result (`rows of [Wait]: lowest A = 28; highest B = 35`) the 1.5B
-/// named a wrong row for a lowest/highest slot in 12 of 66 suite runs; on six of those tasks this form gave 4
-/// right rows. A rule check (a true/false result) reads the same columns again and gets none: its view
-/// stays the comparison.
+/// named a wrong row for a lowest/highest slot in 12 of 66 suite runs; on lines of their own, 4 of them (suite,
+/// stop 52). As `A (28)` the 0.5B copied the bracket into its row slot: the value follows `=`. A rule check
+/// (a true/false result) reads the same columns again and gets none: its view stays the comparison.
 fn column_ends(result: &Value) -> String {
     if !result.get("value").is_some_and(Value::is_number) {
         return String::new();
@@ -310,7 +309,7 @@ fn column_ends(result: &Value) -> String {
             .filter_map(Value::as_str)
             .collect();
         Some(format!(
-            "{key} {}: {} ({})",
+            "{key} {}: {} = {}",
             column.get("reference")?.as_str()?,
             labels.join(", "),
             compact(end.get("value")?)
@@ -414,7 +413,7 @@ mod tests {
             "result": {"expression": "mean([Compliance])", "value": 88, "columns": [column.clone()]}});
         assert_eq!(
             render_observation(&mean),
-            "obs-calculator-2 (calculator) ok: mean([Compliance]) = 88\n  lowest [Compliance]: Beech, Elm (85)\n  highest [Compliance]: Ash (92)"
+            "obs-calculator-2 (calculator) ok: mean([Compliance]) = 88\n  lowest [Compliance]: Beech, Elm = 85\n  highest [Compliance]: Ash = 92"
         );
         let check = json!({"id": "obs-calculator-3", "tool": "calculator", "ok": true,
             "result": {"expression": "mean([Compliance]) >= 90", "value": false, "columns": [column]}});

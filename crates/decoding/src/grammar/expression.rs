@@ -1,6 +1,6 @@
 //! Calculator expressions a decision may write: the whitelisted shapes of the calculator's own syntax over
 //! grounded numbers (`calc-num`, `calc-bool`) and, over observed tables, every calculator function of every
-//! observed column by reference (`calc-aggregate`, and with a second operand `calc-quantity`) and comparisons of what a limit bounds over a column with a
+//! observed column by reference (`calc-aggregate`) and comparisons of what a limit bounds over a column with a
 //! limit written in grounded numbers (`calc-check`). Which column, which function, which comparison and which
 //! limit are the model's choice: nothing here reads the task's words or the runtime's reading of its rule.
 
@@ -37,13 +37,13 @@ pub(super) fn expression_node(
     let root = match goal {
         CalcGoal::Boolean if over_table => "calc-check",
         CalcGoal::Boolean => "calc-bool",
-        CalcGoal::Number if over_table => "calc-quantity",
+        CalcGoal::Number if over_table => "calc-aggregate",
         CalcGoal::Number => "calc-num",
         CalcGoal::Free if over_table => free_choice(grammar, inputs, tool, field, &references)?,
         CalcGoal::Free => "calc-any",
         // Undeclared (older task files): the evidence item takes a number, never a boolean
         // (`RequiredEvidence::accepts`), so a number: over a table, one aggregate.
-        CalcGoal::Undeclared if over_table => "calc-quantity",
+        CalcGoal::Undeclared if over_table => "calc-aggregate",
         CalcGoal::Undeclared => "calc-num",
     };
     Ok(Node::seq([
@@ -101,28 +101,6 @@ fn define_table_terms(
     ]);
     grammar.define("calc-operand", operand);
     define_check(grammar, references, shape, factors);
-    // A number step's quantity: one aggregate, or one with a second operand and a factor — a ratio of totals
-    // the knowledge defines (`sum([Completions]) / sum([Starts]) * 100`). With one aggregate only, the 1.5B
-    // could not write the overall rate its answer was then rejected for (3 suite tasks, stop 51).
-    let quantity = if shape.two_operand_bound {
-        let arithmetic: Vec<BinOp> = BinOp::SUM.iter().chain(&BinOp::PRODUCT).copied().collect();
-        Node::seq([
-            Node::rule("calc-aggregate"),
-            Node::seq([
-                spaced(&arithmetic),
-                Node::rule("calc-operand"),
-                Node::seq([
-                    spaced(&BinOp::PRODUCT),
-                    Node::Alt(vec![Node::rule("calc-number"), Node::rule("calc-factor")]),
-                ])
-                .opt(),
-            ])
-            .opt(),
-        ])
-    } else {
-        Node::rule("calc-aggregate")
-    };
-    grammar.define("calc-quantity", quantity);
 }
 
 /// `calc-counted` (the rows of a column passing a comparison, counted), `calc-bound` (what a limit bounds: an
