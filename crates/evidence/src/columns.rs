@@ -38,10 +38,7 @@ impl ColumnData {
     /// Whether its values are shares (`%`, `‰`): each row's share of its own base, which no total of the
     /// rows adds up to a quantity (2.6% of 10,000 eggs and 1.5% of 40,000 are not 4.1% of anything).
     pub fn is_share(&self) -> bool {
-        self.unit
-            .as_deref()
-            .and_then(forge_language::units::read)
-            .is_some_and(|u| u.dimension == "ratio")
+        forge_language::units::is_share(self.unit.as_deref())
     }
 
     /// The row at `end` (`Lowest`/`Highest`) and its value; `None` on a tie or an empty column.

@@ -316,7 +316,7 @@ fn aligned_rules(
                 .as_ref()
                 .map(|(_, rows)| rows.iter().map(|(_, v)| *v).collect())
                 .unwrap_or_default();
-            if rule.measure == Measure::Of(Aggregate::Sum) && is_share(unit.as_deref()) {
+            if rule.measure == Measure::Of(Aggregate::Sum) && forge_language::units::is_share(unit.as_deref()) {
                 return Err(format!(
                     "\"{}\" asks for a total of {name}, a column of shares (each row's share of its own base), which adds up to no quantity",
                     rule.key
@@ -366,19 +366,13 @@ fn aligned_rules(
 /// Where one side states a percentage (or per mille) and the other no unit, whether the two sit on different
 /// scales — every value a fraction (0–1) against a limit above 1, or a limit of at most 1 against a column
 /// in percent holding values above 1 — which is then not guessed: fractions or percentages is not stated.
-/// Whether `unit` is a share (`%`, `‰`).
-fn is_share(unit: Option<&str>) -> bool {
-    unit.and_then(forge_language::units::read)
-        .is_some_and(|u| u.dimension == "ratio")
-}
-
 fn fraction_or_percent(
     limit: f64,
     limit_unit: Option<&str>,
     column_unit: Option<&str>,
     values: &[f64],
 ) -> Option<String> {
-    let ratio = is_share;
+    let ratio = forge_language::units::is_share;
     let fractions = !values.is_empty() && values.iter().all(|v| (0.0..=1.0).contains(v));
     let shown = forge_language::numbers::canonical(limit);
     match (ratio(limit_unit), ratio(column_unit)) {

@@ -1049,6 +1049,14 @@ mod tests {
         }
     }
 
+    /// Each rule's limit with the unit written with it.
+    fn limits_with_units(text: &str, ctx: &Context) -> Vec<(f64, Option<String>)> {
+        match read(text, ctx) {
+            ClauseRead::Rules(rules) => rules.into_iter().map(|r| (r.threshold, r.unit)).collect(),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
     fn untyped(text: &str, ctx: &Context) -> String {
         match read(text, ctx) {
             ClauseRead::Untyped(u) => u.reason,
@@ -1087,31 +1095,21 @@ mod tests {
     fn a_rate_written_with_its_period_first_keeps_both_in_its_unit() {
         // Held-out set 8: "不超过每公里1.1千瓦时" was unread ("followed by words and numbers …").
         let none = Context::default();
-        match read("各线路电耗的平均值不超过每公里1.1千瓦时", &none) {
-            ClauseRead::Rules(rules) => {
-                assert_eq!(rules.len(), 1);
-                assert_eq!(rules[0].threshold, 1.1);
-                assert_eq!(rules[0].unit.as_deref(), Some("千瓦时/公里"));
-                assert_eq!(
-                    crate::units::convert(1.1, "千瓦时/公里", "千瓦时/百公里"),
-                    Ok(110.0)
-                );
-            }
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(
+            limits_with_units("各线路电耗的平均值不超过每公里1.1千瓦时", &none),
+            [(1.1, Some("千瓦时/公里".to_owned()))]
+        );
+        assert_eq!(
+            crate::units::convert(1.1, "千瓦时/公里", "千瓦时/百公里"),
+            Ok(110.0)
+        );
     }
 
     #[test]
     fn a_scale_word_after_a_currency_limit_is_part_of_its_unit() {
         // Stop 52's probe: "$2.7 million" was read as $2.7 and a broken cap certified as kept.
         let none = Context::default();
-        let units = |text: &str| match read(text, &none) {
-            ClauseRead::Rules(rules) => rules
-                .into_iter()
-                .map(|r| (r.threshold, r.unit))
-                .collect::<Vec<_>>(),
-            other => panic!("{text}: {other:?}"),
-        };
+        let units = |text: &str| limits_with_units(text, &none);
         assert_eq!(
             units("running costs average no more than $2.7 million per centre"),
             [(2.7, Some("$ million".to_owned()))]
@@ -1538,14 +1536,7 @@ mod tests {
     #[test]
     fn each_limit_keeps_the_unit_written_with_it() {
         let none = Context::default();
-        let units = |text: &str| -> Vec<(f64, Option<String>)> {
-            match read(text, &none) {
-                ClauseRead::Rules(rules) => {
-                    rules.into_iter().map(|r| (r.threshold, r.unit)).collect()
-                }
-                other => panic!("{text}: {other:?}"),
-            }
-        };
+        let units = |text: &str| limits_with_units(text, &none);
         let pct = Some("%".to_owned());
         assert_eq!(
             units("the average humidity is between 60% to 75%"),

@@ -88,40 +88,12 @@ pub fn read(text: &str) -> Option<Unit> {
             },
         };
         if let Some(period) = counted {
-            if numerator.is_some_and(|n| n.offset != 0.0) {
-                return None;
-            }
-            let (symbol, dimension, scale) = match numerator {
-                Some(n) => (n.symbol.as_str(), n.dimension.as_str(), n.scale),
-                None => ("", "count", 1.0),
-            };
-            return Some(Unit {
-                symbol: format!("{symbol}/{}", period.symbol),
-                dimension: format!("{dimension}/{}", period.dimension),
-                scale: scale / period.scale,
-                offset: 0.0,
-            });
+            return rate(numerator, &period.symbol, &period.dimension, period.scale);
         }
         match vocabulary::named_unit(period.trim()) {
             // A rate per one of any unit that counts without an offset: `per week`, `kWh/km`, `€ per kg`.
-            Some(period)
-                if period.dimension != SCALE
-                    && period.offset == 0.0
-                    && period.dimension != "temperature" =>
-            {
-                if numerator.is_some_and(|n| n.offset != 0.0) {
-                    return None;
-                }
-                let (symbol, dimension, scale) = match numerator {
-                    Some(n) => (n.symbol.as_str(), n.dimension.as_str(), n.scale),
-                    None => ("", "count", 1.0),
-                };
-                return Some(Unit {
-                    symbol: format!("{symbol}/{}", period.symbol),
-                    dimension: format!("{dimension}/{}", period.dimension),
-                    scale: scale / period.scale,
-                    offset: 0.0,
-                });
+            Some(period) if countable(period) => {
+                return rate(numerator, &period.symbol, &period.dimension, period.scale);
             }
             // `minutes per incident`: the value is minutes; the rest says what each one is about. Only after
             // a word (`per`, `each`): `t/ha` is tonnes per hectare, a unit of its own, not tonnes.
@@ -137,26 +109,49 @@ pub fn read(text: &str) -> Option<Unit> {
     None
 }
 
+/// Whether `unit` is a share (`%`, `‰`): each row's part of its own base, never summed into a quantity.
+pub fn is_share(unit: Option<&str>) -> bool {
+    unit.and_then(read).is_some_and(|u| u.dimension == "ratio")
+}
+
+/// `numerator` (a unit, or a plain count when `None`) per a period of `scale` in `dimension`: `kg/week`,
+/// `per 100 passengers`. A numerator with an offset (a temperature) makes no rate.
+fn rate(numerator: Option<&NamedUnit>, period: &str, dimension: &str, scale: f64) -> Option<Unit> {
+    let (symbol, numerator_dimension, numerator_scale) = match numerator {
+        Some(n) if n.offset != 0.0 => return None,
+        Some(n) => (n.symbol.as_str(), n.dimension.as_str(), n.scale),
+        None => ("", "count", 1.0),
+    };
+    Some(Unit {
+        symbol: format!("{symbol}/{period}"),
+        dimension: format!("{numerator_dimension}/{dimension}"),
+        scale: numerator_scale / scale,
+        offset: 0.0,
+    })
+}
+
+/// A unit that counts in multiples without an offset (not a scale word, not a temperature): what a scale
+/// may multiply and a rate may be per.
+fn countable(unit: &NamedUnit) -> bool {
+    unit.dimension != SCALE && unit.offset == 0.0 && unit.dimension != "temperature"
+}
+
 /// `万元`, `千元`, `thousand euros` (a scale word, then a unit) or `£k`, `$m`, `USD million` (a currency, then a
 /// scale): one unit counted in that scale, so `126万元` is 1,260,000 元 and converts as such. A unit with an
 /// offset (a temperature) takes no scale.
 fn scaled_unit(text: &str) -> Option<(Unit, f64)> {
-    // Temperatures are not counted in thousands: no scale for them, whatever their offset.
-    let countable =
-        |u: &&NamedUnit| u.dimension != SCALE && u.offset == 0.0 && u.dimension != "temperature";
     for (i, _) in text.char_indices().skip(1) {
         let (head, rest) = text.split_at(i);
         // A Latin scale word stands apart from its unit (`thousand euros`); CJK writes them together (`万元`).
         let apart = rest.starts_with(char::is_whitespace);
         if let Some(scale) = vocabulary::named_unit(head).filter(|u| u.dimension == SCALE)
             && (!head.is_ascii() || apart)
-            && let Some(unit) = vocabulary::named_unit(rest.trim()).filter(countable)
+            && let Some(unit) = vocabulary::named_unit(rest.trim()).filter(|u| countable(u))
         {
             return Some((scaled(text, unit, scale.scale), scale.scale));
         }
         let Some(currency) = vocabulary::named_unit(head.trim())
-            .filter(countable)
-            .filter(|u| u.dimension.starts_with("currency:"))
+            .filter(|u| countable(u) && u.dimension.starts_with("currency:"))
         else {
             continue;
         };
@@ -234,8 +229,7 @@ fn counted_period(text: &str) -> Option<Unit> {
         offset: 0.0,
     };
     if let Some(unit) = vocabulary::named_unit(what) {
-        return (unit.dimension != SCALE && unit.offset == 0.0 && unit.dimension != "temperature")
-            .then(|| counted(unit.dimension.clone(), unit.scale));
+        return countable(unit).then(|| counted(unit.dimension.clone(), unit.scale));
     }
     // One word of what is counted (`passengers`, `人`): a dimension of its own, so only the same word
     // converts (per 100 passengers to per 1,000 passengers).

@@ -375,11 +375,7 @@ fn total_by_arithmetic(series: &[Series], body: &[usize]) -> Option<usize> {
     for (_, column, values) in series {
         // A total row's share is the overall share (`All rinks … 60 %`), never a sum of shares: it neither
         // agrees nor disagrees (held-out set 9: "All rinks" was read as a sixth rink).
-        let share = column
-            .unit
-            .as_deref()
-            .and_then(forge_language::units::read)
-            .is_some_and(|u| u.dimension == "ratio");
+        let share = forge_language::units::is_share(column.unit.as_deref());
         let (Some(stated), false) = (values[last], share) else {
             continue;
         };
