@@ -5,6 +5,10 @@
 use forge_decoding::grammar::{self, Caps, Inputs};
 use runtime::policy::{Grounding, ResultKind};
 
+/// The language data's verdict words (what a task without `verdict_phrases` uses).
+static PHRASES_DEFAULT: std::sync::LazyLock<forge_language::answer::VerdictPhrases> =
+    std::sync::LazyLock::new(Default::default);
+
 /// Print the GBNF a guided or free decision would be constrained by, for a sample grounding.
 #[derive(clap::Parser)]
 struct Cli {
@@ -33,6 +37,7 @@ fn main() {
         tools: &cards,
         grounding: &grounding,
         answer_template: "Average is <average>; the rule is <met / not met>.",
+        verdict_phrases: &PHRASES_DEFAULT,
         decision_summary: None,
         caps: Caps::default(),
         answer_form: grammar::AnswerForm::Slots,

@@ -169,6 +169,7 @@ pub fn plan(
         tools: &req.tools,
         grounding: &req.grounding,
         answer_template: &req.answer_template,
+        verdict_phrases: &req.verdict_phrases,
         decision_summary: (mode == Mode::Guided).then_some(summary.as_str()),
         caps,
         answer_form,

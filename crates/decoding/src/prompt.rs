@@ -5,6 +5,7 @@
 //! prompt, task, older observations) and what changes every step (budget, the next-step line) comes last.
 //! It never sees expected values: only the `DecisionRequest`, which the runtime builds without ground truth.
 
+use forge_language::template;
 use serde_json::Value;
 
 use runtime::policy::{DecisionRequest, Gap, ResultKind, ToolCard};
@@ -165,9 +166,25 @@ pub fn user_message(req: &DecisionRequest, mode: Mode, answer_form: AnswerForm) 
             },
         ) => {
             s.push_str(&numbers);
+            // Slot by slot the verdict words follow the "rule check" the model states (the grammar writes
+            // them by the task's phrases): the outcome is restated to copy, and no sentence of the prompt
+            // holds "true" or "false" of its own for the model to copy instead.
+            let states_check = answer_form.by_slots(answer_template)
+                && template::states_rule_check(&template::parse(answer_template));
+            let checks = if states_check {
+                cited_rule_checks(&req.state, evidence_ids)
+            } else {
+                String::new()
+            };
+            s.push_str(&checks);
+            let verdict = if checks.is_empty() {
+                ", choosing the verdict words that agree with them (a rule check that came out true means the \
+                 rule holds)"
+            } else {
+                "; the verdict words are the ones your \"rule check\" gives"
+            };
             s.push_str(&format!(
-                "Next: the final answer, citing {}. {}, choosing the verdict words that agree with them (a rule \
-                 check that came out true means the rule holds): {}\n",
+                "Next: the final answer, citing {}. {}{verdict}: {}\n",
                 evidence_ids.join(", "),
                 fill_instruction(answer_template, answer_form),
                 answer_template
@@ -210,6 +227,33 @@ fn fill_instruction(answer_template: &str, answer_form: AnswerForm) -> &'static 
         "Give \"slots\": each <slot> of this template by its name, filled with a number or label from the \
          observations (the runtime writes the sentence from them)"
     }
+}
+
+/// The outcome of each rule check the final cites, restated on the line before the answer:
+/// `Your rule check obs-calculator-3 came out false, so your "rule check" is "false".` It is the model's own
+/// comparison's result, already at the end of its observation line; the runtime's reading of the rule is not
+/// in it. Without it the 1.5B stated its rule check by a lean (suite, stop 53: with `"rule check"` written
+/// before the verdict, all 6 changed tasks whose rule holds came out right and all 4 whose rule fails wrong;
+/// on one of them "true" 15.8 against "false" 13.8 after a check that came out false, copied from the
+/// prompt's own "a rule check that came out true means the rule holds", which slot by slot is left out).
+fn cited_rule_checks(state: &Value, evidence_ids: &[String]) -> String {
+    let Some(observations) = state.get("observations").and_then(Value::as_array) else {
+        return String::new();
+    };
+    observations
+        .iter()
+        .filter(|o| o.get("ok").and_then(Value::as_bool) == Some(true))
+        .filter_map(|o| {
+            let id = o.get("id").and_then(Value::as_str)?;
+            let outcome = o.get("result")?.get("value")?.as_bool()?;
+            evidence_ids
+                .iter()
+                .any(|cited| cited == id)
+                .then(|| {
+                    format!("Your rule check {id} came out {outcome}, so your \"rule check\" is \"{outcome}\".\n")
+                })
+        })
+        .collect()
 }
 
 /// `Numbers from the observations: 72, 78, ….` — empty when there are none.
@@ -426,6 +470,36 @@ mod tests {
         assert_eq!(
             render_observation(&literal),
             "obs-calculator-4 (calculator) ok: 1 + 2 = 3"
+        );
+    }
+
+    #[test]
+    fn the_final_step_restates_the_outcome_of_each_cited_rule_check_and_nothing_else() {
+        let observation = |id: &str, ok: bool, value: serde_json::Value| json!({"id": id, "tool": "calculator", "ok": ok, "result": {"expression": "x", "value": value}});
+        let state = json!({"observations": [
+            observation("obs-calculator-2", true, json!(88)),
+            observation("obs-calculator-3", true, json!(false)),
+            observation("obs-calculator-4", true, json!(true)),
+            observation("obs-calculator-5", false, json!(true)),
+        ]});
+        let cited = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
+        // Only a cited, successful true/false result: a number is no rule check, an uncited check is not
+        // the answer's, and the runtime adds no reading of its own.
+        assert_eq!(
+            cited_rule_checks(
+                &state,
+                &cited(&["obs-calculator-2", "obs-calculator-3", "obs-calculator-5"])
+            ),
+            "Your rule check obs-calculator-3 came out false, so your \"rule check\" is \"false\".\n"
+        );
+        assert_eq!(
+            cited_rule_checks(&state, &cited(&["obs-calculator-4"])),
+            "Your rule check obs-calculator-4 came out true, so your \"rule check\" is \"true\".\n"
+        );
+        assert_eq!(cited_rule_checks(&state, &cited(&["obs-calculator-2"])), "");
+        assert_eq!(
+            cited_rule_checks(&json!({}), &cited(&["obs-calculator-3"])),
+            ""
         );
     }
 }

@@ -10,6 +10,10 @@ use runtime::policy::{Grounding, ResultKind};
 use runtime::registry::ToolRegistry;
 use serde_json::{Value, json};
 
+/// The language data's verdict words (what a task without `verdict_phrases` uses).
+static PHRASES_DEFAULT: std::sync::LazyLock<forge_language::answer::VerdictPhrases> =
+    std::sync::LazyLock::new(Default::default);
+
 fn tool_names() -> Vec<&'static str> {
     ToolRegistry::builtin().tool_names()
 }
@@ -33,6 +37,7 @@ fn inputs<'a>(cards: &'a [runtime::policy::ToolCard], g: &'a Grounding) -> gramm
         tools: cards,
         grounding: g,
         answer_template: TEMPLATE,
+        verdict_phrases: &PHRASES_DEFAULT,
         decision_summary: None,
         caps: Caps::default(),
         answer_form: grammar::AnswerForm::Slots,
@@ -127,11 +132,68 @@ fn guided_grammars_admit_grounded_decisions_the_runtime_accepts() {
         slots_after_prefix(&[
             ("average", "79"),
             ("lowest", "Batch A"),
+            ("rule check", "true"),
             ("met / not met", "met")
         ])
     );
     assert!(fin.accepts(&text), "{text}\n{}", fin.render());
     runtime_accepts(&text);
+    // The rule check's outcome is stated once, right before the first choice, either way — never skipped,
+    // never anything but a truth value — and the verdict words are the ones the task's phrases give it.
+    for (rule_check, verdict, accepted) in [
+        ("false", "not met", true),
+        ("false", "met", false),
+        ("true", "not met", false),
+        ("maybe", "not met", false),
+    ] {
+        let other = format!(
+            "{prefix}{}",
+            slots_after_prefix(&[
+                ("average", "79"),
+                ("lowest", "Batch A"),
+                ("rule check", rule_check),
+                ("met / not met", verdict)
+            ])
+        );
+        assert_eq!(fin.accepts(&other), accepted, "{other}");
+    }
+    let skipped = format!(
+        "{prefix}{}",
+        slots_after_prefix(&[
+            ("average", "79"),
+            ("lowest", "Batch A"),
+            ("met / not met", "met")
+        ])
+    );
+    assert!(!fin.accepts(&skipped), "{skipped}");
+    // Two choices: the outcome is stated once, before the first.
+    let two = grammar::Inputs {
+        answer_template: "Average <average>; limits <met / not met>; the permit <may / may not> be renewed.",
+        ..i
+    };
+    let fin_two = grammar::guided_final(&two, &ids).unwrap();
+    let prefix_two = grammar::guided_final_prefix(&two, &ids);
+    let once = format!(
+        "{prefix_two}{}",
+        slots_after_prefix(&[
+            ("average", "79"),
+            ("rule check", "true"),
+            ("met / not met", "met"),
+            ("may / may not", "may")
+        ])
+    );
+    let twice = format!(
+        "{prefix_two}{}",
+        slots_after_prefix(&[
+            ("average", "79"),
+            ("rule check", "true"),
+            ("met / not met", "met"),
+            ("rule check", "true"),
+            ("may / may not", "may")
+        ])
+    );
+    assert!(fin_two.accepts(&once), "{once}\n{}", fin_two.render());
+    assert!(!fin_two.accepts(&twice), "{twice}");
     // The runtime writes the sentence: the template's fixed text with the model's values in place.
     let runtime::decision::Decision::Final(written) =
         runtime::decision::parse_decision(&text, &tool_names(), Some(TEMPLATE)).unwrap()
@@ -250,6 +312,10 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
             slots_after_prefix(&[
                 ("average", average),
                 ("lowest", lowest),
+                (
+                    "rule check",
+                    if verdict == "met" { "true" } else { "false" }
+                ),
                 ("met / not met", verdict)
             ])
         )
@@ -407,6 +473,10 @@ fn every_verdict_option_and_every_grounded_value_is_open_to_the_answer() {
             slots_after_prefix(&[
                 ("average", average),
                 ("highest branch", highest),
+                (
+                    "rule check",
+                    if verdict == "met" { "true" } else { "false" }
+                ),
                 ("met / not met", verdict)
             ])
         )
@@ -490,12 +560,12 @@ fn free_grammar_offers_every_tool_and_cites_only_successful_observations() {
     for text in [
         r#"{"type":"action","tool":"knowledge_search","arguments":{"query":"wait times"}}"#,
         r#"{"type":"action","tool":"calculator","arguments":{"expression":"72 <= 78"}}"#,
-        r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"slots":{"average":"72","lowest":"North","met / not met":"met"}}"#,
+        r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"slots":{"average":"72","lowest":"North","rule check":"true","met / not met":"met"}}"#,
     ] {
         assert!(free.accepts(text), "{text}");
         runtime_accepts(text);
     }
-    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"slots":{"average":"72","lowest":"North","met / not met":"met"}}"#));
+    assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-plot-9"],"slots":{"average":"72","lowest":"North","rule check":"true","met / not met":"met"}}"#));
     // A template with slots is filled slot by slot: the sentence is the runtime's to write.
     assert!(!free.accepts(r#"{"type":"final","evidence_ids":["obs-knowledge_search-1","obs-calculator-2"],"answer":"Average is 72; the lowest is North. The rule is met."}"#));
     // Before the gate could accept an answer, no final is offered at all.
@@ -592,6 +662,7 @@ fn request(gap: Gap) -> DecisionRequest {
         missing: vec!["calculator: average them".into()],
         grounding: Grounding::default(),
         answer_template: "Average is <average>.".into(),
+        verdict_phrases: Default::default(),
         succeeded_actions: Vec::new(),
         repair: None,
         max_new_tokens: 256,
@@ -749,6 +820,7 @@ fn a_guided_prefix_carries_the_runtimes_decision_summary() {
         slots_after_prefix(&[
             ("average", "2.8"),
             ("lowest", "Seafront"),
+            ("rule check", "true"),
             ("met / not met", "met")
         ])
     );

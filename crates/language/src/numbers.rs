@@ -211,15 +211,28 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         }
         let mut digits: String = text[i..j].to_owned();
         let first_group_len = j - i;
-        if first_group_len <= 3 {
+        let mut decimals = 0;
+        let european = (first_group_len <= 3)
+            .then(|| european_groups(text, j))
+            .flatten();
+        let is_european = european.is_some();
+        if let Some((grouped, fraction, k)) = european {
+            digits.push_str(&grouped);
+            if !fraction.is_empty() {
+                decimals = fraction.len() as u32;
+                digits.push('.');
+                digits.push_str(&fraction);
+            }
+            j = k;
+        } else if first_group_len <= 3 {
             let (grouped, k) = thousands_groups(text, j);
             if !grouped.is_empty() {
                 digits.push_str(&grouped);
                 j = k;
             }
         }
-        let mut decimals = 0;
-        if j + 1 < bytes.len() && bytes[j] == b'.' && bytes[j + 1].is_ascii_digit() {
+        if !is_european && j + 1 < bytes.len() && bytes[j] == b'.' && bytes[j + 1].is_ascii_digit()
+        {
             let mut k = j + 1;
             while k < bytes.len() && bytes[k].is_ascii_digit() {
                 k += 1;
@@ -250,6 +263,40 @@ pub fn scan(text: &str) -> Vec<NumberMention> {
         i = j.max(i + 1);
     }
     out
+}
+
+/// A number written the continental way after its first group ending at byte `from`, where only that reading
+/// fits: points grouping thousands and a decimal comma (`1.150,0`), or two or more point groups
+/// (`1.234.567`). Returns the groups' digits, the fraction's digits and the byte where the number ends;
+/// `None` for one point group without a comma (`1.150`: a decimal point or a thousands point, the text
+/// alone cannot say) and anything not grouped in threes.
+fn european_groups(text: &str, from: usize) -> Option<(String, String, usize)> {
+    let bytes = text.as_bytes();
+    let digits_from = |k: usize| {
+        bytes[k.min(bytes.len())..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let (mut grouped, mut k, mut groups) = (String::new(), from, 0);
+    while bytes.get(k) == Some(&b'.') && digits_from(k + 1) == 3 {
+        grouped.push_str(&text[k + 1..k + 4]);
+        k += 4;
+        groups += 1;
+    }
+    if groups == 0 || bytes.get(k) == Some(&b'.') && digits_from(k + 1) > 0 {
+        return None;
+    }
+    let fraction_len = if bytes.get(k) == Some(&b',') {
+        digits_from(k + 1)
+    } else {
+        0
+    };
+    if fraction_len > 0 {
+        let fraction = text[k + 1..k + 1 + fraction_len].to_owned();
+        return Some((grouped, fraction, k + 1 + fraction_len));
+    }
+    (groups >= 2).then_some((grouped, String::new(), k))
 }
 
 /// The thousands groups right after an integer's first group ending at byte `from`: their digits and
@@ -571,6 +618,18 @@ mod tests {
         assert_eq!(values("Q3-2 line-4"), [3.0, 2.0, 4.0]);
         assert_eq!(values("uptime 99.2% in Q3"), [99.2, 3.0]);
         assert_eq!(values("平均值为79，最低72"), [79.0, 72.0]);
+        // Continental grouping where only that reading fits; one point group alone stays a decimal point.
+        assert_eq!(
+            values("no more than 1.150,0 kWh, 1.234.567 in all, 不低于1.050,0件"),
+            [1150.0, 1234567.0, 1050.0]
+        );
+        assert_eq!(values("1.150 t and 2.7505"), [1.15, 2.7505]);
+        assert_eq!(values("192.168.100.1"), [192.168, 100.1]);
+        let m = &scan("1.320,05 kWh")[0];
+        assert_eq!(
+            (m.printed.as_str(), m.decimals, m.value),
+            ("1320.05", 2, 1320.05)
+        );
         let m = &scan("is 83.30%")[0];
         assert_eq!(
             (m.printed.as_str(), m.decimals, m.percent),
@@ -708,15 +767,10 @@ mod tests {
         assert_eq!(q("1 234 567.5"), Some(1234567.5));
         assert_eq!(q("$12 400"), Some(12400.0));
         assert_eq!(q("12 400 min"), Some(12400.0));
-        // European `12.400,5` is out of scope: it is not silently read as one (wrong) number.
-        for text in [
-            "12.400,5",
-            "1.234.567",
-            "12 40",
-            "12 4000",
-            "1234 567",
-            "12 400 500,1",
-        ] {
+        // Continental `12.400,5` and `1.234.567` have one reading, and it is the one taken.
+        assert_eq!(q("12.400,5"), Some(12400.5));
+        assert_eq!(q("1.234.567"), Some(1234567.0));
+        for text in ["12 40", "12 4000", "1234 567", "12 400 500,1"] {
             assert_eq!(q(text), None, "{text}");
         }
         // In prose: a four-digit first group is a year or a count, not a thousands group.

@@ -69,6 +69,19 @@ pub fn slot_names(parts: &[Part]) -> Vec<String> {
     names
 }
 
+/// The key under which an answer given slot by slot states what its rule check came out as
+/// (`"rule check":"true"`), right before its first choice: the model's verdict, as the truth value of its own
+/// boolean calculator step, from which the guided grammar writes each verdict choice in the task's words. Not
+/// a slot: the answer's text holds no trace of it, and the gate checks the verdict words against the rule.
+pub const RULE_CHECK_KEY: &str = "rule check";
+
+/// Whether an answer under `parts`, given slot by slot, states its rule check ([`RULE_CHECK_KEY`]) before
+/// its first choice: it has a choice, and none of its own slots goes by that name.
+pub fn states_rule_check(parts: &[Part]) -> bool {
+    parts.iter().any(|p| matches!(p, Part::Choice(_)))
+        && !slot_names(parts).iter().any(|n| n == RULE_CHECK_KEY)
+}
+
 /// The answer `parts` spell with `values` in their slots and choices (template order, one per name of
 /// [`slot_names`]): the template's fixed text is copied as written, each value put where its part stands.
 /// Whether a choice's value is one of its options is the caller's check.

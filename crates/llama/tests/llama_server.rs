@@ -23,6 +23,10 @@ use forge_llama::{Mode, ModelPolicySettings};
 use runtime::policy::{RunControl, TokenShare};
 use runtime::{RunStatus, StopReason};
 
+/// The language data's verdict words (what a task without `verdict_phrases` uses).
+static PHRASES_DEFAULT: std::sync::LazyLock<runtime::answer::VerdictPhrases> =
+    std::sync::LazyLock::new(Default::default);
+
 /// The llama-server binary and the model, or a skip (a failure under FORGE_REQUIRE_MODEL=1).
 fn tools_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
     let model = common::model_or_skip(test)?;
@@ -746,6 +750,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         tools: &cards,
         grounding: &grounding,
         answer_template: "<lowest> is lowest.",
+        verdict_phrases: &PHRASES_DEFAULT,
         decision_summary: None,
         caps: Caps::default(),
         answer_form: forge_decoding::grammar::AnswerForm::Slots,

@@ -601,6 +601,7 @@ fn sample_request() -> runtime::policy::DecisionRequest {
         missing: vec!["knowledge_search: find the batches".into()],
         grounding: runtime::policy::Grounding::default(),
         answer_template: "There are <count> batches.".into(),
+        verdict_phrases: Default::default(),
         succeeded_actions: Vec::new(),
         repair: None,
         max_new_tokens: 256,

@@ -52,7 +52,7 @@ impl Decision {
             }),
             // Given slot by slot: the slots as the policy wrote them, and the answer the runtime wrote from them.
             Decision::Final(f) => serde_json::json!({
-                "type": "final", "slots": slots_object(&f.slots), "answer": f.answer,
+                "type": "final", "slots": slots_object(&f.slots, f.rule_check), "answer": f.answer,
                 "evidence_ids": f.evidence_ids
             }),
         }
@@ -310,16 +310,18 @@ pub fn parse_decision(
             Ok(Decision::Action(ActionDecision { tool, arguments }))
         }
         "final" => {
-            let (slots, answer) = match object.get("slots").and_then(Value::as_object) {
+            let (slots, rule_check, answer) = match object.get("slots").and_then(Value::as_object) {
                 Some(slots) => written_slots(slots, answer_template)?,
                 None => (
                     Vec::new(),
+                    None,
                     object["answer"].as_str().unwrap_or_default().to_owned(),
                 ),
             };
             Ok(Decision::Final(FinalDecision {
                 answer,
                 slots,
+                rule_check,
                 evidence_ids: object["evidence_ids"]
                     .as_array()
                     .map(|ids| {
@@ -336,14 +338,21 @@ pub fn parse_decision(
 }
 
 /// A final's `slots` checked against the task's answer template: exactly the template's slot names (in any
-/// order), each a string, a choice one of its options. Returned in template order, with the answer the
-/// template spells with them (its fixed text, each value where its part stands).
+/// order), each a string, a choice one of its options, and — under a template with a choice — optionally the
+/// rule check's stated outcome ("true" or "false"). Returned in template order, with that outcome and the
+/// answer the template spells with them (its fixed text, each value where its part stands).
 fn written_slots(
     slots: &Map<String, Value>,
     answer_template: Option<&str>,
-) -> Result<(Vec<(String, String)>, String), DecisionError> {
+) -> Result<WrittenSlots, DecisionError> {
     let parts = template::parse(answer_template.unwrap_or_default());
     let names = template::slot_names(&parts);
+    let rule_check = if template::states_rule_check(&parts) {
+        stated_rule_check(slots.get(template::RULE_CHECK_KEY))?
+    } else {
+        None
+    };
+    let is_rule_check = |key: &str| rule_check.is_some() && key == template::RULE_CHECK_KEY;
     let out_of_range = |message: String| DecisionError::OutOfRange {
         field: "slots".into(),
         message,
@@ -356,7 +365,7 @@ fn written_slots(
     let missing: Vec<&String> = names.iter().filter(|n| !slots.contains_key(*n)).collect();
     let unknown: Vec<String> = slots
         .keys()
-        .filter(|k| !names.contains(k))
+        .filter(|k| !names.contains(k) && !is_rule_check(k))
         .map(|k| clip(k, 40))
         .collect();
     if !missing.is_empty() || !unknown.is_empty() {
@@ -395,15 +404,34 @@ fn written_slots(
         .collect::<Result<_, _>>()?;
     let values: Vec<&str> = written.iter().map(|(_, v)| v.as_str()).collect();
     let answer = template::fill(&parts, &values);
-    Ok((written, answer))
+    Ok((written, rule_check, answer))
 }
 
-/// `slots` as the decision's JSON object, in template order.
-fn slots_object(slots: &[(String, String)]) -> Value {
+/// A final's slots in template order, the rule check's stated outcome, and the answer written from them.
+type WrittenSlots = (Vec<(String, String)>, Option<bool>, String);
+
+/// The rule check's outcome as a final states it in its slots: absent, or "true" or "false".
+fn stated_rule_check(value: Option<&Value>) -> Result<Option<bool>, DecisionError> {
+    match value {
+        None => Ok(None),
+        Some(Value::String(text)) if text == "true" => Ok(Some(true)),
+        Some(Value::String(text)) if text == "false" => Ok(Some(false)),
+        Some(_) => Err(DecisionError::WrongType {
+            field: format!("slots.{}", template::RULE_CHECK_KEY),
+            expected: "\"true\" or \"false\"".into(),
+        }),
+    }
+}
+
+/// `slots` as the decision's JSON object, with the rule check's stated outcome when there is one.
+fn slots_object(slots: &[(String, String)], rule_check: Option<bool>) -> Value {
+    let stated = rule_check.map(|holds| (template::RULE_CHECK_KEY.to_owned(), holds.to_string()));
     Value::Object(
         slots
             .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .cloned()
+            .chain(stated)
+            .map(|(k, v)| (k, Value::String(v)))
             .collect(),
     )
 }

@@ -33,6 +33,7 @@ fn gate_of(task: &Task, ledger: &Ledger, answer: &str, ids: &[String]) -> (Gate,
     let decision = FinalDecision {
         answer: answer.to_owned(),
         slots: Vec::new(),
+        rule_check: None,
         evidence_ids: ids.to_vec(),
     };
     match claims::check(task, ledger, &decision) {

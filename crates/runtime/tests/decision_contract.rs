@@ -262,6 +262,65 @@ fn a_final_given_slot_by_slot_is_written_into_the_template_or_refused_by_name() 
 }
 
 #[test]
+fn a_final_states_its_rule_check_before_the_verdict_words_or_is_refused_by_name() {
+    let tools = tools();
+    let final_with =
+        |slots: &str| format!(r#"{{"type":"final","evidence_ids":[],"slots":{slots}}}"#);
+    // Stated: recorded with the decision, kept out of the sentence; left out: nothing stated.
+    for (slots, stated) in [
+        (
+            r#"{"average":"79","rule check":"true","met / not met":"met"}"#,
+            Some(true),
+        ),
+        (
+            r#"{"average":"79","rule check":"false","met / not met":"met"}"#,
+            Some(false),
+        ),
+        (r#"{"average":"79","met / not met":"met"}"#, None),
+    ] {
+        let Decision::Final(written) =
+            parse_decision(&final_with(slots), &tools, Some(TEMPLATE)).unwrap()
+        else {
+            panic!("a final")
+        };
+        assert_eq!(written.rule_check, stated, "{slots}");
+        assert_eq!(written.answer, "Average 79; rule met.", "{slots}");
+        assert_eq!(written.slots.len(), 2, "{slots}");
+        assert_eq!(
+            Decision::Final(written).to_json()["slots"]["rule check"],
+            stated.map_or(Value::Null, |holds| Value::String(holds.to_string())),
+            "{slots}"
+        );
+    }
+    // Bad input, refused by name: an outcome that is not "true" or "false", and the key under a template
+    // with no choice for it to come before.
+    for (slots, template, code, needle) in [
+        (
+            r#"{"average":"79","rule check":"yes","met / not met":"met"}"#,
+            TEMPLATE,
+            "wrong_field_type",
+            "slots.rule check",
+        ),
+        (
+            r#"{"average":"79","rule check":true,"met / not met":"met"}"#,
+            TEMPLATE,
+            "wrong_field_type",
+            "slots.rule check",
+        ),
+        (
+            r#"{"average":"79","rule check":"true"}"#,
+            "Average <average>.",
+            "field_out_of_range",
+            "not in the template: rule check",
+        ),
+    ] {
+        let error = parse_decision(&final_with(slots), &tools, Some(template)).unwrap_err();
+        assert_eq!(error.code(), code, "{slots}");
+        assert!(error.to_string().contains(needle), "{slots}: {error}");
+    }
+}
+
+#[test]
 fn schema_tool_enum_is_the_registry() {
     let schema = decision_schema();
     let branches = schema["oneOf"].as_array().unwrap();

@@ -126,6 +126,7 @@ fn real_expected_values_reach_the_policy_only_through_observations() {
             "missing",
             "grounding",
             "answer_template",
+            "verdict_phrases",
             "succeeded_actions",
             "repair",
             "max_new_tokens"

@@ -4,6 +4,7 @@
 //! model's [`AnswerForm`] says. Which value, which row and which verdict are the model's; the claims gate
 //! checks them afterwards, apart.
 
+use forge_language::answer::{self, Verdict};
 use forge_language::template::{self, Part};
 
 pub use crate::answer_form::AnswerForm;
@@ -29,7 +30,9 @@ pub(crate) fn answer_field_opening(inputs: &Inputs) -> &'static str {
 
 /// The final's own field, from [`answer_field_opening`] to its closing quote or brace. Slot by slot: each
 /// slot named as the template names it (the name right before its value, so the value is written knowing what
-/// it stands for), in template order. As a sentence: the template with each slot filled in place.
+/// it stands for), in template order; before the first choice, whether the rule holds as the model's rule check
+/// came out (`"rule check":"true"` or `"false"`, both open), and each verdict choice after it in the words the
+/// task's verdict phrases give that outcome. As a sentence: the template with each slot filled in place.
 pub(super) fn answer_field(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     // The template is read by the runtime's own parser: the runtime reads answers back by the same parts.
     let parts = template::parse(inputs.answer_template);
@@ -41,19 +44,79 @@ pub(super) fn answer_field(grammar: &mut Grammar, inputs: &Inputs) -> Node {
         ]);
     }
     let names = template::slot_names(&parts);
-    let fillable = parts.iter().filter(|p| !matches!(p, Part::Text(_)));
+    let fillable: Vec<&Part> = parts
+        .iter()
+        .filter(|p| !matches!(p, Part::Text(_)))
+        .collect();
+    let slots: Vec<(&String, &Part)> = names.iter().zip(fillable).collect();
     let mut items = vec![Node::lit(answer_field_opening(inputs))];
-    for (index, (name, part)) in names.iter().zip(fillable).enumerate() {
-        let separator = if index == 0 { "" } else { "," };
+    let first_choice = template::states_rule_check(&parts)
+        .then(|| slots.iter().position(|(_, p)| matches!(p, Part::Choice(_))))
+        .flatten();
+    let Some(first_choice) = first_choice else {
+        items.extend(slot_items(grammar, inputs, &slots, false, None));
+        items.push(Node::lit("}"));
+        return Node::Seq(items);
+    };
+    let (before, after) = slots.split_at(first_choice);
+    items.extend(slot_items(grammar, inputs, before, false, None));
+    let separator = if first_choice == 0 { "" } else { "," };
+    items.push(Node::lit(format!(
+        "{separator}{}:\"",
+        serde_json::to_string(template::RULE_CHECK_KEY).expect("strings serialise")
+    )));
+    // Either outcome is the model's to state; the verdict words then follow it by the task's own phrases.
+    items.push(Node::Alt(
+        [true, false]
+            .into_iter()
+            .map(|holds| {
+                let mut branch = vec![Node::lit(format!("{holds}\""))];
+                branch.extend(slot_items(grammar, inputs, after, true, Some(holds)));
+                Node::Seq(branch)
+            })
+            .collect(),
+    ));
+    items.push(Node::lit("}"));
+    Node::Seq(items)
+}
+
+/// `"<name>":"<value>"` for each slot in order, comma-separated (and after a comma when `after_item`); with
+/// `holds`, a verdict choice takes the option its verdict phrases give that outcome.
+fn slot_items(
+    grammar: &mut Grammar,
+    inputs: &Inputs,
+    slots: &[(&String, &Part)],
+    after_item: bool,
+    holds: Option<bool>,
+) -> Vec<Node> {
+    let mut items = Vec::new();
+    for (index, (name, part)) in slots.iter().enumerate() {
+        let separator = if index == 0 && !after_item { "" } else { "," };
         items.push(Node::lit(format!(
             "{separator}{}:\"",
             serde_json::to_string(name).expect("strings serialise")
         )));
-        items.push(value_node(grammar, inputs, part));
+        items.push(match (part, holds) {
+            (Part::Choice(options), Some(holds)) => verdict_words(options, inputs, holds),
+            _ => value_node(grammar, inputs, part),
+        });
         items.push(Node::lit("\""));
     }
-    items.push(Node::lit("}"));
-    Node::Seq(items)
+    items
+}
+
+/// The options of a choice that say `holds` by the task's verdict phrases; every option when none or all of
+/// them do (a choice that is no verdict stays the model's).
+fn verdict_words(options: &[String], inputs: &Inputs, holds: bool) -> Node {
+    let wanted = if holds { Verdict::Met } else { Verdict::NotMet };
+    let saying: Vec<&String> = options
+        .iter()
+        .filter(|o| answer::verdict_of(o, inputs.verdict_phrases) == wanted)
+        .collect();
+    if saying.is_empty() || saying.len() == options.len() {
+        return Node::one_of_texts(options.iter().map(|o| escape(o)));
+    }
+    Node::one_of_texts(saying.into_iter().map(|o| escape(o)))
 }
 
 /// What fills one slot or choice: every option of a choice (which verdict holds is the model's to say and the

@@ -78,6 +78,8 @@ pub struct Inputs<'a> {
     pub tools: &'a [ToolCard],
     pub grounding: &'a Grounding,
     pub answer_template: &'a str,
+    /// The task's verdict words: which option of a choice says the rule holds (task data, as the template is).
+    pub verdict_phrases: &'a forge_language::answer::VerdictPhrases,
     /// Guided mode: the public decision summary the runtime writes in its prefix (`Gap::summary`: the tool
     /// and the kind of result wanted, or the evidence cited). `None` in free mode, where the model chooses.
     pub decision_summary: Option<&'a str>,

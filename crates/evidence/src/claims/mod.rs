@@ -35,6 +35,11 @@ pub struct FinalDecision {
     /// The template's slots as the policy gave them (name, text; template order) when it gave the answer slot
     /// by slot and the runtime wrote `answer` from them; empty when the answer was written whole.
     pub slots: Vec<(String, String)>,
+    /// What the policy said its rule check came out as, when it gave the answer slot by slot under a template
+    /// with a choice (`"rule check"`, before the verdict words, which the guided grammar writes from it by the
+    /// task's phrases); `None` otherwise. A record of the model's decision, not a claim: the gate checks the
+    /// verdict words against the rule.
+    pub rule_check: Option<bool>,
     pub evidence_ids: Vec<String>,
 }
 

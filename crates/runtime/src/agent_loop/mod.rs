@@ -477,6 +477,7 @@ impl Run<'_, '_> {
                 .collect(),
             grounding,
             answer_template: self.task.file.answer_template.clone(),
+            verdict_phrases: self.task.verdict_phrases(),
             succeeded_actions: self.succeeded_actions.clone(),
             repair,
             max_new_tokens,

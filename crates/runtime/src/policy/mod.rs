@@ -35,6 +35,9 @@ pub struct DecisionRequest {
     pub grounding: Grounding,
     /// The task's answer template (also in `Gap::Final`; free mode needs it on every step).
     pub answer_template: String,
+    /// The task's verdict words (`verdict_phrases` in `task.json`, or the language data's): which option of a
+    /// choice says the rule holds. Task data, as the template is; not the runtime's reading of the rule.
+    pub verdict_phrases: forge_language::answer::VerdictPhrases,
     /// Actions already run successfully, as proposed (`{"tool", "arguments"}`), oldest first: running one
     /// again exactly can only repeat its observation, so a policy may refuse to write it.
     pub succeeded_actions: Vec<serde_json::Value>,
