@@ -109,7 +109,9 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         ("calculator", Some(ResultKind::Boolean)) => {
             "Write one check that is true exactly when the rule holds: each limit the knowledge states, compared with \
              what it limits over the column by reference, joined by and (e.g. mean([Column]) <= A and max([Column]) <= B; \
-             a limit on every row is a limit on min(...) or max(...))."
+             a limit on every row is a limit on min(...) or max(...); a limit on how many rows may pass a mark is a limit \
+             on count([Column] < M) or count([Column] > M); a limit that is a percentage P of a stated quantity Q is P * Q / 100; a limit in another unit than its column's is \
+             brought into the column's unit first: 2 hours over a column in minutes is 2 * 60)."
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
@@ -383,6 +385,15 @@ fn column_ends(result: &Value) -> String {
 /// a calculation as `expression = value`, or the tool's summary; `id (tool) failed: code: message`.
 /// The runtime keeps the full observation; this is only the view.
 pub fn render_observation(o: &Value) -> String {
+    let line = observation_line(o);
+    // A note the runtime adds to an entry (a rule check a verdict dispute re-opened) follows its line.
+    match o.get("note").and_then(Value::as_str) {
+        Some(note) => format!("{line}\n  ({note})"),
+        None => line,
+    }
+}
+
+fn observation_line(o: &Value) -> String {
     let id = o.get("id").and_then(Value::as_str).unwrap_or("?");
     let tool = o.get("tool").and_then(Value::as_str).unwrap_or("?");
     if o.get("ok").and_then(Value::as_bool) == Some(true) {
@@ -470,6 +481,13 @@ mod tests {
         assert_eq!(
             render_observation(&literal),
             "obs-calculator-4 (calculator) ok: 1 + 2 = 3"
+        );
+        // A note the runtime adds (a disputed rule check) follows the entry's line.
+        let mut noted = literal.clone();
+        noted["note"] = json!("disputed: see feedback");
+        assert_eq!(
+            render_observation(&noted),
+            "obs-calculator-4 (calculator) ok: 1 + 2 = 3\n  (disputed: see feedback)"
         );
     }
 

@@ -432,6 +432,8 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         "count([Arrears rate] > 3.5) <= 2.8",
         "mean([Arrears rate]) <= 3.5 * 60",
         "max([Loans]) <= 4820 / 1000",
+        // A percentage of a stated quantity: the share, the quantity, then a factor (`85 * 320 / 100`).
+        "mean([Loans]) >= 3.5 * 4820 / 100",
         "mean([Arrears rate]) <= 3.5 and count([Loans] < -3150) < 2.8",
     ] {
         assert!(check.accepts(&expr(ok)), "{ok}\n{}", check.render());
@@ -451,8 +453,9 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         // A row count under a comparison with a number no observation holds, or outside a count.
         "count([Arrears rate] > 3.6) <= 2.8",
         "mean([Arrears rate] > 3.5) <= 2.8",
-        // A factor converts a limit; it is no limit of its own.
+        // A factor converts a limit; it is no limit of its own, nor a third operand of ungrounded numbers.
         "mean([Arrears rate]) <= 60",
+        "mean([Loans]) >= 3.5 * 4820 / 3.6",
     ] {
         assert!(!check.accepts(&expr(bad)), "{bad}");
     }

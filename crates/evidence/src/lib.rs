@@ -8,6 +8,7 @@
 //! chart's line against the calculator. It depends on `forge_language` and `forge_tools`, never on the runtime.
 
 pub mod chart_line;
+pub mod check_review;
 pub mod claims;
 pub mod columns;
 pub mod grounding;

@@ -124,6 +124,25 @@ pub fn column_values(
         if top == 0 {
             continue;
         }
+        // A rule naming two quantities ("the average walk-in visits wait": `Walk-in visits` and `Wait`) names
+        // no one column: the most specific wins only over a column named inside it ("pit stop" over "Stops").
+        // Only words before the limit name a quantity: after it they are its unit ("8.5 minutes per incident").
+        let subject = rule
+            .key
+            .split(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
+            .next()
+            .unwrap_or_default();
+        let named: Vec<Vec<String>> = (0..columns.len())
+            .filter(|&i| words_named(&columns[i].0, &without_row_words(subject, &row_kinds[i])) > 0)
+            .map(|i| header_words(&columns[i].0))
+            .collect();
+        if named.iter().any(|a| {
+            named
+                .iter()
+                .any(|b| !a.is_empty() && !b.is_empty() && !overlap(a, b))
+        }) {
+            return None;
+        }
         named_any = true;
         let at_top = by_rows_named(
             &row_kinds,
@@ -192,15 +211,10 @@ fn named_column(data: &[ColumnData], texts: &[&str]) -> Option<usize> {
     }
 }
 
-/// How many words of `column`'s header `key` names: a column is named by a rule when its header's words
-/// (less units and aggregate words: "Avg basket ($)" → basket) all occur in the rule's key, or the key holds
-/// the header whole (CJK). The answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in
-/// "pit stop time"; a CJK word counts as many as its characters.
-fn words_named(column: &str, key: &str) -> usize {
-    let key_lower = key.to_lowercase();
-    let key_words: Vec<String> = words(key).into_iter().map(|w| fold(&w)).collect();
+/// A header's words as [`words_named`] matches them: before any parenthesis, less aggregate words, folded.
+fn header_words(column: &str) -> Vec<String> {
     let header = column.split('(').next().unwrap_or(column);
-    let header_words: Vec<String> = words(header)
+    words(header)
         .into_iter()
         .filter(|w| {
             !forge_language::lexicon::lexicon()
@@ -208,7 +222,26 @@ fn words_named(column: &str, key: &str) -> usize {
                 .contains(w)
         })
         .map(|w| fold(&w))
-        .collect();
+        .collect()
+}
+
+/// Whether two headers share a word (a CJK word inside the other counts: 投诉率 in 有效投诉率).
+fn overlap(a: &[String], b: &[String]) -> bool {
+    a.iter().any(|x| {
+        b.iter().any(|y| {
+            x == y || (!x.is_ascii() && (x.contains(y.as_str()) || y.contains(x.as_str())))
+        })
+    })
+}
+
+/// How many words of `column`'s header `key` names: a column is named by a rule when its header's words
+/// (less units and aggregate words: "Avg basket ($)" → basket) all occur in the rule's key, or the key holds
+/// the header whole (CJK). The answer is how many words it names, so "Pit stop" (2) beats "Stops" (1) in
+/// "pit stop time"; a CJK word counts as many as its characters.
+fn words_named(column: &str, key: &str) -> usize {
+    let key_lower = key.to_lowercase();
+    let key_words: Vec<String> = words(key).into_iter().map(|w| fold(&w)).collect();
+    let header_words = header_words(column);
     // CJK text has no spaces: a header word there is found inside the key.
     let found =
         |w: &String| key_words.contains(w) || (!w.is_ascii() && key_lower.contains(w.as_str()));
@@ -280,7 +313,7 @@ fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<Rule
 
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,
 /// as [`column_reference`] picks it).
-fn column_unit(result: &Value, column: &str) -> Option<String> {
+pub(crate) fn column_unit(result: &Value, column: &str) -> Option<String> {
     tables_in(result)
         .into_iter()
         .find_map(|t| t.column(column).map(|c| c.unit.clone()))
@@ -289,7 +322,7 @@ fn column_unit(result: &Value, column: &str) -> Option<String> {
 
 /// One rule with its limit in its column's unit, and the note a converted limit carries (` (5 minutes =
 /// 300 s)`), empty when nothing was converted.
-type AlignedRule = (FactRule, String);
+pub(crate) type AlignedRule = (FactRule, String);
 
 /// Each rule with its limit in the unit of the column it is compared with (`5 min` → 300 for a column in
 /// seconds; for a count of rows, the row condition's limit), in rule order. A ratio of totals is compared
@@ -519,6 +552,19 @@ pub fn verdict(result: &Value, context: &str) -> Option<RuleVerdict> {
     })
 }
 
+/// The rules `written` with their limits in the unit of the column they measure, and that column's name
+/// (`None` when only ratios of totals are stated); `None` when the column is not clear or a limit's unit
+/// cannot be compared with it (what [`calculator_terms`] and [`verdict`] need too).
+pub(crate) fn aligned_with_column(
+    result: &Value,
+    written: &[FactRule],
+    context: &str,
+) -> Option<(Vec<AlignedRule>, Option<String>)> {
+    let column = rule_column(result, written, context).ok()?;
+    let aligned = aligned_rules(result, written, &column).ok()?;
+    Some((aligned, column.map(|(name, _)| name)))
+}
+
 /// `op` over two numbers with the calculator's tolerance for float noise.
 fn compare_as_calculator(op: Comparison, value: f64, threshold: f64) -> bool {
     let scale = value.abs().max(threshold.abs()).max(1.0);
@@ -564,7 +610,11 @@ pub fn calculator_terms(result: &Value, context: &str) -> Vec<String> {
 
 /// The calculator expression for what one rule measures (`mean([Wait])`, `count([Late] > 7)`,
 /// `sum([Done]) / sum([Starts]) * 100`); `None` for a column rule without a clear column.
-fn measured_term(result: &Value, rule: &FactRule, reference: Option<&str>) -> Option<String> {
+pub(crate) fn measured_term(
+    result: &Value,
+    rule: &FactRule,
+    reference: Option<&str>,
+) -> Option<String> {
     let limit = forge_language::numbers::canonical;
     Some(match (&rule.measure, rule.comparison) {
         (

@@ -110,6 +110,9 @@ pub struct RuleTerms {
     pub single_row_words: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
+    /// Words after which a rule sentence states what follows when its conditions fail ("…; otherwise the
+    /// grant lapses", "…；否则扣分"): with no comparison after them, the conditions before them are the rule.
+    pub alternative_outcomes: Vec<String>,
     /// Words that end a CJK word glued to a limit's number (`90分的门店`: the unit is `分`; `90且`: none).
     pub glued_word_ends: Vec<String>,
     /// Words that may stand between a comparison and the count it bounds ("最多有一个小区": at most one).

@@ -791,6 +791,95 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
 }
 
 #[test]
+fn a_verdict_dispute_names_the_limit_the_models_rule_check_left_out_never_a_computed_value() {
+    // The rule check compared both numbers with 40: the average's own limit (30) is missing from it. The
+    // repair note names that limit by its key and what it limits, not the average or the row the runtime read.
+    let task = common::task("clinic_wait_times");
+    let mut texts = clinic_actions_with_a_wrong_check();
+    texts.extend([
+        clinic_final("obs-calculator-3", "achieved"),
+        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 30 and max([Wait]) <= 40"}}"#.to_owned(),
+        clinic_final("obs-calculator-5", "missed"),
+    ]);
+    let mut spy = Spy {
+        inner: runtime::policy::scripted::ScriptedPolicy::from_texts(texts),
+        requests: Vec::new(),
+    };
+    let o = common::run_with(&task, &mut spy, |_| {});
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    let message = rejected.data["message"].as_str().unwrap();
+    // The step that asks for the check again carries the same note beside its hint.
+    let runtime::policy::Gap::Tool { hint, .. } = &spy.requests[5].gap else {
+        panic!("{:?}", spy.requests[5].gap)
+    };
+    assert!(
+        hint.ends_with("(again; your rule check obs-calculator-3 (`32 <= 40 and 38 <= 40`): it leaves out the limit \"Maximum average wait\", a limit on the mean of [Wait])"),
+        "{hint}"
+    );
+    // The disputed check stays in the state view, marked where it stands.
+    let view = spy.requests[5].state["observations"].as_array().unwrap();
+    let old = view.iter().find(|o| o["id"] == "obs-calculator-3").unwrap();
+    assert!(
+        old["note"].as_str().unwrap().starts_with("disputed"),
+        "{old}"
+    );
+    assert!(
+        message.contains(
+            "your rule check obs-calculator-3 (`32 <= 40 and 38 <= 40`): it leaves out the limit \"Maximum average wait\", a limit on the mean of [Wait]"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("compare each limit"), "{message}");
+    // The limit the check did compare is not named, and no value the runtime computed is written.
+    assert!(!message.contains("Maximum wait at any clinic"), "{message}");
+    assert!(
+        !message.contains("32 >") && !message.contains("Dean Park"),
+        "{message}"
+    );
+    // Redone by column reference, the check follows both limits and the verdict is verified.
+    assert_eq!(o.metrics().task_success, Some(true));
+}
+
+#[test]
+fn a_verdict_dispute_names_the_other_limits_number_and_a_limit_on_every_row_compared_with_the_mean()
+{
+    // The same rules, checked by reference the wrong way: the average compared with the every-row limit's
+    // number, so the average's limit is compared with another's number and the every-row limit with the mean.
+    let task = common::task("clinic_wait_times");
+    let mut texts = clinic_actions_with_a_wrong_check();
+    texts[2] = r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 40"}}"#.to_owned();
+    texts.extend(std::iter::repeat_n(
+        clinic_final("obs-calculator-3", "achieved"),
+        3,
+    ));
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    let message = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .and_then(|e| e.data["message"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("it compares `mean([Wait])` with the number of another limit, not with the one \"Maximum average wait\" sets"),
+        "{message}"
+    );
+    assert!(
+        message.contains("it compares `mean([Wait])` with the limit \"Maximum wait at any clinic\", a limit on every row of [Wait] on its own"),
+        "{message}"
+    );
+    assert_eq!(
+        o.result.verification.as_ref().map(|v| v.status),
+        Some(runtime::claims::VerificationStatus::Disputed)
+    );
+}
+
+#[test]
 fn a_reopened_rule_check_written_the_same_way_again_is_no_loop_and_the_run_ends_as_an_abstention() {
     // Seen on the suite (1.5B): the model asked to compare again wrote the same comparison, the repeated-result
     // guard stopped the run, and the user got no answer where an abstention naming the dispute was due.

@@ -166,9 +166,10 @@ fn a_limit_relative_to_a_stated_capacity_is_that_share_of_it() {
     );
     assert_eq!(codes(&o), ["verdict_contradicts_evidence"]);
     let (_, message) = &rejections(&o)[0];
-    // The repair note names the check, never what the runtime computed; the verified verdict says it.
+    // The repair note names the limit the check left out, never what the runtime computed; the verified
+    // verdict says it.
     assert!(
-        message.contains("compare each limit of that rule")
+        message.contains("it leaves out the limit \"no concert drew fewer than 60% of capacity\"")
             && !message.contains("269.2")
             && !message.contains("272"),
         "{message}"
@@ -699,4 +700,40 @@ fn a_list_slot_names_exactly_the_rows_at_that_end() {
         "{message}"
     );
     completed_and_verified(&o);
+}
+
+#[test]
+fn a_rule_read_whole_whose_column_is_not_clear_is_named_unread_never_no_rule() {
+    // The clinic's standard rewritten so its words name two columns (the visits and the wait): the limits are
+    // read, which column they limit is not; the abstention names the rule, not "no rule".
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(common::knowledge_dir().join("clinic_wait_times.md")).unwrap();
+    let from = "- Maximum average wait: 30 min\n- Maximum wait at any clinic: 40 min";
+    assert!(original.contains(from));
+    let text = original.replace(
+        from,
+        "The average walk-in visits wait must be at most 30 min, and no clinic's walk-in visits wait may be above 40 min.",
+    );
+    std::fs::write(dir.path().join("clinic_wait_times.md"), text).unwrap();
+    let o = run(
+        "clinic_wait_times",
+        rule_chain(
+            "wait times by clinic and wait-time standard",
+            "Wait",
+            32.0,
+            "mean([Wait]) <= 30 and max([Wait]) <= 40",
+        ),
+        &[
+            "Across the clinics the average wait is 32 minutes and Dean Park has the longest wait, so the standard is missed.",
+        ],
+        &RULE_IDS,
+        Some(dir.path()),
+    );
+    let detail = verdict_detail(&o);
+    assert!(
+        detail.contains("which column of the cited data it limits is not clear")
+            && !detail.contains("no rule"),
+        "{detail}"
+    );
 }

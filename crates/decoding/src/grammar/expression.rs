@@ -106,7 +106,8 @@ fn define_table_terms(
 /// `calc-counted` (the rows of a column passing a comparison, counted), `calc-bound` (what a limit bounds: an
 /// aggregate, optionally with one more operand — a ratio of totals — or a counted column), `calc-limit` (the
 /// limit: a grounded number, or two around an arithmetic operator — a share of a stated quantity — or one
-/// brought into the column's unit by a factor the unit vocabulary converts by) and `calc-check` (comparisons
+/// brought into the column's unit by a factor the unit vocabulary converts by, either optionally followed by
+/// one more factor: `85 * 320 / 100`) and `calc-check` (comparisons
 /// of a bound with a limit, joined by `and` / `or`).
 fn define_check(
     grammar: &mut Grammar,
@@ -143,11 +144,13 @@ fn define_check(
     let bound = Node::Alt(vec![aggregated, Node::rule("calc-counted")]);
     grammar.define("calc-factor", Node::one_of_texts(factors));
     let limit = if shape.two_operand_limit {
+        // `85 * 320 / 100`: a percentage of a stated quantity takes a third operand, a factor.
         Node::seq([
             signed_number(),
             Node::seq([
                 spaced(&arithmetic),
                 Node::Alt(vec![signed_number(), Node::rule("calc-factor")]),
+                Node::seq([spaced(&arithmetic), Node::rule("calc-factor")]).opt(),
             ])
             .opt(),
         ])
@@ -217,7 +220,7 @@ impl CheckShape {
                 aggregate.max(counted)
             };
             let limit = if limit_two {
-                2 * number + " * ".len()
+                3 * number + 2 * " * ".len()
             } else {
                 number
             };

@@ -17,6 +17,7 @@ pub use forge_language::template;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::check_review;
 use crate::columns::{self, ColumnData, Focus};
 use crate::grounding::GroundedValues;
 use crate::ledger::{Ledger, ObservationRecord};
@@ -57,6 +58,9 @@ pub struct ClaimRejection {
     pub disputes: Vec<ClaimCheck>,
     /// The answer's claims the gate checked besides the disputed ones (empty for a fault of form).
     pub checked: Vec<ClaimCheck>,
+    /// For a disputed verdict: where the model's own rule check parts from the rule, limit by limit
+    /// ([`check_review`]), joined — what the re-opened rule check step is told; empty when nothing is named.
+    pub rule_check_note: String,
 }
 
 impl ClaimRejection {
@@ -256,6 +260,9 @@ enum Truth {
         holds: bool,
         source_id: String,
         because: String,
+        /// Where the model's own rule check parts from the rule, limit by limit ([`check_review`]): what a
+        /// disputed verdict's repair note names; empty when it names nothing.
+        check_note: String,
     },
     /// Only the model's own rule check (a boolean calculator result) says it; no rule was read.
     ModelCheck {
@@ -306,6 +313,7 @@ fn reject(code: RejectionCode, message: String) -> ClaimRejection {
         message,
         disputes: Vec::new(),
         checked: Vec::new(),
+        rule_check_note: String::new(),
     }
 }
 
@@ -339,6 +347,12 @@ impl Disputes {
                 each.join("; ")
             )
         };
+        let rule_check_note = self
+            .0
+            .iter()
+            .map(|(_, r)| r.rule_check_note.clone())
+            .find(|note| !note.is_empty())
+            .unwrap_or_default();
         let disputes = self
             .0
             .into_iter()
@@ -349,6 +363,7 @@ impl Disputes {
             message,
             disputes,
             checked,
+            rule_check_note,
         })
     }
 }
@@ -592,6 +607,25 @@ fn agreed_verdict(
     Ok(known.first().copied())
 }
 
+/// The rejection of verdict words `stated` that the rule `source_id` does not confirm: the check that failed
+/// is named, limit by limit, where the model's own rule check parts from the rule (`check_note`); never the
+/// value or row the runtime computed.
+fn verdict_dispute(stated: &str, source_id: &str, check_note: &str) -> ClaimRejection {
+    let how = if check_note.is_empty() {
+        "compare each limit of that rule with the data again"
+    } else {
+        check_note
+    };
+    let mut rejection = reject(
+        RejectionCode::VerdictContradictsEvidence,
+        format!(
+            "the answer says {stated}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; {how}"
+        ),
+    );
+    rejection.rule_check_note = check_note.to_owned();
+    rejection
+}
+
 /// One stated verdict checked against what the runtime read of the rule: verified, unverified with the
 /// reason, or `verdict_contradicts_evidence`; a rule's source goes into `rule_source`.
 fn verdict_check(
@@ -614,17 +648,16 @@ fn verdict_check(
                 holds,
                 source_id,
                 because,
+                check_note,
             },
             Some(p),
         ) => {
             *rule_source = Some(source_id.clone());
             if p != *holds {
-                return Err(reject(
-                    RejectionCode::VerdictContradictsEvidence,
-                    format!(
-                        "the answer says {}, which the runtime's own check of the rule {source_id} states, over the cited data, does not confirm; compare each limit of that rule with the data again",
-                        if p { met } else { not_met }
-                    ),
+                return Err(verdict_dispute(
+                    if p { met } else { not_met },
+                    source_id,
+                    check_note,
                 ));
             }
             verified(
@@ -642,15 +675,16 @@ fn verdict_check(
             },
             Some(_),
         ) => {
-            let mut why = format!(
-                "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
-            );
-            if !uncertain.is_empty() {
-                why.push_str(&format!(
-                    " (it could not read the rule, so it checks none of it: {})",
+            let why = if uncertain.is_empty() {
+                format!(
+                    "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime read no rule in the cited knowledge to check it against"
+                )
+            } else {
+                format!(
+                    "the verdict rests on the model's own comparison `{expression}` ({source_id}); the runtime could not read the rule in the cited knowledge, so it checks none of it: {}",
                     uncertain.join("; ")
-                ));
-            }
+                )
+            };
             unverified(part, ClaimKind::Verdict, &stated_text, &why)
         }
         (Truth::UnitsDiffer { conflicts }, Some(_)) => unverified(
@@ -805,7 +839,21 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
             continue;
         };
         if let Some(verdict) = rules::verdict(result, task.text()) {
+            let check_note = model_rule_check(task, ledger, cited)
+                .map(|(id, expression)| {
+                    let found = check_review::differences(result, task.text(), &expression);
+                    if found.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "your rule check {id} (`{expression}`): {}",
+                            found.join("; ")
+                        )
+                    }
+                })
+                .unwrap_or_default();
             return Truth::Rule {
+                check_note,
                 holds: verdict.holds,
                 source_id: record.id.clone(),
                 because: format!(
@@ -828,29 +876,54 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
     if !conflicts.is_empty() {
         return Truth::UnitsDiffer { conflicts };
     }
+    // A rule read whole whose column is not clear (its words name several columns, or none) is unread by
+    // name too: "no rule" would tell the user the knowledge states none.
     let uncertain: Vec<String> = cited
         .iter()
         .filter_map(|r| r.result.as_ref())
-        .flat_map(|r| rules::reading(r).uncertain)
+        .flat_map(|r| {
+            let reading = rules::reading(r);
+            let unplaced = reading.rules.iter().map(|rule| {
+                format!(
+                    "\"{}\" (which column of the cited data it limits is not clear)",
+                    rule.key
+                )
+            });
+            reading
+                .uncertain
+                .clone()
+                .into_iter()
+                .chain(unplaced)
+                .collect::<Vec<_>>()
+        })
         .collect();
-    if let Some(index) = task.rule_check()
-        && let Some(Some(id)) = task.evidence(ledger.records()).get(index).cloned()
-        && let Some(record) = cited.iter().find(|r| r.id == id)
-        && let Some(result) = record.result.as_ref()
-        && result["value"].as_bool().is_some()
-    {
-        let expression = result["expression"]
-            .as_str()
-            .unwrap_or("the rule check")
-            .trim()
-            .to_owned();
+    if let Some((source_id, expression)) = model_rule_check(task, ledger, cited) {
         return Truth::ModelCheck {
-            source_id: id,
+            source_id,
             expression,
             uncertain,
         };
     }
     Truth::Unknown { uncertain }
+}
+
+/// The model's own rule check among the cited records: the boolean calculator result the task's rule-check
+/// step holds, by id with its expression.
+fn model_rule_check(
+    task: &Task,
+    ledger: &Ledger,
+    cited: &[&ObservationRecord],
+) -> Option<(String, String)> {
+    let index = task.rule_check()?;
+    let id = task.evidence(ledger.records()).get(index).cloned()??;
+    let result = cited.iter().find(|r| r.id == id)?.result.as_ref()?;
+    result["value"].as_bool()?;
+    let expression = result["expression"]
+        .as_str()
+        .unwrap_or("the rule check")
+        .trim()
+        .to_owned();
+    Some((id, expression))
 }
 
 /// The answer plan: the observed columns and the texts that say which one each slot is about.

@@ -320,7 +320,11 @@ fn resolve_limit(
 ) -> Result<(f64, Option<String>), String> {
     let after = &clause[limit.end..];
     let terms = &lexicon().rule_terms;
-    if let Some(end) = starts_with_any(after, &terms.relative_of) {
+    // "不低于90%的，…": a "的" that ends its clause makes the clause a noun phrase ("those at least 90%"),
+    // not a share "of" anything: nothing follows it to be the quantity.
+    let relative =
+        starts_with_any(after, &terms.relative_of).filter(|end| !after[*end..].trim().is_empty());
+    if let Some(end) = relative {
         if !limit.percent || limit.points {
             return Err(format!(
                 "a limit of {} \"of\" something that is not a percentage of it",
@@ -1338,6 +1342,15 @@ mod tests {
         // A quantity the knowledge does not state is named, never guessed.
         let why = untyped("平均处理时长不超过前年平均处理时长的110%", &stated);
         assert!(why.contains("前年平均处理时长"), "{why}");
+    }
+
+    #[test]
+    fn a_de_that_ends_its_clause_is_no_share_of_anything() {
+        // "不低于90%的，…": those at least 90%, a plain limit (a share needs a quantity after "的").
+        assert_eq!(
+            typed("任何一个街道不低于90%的", &Context::default()),
+            [(EachRow, AtLeast, 90.0)]
+        );
     }
 
     #[test]

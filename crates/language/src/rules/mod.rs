@@ -395,7 +395,21 @@ pub fn read_sentences(text: &str) -> RuleReading {
 
 fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading {
     let mut out = SentenceReading::default();
-    for sentence in sentences_of(text) {
+    let sentences = sentences_of(text);
+    // Only where one sentence holds every comparison: a second one may be the alternative the outcome after
+    // "otherwise" belongs to ("A lower average is still accepted, provided that …; otherwise …").
+    let comparing = sentences
+        .iter()
+        .filter(|s| {
+            !lexicon::scan(s, lexicon().comparisons.iter().map(|c| c.phrase.as_str())).is_empty()
+        })
+        .count();
+    for sentence in sentences {
+        let sentence = if comparing == 1 {
+            without_alternative_outcome(&sentence, context)
+        } else {
+            sentence
+        };
         let mut rules = Vec::new();
         let mut unread: Vec<String> = Vec::new();
         let mut untyped = false;
@@ -486,6 +500,39 @@ fn formula_sign(sentence: &str) -> Option<String> {
 }
 
 /// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
+/// A rule sentence cut before "otherwise" / "否则" when what follows states only an outcome (no clause of it
+/// compares anything: "otherwise the grant lapses", "否则扣分，并由分管领导约谈"): the conditions are the
+/// rule. Where the alternative holds a comparison ("otherwise it passes only if every line is at least 95") the
+/// sentence is kept whole, and the connective leaves it unread; so it is where another sentence of the text
+/// compares too (the caller's check).
+fn without_alternative_outcome(sentence: &str, context: &clause::Context) -> String {
+    let lex = lexicon();
+    let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
+    let Some(hit) = lexicon::scan(
+        sentence,
+        lex.rule_terms
+            .alternative_outcomes
+            .iter()
+            .map(String::as_str),
+    )
+    .into_iter()
+    .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end)) else {
+        return sentence.to_owned();
+    };
+    let (head, tail) = (&sentence[..hit.start], &sentence[hit.end..]);
+    let compares = clauses_of(tail)
+        .iter()
+        .any(|part| !matches!(clause::read(part, context), clause::ClauseRead::Nothing))
+        || !lexicon::scan(tail, lex.comparisons.iter().map(|c| c.phrase.as_str())).is_empty();
+    if compares || head.trim().is_empty() {
+        sentence.to_owned()
+    } else {
+        head.trim_end()
+            .trim_end_matches([',', ';', '，', '；', '、'])
+            .to_owned()
+    }
+}
+
 fn untyped_connective(sentence: &str) -> Option<String> {
     let lex = lexicon();
     let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
@@ -566,4 +613,59 @@ fn protect_ranges(sentence: &str) -> String {
 fn protect_ranges_rest(text: String, from: usize) -> String {
     let (head, tail) = text.split_at(from);
     format!("{head}{}", protect_ranges(tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(text: &str) -> Vec<(Measure, Comparison, f64)> {
+        read_sentences(text)
+            .rules
+            .into_iter()
+            .map(|r| (r.measure, r.comparison, r.threshold))
+            .collect()
+    }
+
+    #[test]
+    fn an_otherwise_that_states_only_an_outcome_leaves_the_conditions_as_the_rule() {
+        let zh = "各街道按时办结率的平均值不低于95%、任何一个街道不低于90%的，本季度考核加分；否则扣分，并由分管领导约谈。";
+        assert_eq!(
+            limits(zh),
+            [
+                (Measure::Of(Aggregate::Mean), Comparison::AtLeast, 95.0),
+                (Measure::EachRow, Comparison::AtLeast, 90.0)
+            ]
+        );
+        let en = "The grant is renewed if the average attendance is at least 32; otherwise it lapses in March.";
+        assert_eq!(
+            limits(en),
+            [(Measure::Of(Aggregate::Mean), Comparison::AtLeast, 32.0)]
+        );
+    }
+
+    #[test]
+    fn an_otherwise_with_a_comparison_after_it_or_beside_another_rule_sentence_stays_unread() {
+        // The alternative compares again: which outcome the data gives is not the conditions alone.
+        let again = "The grant is renewed if the average attendance is at least 32; otherwise a new bid must show an average of at least 40.";
+        let read = read_sentences(again);
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(
+            read.uncertain[0].contains("\"otherwise\" is not typed"),
+            "{read:?}"
+        );
+        // Another sentence compares too: the outcome after "otherwise" may belong to that one's alternative.
+        let two = "A round is signed off when the average rating is at least 4.2. A lower average is still accepted, provided that every venue scored at least 3.7; otherwise the round goes to the panel.";
+        let read = read_sentences(two);
+        assert!(
+            read.uncertain
+                .iter()
+                .any(|u| u.contains("\"otherwise\" is not typed")),
+            "{read:?}"
+        );
+        assert!(
+            !read.rules.iter().any(|r| r.measure == Measure::EachRow),
+            "{read:?}"
+        );
+    }
 }

@@ -348,7 +348,7 @@ impl Run<'_, '_> {
             return Ok(claims::disputed(dispute));
         }
         if dispute.code == claims::RejectionCode::VerdictContradictsEvidence {
-            self.reopen_rule_check();
+            self.reopen_rule_check(&dispute.rule_check_note);
         }
         Err((dispute.code.as_str(), dispute.message))
     }
@@ -356,10 +356,13 @@ impl Run<'_, '_> {
     /// After the first verdict dispute, the rule check the verdict followed is asked for again: in guided mode
     /// the only step left was the final, so a model whose comparison was wrong could not compare again. Once
     /// per run, so a run that stays disputed still ends as an abstention within its step budget.
-    fn reopen_rule_check(&mut self) {
+    /// `note` (where the model's check parted from the rule, limit by limit) goes with the step that asks
+    /// for the check again, beside its hint: the nearest words to what the model writes next.
+    fn reopen_rule_check(&mut self, note: &str) {
         if self.reopened_check.is_some() {
             return;
         }
+        self.reopened_note = note.to_owned();
         let Some(index) = self.task.rule_check() else {
             return;
         };

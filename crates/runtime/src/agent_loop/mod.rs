@@ -30,7 +30,9 @@ use crate::grounding::Grounding;
 use crate::guards::Guards;
 use crate::ledger::{Ledger, ObservationRecord, VIEW_FEEDBACK};
 use crate::metrics::{self, Counters, Expected, GroundTruth, Metrics, MetricsInput};
-use crate::policy::{DecisionRequest, Policy, PolicyError, RepairNote, RunControl};
+use crate::policy::{
+    DecisionRequest, Gap, Policy, PolicyError, RepairNote, ResultKind, RunControl,
+};
 use crate::registry::ToolRegistry;
 use crate::task::Task;
 use crate::tools::{ArtifactRecord, ArtifactStore, ToolError};
@@ -237,6 +239,7 @@ pub fn run_task(
         pending_recovery: 0,
         disputes: 0,
         reopened_check: None,
+        reopened_note: String::new(),
         succeeded_actions: Vec::new(),
         step: 0,
         verification: None,
@@ -373,6 +376,8 @@ struct Run<'r, 's> {
     /// The rule-check observation a verdict dispute re-opened (once per run): the next steps ask for the
     /// check again instead of only the final, since the model's own comparison is what its verdict followed.
     reopened_check: Option<String>,
+    /// Where the re-opened rule check parted from the rule (empty when the gate named nothing).
+    reopened_note: String,
 }
 
 impl Run<'_, '_> {
@@ -464,11 +469,11 @@ impl Run<'_, '_> {
             task: self.task.text().to_owned(),
             tools: self.registry.cards(),
             state: json!({
-                "observations": self.ledger.compact_view(),
+                "observations": self.observations_view(),
                 "feedback": &self.feedback[start..],
                 "budget": self.meter.remaining_json(),
             }),
-            gap: self.task.gap(self.current_records()),
+            gap: self.gap(),
             missing: self
                 .task
                 .missing(self.current_records())
@@ -482,6 +487,33 @@ impl Run<'_, '_> {
             repair,
             max_new_tokens,
         }
+    }
+
+    /// The step the task needs next; while the rule check a verdict dispute re-opened is asked for again, its
+    /// hint carries what the gate named about the old one (never a value or row the runtime computed).
+    fn gap(&self) -> Gap {
+        let mut gap = self.task.gap(self.current_records());
+        if self.reopened_check.is_some()
+            && !self.reopened_note.is_empty()
+            && let Gap::Tool { hint, result, .. } = &mut gap
+            && *result == Some(ResultKind::Boolean)
+        {
+            hint.push_str(&format!(" (again; {})", self.reopened_note));
+        }
+        gap
+    }
+
+    /// The ledger's compact view, the re-opened rule check marked as disputed where it stands: left unmarked,
+    /// the 1.5B copied it byte for byte into the check it was asked to write again.
+    fn observations_view(&self) -> Vec<Value> {
+        let mut view = self.ledger.compact_view();
+        if let Some(old) = &self.reopened_check {
+            for entry in view.iter_mut().filter(|e| e["id"] == old.as_str()) {
+                entry["note"] =
+                    json!("disputed: the verdict it gave is not the rule's; see feedback");
+            }
+        }
+        view
     }
 
     /// The rule-check observation a verdict dispute re-opened, if any.
