@@ -109,9 +109,7 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         ("calculator", Some(ResultKind::Boolean)) => {
             "Write one check that is true exactly when the rule holds: each limit the knowledge states, compared with \
              what it limits over the column by reference, joined by and (e.g. mean([Column]) <= A and max([Column]) <= B; \
-             a limit on every row is a limit on min(...) or max(...); a limit on how many rows may pass a mark is a limit \
-             on count([Column] < M) or count([Column] > M); a limit that is a percentage P of a stated quantity Q is P * Q / 100; a limit in another unit than its column's is \
-             brought into the column's unit first: 2 hours over a column in minutes is 2 * 60)."
+             a limit on every row is a limit on min(...) or max(...))."
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
