@@ -744,15 +744,15 @@ fn clinic_actions_with_a_wrong_check() -> Vec<String> {
     ]
 }
 
-#[test]
-fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_redone() {
-    // Guided mode offered only the final after a verdict dispute, so a model whose own comparison was wrong
-    // (here the average's limit written 40 instead of 30) could only contradict its check or repeat it.
+/// The clinic task with [`CLINIC_WRONG_CHECK`], a disputed "achieved", the rule check redone as `recheck`
+/// and "missed" citing it; the run and every request the policy was asked.
+fn clinic_check_redone(recheck: &str) -> (common::Outcome, Spy) {
     let task = common::task("clinic_wait_times");
     let mut texts = clinic_actions_with_a_wrong_check();
     texts.extend([
         clinic_final("obs-calculator-3", "achieved"),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "32 <= 30 and 38 <= 40"}}"#.to_owned(),
+        serde_json::json!({"type": "action", "tool": "calculator", "arguments": {"expression": recheck}})
+            .to_string(),
         clinic_final("obs-calculator-5", "missed"),
     ]);
     let mut spy = Spy {
@@ -760,6 +760,24 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
         requests: Vec::new(),
     };
     let o = common::run_with(&task, &mut spy, |_| {});
+    (o, spy)
+}
+
+/// The message of the run's first final-answer validation (its first rejection in these runs).
+fn first_rejection_message(o: &common::Outcome) -> String {
+    o.events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .and_then(|e| e.data["message"].as_str())
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_redone() {
+    // Guided mode offered only the final after a verdict dispute, so a model whose own comparison was wrong
+    // (here the average's limit written 40 instead of 30) could only contradict its check or repeat it.
+    let (o, spy) = clinic_check_redone("32 <= 30 and 38 <= 40");
     assert_eq!(
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
@@ -794,24 +812,9 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
 fn a_verdict_dispute_names_the_limit_the_models_rule_check_left_out_never_a_computed_value() {
     // The rule check compared both numbers with 40: the average's own limit (30) is missing from it. The
     // repair note names that limit by its key and what it limits, not the average or the row the runtime read.
-    let task = common::task("clinic_wait_times");
-    let mut texts = clinic_actions_with_a_wrong_check();
-    texts.extend([
-        clinic_final("obs-calculator-3", "achieved"),
-        r#"{"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Wait]) <= 30 and max([Wait]) <= 40"}}"#.to_owned(),
-        clinic_final("obs-calculator-5", "missed"),
-    ]);
-    let mut spy = Spy {
-        inner: runtime::policy::scripted::ScriptedPolicy::from_texts(texts),
-        requests: Vec::new(),
-    };
-    let o = common::run_with(&task, &mut spy, |_| {});
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
-    let message = rejected.data["message"].as_str().unwrap();
+    let (o, spy) = clinic_check_redone("mean([Wait]) <= 30 and max([Wait]) <= 40");
+    let message = first_rejection_message(&o);
+    let message = message.as_str();
     // The step that asks for the check again carries the same note beside its hint.
     let runtime::policy::Gap::Tool { hint, .. } = &spy.requests[5].gap else {
         panic!("{:?}", spy.requests[5].gap)
@@ -858,13 +861,7 @@ fn a_verdict_dispute_names_the_other_limits_number_and_a_limit_on_every_row_comp
     ));
     let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
     let o = common::run_with(&task, &mut policy, |_| {});
-    let message = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .and_then(|e| e.data["message"].as_str())
-        .unwrap()
-        .to_owned();
+    let message = first_rejection_message(&o);
     assert!(
         message.contains("it compares `mean([Wait])` with the number of another limit, not with the one \"Maximum average wait\" sets"),
         "{message}"

@@ -400,9 +400,7 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
     // "otherwise" belongs to ("A lower average is still accepted, provided that …; otherwise …").
     let comparing = sentences
         .iter()
-        .filter(|s| {
-            !lexicon::scan(s, lexicon().comparisons.iter().map(|c| c.phrase.as_str())).is_empty()
-        })
+        .filter(|s| !comparison_phrases(s).is_empty())
         .count();
     for sentence in sentences {
         let sentence = if comparing == 1 {
@@ -499,31 +497,40 @@ fn formula_sign(sentence: &str) -> Option<String> {
         .map(|c| c.to_string())
 }
 
-/// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
+/// The comparison phrases of `text` ("at least", "不低于", "or more").
+fn comparison_phrases(text: &str) -> Vec<lexicon::Hit<'_>> {
+    lexicon::scan(
+        text,
+        lexicon().comparisons.iter().map(|c| c.phrase.as_str()),
+    )
+}
+
+/// The first of `connectives` in `sentence` outside a comparison phrase ("or" in "or more" is none).
+fn connective_outside_comparisons<'a>(
+    sentence: &str,
+    connectives: &'a [String],
+) -> Option<lexicon::Hit<'a>> {
+    let phrases = comparison_phrases(sentence);
+    lexicon::scan(sentence, connectives.iter().map(String::as_str))
+        .into_iter()
+        .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end))
+}
+
 /// A rule sentence cut before "otherwise" / "否则" when what follows states only an outcome (no clause of it
 /// compares anything: "otherwise the grant lapses", "否则扣分，并由分管领导约谈"): the conditions are the
 /// rule. Where the alternative holds a comparison ("otherwise it passes only if every line is at least 95") the
 /// sentence is kept whole, and the connective leaves it unread; so it is where another sentence of the text
 /// compares too (the caller's check).
 fn without_alternative_outcome(sentence: &str, context: &clause::Context) -> String {
-    let lex = lexicon();
-    let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
-    let Some(hit) = lexicon::scan(
-        sentence,
-        lex.rule_terms
-            .alternative_outcomes
-            .iter()
-            .map(String::as_str),
-    )
-    .into_iter()
-    .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end)) else {
+    let outcomes = &lexicon().rule_terms.alternative_outcomes;
+    let Some(hit) = connective_outside_comparisons(sentence, outcomes) else {
         return sentence.to_owned();
     };
     let (head, tail) = (&sentence[..hit.start], &sentence[hit.end..]);
-    let compares = clauses_of(tail)
-        .iter()
-        .any(|part| !matches!(clause::read(part, context), clause::ClauseRead::Nothing))
-        || !lexicon::scan(tail, lex.comparisons.iter().map(|c| c.phrase.as_str())).is_empty();
+    let compares = !comparison_phrases(tail).is_empty()
+        || clauses_of(tail)
+            .iter()
+            .any(|part| !matches!(clause::read(part, context), clause::ClauseRead::Nothing));
     if compares || head.trim().is_empty() {
         sentence.to_owned()
     } else {
@@ -533,19 +540,10 @@ fn without_alternative_outcome(sentence: &str, context: &clause::Context) -> Str
     }
 }
 
+/// A connective the reader does not type ("or", "unless") outside a comparison phrase ("or more").
 fn untyped_connective(sentence: &str) -> Option<String> {
-    let lex = lexicon();
-    let phrases = lexicon::scan(sentence, lex.comparisons.iter().map(|c| c.phrase.as_str()));
-    lexicon::scan(
-        sentence,
-        lex.rule_terms
-            .untyped_connectives
-            .iter()
-            .map(String::as_str),
-    )
-    .into_iter()
-    .find(|c| !phrases.iter().any(|p| c.start < p.end && p.start < c.end))
-    .map(|c| c.entry.to_owned())
+    connective_outside_comparisons(sentence, &lexicon().rule_terms.untyped_connectives)
+        .map(|c| c.entry.to_owned())
 }
 
 /// A text's sentences (at `.` `!` `?` before a space, Chinese end marks, and line breaks before a list
