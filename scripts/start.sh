@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_apt cmake clang libclang-dev
 export_ggml_cpu_features
+# The test command's setting (scripts/test-all.sh says why): after it, the runner below builds nothing.
+export CARGO_INCREMENTAL=0
 cargo xtask model fetch
 exec cargo run -p runner -- serve "$@"

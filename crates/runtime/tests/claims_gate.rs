@@ -909,3 +909,94 @@ fn a_reopened_rule_check_written_the_same_way_again_is_no_loop_and_the_run_ends_
         );
     }
 }
+
+#[test]
+fn a_disputed_quantity_reopens_the_calculation_so_the_model_can_compute_what_its_slot_names() {
+    // The model averaged the providers' rates (82) where the slot names the overall rate the knowledge defines
+    // (a ratio of totals). Guided mode had only the final left, so the repair's "compute that with the
+    // calculator" could not be followed: the calculation is asked for again, once.
+    let task = common::task("apprentice_completion_overall");
+    let action = |tool: &str, arguments: serde_json::Value| {
+        serde_json::json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+    };
+    let last = |value: &str, renewed: &str, calc: &str| {
+        serde_json::json!({"type": "final", "answer": format!("The overall completion rate was {value} per 100 starts and Eastway Works had the lowest completion rate, so the contract {renewed}."),
+            "evidence_ids": ["obs-knowledge_search-1", calc, "obs-calculator-3", "obs-plot-4"]}).to_string()
+    };
+    let texts = vec![
+        action(
+            "knowledge_search",
+            serde_json::json!({"query": "completions starts providers funding renewal"}),
+        ),
+        action(
+            "calculator",
+            serde_json::json!({"expression": "mean([Completion rate])"}),
+        ),
+        action(
+            "calculator",
+            serde_json::json!({"expression": "sum([Completions]) / sum([Starts]) * 100 >= 80"}),
+        ),
+        action(
+            "plot",
+            serde_json::json!({"column": "[Completion rate]", "title": "Completion rate"}),
+        ),
+        last("82", "is not renewed", "obs-calculator-2"),
+        action(
+            "calculator",
+            serde_json::json!({"expression": "sum([Completions]) / sum([Starts]) * 100"}),
+        ),
+        last("78.5", "is not renewed", "obs-calculator-5"),
+    ];
+    let mut spy = Spy {
+        inner: runtime::policy::scripted::ScriptedPolicy::from_texts(texts),
+        requests: Vec::new(),
+    };
+    let o = common::run_with(&task, &mut spy, |_| {});
+    assert_eq!(rejections(&o), ["wrong_quantity"]);
+    let rejected = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap();
+    assert_eq!(rejected.data["calculation_reopened"], "obs-calculator-2");
+    // The request after the dispute asks for the calculation again, its old result marked where it stands.
+    let after = &spy.requests[5];
+    assert!(
+        matches!(
+            &after.gap,
+            runtime::policy::Gap::Tool { tool, result: Some(runtime::policy::ResultKind::Number), .. }
+                if tool == "calculator"
+        ),
+        "{:?}",
+        after.gap
+    );
+    let view = after.state["observations"].as_array().unwrap();
+    let old = view.iter().find(|o| o["id"] == "obs-calculator-2").unwrap();
+    assert!(
+        old["note"].as_str().unwrap().starts_with("disputed"),
+        "{old}"
+    );
+    // Only what the final may cite grounds it: the disputed value no longer does.
+    let next = &spy.requests[6];
+    assert!(
+        !next.grounding.numbers.iter().any(|n| n == "82"),
+        "{:?}",
+        next.grounding.numbers
+    );
+    assert!(
+        next.grounding.numbers.iter().any(|n| n == "78.5"),
+        "{:?}",
+        next.grounding.numbers
+    );
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+    assert_eq!(
+        verification(&o)["status"],
+        "verified",
+        "{}",
+        verification(&o)
+    );
+    assert_eq!(o.metrics().task_success, Some(true));
+}

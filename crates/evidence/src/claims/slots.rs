@@ -106,7 +106,33 @@ fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
                 .any(|r| words.contains(&r))
     });
     let names_quantity = columns.iter().any(|c| naming_score(c, &words).0 > 0);
-    names_quantity && !rows_named
+    names_quantity && !rows_named && !names_unnamed_rows(name, &words, columns)
+}
+
+/// Whether a slot over rows that have no name (a scorecard turned so that its sites are rows, under no header)
+/// adds a word beyond the quantity's own, an end's, a rank's or a count's: "<lowest-rate centre>" — "centre"
+/// can only name the rows. Latin script only: CJK content words are overlapping pairs, which always leave some.
+fn names_unnamed_rows(name: &str, words: &[String], columns: &[ColumnData]) -> bool {
+    let lex = lexicon::lexicon();
+    // The knowledge tool names an empty header by its place (`Column 1`): no word of the rows.
+    let unnamed = columns.iter().all(|c| {
+        let rows = c.rows.trim();
+        rows.strip_prefix("Column ")
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+            || lexicon::content_words(rows).is_empty()
+    });
+    if !unnamed || name.chars().any(lexicon::is_cjk) {
+        return false;
+    }
+    let quantity_words: Vec<String> = columns
+        .iter()
+        .flat_map(|c| lexicon::content_words(&c.name))
+        .collect();
+    words.iter().any(|w| {
+        !quantity_words.contains(w)
+            && !lex.ranks.ordinals.contains_key(w)
+            && !lex.rule_terms.count_words.contains_key(w)
+    })
 }
 
 /// Whether `words` name the rows of an observed column: its label column's header, or (a list without
@@ -315,6 +341,53 @@ mod tests {
         assert_eq!(
             classify("lowest line", &lines),
             SlotClaim::ExtremeLabel(End::Lowest)
+        );
+    }
+
+    #[test]
+    fn over_rows_without_a_name_a_word_beyond_the_quantity_names_the_rows() {
+        // A scorecard turned so that its sites are rows: the rows' header is empty (`Column 1`).
+        let sites = vec![
+            col(
+                "Recycling rate",
+                "Column 1",
+                &["Millbrook", "Kelso Road"],
+                &[68.0, 54.0],
+            ),
+            col(
+                "Contamination",
+                "Column 1",
+                &["Millbrook", "Kelso Road"],
+                &[6.0, 9.0],
+            ),
+        ];
+        assert_eq!(
+            classify("lowest-rate centre", &sites),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("second-lowest rate centre", &sites),
+            SlotClaim::RankedLabel(End::Lowest, 2)
+        );
+        // The quantity's own words, an end and a rank leave nothing that could name the rows.
+        assert_eq!(
+            classify("lowest recycling rate", &sites),
+            SlotClaim::ExtremeValue(End::Lowest)
+        );
+        assert_eq!(
+            classify("second-lowest recycling rate", &sites),
+            SlotClaim::RankedValue(End::Lowest, 2)
+        );
+        // Rows with a name keep it: a word that is not that name does not make the slot a label.
+        let named = vec![col(
+            "Recycling rate",
+            "Site",
+            &["Millbrook", "Kelso Road"],
+            &[68.0, 54.0],
+        )];
+        assert_eq!(
+            classify("lowest-rate centre", &named),
+            SlotClaim::ExtremeValue(End::Lowest)
         );
     }
 

@@ -988,9 +988,14 @@ pub fn definition(clause: &str, sentence: &str, columns: &[String]) -> Option<De
     )
     .into_iter()
     .next()?;
-    // "A centre's pass rate is its passes divided by its tests" says how each row's rate is computed; only a
-    // ratio whose terms are not tied to one row is a ratio of totals.
-    if lexicon::contains_any(&clause[link.end..ratio.start], &terms.row_possessives) {
+    // "A centre's pass rate is its passes divided by its tests", "Moves per hour is each crane's moves divided by
+    // the hours worked" say how each row's rate is computed; only a ratio whose terms are not tied to one row is
+    // a ratio of totals ("the sum of every route's deliveries" still sums them).
+    let numerator = &clause[link.end..ratio.start];
+    let one_row = lexicon::contains_any(numerator, &terms.row_possessives)
+        || (lexicon::contains_any(numerator, &terms.single_row_words)
+            && !lexicon::aggregates_in(numerator).contains(&Aggregate::Sum));
+    if one_row {
         return None;
     }
     let name = lexicon::content_words(&clause[..link.start]);
@@ -1484,6 +1489,26 @@ mod tests {
                 &["开始数".to_owned(), "完成数".into(), "完成率".into()]
             ),
             None
+        );
+        // So does a ratio whose numerator is quantified over one row ("each provider's completions"), unless it
+        // sums them ("the sum of every provider's completions").
+        assert_eq!(
+            definition(
+                "The completion rate is each provider's completions divided by the starts",
+                "The completion rate is each provider's completions divided by the starts.",
+                &columns,
+            ),
+            None
+        );
+        let summed = definition(
+            "The completion rate is the sum of every provider's completions divided by all starts",
+            sentence,
+            &columns,
+        )
+        .unwrap();
+        assert_eq!(
+            (summed.numerator.as_str(), summed.denominator.as_str()),
+            ("Completions", "Starts")
         );
         // A ratio of totals whose name a row-quantified subject repeats whole: each row's rate or the totals'
         // ratio, the words do not say.

@@ -52,14 +52,14 @@ impl Run<'_, '_> {
         }
         self.counters.valid_actions += 1;
         self.counters.recovered += std::mem::take(&mut self.pending_recovery);
-        // The re-opened rule check proposed again as it was: the model stands by its comparison (see
+        // The re-opened calculation or rule check proposed again as it was: the model stands by it (see
         // `record_success`), which is no loop.
-        let restates_reopened_check = self.reopened_check_record().is_some_and(|r| {
+        let restates_reopened = self.reopened_record().is_some_and(|r| {
             r.tool == tool
                 && r.result.as_ref().and_then(|v| v.get("expression"))
                     == arguments.get("expression")
         });
-        if !restates_reopened_check && self.guards.record_action(&tool, &arguments) {
+        if !restates_reopened && self.guards.record_action(&tool, &arguments) {
             // Checked before dispatch: the repeated action is not run again.
             return Some(self.guard_stop(
                 GuardKind::RepeatedAction,
@@ -234,11 +234,10 @@ impl Run<'_, '_> {
         attempts: u32,
     ) -> Option<End> {
         let digest = result_digest(tool, &output.digest_basis);
-        // The rule check asked for again after a verdict dispute, written the same way: the model stands by its
-        // comparison. Its final is then judged (and, still disputed, ends as an abstention), never stopped as a
-        // loop.
-        let restates_reopened_check = self
-            .reopened_check_record()
+        // The calculation or rule check asked for again after a dispute, written the same way: the model stands by
+        // it. Its final is then judged (and, still disputed, ends as an abstention), never stopped as a loop.
+        let restates_reopened = self
+            .reopened_record()
             .is_some_and(|r| r.digest.as_deref() == Some(digest.as_str()));
         for record in &output.artifacts {
             if !self.artifact_records.iter().any(|r| r.id == record.id) {
@@ -271,7 +270,7 @@ impl Run<'_, '_> {
             attempts,
             json!({ "observation": observation, "state_delta": { "observation_count": count } }),
         );
-        if !restates_reopened_check && self.guards.record_result(&digest) {
+        if !restates_reopened && self.guards.record_result(&digest) {
             return Some(self.guard_stop(GuardKind::RepeatedResult, json!({ "tool": tool })));
         }
         None

@@ -192,7 +192,7 @@ impl Run<'_, '_> {
         final_decision: FinalDecision,
     ) -> Result<FinalDecision, Option<End>> {
         let cited = &final_decision.evidence_ids;
-        let reopened_before = self.reopened_check.clone();
+        let reopened_before = self.reopened.is_some();
         let rejection = self.evidence_rejection(cited);
         // The evidence is complete and current: now what the answer says must agree with it.
         let checked = match rejection {
@@ -221,11 +221,9 @@ impl Run<'_, '_> {
             }
             Err((code, message)) => {
                 let mut data = json!({ "accepted": false, "code": code, "message": message, "evidence_ids": cited });
-                if reopened_before.is_none()
-                    && let Some(id) = &self.reopened_check
-                {
-                    // The next step asks for the rule check again (see `reopen_rule_check`).
-                    data["rule_check_reopened"] = json!(id);
+                if !reopened_before && let Some(reopened) = &self.reopened {
+                    // The next step asks for that calculation again (see `reopen`).
+                    data[reopened.event_key()] = json!(reopened.id);
                 }
                 self.emit("final.validated", 0, data);
                 self.counters.rejected_finals += 1;
@@ -347,32 +345,43 @@ impl Run<'_, '_> {
         if self.disputes > self.config.budgets.max_retries || repeated {
             return Ok(claims::disputed(dispute));
         }
-        if dispute.code == claims::RejectionCode::VerdictContradictsEvidence {
-            self.reopen_rule_check(&dispute.rule_check_note);
+        match dispute.code {
+            claims::RejectionCode::VerdictContradictsEvidence => {
+                self.reopen(ResultKind::Boolean, &dispute.rule_check_note)
+            }
+            claims::RejectionCode::WrongQuantity => self.reopen(ResultKind::Number, ""),
+            _ => {}
         }
         Err((dispute.code.as_str(), dispute.message))
     }
 
-    /// After the first verdict dispute, the rule check the verdict followed is asked for again: in guided mode
-    /// the only step left was the final, so a model whose comparison was wrong could not compare again. Once
-    /// per run, so a run that stays disputed still ends as an abstention within its step budget.
-    /// `note` (where the model's check parted from the rule, limit by limit) goes with the step that asks
-    /// for the check again, beside its hint: the nearest words to what the model writes next.
-    fn reopen_rule_check(&mut self, note: &str) {
-        if self.reopened_check.is_some() {
+    /// After the first dispute of a verdict (or of a quantity), the rule check the verdict followed (or the
+    /// calculation) is asked for again: in guided mode the only step left was the final, so a model whose
+    /// comparison or aggregate was wrong could not compute again, though the repair note asked it to. Once per
+    /// run, so a run that stays disputed still ends as an abstention within its step budget. `note` (where the
+    /// model's check parted from the rule, limit by limit) goes with the step that asks for the check again,
+    /// beside its hint: the nearest words to what the model writes next.
+    fn reopen(&mut self, kind: ResultKind, note: &str) {
+        if self.reopened.is_some() {
             return;
         }
-        self.reopened_note = note.to_owned();
-        let Some(index) = self.task.rule_check() else {
+        let Some(index) = self
+            .task
+            .required_evidence()
+            .iter()
+            .position(|e| e.result == Some(kind))
+        else {
             return;
         };
-        let id = self
-            .task
-            .evidence(self.ledger.records())
-            .get(index)
-            .cloned()
-            .flatten();
-        self.reopened_check = id;
+        let found = self.task.evidence(self.ledger.records());
+        let Some(id) = found.get(index).cloned().flatten() else {
+            return;
+        };
+        self.reopened = Some(Reopened {
+            id,
+            kind,
+            note: note.to_owned(),
+        });
     }
 
     pub(super) fn guard_stop(&mut self, kind: GuardKind, detail: Value) -> End {

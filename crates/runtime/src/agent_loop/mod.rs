@@ -238,8 +238,7 @@ pub fn run_task(
         tool_attempts: BTreeMap::new(),
         pending_recovery: 0,
         disputes: 0,
-        reopened_check: None,
-        reopened_note: String::new(),
+        reopened: None,
         succeeded_actions: Vec::new(),
         step: 0,
         verification: None,
@@ -373,11 +372,37 @@ struct Run<'r, 's> {
     /// Finals the claims gate disputed (the answer disagrees with the runtime's own check): after
     /// `max_retries` repairs the next one is accepted as an abstention naming the disagreement.
     disputes: u32,
-    /// The rule-check observation a verdict dispute re-opened (once per run): the next steps ask for the
-    /// check again instead of only the final, since the model's own comparison is what its verdict followed.
-    reopened_check: Option<String>,
+    /// The calculator observation a dispute re-opened (once per run): the next steps ask for it again instead
+    /// of only the final, since the model's own calculation is what its answer followed.
+    reopened: Option<Reopened>,
+}
+
+/// A calculator observation a dispute re-opened, and what the steps asking for it again say about it.
+struct Reopened {
+    id: String,
+    /// Which required item it answered: the rule check (a verdict dispute) or the calculation (a quantity the
+    /// answer states is not the one its slot names).
+    kind: ResultKind,
     /// Where the re-opened rule check parted from the rule (empty when the gate named nothing).
-    reopened_note: String,
+    note: String,
+}
+
+impl Reopened {
+    /// The mark on the old observation in the state view.
+    fn mark(&self) -> &'static str {
+        match self.kind {
+            ResultKind::Boolean => "disputed: the verdict it gave is not the rule's; see feedback",
+            _ => "disputed: the answer's quantity is not what this computes; see feedback",
+        }
+    }
+
+    /// The key of the rejection event that names it (`rule_check_reopened`, `calculation_reopened`).
+    fn event_key(&self) -> &'static str {
+        match self.kind {
+            ResultKind::Boolean => "rule_check_reopened",
+            _ => "calculation_reopened",
+        }
+    }
 }
 
 impl Run<'_, '_> {
@@ -462,7 +487,8 @@ impl Run<'_, '_> {
         let start = self.feedback.len().saturating_sub(VIEW_FEEDBACK);
         // Form and grounding only: the runtime's reading of the rule and of the answer's slots stays with
         // the claims gate, which checks what the model wrote against it (a second opinion, never an offer).
-        let grounding = Grounding::build(self.ledger.records(), &self.task_texts());
+        // Only what a final may cite grounds it: a re-opened observation's numbers no longer do.
+        let grounding = Grounding::build(self.current_records(), &self.task_texts());
         DecisionRequest {
             step: self.step,
             attempt,
@@ -493,37 +519,36 @@ impl Run<'_, '_> {
     /// hint carries what the gate named about the old one (never a value or row the runtime computed).
     fn gap(&self) -> Gap {
         let mut gap = self.task.gap(self.current_records());
-        if self.reopened_check.is_some()
-            && !self.reopened_note.is_empty()
+        if let Some(reopened) = &self.reopened
+            && !reopened.note.is_empty()
             && let Gap::Tool { hint, result, .. } = &mut gap
-            && *result == Some(ResultKind::Boolean)
+            && *result == Some(reopened.kind)
         {
-            hint.push_str(&format!(" (again; {})", self.reopened_note));
+            hint.push_str(&format!(" (again; {})", reopened.note));
         }
         gap
     }
 
-    /// The ledger's compact view, the re-opened rule check marked as disputed where it stands: left unmarked,
-    /// the 1.5B copied it byte for byte into the check it was asked to write again.
+    /// The ledger's compact view, the re-opened observation marked where it stands: left unmarked, the 1.5B
+    /// copied a re-opened rule check byte for byte into the check it was asked to write again.
     fn observations_view(&self) -> Vec<Value> {
         let mut view = self.ledger.compact_view();
-        if let Some(old) = &self.reopened_check {
-            for entry in view.iter_mut().filter(|e| e["id"] == old.as_str()) {
-                entry["note"] =
-                    json!("disputed: the verdict it gave is not the rule's; see feedback");
+        if let Some(old) = &self.reopened {
+            for entry in view.iter_mut().filter(|e| e["id"] == old.id.as_str()) {
+                entry["note"] = json!(old.mark());
             }
         }
         view
     }
 
-    /// The rule-check observation a verdict dispute re-opened, if any.
-    fn reopened_check_record(&self) -> Option<&ObservationRecord> {
-        self.ledger.get(self.reopened_check.as_deref()?)
+    /// The observation a dispute re-opened, if any.
+    fn reopened_record(&self) -> Option<&ObservationRecord> {
+        self.ledger.get(&self.reopened.as_ref()?.id)
     }
 
-    /// The observations the next step builds on: every one but a rule check a verdict dispute re-opened.
+    /// The observations the next step builds on: every one but the one a dispute re-opened.
     fn current_records(&self) -> impl Iterator<Item = &ObservationRecord> + Clone {
-        let reopened = self.reopened_check.as_deref();
+        let reopened = self.reopened.as_ref().map(|r| r.id.as_str());
         self.ledger
             .records()
             .filter(move |r| Some(r.id.as_str()) != reopened)
