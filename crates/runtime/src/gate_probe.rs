@@ -151,16 +151,37 @@ struct Filled {
     numbers: Vec<(usize, String)>,
 }
 
-/// Fills `task`'s template from the answer key: label slots with its words, value slots with its numbers (in
-/// order), the verdict choice with the option stating `verdict`. `None` when the key has too few entries.
+/// Whether a slot claims row labels (one row, a ranked row or a list of rows).
+fn is_label(claim: &crate::claims::slots::SlotClaim) -> bool {
+    use crate::claims::slots::SlotClaim;
+    matches!(
+        claim,
+        SlotClaim::ExtremeLabel(_)
+            | SlotClaim::RankedLabel(..)
+            | SlotClaim::EndList(..)
+            | SlotClaim::ExcludedRow
+            | SlotClaim::Row
+    )
+}
+
+/// Fills `task`'s template from the answer key: label slots with its words (the last one with every word left,
+/// as a list), value slots with its numbers (in order), the verdict choice with the option stating `verdict`.
+/// `None` when the key has too few entries.
 fn fill(
     task: &Task,
     expected: &Expected,
     columns: &[ColumnData],
     verdict: Option<bool>,
 ) -> Option<Filled> {
-    use crate::claims::slots::{SlotClaim, classify};
+    use crate::claims::slots::classify;
     let phrases = task.verdict_phrases();
+    // The key lists every row a list slot or a tie names (`Beech`, `Elm`); the last label slot takes what the
+    // slots before it leave, joined as a list, so a right answer names each tied or listed row.
+    let label_slots = template::parse(&task.file.answer_template)
+        .into_iter()
+        .filter(|p| matches!(p, template::Part::Slot(name) if is_label(&classify(name, columns))))
+        .count();
+    let mut labels_left = label_slots;
     let mut words = expected.final_answer.words.iter();
     let mut numbers = expected.final_answer.numbers.iter();
     let mut out = Filled {
@@ -182,16 +203,15 @@ fn fill(
                 out.text.push_str(chosen);
             }
             template::Part::Slot(name) => {
-                let label = matches!(
-                    classify(&name, columns),
-                    SlotClaim::ExtremeLabel(_)
-                        | SlotClaim::RankedLabel(..)
-                        | SlotClaim::EndList(..)
-                        | SlotClaim::ExcludedRow
-                        | SlotClaim::Row
-                );
-                if label {
-                    let w = words.next()?.clone();
+                if is_label(&classify(&name, columns)) {
+                    labels_left -= 1;
+                    let w = if labels_left == 0 {
+                        let rest: Vec<&str> = words.by_ref().map(String::as_str).collect();
+                        let first = rest.first()?;
+                        rest.join(forge_language::lexicon::list_joiner(first))
+                    } else {
+                        words.next()?.clone()
+                    };
                     out.labels.push((out.text.len(), w.clone()));
                     out.text.push_str(&w);
                 } else {
