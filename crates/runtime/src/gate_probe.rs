@@ -175,7 +175,7 @@ fn fill(
 ) -> Option<Filled> {
     use crate::claims::slots::classify;
     let phrases = task.verdict_phrases();
-    // The key lists every row a list slot or a tie names (`Beech`, `Elm`); the last label slot takes what the
+    // The key lists every row a list slot or a tie names; the last label slot takes what the
     // slots before it leave, joined as a list, so a right answer names each tied or listed row.
     let label_slots = template::parse(&task.file.answer_template)
         .into_iter()

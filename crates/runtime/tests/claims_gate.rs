@@ -763,14 +763,23 @@ fn clinic_check_redone(recheck: &str) -> (common::Outcome, Spy) {
     (o, spy)
 }
 
-/// The message of the run's first final-answer validation (its first rejection in these runs).
-fn first_rejection_message(o: &common::Outcome) -> String {
-    o.events
+/// The data of the run's first final-answer validation (its first rejection in these runs).
+fn first_rejection(o: &common::Outcome) -> &serde_json::Value {
+    &o.events
         .iter()
         .find(|e| e.phase == "final.validated")
-        .and_then(|e| e.data["message"].as_str())
         .unwrap()
-        .to_owned()
+        .data
+}
+
+/// The message of the run's first final-answer validation.
+fn first_rejection_message(o: &common::Outcome) -> String {
+    first_rejection(o)["message"].as_str().unwrap().to_owned()
+}
+
+/// Whether `gap` asks for a calculator call whose result is of `kind`.
+fn asks_calculator_for(gap: &runtime::policy::Gap, kind: runtime::policy::ResultKind) -> bool {
+    matches!(gap, runtime::policy::Gap::Tool { tool, result: Some(k), .. } if tool == "calculator" && *k == kind)
 }
 
 #[test]
@@ -783,20 +792,14 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
         (RunStatus::Completed, StopReason::Completed)
     );
     assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
-    assert_eq!(rejected.data["rule_check_reopened"], "obs-calculator-3");
+    assert_eq!(
+        first_rejection(&o)["rule_check_reopened"],
+        "obs-calculator-3"
+    );
     // The request after the dispute asks for the rule check again, not for the final.
     let after = &spy.requests[5];
     assert!(
-        matches!(
-            &after.gap,
-            runtime::policy::Gap::Tool { tool, result: Some(runtime::policy::ResultKind::Boolean), .. }
-                if tool == "calculator"
-        ),
+        asks_calculator_for(&after.gap, runtime::policy::ResultKind::Boolean),
         "{:?}",
         after.gap
     );
@@ -953,20 +956,14 @@ fn a_disputed_quantity_reopens_the_calculation_so_the_model_can_compute_what_its
     };
     let o = common::run_with(&task, &mut spy, |_| {});
     assert_eq!(rejections(&o), ["wrong_quantity"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
-    assert_eq!(rejected.data["calculation_reopened"], "obs-calculator-2");
+    assert_eq!(
+        first_rejection(&o)["calculation_reopened"],
+        "obs-calculator-2"
+    );
     // The request after the dispute asks for the calculation again, its old result marked where it stands.
     let after = &spy.requests[5];
     assert!(
-        matches!(
-            &after.gap,
-            runtime::policy::Gap::Tool { tool, result: Some(runtime::policy::ResultKind::Number), .. }
-                if tool == "calculator"
-        ),
+        asks_calculator_for(&after.gap, runtime::policy::ResultKind::Number),
         "{:?}",
         after.gap
     );

@@ -114,12 +114,9 @@ fn names_quantity_not_rows(name: &str, columns: &[ColumnData]) -> bool {
 /// can only name the rows. Latin script only: CJK content words are overlapping pairs, which always leave some.
 fn names_unnamed_rows(name: &str, words: &[String], columns: &[ColumnData]) -> bool {
     let lex = lexicon::lexicon();
-    // The knowledge tool names an empty header by its place (`Column 1`): no word of the rows.
     let unnamed = columns.iter().all(|c| {
-        let rows = c.rows.trim();
-        rows.strip_prefix("Column ")
-            .is_some_and(|n| n.parse::<u32>().is_ok())
-            || lexicon::content_words(rows).is_empty()
+        forge_tools::knowledge::is_placeholder_header(c.rows.trim())
+            || lexicon::content_words(&c.rows).is_empty()
     });
     if !unnamed || name.chars().any(lexicon::is_cjk) {
         return false;

@@ -515,7 +515,7 @@ impl Run<'_, '_> {
         }
     }
 
-    /// The step the task needs next; while the rule check a verdict dispute re-opened is asked for again, its
+    /// The step the task needs next; while a calculation or rule check a dispute re-opened is asked for again, its
     /// hint carries what the gate named about the old one (never a value or row the runtime computed).
     fn gap(&self) -> Gap {
         let mut gap = self.task.gap(self.current_records());

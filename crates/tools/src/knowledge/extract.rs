@@ -455,6 +455,17 @@ fn cell(row: &[String], column: usize) -> &str {
     row.get(column).map_or("", |c| c.trim())
 }
 
+/// The name an empty header gets: its place (`Column 3`), no word of what the column holds.
+fn placeholder_header(index: usize) -> String {
+    format!("Column {}", index + 1)
+}
+
+/// Whether `name` is the name an empty header got ([`placeholder_header`]): a column nobody named.
+pub fn is_placeholder_header(name: &str) -> bool {
+    name.strip_prefix("Column ")
+        .is_some_and(|n| n.parse::<usize>().is_ok_and(|n| n > 0))
+}
+
 /// Header cells → unique (name, unit): `Wait (min)` → (`Wait`, `min`); an empty header is
 /// `Column <n>`; a repeated name gets ` (2)`, ` (3)`, ….
 fn column_names(header: &[String]) -> Vec<(String, Option<String>)> {
@@ -462,7 +473,7 @@ fn column_names(header: &[String]) -> Vec<(String, Option<String>)> {
     for (index, text) in header.iter().enumerate() {
         let (mut name, unit) = split_unit(text);
         if name.is_empty() {
-            name = format!("Column {}", index + 1);
+            name = placeholder_header(index);
         }
         let base = name.clone();
         let mut n = 2;

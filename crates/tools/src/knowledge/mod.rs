@@ -35,7 +35,7 @@ use super::{ToolError, ToolOutput};
 pub use delimited::DelimitedError;
 pub use extract::{
     CellNote, Column, ColumnError, ColumnStats, ExtractError, Fact, MAX_FACTS_PER_FILE,
-    MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, SummaryKind, SummaryRow, Table,
+    MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Row, SummaryKind, SummaryRow, Table, is_placeholder_header,
 };
 pub use observed::{
     LabelledValue, Observed, ObservedColumn, ObservedError, ObservedFact, ObservedNote,
