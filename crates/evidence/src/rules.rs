@@ -1,5 +1,6 @@
-//! Rules applied: the verdict a knowledge result's rules give on the column they are about, the unit conflicts
-//! that leave a rule unapplied, and the calculator terms that restate a rule for the model's expression. The
+//! Rules applied: the verdict a knowledge result's rules give on the column they are about, what leaves a rule
+//! unapplied (a unit that cannot be compared, another period than the table's, a row without a value), and the
+//! calculator terms that restate a rule for the model's expression. The
 //! rules themselves are read in `forge_language::rules` (re-exported here) from what a result [`stated`] —
 //! its facts and column names through `forge_tools`' observed reader, its passages' texts; this module
 //! measures and compares, it never reads words.
@@ -80,6 +81,26 @@ pub fn definitions_in(result: &Value) -> Vec<clause::Definition> {
     forge_language::rules::definitions_in(&stated(result))
 }
 
+/// A rule's words without a unit of measure written after its limit and what it is counted per: in "no
+/// apiary produces less than 12 kg per hive", "kg per hive" says what the kilograms are about, not which
+/// column is limited (a `Hives` column beside `Honey per hive`). A unit led by a counted noun ("0.8
+/// complaints per 100 passengers") names the quantity itself and stays.
+fn without_measure_unit(rule: &FactRule) -> String {
+    let Some(unit) = rule.unit.as_deref() else {
+        return rule.key.clone();
+    };
+    let led_by_measure = unit
+        .split_whitespace()
+        .next()
+        .is_some_and(|lead| lead != unit.trim() && forge_language::units::read(lead).is_some());
+    match rule.key.rfind(unit) {
+        Some(at) if led_by_measure => {
+            format!("{}{}", &rule.key[..at], &rule.key[at + unit.len()..])
+        }
+        _ => rule.key.clone(),
+    }
+}
+
 /// The one numeric column the rules are about: the one the rule keys name; when they name none
 /// (`average_lte`, `every_team_lte`), the one `context` (the task's own text) names most; `None` when that
 /// is not clear — also for a single column neither names.
@@ -115,10 +136,11 @@ pub fn column_values(
     for rule in rules {
         // Words that name a table's rows ("no sample point exceeds") say which rows, not which column:
         // they are left out before scoring that table's columns (`Samples` is not named by "sample point").
+        let named_by = without_measure_unit(rule);
         let scores: Vec<usize> = columns
             .iter()
             .enumerate()
-            .map(|(i, (name, _))| words_named(name, &without_row_words(&rule.key, &row_kinds[i])))
+            .map(|(i, (name, _))| words_named(name, &without_row_words(&named_by, &row_kinds[i])))
             .collect();
         let top = scores.iter().copied().max().unwrap_or(0);
         if top == 0 {
@@ -306,9 +328,77 @@ fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<Rule
     if on_column.is_empty() {
         return Ok(None);
     }
-    column_values(result, &on_column, context)
-        .map(Some)
-        .ok_or(())
+    let column = column_values(result, &on_column, context).ok_or(())?;
+    if !unreadable_on(result, &on_column, &column.0).is_empty() {
+        return Err(());
+    }
+    Ok(Some(column))
+}
+
+/// The rules that cannot be checked on the table holding `column`, each named with why: a rule about
+/// another span of time than the table covers ([`periods_apart`]), or a rule over the rows when a row has
+/// no value in that column (its every-row limit, count or average over all the rows is not known).
+fn unreadable_on(result: &Value, rules: &[FactRule], column: &str) -> Vec<String> {
+    let mut out = periods_apart(result, rules, column);
+    let missing: Vec<String> = tables_in(result)
+        .into_iter()
+        .find(|t| t.has_column(column))
+        .and_then(|t| t.column(column).map(|c| c.missing.clone()))
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        out.extend(rules.iter().map(|rule| {
+            format!(
+                "\"{}\" (it is over all the rows, and {} {} no value in [{column}])",
+                rule.key,
+                missing.join(", "),
+                if missing.len() == 1 { "has" } else { "have" }
+            )
+        }));
+    }
+    out
+}
+
+/// Each rule whose subject is about another span of time than the table of `column` covers ("the annual
+/// average leakage" over a table headed "first quarter (January to March)"), named with both.
+fn periods_apart(result: &Value, rules: &[FactRule], column: &str) -> Vec<String> {
+    use forge_language::tables::{periods_differ, periods_in};
+    let Some(table) = tables_in(result).into_iter().find(|t| t.has_column(column)) else {
+        return Vec::new();
+    };
+    let covered = periods_in(&table.heading);
+    rules
+        .iter()
+        .filter(|rule| {
+            let subject = rule
+                .key
+                .split(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
+                .next()
+                .unwrap_or_default();
+            periods_differ(&periods_in(subject), &covered)
+        })
+        .map(|rule| {
+            format!(
+                "\"{}\" (it is about another period than the table it would be checked on, \"{}\")",
+                rule.key, table.heading
+            )
+        })
+        .collect()
+}
+
+/// The rules of `result` that cannot be checked on the table they limit, by name (see [`unreadable_on`]):
+/// such a rule gives no verdict.
+pub fn unreadable_rules(result: &Value, context: &str) -> Vec<String> {
+    let on_column: Vec<FactRule> = rules_in(result)
+        .into_iter()
+        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
+        .collect();
+    if on_column.is_empty() {
+        return Vec::new();
+    }
+    match column_values(result, &on_column, context) {
+        Some((column, _)) => unreadable_on(result, &on_column, &column),
+        None => Vec::new(),
+    }
 }
 
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,
@@ -724,6 +814,56 @@ mod tests {
         let key = "各网点有效投诉率的平均值不超过1.5‰";
         assert!(words_named("有效投诉率", key) > words_named("投诉率", key));
         assert_eq!(words_named("满意度", key), 0);
+    }
+
+    #[test]
+    fn a_unit_of_measure_after_the_limit_names_no_column() {
+        let data = json!({"data": {"tables": [{"label_column": "Apiary",
+            "columns": [{"name": "Hives"}, {"name": "Honey per hive", "unit": "kg"}],
+            "rows": [{"label": "A", "values": {"Hives": 24, "Honey per hive": 13}},
+                     {"label": "B", "values": {"Hives": 18, "Honey per hive": 22}}]}]}});
+        let rule = |key: &str, measure, unit: &str| FactRule {
+            key: key.into(),
+            measure,
+            comparison: Comparison::AtLeast,
+            threshold: 12.0,
+            unit: Some(unit.into()),
+        };
+        let rules = [
+            rule(
+                "average honey per hive across the apiaries is at least 18 kg",
+                Measure::Of(Aggregate::Mean),
+                "kg",
+            ),
+            // "kg per hive" is what the limit measures, not the `Hives` column.
+            rule(
+                "no apiary produces less than 12 kg per hive",
+                Measure::EachRow,
+                "kg per hive",
+            ),
+        ];
+        let (column, _) = column_values(&data, &rules, "").unwrap();
+        assert_eq!(column, "Honey per hive");
+        // Led by a counted noun, the unit names the quantity: "complaints per 100 passengers" is not the
+        // `Complaints` count, and with a rate column beside it which one is meant stays unclear.
+        let counts = json!({"data": {"tables": [{"label_column": "Route",
+            "columns": [{"name": "Passengers"}, {"name": "Complaints"},
+                        {"name": "Complaint rate", "unit": "per 1,000 passengers"}],
+            "rows": [{"label": "A", "values": {"Passengers": 27500, "Complaints": 88, "Complaint rate": 3.2}},
+                     {"label": "B", "values": {"Passengers": 10000, "Complaints": 69, "Complaint rate": 6.9}}]}]}});
+        let rules = [
+            rule(
+                "complaints average no more than 0.5 per 100 passengers across the routes",
+                Measure::Of(Aggregate::Mean),
+                "per 100 passengers",
+            ),
+            rule(
+                "no single route records more than 0.8 complaints per 100 passengers",
+                Measure::EachRow,
+                "complaints per 100 passengers",
+            ),
+        ];
+        assert_eq!(column_values(&counts, &rules, ""), None);
     }
 
     fn result(values: &[(&str, f64)], facts: &[(&str, f64)]) -> Value {

@@ -1,7 +1,8 @@
 //! Table vocabulary as data (`tables.json`, per language): the row labels that mark a summary row
 //! (`Total`, `Average`, `合计`, …) by kind, the cell texts that mark a missing value (`n/a`, `—`, `暂无`, …),
 //! and what marks a table laid out one row per measure: label headers (`Metric`, `指标`) and period names
-//! (`Jan`, `Q3`, `3月`) as column headers.
+//! (`Jan`, `Q3`, `3月`) as column headers. The same period names, with the words for a whole year (`annual`,
+//! `全年`), say which span of time a text is about ([`periods_in`]).
 //!
 //! Matching is whole-text and case-insensitive: a bold `**Sum**` and `Sum:` are summary labels, `Total Care
 //! Clinic` is not. The file is parsed once; a malformed file is a build-time bug caught by the unit tests.
@@ -58,6 +59,8 @@ struct Vocabulary {
     periods: BTreeMap<String, PerLanguage>,
     /// The label column's name for headers that are years (`2023`, `2024`).
     year_label: String,
+    /// Words that say a figure covers a whole year (`annual`, `全年`), as against a month or a quarter.
+    whole_year: PerLanguage,
 }
 
 /// The vocabulary, lower-cased, read once.
@@ -67,6 +70,7 @@ struct Words {
     metric_headers: Vec<String>,
     periods: Vec<(String, String)>,
     year_label: String,
+    whole_year: Vec<String>,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
@@ -99,6 +103,7 @@ static WORDS: LazyLock<Words> = LazyLock::new(|| {
         metric_headers: flat(&vocabulary.metric_headers),
         periods,
         year_label: vocabulary.year_label,
+        whole_year: flat(&vocabulary.whole_year),
     }
 });
 
@@ -158,9 +163,166 @@ pub fn period_kind(header: &str) -> Option<&'static str> {
         .map(|(_, kind)| kind.as_str())
 }
 
+/// A span of time a text names: a period of a kind (`Month` `mar`, `Quarter` `第三季度`), a year (`2025`), or a
+/// whole year without its number (`annual`, `全年`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Period {
+    Part { kind: &'static str, word: String },
+    Year(String),
+    WholeYear,
+}
+
+/// The periods `text` names, each once: Latin words matched whole (`Q3`, `March`, `2025`, `annual`), CJK
+/// entries as substrings not glued to a digit before them (`第三季度`, `9月` but not the `1月` of `11月`).
+pub fn periods_in(text: &str) -> Vec<Period> {
+    let lower = text.to_lowercase();
+    let mut out: Vec<Period> = Vec::new();
+    let mut push = |p: Period| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    let latin: Vec<&str> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    // Latin period names are proper nouns (`March`, `Q3`): a lower-case `may` is a verb, not the month.
+    let named = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|w| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+        .map(str::to_lowercase);
+    for word in named {
+        let word = &word.as_str();
+        match period_kind(word) {
+            Some(kind) if kind == WORDS.year_label => push(Period::Year((*word).to_owned())),
+            Some(kind) => push(Period::Part {
+                kind,
+                word: (*word).to_owned(),
+            }),
+            None => {}
+        }
+    }
+    let glued_to_digit = |at: usize| {
+        lower[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_digit())
+    };
+    for (word, kind) in WORDS
+        .periods
+        .iter()
+        .filter(|(w, _)| w.chars().any(crate::lexicon::is_cjk))
+    {
+        if lower
+            .match_indices(word.as_str())
+            .any(|(at, _)| !glued_to_digit(at))
+        {
+            push(Period::Part {
+                kind: kind_name(kind),
+                word: word.clone(),
+            });
+        }
+    }
+    let whole = WORDS.whole_year.iter().any(|w| {
+        if w.chars().any(crate::lexicon::is_cjk) {
+            lower.contains(w.as_str())
+        } else {
+            let joined = format!(" {} ", latin.join(" "));
+            joined.contains(&format!(" {} ", w.replace('-', " "))) || latin.iter().any(|l| l == w)
+        }
+    });
+    if whole {
+        push(Period::WholeYear);
+    }
+    out
+}
+
+/// The vocabulary's own `&'static` spelling of a period kind.
+fn kind_name(kind: &str) -> &'static str {
+    WORDS
+        .periods
+        .iter()
+        .find(|(_, k)| k == kind)
+        .map(|(_, k)| k.as_str())
+        .unwrap_or("")
+}
+
+/// Whether a figure about the periods `about` cannot be read from data about the periods `data`: a whole year
+/// from a month's or a quarter's data (or the reverse), two different months or quarters, two different
+/// years. Where either names none, or they share one, nothing is known to differ.
+pub fn periods_differ(about: &[Period], data: &[Period]) -> bool {
+    let parts = |ps: &[Period]| -> Vec<(&'static str, String)> {
+        ps.iter()
+            .filter_map(|p| match p {
+                Period::Part { kind, word } => Some((*kind, word.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let years = |ps: &[Period]| -> Vec<String> {
+        ps.iter()
+            .filter_map(|p| match p {
+                Period::Year(y) => Some(y.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let whole = |ps: &[Period]| ps.contains(&Period::WholeYear);
+    let (about_parts, data_parts) = (parts(about), parts(data));
+    let whole_against_part = whole(about) && !whole(data) && !data_parts.is_empty()
+        || !about_parts.is_empty() && whole(data) && data_parts.is_empty();
+    let other_part = about_parts.iter().any(|(kind, word)| {
+        data_parts.iter().any(|(k, _)| k == kind)
+            && !data_parts.iter().any(|(k, w)| k == kind && w == word)
+    });
+    let (about_years, data_years) = (years(about), years(data));
+    let other_year = !about_years.is_empty()
+        && !data_years.is_empty()
+        && !about_years.iter().any(|y| data_years.contains(y));
+    whole_against_part || other_part || other_year
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_year_is_not_read_from_a_quarter_nor_one_month_from_another() {
+        let differ = |a: &str, b: &str| periods_differ(&periods_in(a), &periods_in(b));
+        assert!(differ(
+            "the annual average leakage",
+            "First quarter (Q1) leakage by district"
+        ));
+        assert!(differ(
+            "各法庭全年结案率的平均值",
+            "各人民法庭第三季度结案情况 > 第三季度各法庭结案"
+        ));
+        assert!(differ("the average March wait", "April waits by clinic"));
+        assert!(differ("the 2024 average", "2025 results"));
+        // Nothing known to differ: one side names no period, or both name the same.
+        assert!(!differ("the average wait", "Q1 waits by clinic"));
+        assert!(!differ("the annual average", "Results by branch"));
+        assert!(!differ("the annual average", "2025 results by branch"));
+        assert!(!differ(
+            "本年度各站点日均借车量的平均值",
+            "各站点借车情况（本年度） > 站点借车量"
+        ));
+        assert!(!differ("the Q3 average", "Q3 and Q4 results"));
+        // "may" written small is a verb: "no line may exceed" names no month.
+        assert!(!differ("no line may exceed", "quality report, November"));
+        // A month glued to a digit is not read inside another: 11月 is not 1月.
+        assert_eq!(
+            periods_in("11月各站"),
+            [Period::Part {
+                kind: "Month",
+                word: "11月".into()
+            }]
+        );
+    }
 
     #[test]
     fn the_vocabulary_file_parses_and_has_every_kind_in_english_and_chinese() {

@@ -47,10 +47,11 @@ fn main() -> ExitCode {
     let [v, a, d, r] = tally.right;
     let [wv, wa, wd, wr] = tally.wrong;
     println!(
-        "{} tasks probed ({} skipped): right answers — verified {v}, abstained {a}, disputed {d}, refused {r}; \
-         wrong answers ({}) — certified {wv}, abstained {wa}, disputed {wd}, refused {wr}",
+        "{} tasks probed ({} skipped, {} abstaining by design): right answers — verified {v}, abstained {a}, \
+         disputed {d}, refused {r}; wrong answers ({}) — certified {wv}, abstained {wa}, disputed {wd}, refused {wr}",
         tally.tasks,
         tally.skipped.len(),
+        tally.abstaining,
         wv + wa + wd + wr
     );
     for s in &tally.skipped {

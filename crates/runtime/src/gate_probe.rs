@@ -1,6 +1,8 @@
 //! The claims gate probed without a model: for a suite's task folders, the right answer and answers made wrong
 //! on purpose (the verdict flipped, a row swapped for another, a number swapped for another grounded one) are
-//! put to `claims::check` over real tool observations; a wrong answer the gate certifies is named.
+//! put to `claims::check` over real tool observations; a wrong answer the gate certifies is named. A folder whose
+//! key abstains on the verdict (a median, an alternative the rule states) is probed with each verdict option
+//! stated: both are wrong, and neither may be certified.
 //!
 //! Why: a wrong answer is only ever certified where the runtime's own reading of the data, the rule or a slot
 //! is wrong, and that reading is the same whoever writes the answer. Probing it directly measures the gate's
@@ -13,7 +15,7 @@ use std::path::Path;
 use crate::answer::{self, Verdict};
 use crate::claims::{self, FinalDecision, VerificationStatus, template};
 use crate::ledger::Ledger;
-use crate::metrics::Expected;
+use crate::metrics::{Expected, ExpectedOutcome};
 use crate::task::Task;
 use crate::tools::calculator::{self, TableColumns};
 use crate::tools::{ArtifactStore, ToolContext, call_tool};
@@ -280,6 +282,9 @@ fn wrong_answers(
 #[derive(Debug, Default)]
 pub struct Tally {
     pub tasks: usize,
+    /// Of `tasks`, those whose key abstains on the verdict: they add wrong answers (each verdict option) and
+    /// no right one.
+    pub abstaining: usize,
     pub skipped: Vec<String>,
     pub right: [usize; 4],
     pub wrong: [usize; 4],
@@ -324,6 +329,9 @@ pub fn probe(dir: &Path, knowledge: &Path, verbose: bool, tally: &mut Tally) {
         }
     }
     let columns = columns::columns_in(ledger.records());
+    if expected.outcome == ExpectedOutcome::Abstain && expected.final_answer.verdict.is_none() {
+        return probe_abstention(&name, &task, &expected, (&ledger, &ids), verbose, tally);
+    }
     let Some(right) = fill(&task, &expected, &columns, expected.final_answer.verdict) else {
         return tally.skipped.push(format!(
             "{name}: the template has more slots than the answer key fills"
@@ -350,6 +358,59 @@ pub fn probe(dir: &Path, knowledge: &Path, verbose: bool, tally: &mut Tally) {
             tally
                 .certified_wrong
                 .push(format!("{name} ({what}): {text}"));
+        }
+        if verbose {
+            println!(
+                "  {what}: {g:?}{}",
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({why})")
+                }
+            );
+        }
+    }
+}
+
+/// A folder whose key abstains on the verdict: the template filled with each verdict option in turn is a wrong
+/// answer (the knowledge does not settle it), so the gate may abstain or dispute it, never verify it.
+fn probe_abstention(
+    name: &str,
+    task: &Task,
+    expected: &Expected,
+    (ledger, ids): (&Ledger, &[String]),
+    verbose: bool,
+    tally: &mut Tally,
+) {
+    let columns = columns::columns_in(ledger.records());
+    let stated: Vec<(bool, Filled)> = [true, false]
+        .into_iter()
+        .filter_map(|v| fill(task, expected, &columns, Some(v)).map(|f| (v, f)))
+        .collect();
+    if stated.is_empty() {
+        return tally.skipped.push(format!(
+            "{name}: the key abstains and the template states no verdict the key's words and numbers can fill"
+        ));
+    }
+    tally.tasks += 1;
+    tally.abstaining += 1;
+    if verbose {
+        println!(
+            "{name}
+  the key abstains on the verdict"
+        );
+    }
+    for (verdict, filled) in stated {
+        let (g, why) = gate_of(task, ledger, &filled.text, ids);
+        tally.wrong[slot(g)] += 1;
+        let what = format!(
+            "verdict stated ({})",
+            if verdict { "met" } else { "not met" }
+        );
+        if g == Gate::Verified {
+            tally
+                .certified_wrong
+                .push(format!("{name} ({what}): {}", filled.text));
         }
         if verbose {
             println!(

@@ -499,6 +499,48 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
     );
 }
 
+#[test]
+fn a_rule_over_all_the_rows_is_not_checked_when_a_row_has_no_value() {
+    // Measured first (stop 56): the gate checked the rule over the four centres with a figure and verified "met".
+    let o = run_fixture("claims_missing_row_abstains");
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+    let v = o.result.verification.clone().expect("verification");
+    let verdict = v
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Verdict)
+        .unwrap();
+    assert_eq!(
+        verdict.status,
+        runtime::claims::ClaimStatus::Unverified,
+        "{v:?}"
+    );
+    assert!(
+        verdict
+            .detail
+            .contains("Cedar Park has no value in [Booking rate]"),
+        "{}",
+        verdict.detail
+    );
+    // The user reads the abstention in the answer itself.
+    assert!(
+        o.result
+            .final_answer
+            .as_deref()
+            .unwrap()
+            .contains("met [unverified]"),
+        "{:?}",
+        o.result.final_answer
+    );
+    assert_eq!(
+        o.metrics().outcome,
+        Some(runtime::metrics::Outcome::Correct)
+    );
+}
+
 /// Clinic wait times run by script through every required tool (the rule check written loosely, so the
 /// runtime's own reading decides the verdict), then the same final `answer` written `finals` times: what the
 /// gate does with an answer the model holds to.

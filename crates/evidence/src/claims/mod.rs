@@ -868,6 +868,25 @@ fn rule_truth(task: &Task, ledger: &Ledger, cited: &[&ObservationRecord]) -> Tru
             };
         }
     }
+    // A rule that cannot be checked on its table (another period; a row without a value) is unread by name,
+    // like any rule the reader cannot type.
+    let unreadable: Vec<String> = cited
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .flat_map(|r| rules::unreadable_rules(r, task.text()))
+        .collect();
+    if !unreadable.is_empty() {
+        return match model_rule_check(task, ledger, cited) {
+            Some((source_id, expression)) => Truth::ModelCheck {
+                source_id,
+                expression,
+                uncertain: unreadable,
+            },
+            None => Truth::Unknown {
+                uncertain: unreadable,
+            },
+        };
+    }
     let conflicts: Vec<String> = cited
         .iter()
         .filter_map(|r| r.result.as_ref())

@@ -423,7 +423,7 @@ fn referent(text: &str, ctx: &Context) -> Result<(f64, Option<String>), String> 
     let mut values: Vec<f64> = ctx
         .statements
         .iter()
-        .filter(|(said, _)| words.iter().all(|w| said.contains(w)))
+        .filter(|(said, _)| words.iter().all(|w| states_word(said, w)))
         .map(|(_, v)| *v)
         .collect();
     values.sort_by(f64::total_cmp);
@@ -439,6 +439,15 @@ fn referent(text: &str, ctx: &Context) -> Result<(f64, Option<String>), String> 
             text.trim()
         )),
     }
+}
+
+/// Whether a statement's content words hold `word`. A lone CJK character is what an aggregate word left of a
+/// longer one ("平均值" less "平均" is "值"); in the statement it sits in a pair ("平均值为420" leaves "值为").
+fn states_word(said: &[String], word: &str) -> bool {
+    said.iter().any(|s| s == word)
+        || (word.chars().count() == 1
+            && word.chars().all(lexicon::is_cjk)
+            && said.iter().any(|s| s.contains(word)))
 }
 
 /// A range's inclusive ends and the unit written with either end.
@@ -593,6 +602,54 @@ fn bounds(clause: &str) -> Vec<(Hit<'static>, Comparison, bool, Option<Limit>)> 
         .collect()
 }
 
+/// The end of a calendar date at the start of `text` (after spaces): a period word the table vocabulary
+/// knows (a month, a weekday, a quarter) with at most a day number (`1`, `19th`) and a year around it
+/// ("1 September", "September 19th, 2025", "Q3 2024"). A bare number or year is no date: "between 2019
+/// and 2023" may be a range of the quantity.
+fn date_at(text: &str) -> Option<usize> {
+    let mut end = None;
+    let mut calendar_word = false;
+    let mut words = 0;
+    let mut at = 0;
+    while words < 3 {
+        let rest = &text[at..];
+        let start = at + (rest.len() - rest.trim_start().len());
+        let word_len = text[start..]
+            .find(char::is_whitespace)
+            .unwrap_or(text.len() - start);
+        if word_len == 0 {
+            break;
+        }
+        let word = text[start..start + word_len].trim_end_matches([',', '.', ';', ':']);
+        let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let suffix = &word[digits.len()..];
+        let day = !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && (suffix.is_empty() || ["st", "nd", "rd", "th"].contains(&suffix))
+            && (digits.parse::<u32>().is_ok_and(|d| (1..=31).contains(&d))
+                || (suffix.is_empty() && crate::tables::period_kind(digits).is_some()));
+        let calendar =
+            !word.chars().all(|c| c.is_ascii_digit()) && crate::tables::period_kind(word).is_some();
+        if !(day || calendar) {
+            break;
+        }
+        calendar_word |= calendar;
+        words += 1;
+        at = start + word.len();
+        end = Some(at);
+    }
+    end.filter(|_| calendar_word)
+}
+
+/// Whether `text` (what follows a range opener) is a span between two calendar dates.
+fn date_span_at(text: &str) -> bool {
+    let terms = &lexicon().rule_terms;
+    date_at(text).is_some_and(|first| {
+        starts_with_any(&text[first..], &terms.range_joiners)
+            .is_some_and(|joiner| date_at(&text[first + joiner..]).is_some())
+    })
+}
+
 /// Reads one clause (see the module doc).
 pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
     let terms = &lexicon().rule_terms;
@@ -617,8 +674,10 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
             Some(Err(why)) => return ClauseRead::Untyped(Unread::new(clause, why)),
             // "between" promises a range; "within 30 minutes" is a bound of its own.
             // "between spring and autumn" is no range of numbers: nothing to type.
+            // "between 1 September and 19 December" is a span of dates, not of the quantity.
             None if terms.range_openers.iter().any(|o| o == opener.entry)
-                && clause[opener.end..].chars().any(|c| c.is_ascii_digit()) =>
+                && clause[opener.end..].chars().any(|c| c.is_ascii_digit())
+                && !date_span_at(&clause[opener.end..]) =>
             {
                 return ClauseRead::Untyped(Unread::new(
                     clause,
@@ -899,6 +958,25 @@ fn row_count_in(subject: &str) -> Option<String> {
     .map(|hit| subject[hit.start..hit.end].to_owned())
 }
 
+/// The subject after a colon that introduces a rule ("学院安全办每季度考核一次：各实验室废液量的平均值…",
+/// "The board's test: the average score …"), when the words after it name a quantity: who checks and
+/// how often ("每季度", "every quarter") are no part of what is limited. Otherwise `before` whole ("Average
+/// wait: no more than 30 minutes" names its subject before the colon).
+fn after_colon<'b>(before: &'b str, ctx: &Context) -> &'b str {
+    match before.rfind([':', '：']) {
+        Some(at) => {
+            let colon = before[at..].chars().next().map_or(1, char::len_utf8);
+            let after = &before[at + colon..];
+            if subject(after, ctx).is_some() {
+                after
+            } else {
+                before
+            }
+        }
+        None => before,
+    }
+}
+
 /// The rules `make` builds on the subject `before` names, or [`ClauseRead::Unplaced`] when it names none.
 fn placed(
     clause: &str,
@@ -906,6 +984,7 @@ fn placed(
     ctx: &Context,
     make: impl FnOnce(Measure) -> Vec<FactRule>,
 ) -> ClauseRead {
+    let before = after_colon(before, ctx);
     // "the median wait", "the weighted average": a quantity the tools cannot compute is no mean.
     let mut without_headers = before.to_lowercase();
     for column in &ctx.columns {
@@ -1210,6 +1289,26 @@ mod tests {
             read("visits between spring and autumn", &none),
             ClauseRead::Nothing
         );
+        // Nor is a span of dates, however its days and years are written; a bound beside one stays.
+        for dates in [
+            "taken from the registers of the schools between 1 September and 19 December",
+            "counted between September 1st and December 19th, 2025",
+            "between Q1 2024 and Q3 2024 the site was open",
+        ] {
+            assert_eq!(read(dates, &none), ClauseRead::Nothing, "{dates}");
+        }
+        assert_eq!(
+            typed(
+                "between 1 March and 31 May the average wait is at most 30 minutes",
+                &none
+            ),
+            [(Of(Mean), AtMost, 30.0)]
+        );
+        // Years alone may be a range of the quantity: not a date span.
+        assert_ne!(
+            read("visits between 2019 and 2023", &none),
+            ClauseRead::Nothing
+        );
     }
 
     #[test]
@@ -1217,6 +1316,35 @@ mod tests {
         let none = Context::default();
         assert!(untyped("the average is between 60 to", &none).contains("between"));
         assert!(untyped("the average is between 75 to 60", &none).contains("first end"));
+    }
+
+    #[test]
+    fn words_before_a_colon_that_introduces_the_rule_are_not_its_subject() {
+        let none = Context::default();
+        assert_eq!(
+            typed(
+                "学院安全办每季度考核一次：各实验室废液量的平均值不超过2.5升",
+                &none
+            ),
+            [(Of(Mean), AtMost, 2.5)]
+        );
+        assert_eq!(
+            typed(
+                "Checked every quarter: the average wait is at most 30 minutes",
+                &none
+            ),
+            [(Of(Mean), AtMost, 30.0)]
+        );
+        // Nothing after the colon names a quantity: the words before it are the subject.
+        assert_eq!(
+            typed("Average wait: no more than 30 minutes", &none),
+            [(Of(Mean), AtMost, 30.0)]
+        );
+        // Both sides of the rule's own words still count: each row and an average after the colon is unread.
+        assert!(
+            untyped("The test: each line's average fill is at most 500 g", &none)
+                .contains("names each row")
+        );
     }
 
     #[test]
@@ -1394,6 +1522,20 @@ mod tests {
             panic!("{spaced}")
         };
         assert_eq!(rules[0].unit.as_deref(), Some("kg"));
+        // "平均值" names a quantity by its aggregate word: what is left of it is found in the statement.
+        let last_year = Context {
+            definitions: Vec::new(),
+            columns: Vec::new(),
+            categories: Vec::new(),
+            statements: vec![statement("上一年度各站点日均借车量的平均值为420次").unwrap()],
+        };
+        assert_eq!(
+            typed(
+                "本年度各站点日均借车量的平均值不低于上一年度平均值的95%",
+                &last_year
+            ),
+            [(Of(Mean), AtLeast, 399.0)]
+        );
         // Not stated, stated twice, or not a percentage: unread, never "at least 85".
         let none = Context::default();
         assert!(

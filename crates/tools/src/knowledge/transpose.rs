@@ -5,7 +5,8 @@
 //! A table is read as transposed when its first column holds the measures' names and (a) that column's
 //! header says so (`Metric`, `Measure`, `指标`), or (b) every other header names a period of one kind
 //! (`Jan`…, `Q1`…, `2023`…), or (c) every row's label ends in a unit the vocabulary knows
-//! (`Error share (%)`). Nothing else is turned: a table that fits none stays as written.
+//! (`Error share (%)`), or (d) the corner cell is empty and units sit on some row labels and on no column
+//! header. Nothing else is turned: a table that fits none stays as written.
 
 use forge_language::numbers;
 use forge_language::tables;
@@ -40,13 +41,23 @@ pub(crate) fn reoriented(raw: &RawTable) -> Option<RawTable> {
     }
     let kinds: Vec<Option<&str>> = columns.iter().map(|h| tables::period_kind(h)).collect();
     let one_period_kind = kinds[0].is_some() && kinds.iter().all(|k| *k == kinds[0]);
-    let units_on_rows = labels.len() >= 2
-        && labels.iter().all(|l| {
-            split_unit(l)
-                .1
-                .is_some_and(|u| forge_language::units::read(&u).is_some())
-        });
-    if !(tables::is_metric_header(label_header) || one_period_kind || units_on_rows) {
+    let has_unit = |text: &str| {
+        split_unit(text)
+            .1
+            .is_some_and(|u| forge_language::units::read(&u).is_some())
+    };
+    let units_on_rows = labels.len() >= 2 && labels.iter().all(|l| has_unit(l));
+    // An empty corner says nothing about which way the table runs; units do: a measure carries its unit,
+    // a site or period does not, so units on some row labels and on no column header put the measures
+    // in the rows (`| | North | South |` over `Wait (min)`, `Visits`).
+    let corner_over_measures = label_header.trim().is_empty()
+        && labels.iter().any(|l| has_unit(l))
+        && !columns.iter().any(|h| has_unit(h));
+    if !(tables::is_metric_header(label_header)
+        || one_period_kind
+        || units_on_rows
+        || corner_over_measures)
+    {
         return None;
     }
     let row_kind = match kinds[0] {
@@ -121,6 +132,33 @@ mod tests {
         .unwrap();
         assert_eq!(by_units.header, ["Site", "Wait (min)", "Cost ($)"]);
         assert_eq!(by_units.rows[1], ["South", "28", "14"]);
+    }
+
+    #[test]
+    fn an_empty_corner_is_turned_only_where_units_sit_on_the_rows() {
+        let turned = reoriented(&raw(
+            &["", "North", "South"],
+            &[
+                &["Members (Sept)", "1,240", "860"],
+                &["Retention rate (%)", "84", "79"],
+            ],
+        ))
+        .unwrap();
+        assert_eq!(turned.header, ["", "Members (Sept)", "Retention rate (%)"]);
+        assert_eq!(turned.rows[1], ["South", "860", "79"]);
+        // Units on the column headers: the measures are the columns, as written.
+        for t in [
+            raw(
+                &["", "Wait (min)", "Visits"],
+                &[&["North", "31", "120"], &["South (%)", "28", "98"]],
+            ),
+            raw(
+                &["", "North", "South"],
+                &[&["Visits", "120", "98"], &["Wait", "31", "28"]],
+            ),
+        ] {
+            assert_eq!(reoriented(&t), None, "{:?}", t.header);
+        }
     }
 
     #[test]
