@@ -149,11 +149,7 @@ pub fn column_values(
         // A rule naming two quantities ("the average walk-in visits wait": `Walk-in visits` and `Wait`) names
         // no one column: the most specific wins only over a column named inside it ("pit stop" over "Stops").
         // Only words before the limit name a quantity: after it they are its unit ("8.5 minutes per incident").
-        let subject = rule
-            .key
-            .split(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
-            .next()
-            .unwrap_or_default();
+        let subject = subject_of(&rule.key);
         let named: Vec<Vec<String>> = (0..columns.len())
             .filter(|&i| words_named(&columns[i].0, &without_row_words(subject, &row_kinds[i])) > 0)
             .map(|i| header_words(&columns[i].0))
@@ -320,11 +316,7 @@ fn without_row_words(text: &str, rows: &str) -> String {
 type RuleColumn = Option<(String, Vec<(String, f64)>)>;
 
 fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<RuleColumn, ()> {
-    let on_column: Vec<FactRule> = rules
-        .iter()
-        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
-        .cloned()
-        .collect();
+    let on_column = on_a_column(rules);
     if on_column.is_empty() {
         return Ok(None);
     }
@@ -368,14 +360,7 @@ fn periods_apart(result: &Value, rules: &[FactRule], column: &str) -> Vec<String
     let covered = periods_in(&table.heading);
     rules
         .iter()
-        .filter(|rule| {
-            let subject = rule
-                .key
-                .split(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
-                .next()
-                .unwrap_or_default();
-            periods_differ(&periods_in(subject), &covered)
-        })
+        .filter(|rule| periods_differ(&periods_in(subject_of(&rule.key)), &covered))
         .map(|rule| {
             format!(
                 "\"{}\" (it is about another period than the table it would be checked on, \"{}\")",
@@ -388,10 +373,7 @@ fn periods_apart(result: &Value, rules: &[FactRule], column: &str) -> Vec<String
 /// The rules of `result` that cannot be checked on the table they limit, by name (see [`unreadable_on`]):
 /// such a rule gives no verdict.
 pub fn unreadable_rules(result: &Value, context: &str) -> Vec<String> {
-    let on_column: Vec<FactRule> = rules_in(result)
-        .into_iter()
-        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
-        .collect();
+    let on_column = on_a_column(&rules_in(result));
     if on_column.is_empty() {
         return Vec::new();
     }
@@ -399,6 +381,23 @@ pub fn unreadable_rules(result: &Value, context: &str) -> Vec<String> {
         Some((column, _)) => unreadable_on(result, &on_column, &column),
         None => Vec::new(),
     }
+}
+
+/// The rules measured on one column's values (a ratio of totals reads two columns of its own).
+fn on_a_column(rules: &[FactRule]) -> Vec<FactRule> {
+    rules
+        .iter()
+        .filter(|r| !matches!(r.measure, Measure::RatioOfTotals { .. }))
+        .cloned()
+        .collect()
+}
+
+/// The words of a rule before its limit's number: what it names as its quantity (after the number come the
+/// limit's unit and what each value is about, "8.5 minutes per incident").
+fn subject_of(key: &str) -> &str {
+    key.split(|c: char| c.is_ascii_digit() || ('０'..='９').contains(&c))
+        .next()
+        .unwrap_or_default()
 }
 
 /// The unit of `column` as the result's tables state it (the first table holding a column of that name,

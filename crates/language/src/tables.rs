@@ -175,80 +175,81 @@ pub enum Period {
 /// The periods `text` names, each once: Latin words matched whole (`Q3`, `March`, `2025`, `annual`), CJK
 /// entries as substrings not glued to a digit before them (`第三季度`, `9月` but not the `1月` of `11月`).
 pub fn periods_in(text: &str) -> Vec<Period> {
-    let lower = text.to_lowercase();
-    let mut out: Vec<Period> = Vec::new();
-    let mut push = |p: Period| {
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    };
-    let latin: Vec<&str> = lower
+    let words: Vec<&str> = text
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
         .filter(|w| !w.is_empty())
         .collect();
-    // Latin period names are proper nouns (`March`, `Q3`): a lower-case `may` is a verb, not the month.
-    let named = text
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+    let mut out: Vec<Period> = Vec::new();
+    let found = named_periods(&words)
+        .chain(cjk_periods(&text.to_lowercase()))
+        .chain(names_whole_year(text, &words).then_some(Period::WholeYear));
+    for period in found {
+        if !out.contains(&period) {
+            out.push(period);
+        }
+    }
+    out
+}
+
+/// Latin period names among `words`: proper nouns (`March`, `Q3`, `2025`), so a lower-case `may` is a verb,
+/// not the month.
+fn named_periods<'w>(words: &'w [&'w str]) -> impl Iterator<Item = Period> + 'w {
+    words
+        .iter()
         .filter(|w| {
             w.chars()
                 .next()
                 .is_some_and(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
         })
-        .map(str::to_lowercase);
-    for word in named {
-        let word = &word.as_str();
-        match period_kind(word) {
-            Some(kind) if kind == WORDS.year_label => push(Period::Year((*word).to_owned())),
-            Some(kind) => push(Period::Part {
-                kind,
-                word: (*word).to_owned(),
-            }),
-            None => {}
-        }
-    }
+        .filter_map(|w| {
+            let word = w.to_lowercase();
+            let kind = period_kind(&word)?;
+            Some(if kind == WORDS.year_label {
+                Period::Year(word)
+            } else {
+                Period::Part { kind, word }
+            })
+        })
+}
+
+/// CJK period names written in `lower` (`第三季度`, `9月`), none read inside a longer number (`11月`).
+fn cjk_periods(lower: &str) -> Vec<Period> {
     let glued_to_digit = |at: usize| {
         lower[..at]
             .chars()
             .next_back()
             .is_some_and(|c| c.is_ascii_digit())
     };
-    for (word, kind) in WORDS
-        .periods
-        .iter()
-        .filter(|(w, _)| w.chars().any(crate::lexicon::is_cjk))
-    {
-        if lower
-            .match_indices(word.as_str())
-            .any(|(at, _)| !glued_to_digit(at))
-        {
-            push(Period::Part {
-                kind: kind_name(kind),
-                word: word.clone(),
-            });
-        }
-    }
-    let whole = WORDS.whole_year.iter().any(|w| {
-        if w.chars().any(crate::lexicon::is_cjk) {
-            lower.contains(w.as_str())
-        } else {
-            let joined = format!(" {} ", latin.join(" "));
-            joined.contains(&format!(" {} ", w.replace('-', " "))) || latin.iter().any(|l| l == w)
-        }
-    });
-    if whole {
-        push(Period::WholeYear);
-    }
-    out
-}
-
-/// The vocabulary's own `&'static` spelling of a period kind.
-fn kind_name(kind: &str) -> &'static str {
     WORDS
         .periods
         .iter()
-        .find(|(_, k)| k == kind)
-        .map(|(_, k)| k.as_str())
-        .unwrap_or("")
+        .filter(|(word, _)| word.chars().any(crate::lexicon::is_cjk))
+        .filter(|(word, _)| {
+            lower
+                .match_indices(word.as_str())
+                .any(|(at, _)| !glued_to_digit(at))
+        })
+        .filter_map(|(word, _)| {
+            Some(Period::Part {
+                kind: period_kind(word)?,
+                word: word.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Whether `text` says its figures cover a whole year (`annual`, `full-year`, `全年`).
+fn names_whole_year(text: &str, words: &[&str]) -> bool {
+    let spaced = format!(" {} ", words.join(" ").to_lowercase());
+    let lower = text.to_lowercase();
+    WORDS.whole_year.iter().any(|w| {
+        if w.chars().any(crate::lexicon::is_cjk) {
+            lower.contains(w.as_str())
+        } else {
+            spaced.contains(&format!(" {w} "))
+                || spaced.contains(&format!(" {} ", w.replace('-', " ")))
+        }
+    })
 }
 
 /// Whether a figure about the periods `about` cannot be read from data about the periods `data`: a whole year

@@ -609,36 +609,43 @@ fn bounds(clause: &str) -> Vec<(Hit<'static>, Comparison, bool, Option<Limit>)> 
 fn date_at(text: &str) -> Option<usize> {
     let mut end = None;
     let mut calendar_word = false;
-    let mut words = 0;
     let mut at = 0;
-    while words < 3 {
+    for _ in 0..3 {
         let rest = &text[at..];
         let start = at + (rest.len() - rest.trim_start().len());
         let word_len = text[start..]
             .find(char::is_whitespace)
             .unwrap_or(text.len() - start);
-        if word_len == 0 {
-            break;
-        }
         let word = text[start..start + word_len].trim_end_matches([',', '.', ';', ':']);
-        let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-        let suffix = &word[digits.len()..];
-        let day = !digits.is_empty()
-            && digits.chars().all(|c| c.is_ascii_digit())
-            && (suffix.is_empty() || ["st", "nd", "rd", "th"].contains(&suffix))
-            && (digits.parse::<u32>().is_ok_and(|d| (1..=31).contains(&d))
-                || (suffix.is_empty() && crate::tables::period_kind(digits).is_some()));
-        let calendar =
-            !word.chars().all(|c| c.is_ascii_digit()) && crate::tables::period_kind(word).is_some();
-        if !(day || calendar) {
+        let Some(calendar) = date_word(word) else {
             break;
-        }
+        };
         calendar_word |= calendar;
-        words += 1;
         at = start + word.len();
         end = Some(at);
     }
     end.filter(|_| calendar_word)
+}
+
+/// What one word of a date is: `Some(true)` a calendar word (`September`, `Q3`), `Some(false)` a day number
+/// (`19`, `19th`) or a year (`2025`), `None` no part of a date.
+fn date_word(word: &str) -> Option<bool> {
+    if word.is_empty() {
+        return None;
+    }
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    let day = !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && (suffix.is_empty() || ["st", "nd", "rd", "th"].contains(&suffix))
+        && (digits.parse::<u32>().is_ok_and(|d| (1..=31).contains(&d))
+            || (suffix.is_empty() && crate::tables::period_kind(digits).is_some()));
+    if day {
+        return Some(false);
+    }
+    let calendar =
+        !word.chars().all(|c| c.is_ascii_digit()) && crate::tables::period_kind(word).is_some();
+    calendar.then_some(true)
 }
 
 /// Whether `text` (what follows a range opener) is a span between two calendar dates.
