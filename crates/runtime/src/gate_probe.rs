@@ -395,10 +395,7 @@ fn probe_abstention(
     tally.tasks += 1;
     tally.abstaining += 1;
     if verbose {
-        println!(
-            "{name}
-  the key abstains on the verdict"
-        );
+        println!("{name}\n  the key abstains on the verdict");
     }
     for (verdict, filled) in stated {
         let (g, why) = gate_of(task, ledger, &filled.text, ids);
