@@ -353,22 +353,7 @@ pub fn probe(dir: &Path, knowledge: &Path, verbose: bool, tally: &mut Tally) {
     }
     for (what, text) in wrong_answers(&task, &expected, &columns, &right) {
         let (g, why) = gate_of(&task, &ledger, &text, &ids);
-        tally.wrong[slot(g)] += 1;
-        if g == Gate::Verified {
-            tally
-                .certified_wrong
-                .push(format!("{name} ({what}): {text}"));
-        }
-        if verbose {
-            println!(
-                "  {what}: {g:?}{}",
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({why})")
-                }
-            );
-        }
+        tally_wrong(tally, &name, &what, &text, (g, &why), verbose);
     }
 }
 
@@ -399,26 +384,37 @@ fn probe_abstention(
     }
     for (verdict, filled) in stated {
         let (g, why) = gate_of(task, ledger, &filled.text, ids);
-        tally.wrong[slot(g)] += 1;
         let what = format!(
             "verdict stated ({})",
             if verdict { "met" } else { "not met" }
         );
-        if g == Gate::Verified {
-            tally
-                .certified_wrong
-                .push(format!("{name} ({what}): {}", filled.text));
-        }
-        if verbose {
-            println!(
-                "  {what}: {g:?}{}",
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({why})")
-                }
-            );
-        }
+        tally_wrong(tally, name, &what, &filled.text, (g, &why), verbose);
+    }
+}
+
+/// Counts one wrong answer by what the gate made of it, names it when it was certified, and prints it with
+/// `verbose`.
+fn tally_wrong(
+    tally: &mut Tally,
+    name: &str,
+    what: &str,
+    text: &str,
+    (g, why): (Gate, &str),
+    verbose: bool,
+) {
+    tally.wrong[slot(g)] += 1;
+    if g == Gate::Verified {
+        tally
+            .certified_wrong
+            .push(format!("{name} ({what}): {text}"));
+    }
+    if verbose {
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({why})")
+        };
+        println!("  {what}: {g:?}{why}");
     }
 }
 

@@ -604,7 +604,7 @@ fn bounds(clause: &str) -> Vec<(Hit<'static>, Comparison, bool, Option<Limit>)> 
 
 /// The end of a calendar date at the start of `text` (after spaces): a period word the table vocabulary
 /// knows (a month, a weekday, a quarter) with at most a day number (`1`, `19th`) and a year around it
-/// ("1 September", "September 19th, 2025", "Q3 2024"). A bare number or year is no date: "between 2019
+/// ("4 October", "October 4th, 2025", "Q3 2024"). A bare number or year is no date: "between 2019
 /// and 2023" may be a range of the quantity.
 fn date_at(text: &str) -> Option<usize> {
     let mut end = None;
@@ -627,7 +627,7 @@ fn date_at(text: &str) -> Option<usize> {
     end.filter(|_| calendar_word)
 }
 
-/// What one word of a date is: `Some(true)` a calendar word (`September`, `Q3`), `Some(false)` a day number
+/// What one word of a date is: `Some(true)` a calendar word (`October`, `Q3`), `Some(false)` a day number
 /// (`19`, `19th`) or a year (`2025`), `None` no part of a date.
 fn date_word(word: &str) -> Option<bool> {
     if word.is_empty() {
@@ -681,7 +681,7 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
             Some(Err(why)) => return ClauseRead::Untyped(Unread::new(clause, why)),
             // "between" promises a range; "within 30 minutes" is a bound of its own.
             // "between spring and autumn" is no range of numbers: nothing to type.
-            // "between 1 September and 19 December" is a span of dates, not of the quantity.
+            // "between 4 October and 30 November" is a span of dates, not of the quantity.
             None if terms.range_openers.iter().any(|o| o == opener.entry)
                 && clause[opener.end..].chars().any(|c| c.is_ascii_digit())
                 && !date_span_at(&clause[opener.end..]) =>
@@ -1298,8 +1298,8 @@ mod tests {
         );
         // Nor is a span of dates, however its days and years are written; a bound beside one stays.
         for dates in [
-            "taken from the registers of the schools between 1 September and 19 December",
-            "counted between September 1st and December 19th, 2025",
+            "taken from the registers of the schools between 4 October and 30 November",
+            "counted between October 4th and November 30th, 2025",
             "between Q1 2024 and Q3 2024 the site was open",
         ] {
             assert_eq!(read(dates, &none), ClauseRead::Nothing, "{dates}");
