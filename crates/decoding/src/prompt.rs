@@ -109,7 +109,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         ("calculator", Some(ResultKind::Boolean)) => {
             "Write one check that is true exactly when the rule holds: each limit the knowledge states, compared with \
              what it limits over the column by reference, joined by and (e.g. mean([Column]) <= A and max([Column]) <= B; \
-             a limit on every row is a limit on min(...) or max(...))."
+             a limit on every row is a limit on min(...) or max(...); a limit keeps the unit the knowledge writes it in, \
+             e.g. max([Column]) <= 2.5 kg)."
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \

@@ -341,6 +341,7 @@ fn series(name: &str, rows: &[(&str, &str)]) -> runtime::policy::Series {
         labels: rows.iter().map(|(l, _)| l.to_string()).collect(),
         values: rows.iter().map(|(_, v)| v.to_string()).collect(),
         rows: String::new(),
+        unit: None,
     }
 }
 
@@ -406,6 +407,52 @@ fn aggregates_run_over_whole_observed_columns() {
             && !open.accepts(&expr("mean([Arrears rate]) * 3.5"))
             && !open.accepts(&expr("2.8 + 3.4"))
     );
+}
+
+#[test]
+fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
+    let cards = ToolRegistry::builtin().cards();
+    let expr = |e: &str| {
+        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
+    };
+    // No observed column states a unit: a limit is a number only.
+    let plain = two_column_grounding();
+    let i = inputs(&cards, &plain);
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    assert!(check.accepts(&expr("mean([Arrears rate]) <= 3.5")));
+    assert!(!check.accepts(&expr("mean([Arrears rate]) <= 3.5 %")));
+    // `Arrears rate` in %: what its sum, mean, min or max is compared with carries a unit of a share (any
+    // name of one, the model's choice: the calculator converts it) or is brought there by arithmetic; a count
+    // of its rows, a ratio and the unit-less `Loans` keep bare numbers.
+    let mut with_unit = two_column_grounding();
+    with_unit.series[1].unit = Some("%".into());
+    let i = inputs(&cards, &with_unit);
+    let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
+    for ok in [
+        "mean([Arrears rate]) <= 3.5 %",
+        "mean([Arrears rate]) <= 3.5 % and max([Arrears rate]) <= 5.4 ‰",
+        "max([Arrears rate]) < 5.4 per cent",
+        "mean([Arrears rate]) <= 3.5 * 4820 / 100",
+        "count([Arrears rate] > 3.5) <= 2.8",
+        "count([Arrears rate]) >= 3.5",
+        "mean([Loans]) >= 3.5 * 4820 / 100",
+        "min([Loans]) > 3150",
+        "sum([Arrears rate]) / sum([Loans]) <= 3.5",
+    ] {
+        assert!(check.accepts(&expr(ok)), "{ok}\n{}", check.render());
+        runtime_accepts(&expr(ok));
+    }
+    for bad in [
+        "mean([Arrears rate]) <= 3.5",
+        "mean([Arrears rate]) <= 3.5 min",
+        "mean([Arrears rate]) <= 3.6 %",
+        "mean([Arrears rate]) <= 3.5 * 2.8 %",
+        "count([Arrears rate] > 3.5 %) <= 2.8",
+        "count([Arrears rate]) <= 2.8 %",
+        "min([Loans]) > 3150 %",
+    ] {
+        assert!(!check.accepts(&expr(bad)), "{bad}");
+    }
 }
 
 #[test]

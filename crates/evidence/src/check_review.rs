@@ -6,7 +6,7 @@
 //! comparisons joined by `and` taken one by one, and each rule's own calculator term (what
 //! [`rules::calculator_terms`] would write) compared with them by their canonical rendering.
 
-use forge_tools::calculator::{self, BinOp, CalcValue, Expr, normalize_name};
+use forge_tools::calculator::{self, BinOp, CalcValue, Expr, TableColumns, normalize_name};
 use serde_json::Value;
 
 use crate::rules::{self, Comparison, FactRule, Measure};
@@ -25,8 +25,9 @@ struct Compared {
 }
 
 /// The model's comparisons joined by `and` (or `or`, which the returned value reports), each with its number
-/// on the right (of two numbers, the right one).
-fn comparisons(expr: &Expr, out: &mut Vec<Compared>) -> bool {
+/// on the right (of two numbers, the right one). A limit written with its unit (`5 min`) is its number in the
+/// unit of the column it is compared with, as the calculator converted it over `columns`.
+fn comparisons(expr: &Expr, columns: &TableColumns, out: &mut Vec<Compared>) -> bool {
     match expr {
         Expr::Binary {
             op: op @ (BinOp::And | BinOp::Or),
@@ -34,18 +35,21 @@ fn comparisons(expr: &Expr, out: &mut Vec<Compared>) -> bool {
             right,
             ..
         } => {
-            let left_or = comparisons(left, out);
-            let right_or = comparisons(right, out);
+            let left_or = comparisons(left, columns, out);
+            let right_or = comparisons(right, columns, out);
             *op == BinOp::Or || left_or || right_or
         }
         Expr::Binary {
             op, left, right, ..
         } if BinOp::COMPARISON.contains(op) => {
-            let number = |e: &Expr| match calculator::eval(e) {
-                Ok(CalcValue::Number(n)) => Some(n),
-                _ => None,
+            let number = |e: &Expr, other: &Expr| match e {
+                Expr::Quantity { .. } => calculator::limit_value(e, other, columns).ok(),
+                _ => match calculator::eval(e) {
+                    Ok(CalcValue::Number(n)) => Some(n),
+                    _ => None,
+                },
             };
-            match (number(left), number(right)) {
+            match (number(left, right), number(right, left)) {
                 (measured, Some(limit)) => out.push(Compared {
                     measured: canonical(left),
                     shown: left.to_string(),
@@ -160,7 +164,8 @@ pub fn differences(result: &Value, context: &str, expression: &str) -> Vec<Strin
         return Vec::new();
     };
     let mut compared = Vec::new();
-    let joined_by_or = comparisons(&expr, &mut compared);
+    let columns = TableColumns::from_results([result]);
+    let joined_by_or = comparisons(&expr, &columns, &mut compared);
     let review = Review {
         result,
         reference: column
@@ -247,9 +252,12 @@ impl Review<'_> {
                         .as_ref()
                         .and_then(|name| rules::column_unit(self.result, name))
                         .unwrap_or_default();
+                    let unit = as_written.unit.as_deref().unwrap_or_default();
+                    // How to write it so: the limit as the knowledge states it, with its unit, which the
+                    // calculator converts — the knowledge's own words, never the runtime's conversion.
                     format!(
-                        "it compares {reference} (in {column_unit}) with the limit \"{key}\" as written (in {}), not converted to one unit",
-                        as_written.unit.as_deref().unwrap_or_default()
+                        "it compares {reference} (in {column_unit}) with the limit \"{key}\" as written (in {unit}), not converted to one unit; write the limit with its unit (`{} {unit}`) and the calculator converts it",
+                        forge_language::numbers::canonical(as_written.threshold)
                     )
                 } else if another_limits(c.limit) {
                     format!(
@@ -304,6 +312,27 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("not converted"), "{found:?}");
         assert!(!found[0].contains("300"), "{found:?}");
+        // The repair it names: the limit as the knowledge writes it, with its unit, for the calculator.
+        assert!(found[0].contains("`5 minutes`"), "{found:?}");
+    }
+
+    #[test]
+    fn a_limit_written_with_its_unit_is_read_as_the_calculator_converts_it() {
+        let r = result(&[
+            "The average wait must be at most 5 minutes.",
+            "No store may have a wait above 6 minutes.",
+        ]);
+        let context = "the wait of each store";
+        let check = "mean([Wait]) <= 5 minutes and max([Wait]) <= 6 min";
+        assert!(differences(&r, context, check).is_empty());
+        // Converted, a limit with another number is still another limit.
+        let found = differences(
+            &r,
+            context,
+            "mean([Wait]) <= 4 min and max([Wait]) <= 6 min",
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`mean([Wait])` with 240"), "{found:?}");
     }
 
     #[test]

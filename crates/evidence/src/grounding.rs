@@ -45,6 +45,8 @@ pub struct Series {
     /// can share a column name (`Occupancy` by hotel and by month); the text's words for the rows
     /// tell them apart.
     pub rows: String,
+    /// The unit the table states for the column's values (`s`, `%`), if any.
+    pub unit: Option<String>,
 }
 
 impl Series {
@@ -336,6 +338,7 @@ fn series_in(result: &Value) -> Vec<Series> {
                     labels,
                     values,
                     rows: table.label_column.clone(),
+                    unit: column.unit.clone().filter(|u| !u.trim().is_empty()),
                 });
             }
         }

@@ -934,6 +934,7 @@ mod tests {
         let columns = forge_tools::calculator::TableColumns {
             tables: vec![forge_tools::calculator::ColumnTable {
                 rows_label: String::new(),
+                units: Vec::new(),
                 labels: vec!["A".into(), "B".into(), "C".into()],
                 columns: vec![("Wait".into(), vec![Some(28.0), Some(35.0), Some(31.5)])],
             }],

@@ -257,6 +257,114 @@ fn a_unit_rule_is_checked_by_the_calculator_after_conversion() {
     }
 }
 
+#[test]
+fn a_limit_written_with_its_unit_is_converted_by_the_calculator() {
+    for (task, check, raw) in [
+        (
+            "checkout_queue_seconds",
+            "mean([Queue wait]) <= 5 minutes and max([Queue wait]) <= 8 minutes",
+            "mean([Queue wait]) <= 5 and max([Queue wait]) <= 8",
+        ),
+        (
+            "vaccine_fridge_fahrenheit",
+            "mean([Temperature]) <= 5 °C and max([Temperature]) <= 8 °C",
+            "mean([Temperature]) <= 5 and max([Temperature]) <= 8",
+        ),
+        (
+            "swim_club_session_cost_pence",
+            "mean([Cost per session]) <= 2.1 £ and max([Cost per session]) <= 2.5 £",
+            "mean([Cost per session]) <= 2.1 and max([Cost per session]) <= 2.5",
+        ),
+    ] {
+        let (result, context) = knowledge_result(task);
+        let columns = TableColumns::from_results([&result]);
+        let verdict = runtime::rules::verdict(&result, &context).unwrap();
+        let with_units = calculator::evaluate_with(check, &columns).unwrap();
+        assert_eq!(
+            with_units.value,
+            CalcValue::Boolean(verdict.holds),
+            "{task}"
+        );
+        let compared_raw = calculator::evaluate_with(raw, &columns).unwrap();
+        assert_ne!(compared_raw.value, with_units.value, "{task}");
+        // The gate's review reads the limits as the calculator converted them: nothing to name.
+        assert!(
+            forge_evidence::check_review::differences(&result, &context, check).is_empty(),
+            "{task}"
+        );
+    }
+}
+
+#[test]
+fn a_check_compared_raw_is_repaired_by_writing_the_limit_with_its_unit() {
+    let task = common::task("checkout_queue_seconds");
+    let action = |tool: &str, arguments: Value| {
+        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+    };
+    let final_answer = |answer: &str, check: &str| {
+        json!({"type": "final", "answer": answer, "evidence_ids": [
+            "obs-knowledge_search-1", "obs-calculator-2", check, "obs-plot-4"]})
+        .to_string()
+    };
+    let texts = vec![
+        action(
+            "knowledge_search",
+            json!({"query": task.required_evidence()[0].hint}),
+        ),
+        action("calculator", json!({"expression": "mean([Queue wait])"})),
+        action(
+            "calculator",
+            json!({"expression": "mean([Queue wait]) <= 5 and max([Queue wait]) <= 8"}),
+        ),
+        action("plot", json!({"column": "[Queue wait]", "title": "chart"})),
+        final_answer(
+            "Average queue wait: 293 seconds; longest wait: Old Town; the queue promise was broken.",
+            "obs-calculator-3",
+        ),
+        action(
+            "calculator",
+            json!({"expression": "mean([Queue wait]) <= 5 min and max([Queue wait]) <= 8 min"}),
+        ),
+        final_answer(
+            "Average queue wait: 293 seconds; longest wait: Old Town; the queue promise was kept.",
+            "obs-calculator-5",
+        ),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    let message = o
+        .events
+        .iter()
+        .find(|e| e.phase == "final.validated")
+        .unwrap()
+        .data["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The repair note names the way to write the limit — the knowledge's own number and unit — not 300 s.
+    assert!(
+        message.contains("`5 minutes`") && !message.contains("300"),
+        "{message}"
+    );
+    let repaired = o
+        .events
+        .iter()
+        .filter(|e| e.phase == "tool.observation")
+        .find(|e| e.data["observation"]["id"] == "obs-calculator-5")
+        .unwrap();
+    assert_eq!(repaired.data["observation"]["result"]["value"], true);
+    let verification = o.result.verification.clone().unwrap();
+    assert_eq!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+    assert_eq!(
+        (o.result.status, o.result.stop_reason),
+        (RunStatus::Completed, StopReason::Completed)
+    );
+}
+
 fn rejections(o: &common::Outcome) -> Vec<String> {
     o.events
         .iter()

@@ -756,6 +756,7 @@ fn error_messages_at_a_glance() {
         "2 ** 65",
         "(-8) ** 0.5",
         "mean(1, 2",
+        "5 min * 60 > 1",
     ];
     let table: Vec<String> = inputs
         .iter()

@@ -13,6 +13,7 @@ use serde_json::json;
 fn table(rows: &str, labels: &[&str], columns: &[(&str, Vec<Option<f64>>)]) -> ColumnTable {
     ColumnTable {
         rows_label: rows.to_owned(),
+        units: Vec::new(),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
         columns: columns
             .iter()
@@ -274,6 +275,7 @@ fn a_500_row_column_costs_one_short_expression() {
     let source = TableColumns {
         tables: vec![ColumnTable {
             rows_label: "Line".into(),
+            units: Vec::new(),
             labels,
             columns: vec![("Output".into(), cells.clone())],
         }],
@@ -295,6 +297,7 @@ fn each_column_read_states_its_ends_with_every_tied_row() {
     let source = TableColumns {
         tables: vec![ColumnTable {
             rows_label: "Ward".into(),
+            units: Vec::new(),
             labels: vec!["Ash".into(), "Beech".into(), "Elm".into(), "Oak".into()],
             columns: vec![(
                 "Compliance".into(),

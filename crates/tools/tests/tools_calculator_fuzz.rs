@@ -12,7 +12,7 @@ use forge_tools::calculator::{
 use proptest::prelude::*;
 
 /// Every code a calculator error may carry; a new code must be added here on purpose.
-const KNOWN_CODES: [&str; 14] = [
+const KNOWN_CODES: [&str; 16] = [
     "expression_empty",
     "expression_too_long",
     "forbidden_token",
@@ -25,15 +25,19 @@ const KNOWN_CODES: [&str; 14] = [
     "column_not_a_list",
     "unknown_column",
     "filter_outside_count",
+    "unit_without_column",
+    "unit_not_comparable",
     "ambiguous_column",
     "empty_column",
 ];
 
-/// What the random strings' column references resolve against: `Wait` (one row
+/// What the random strings' column references resolve against: `Wait` in minutes (one row
 /// missing), `Occupancy` in two tables, an empty `Blank`.
 fn ledger() -> TableColumns {
     let table = |rows: &str, labels: &[&str], columns: Vec<(&str, Vec<Option<f64>>)>| ColumnTable {
         rows_label: rows.to_owned(),
+        // Waits in minutes: a limit in hours converts, one in kilograms is refused.
+        units: vec![("Wait".to_owned(), "min".to_owned())],
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
         columns: columns
             .into_iter()
@@ -68,7 +72,7 @@ fn config() -> ProptestConfig {
 }
 
 /// The calculator's own tokens, so random inputs get deep into the parser.
-const TOKENS: [&str; 41] = [
+const TOKENS: [&str; 47] = [
     "+",
     "-",
     "*",
@@ -110,6 +114,12 @@ const TOKENS: [&str; 41] = [
     " sum([Occupancy])",
     " count([Blank])",
     " min([Hotel | Occupancy])",
+    " min",
+    " °C",
+    "%",
+    " kg",
+    " sum([Wait] > 3)",
+    " mean([Wait]) > 2 kg",
 ];
 
 /// Near misses: names and symbols the calculator must refuse.

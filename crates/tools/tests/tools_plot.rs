@@ -416,6 +416,7 @@ fn observed_column(n: usize) -> forge_tools::calculator::TableColumns {
     forge_tools::calculator::TableColumns {
         tables: vec![forge_tools::calculator::ColumnTable {
             rows_label: "Depot".into(),
+            units: Vec::new(),
             labels: (0..n).map(|i| format!("Depot {i:03}")).collect(),
             columns: vec![(
                 "Fuel use".into(),

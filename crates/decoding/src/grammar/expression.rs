@@ -1,8 +1,9 @@
 //! Calculator expressions a decision may write: the whitelisted shapes of the calculator's own syntax over
 //! grounded numbers (`calc-num`, `calc-bool`) and, over observed tables, every calculator function of every
 //! observed column by reference (`calc-aggregate`) and comparisons of what a limit bounds over a column with a
-//! limit written in grounded numbers (`calc-check`). Which column, which function, which comparison and which
-//! limit are the model's choice: nothing here reads the task's words or the runtime's reading of its rule.
+//! limit written in grounded numbers, with a unit of the column's dimension where its table states one
+//! (`calc-check`). Which column, which function, which comparison, which limit and which unit are the model's
+//! choice: nothing here reads the task's words or the runtime's reading of its rule.
 
 use forge_tools::calculator::{BinOp, Function, UnaryOp};
 
@@ -78,9 +79,18 @@ fn define_table_terms(
         .map(forge_language::numbers::canonical)
         .collect();
     let longest_factor = factors.iter().map(|f| f.len()).max().unwrap_or(0);
+    let units = unit_groups(inputs);
+    // A limit with its unit is the number, a space and the unit's name.
+    let longest_unit = units
+        .iter()
+        .flat_map(|g| &g.names)
+        .map(|u| u.chars().count() + 1)
+        .max()
+        .unwrap_or(0);
     let shape = CheckShape::fitting(
         longest_reference,
         longest_number.max(longest_factor),
+        longest_unit,
         max_chars as usize,
     );
     let calls: Vec<String> = references
@@ -100,25 +110,71 @@ fn define_table_terms(
         ]),
     ]);
     grammar.define("calc-operand", operand);
-    define_check(grammar, references, shape, factors);
+    define_check(grammar, references, shape, factors, &units);
+}
+
+/// The columns of one dimension of units (time, mass, a share, one currency) and every name a limit of that
+/// dimension may be written with after its number (`s`, `seconds`, `min`, `分钟`, …).
+struct UnitGroup {
+    /// Every name and symbol of the dimension's units, escaped for a JSON string.
+    names: Vec<String>,
+    /// The references of the observed columns whose values the table states in a unit of the dimension.
+    references: Vec<String>,
+}
+
+/// The observed columns that state a unit the vocabulary knows, grouped by its dimension (a column is read
+/// by its own header and cells: no task word, no rule).
+fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
+    let mut groups: Vec<(String, UnitGroup)> = Vec::new();
+    for series in &inputs.grounding.series {
+        let Some(unit) = series.unit.as_deref().and_then(forge_language::units::read) else {
+            continue;
+        };
+        let names: Vec<String> = forge_language::units::names::names_in_dimension(&unit.dimension)
+            .into_iter()
+            .map(escape_json_text)
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let reference = escape_json_text(&super::series_reference(inputs, series));
+        match groups.iter_mut().find(|(d, _)| *d == unit.dimension) {
+            Some((_, group)) if !group.references.contains(&reference) => {
+                group.references.push(reference)
+            }
+            Some(_) => {}
+            None => groups.push((
+                unit.dimension,
+                UnitGroup {
+                    names,
+                    references: vec![reference],
+                },
+            )),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
 }
 
 /// `calc-counted` (the rows of a column passing a comparison, counted), `calc-bound` (what a limit bounds: an
 /// aggregate, optionally with one more operand — a ratio of totals — or a counted column), `calc-limit` (the
 /// limit: a grounded number, or two around an arithmetic operator — a share of a stated quantity — or one
 /// brought into the column's unit by a factor the unit vocabulary converts by, either optionally followed by
-/// one more factor: `85 * 320 / 100`) and `calc-check` (comparisons
-/// of a bound with a limit, joined by `and` / `or`).
+/// one more factor: `85 * 320 / 100`), `calc-unit-N` (a limit on a column whose table states a unit: a grounded
+/// number with a unit of that dimension, `5 min`, for the calculator to convert, or the arithmetic above) and
+/// `calc-check` (comparisons of a bound with a limit, joined by `and` / `or`).
 fn define_check(
     grammar: &mut Grammar,
     references: &[String],
     shape: CheckShape,
     factors: Vec<String>,
+    units: &[UnitGroup],
 ) {
     // The rows of a column that pass a comparison, counted: how a count tolerance is checked.
     let counted = references
         .iter()
         .map(|reference| escape_json_text(&format!("{}({reference} ", Function::Count.name())));
+    // Its row limit is a number: a count tolerance in another unit than its column is rare enough that
+    // the characters a unit would take are left to the check's terms.
     grammar.define(
         "calc-counted",
         Node::seq([
@@ -130,43 +186,29 @@ fn define_check(
         ]),
     );
     let arithmetic: Vec<BinOp> = BinOp::SUM.iter().chain(&BinOp::PRODUCT).copied().collect();
-    // One side is what the limit bounds, over a column; the other is the limit, written in numbers the
-    // observations hold. A column compared with a column (`mean([X]) <= max([X])`) states no limit at all:
-    // the 1.5B wrote it for "at most the maximum average" in 6 of 23 replayed rule checks.
-    let aggregated = if shape.two_operand_bound {
-        Node::seq([
-            Node::rule("calc-aggregate"),
-            Node::seq([spaced(&arithmetic), Node::rule("calc-operand")]).opt(),
-        ])
-    } else {
-        Node::rule("calc-aggregate")
-    };
-    let bound = Node::Alt(vec![aggregated, Node::rule("calc-counted")]);
+    define_bound(grammar, references, units, shape, &arithmetic);
     grammar.define("calc-factor", Node::one_of_texts(factors));
-    let limit = if shape.two_operand_limit {
-        // `85 * 320 / 100`: a percentage of a stated quantity takes a third operand, a factor.
+    // After the limit's number (`85 * 320 / 100`: a percentage of a stated quantity): an arithmetic operand
+    // and optionally a third, a factor.
+    let arithmetic_tail = shape.two_operand_limit.then(|| {
         Node::seq([
-            signed_number(),
-            Node::seq([
-                spaced(&arithmetic),
-                Node::Alt(vec![signed_number(), Node::rule("calc-factor")]),
-                Node::seq([spaced(&arithmetic), Node::rule("calc-factor")]).opt(),
-            ])
-            .opt(),
+            spaced(&arithmetic),
+            Node::Alt(vec![signed_number(), Node::rule("calc-factor")]),
+            Node::seq([spaced(&arithmetic), Node::rule("calc-factor")]).opt(),
         ])
-    } else {
-        signed_number()
+    });
+    let limit = match &arithmetic_tail {
+        Some(tail) => Node::seq([signed_number(), tail.clone().opt()]),
+        None => signed_number(),
     };
-    grammar.define("calc-bound", bound);
     grammar.define("calc-limit", limit);
-    grammar.define(
-        "calc-compare",
-        Node::seq([
-            Node::rule("calc-bound"),
-            spaced(&BinOp::COMPARISON),
-            Node::rule("calc-limit"),
-        ]),
-    );
+    let mut compares = vec![Node::seq([
+        Node::rule("calc-bound"),
+        spaced(&BinOp::COMPARISON),
+        Node::rule("calc-limit"),
+    ])];
+    compares.extend(unit_compares(grammar, units, arithmetic_tail));
+    grammar.define("calc-compare", Node::Alt(compares));
     grammar.define(
         "calc-check",
         Node::seq([
@@ -175,6 +217,79 @@ fn define_check(
                 .repeat(0, shape.terms - 1),
         ]),
     );
+}
+
+/// `calc-bound`: what a limit written as a number bounds — an aggregate of a column whose table states no
+/// unit, a count of any column's rows, a ratio or other two-operand side (in no one column's unit), or the
+/// rows passing a comparison, counted.
+fn define_bound(
+    grammar: &mut Grammar,
+    references: &[String],
+    units: &[UnitGroup],
+    shape: CheckShape,
+    arithmetic: &[BinOp],
+) {
+    // One side is what the limit bounds, over a column; the other is the limit, written in numbers the
+    // observations hold. A column compared with a column (`mean([X]) <= max([X])`) states no limit at all:
+    // the 1.5B wrote it for "at most the maximum average" in 6 of 23 replayed rule checks.
+    // A column whose table states its unit is measured in that unit: what one of its sum, mean, min or max
+    // is compared with is written with a unit (`5 min`, `80 %`), which the calculator converts — or as a
+    // number brought there by arithmetic. Which unit is the model's; the gate checks the comparison.
+    let measured: Vec<&String> = units.iter().flat_map(|g| &g.references).collect();
+    let unitless_calls: Vec<String> = references
+        .iter()
+        .flat_map(|reference| {
+            let in_unit = measured.contains(&&escape_json_text(reference));
+            Function::ALL
+                .iter()
+                .filter(move |f| !in_unit || **f == Function::Count)
+                .map(move |f| escape_json_text(&format!("{}({reference})", f.name())))
+        })
+        .collect();
+    // A ratio (`sum([A]) / sum([B])`) is in no one column's unit.
+    let mut bounds = Vec::new();
+    if !unitless_calls.is_empty() {
+        bounds.push(Node::one_of_texts(unitless_calls));
+    }
+    if shape.two_operand_bound {
+        bounds.push(Node::seq([
+            Node::rule("calc-aggregate"),
+            spaced(arithmetic),
+            Node::rule("calc-operand"),
+        ]));
+    }
+    bounds.push(Node::rule("calc-counted"));
+    grammar.define("calc-bound", Node::Alt(bounds));
+}
+
+/// One comparison per dimension of units: a sum, mean, min or max of a column in that dimension compared with
+/// a grounded number and a unit of the dimension (`calc-unit-N`), or the number brought into the column's
+/// unit by `arithmetic_tail`.
+fn unit_compares(
+    grammar: &mut Grammar,
+    units: &[UnitGroup],
+    arithmetic_tail: Option<Node>,
+) -> Vec<Node> {
+    let mut compares = Vec::new();
+    for (index, group) in units.iter().enumerate() {
+        let unit_rule = format!("calc-unit-{index}");
+        grammar.define(&unit_rule, Node::one_of_texts(group.names.iter().cloned()));
+        let calls = group.references.iter().flat_map(|reference| {
+            Function::ALL
+                .iter()
+                .filter(|f| **f != Function::Count)
+                .map(move |f| format!("{}({reference})", f.name()))
+        });
+        let mut tails = vec![Node::seq([Node::lit(" "), Node::rule(&unit_rule)])];
+        tails.extend(arithmetic_tail.clone());
+        compares.push(Node::seq([
+            Node::one_of_texts(calls),
+            spaced(&BinOp::COMPARISON),
+            signed_number(),
+            Node::Alt(tails),
+        ]));
+    }
+    compares
 }
 
 /// An arithmetic or logical operator among `ops`, one space either side (how the check's terms are joined).
@@ -206,9 +321,15 @@ pub(super) struct CheckShape {
 }
 
 impl CheckShape {
-    /// The richest shape whose longest check fits `max_chars`, given the longest column reference and the
-    /// longest grounded number (with its sign) in characters.
-    pub(super) fn fitting(reference: usize, number: usize, max_chars: usize) -> CheckShape {
+    /// The richest shape whose longest check fits `max_chars`, given the longest column reference, the
+    /// longest grounded number (with its sign) and the longest unit a limit may carry (with its space, 0
+    /// when none) in characters.
+    pub(super) fn fitting(
+        reference: usize,
+        number: usize,
+        unit: usize,
+        max_chars: usize,
+    ) -> CheckShape {
         let aggregate = reference + "count()".len();
         // `count([Rate] <= -7.5)`: a count of rows under a comparison takes no second operand.
         let counted = reference + "count( <= )".len() + number;
@@ -219,10 +340,11 @@ impl CheckShape {
             } else {
                 aggregate.max(counted)
             };
+            // A limit is a number with its unit, or (`limit_two`) up to three numbers around operators.
             let limit = if limit_two {
-                3 * number + 2 * " * ".len()
+                (3 * number + 2 * " * ".len()).max(number + unit)
             } else {
-                number
+                number + unit
             };
             bound + " <= ".len() + limit
         };
@@ -423,7 +545,7 @@ mod tests {
     #[test]
     fn a_check_keeps_two_comparisons_before_second_operands() {
         // Short names: four comparisons, each side with a second operand.
-        let short = CheckShape::fitting("[Wait]".len(), "-12.5".len(), 240);
+        let short = CheckShape::fitting("[Wait]".len(), "-12.5".len(), 0, 240);
         assert_eq!(
             short,
             CheckShape {
@@ -437,12 +559,13 @@ mod tests {
         let long = CheckShape::fitting(
             "[Highest chiller temperature]".len(),
             "-3.8666666666666667".len(),
+            0,
             240,
         );
         assert_eq!(long.terms, 2);
         assert!(long.two_operand_bound && !long.two_operand_limit);
         // Nothing fits twice: one comparison, one operand a side.
-        let huge = CheckShape::fitting(150, 10, 240);
+        let huge = CheckShape::fitting(150, 10, 0, 240);
         assert_eq!(
             huge,
             CheckShape {

@@ -268,23 +268,29 @@ pub fn written_properties<'a>(inputs: &Inputs, card: &'a ToolCard) -> Vec<(&'a S
 fn column_references(inputs: &Inputs) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for series in &inputs.grounding.series {
-        let shared = inputs
-            .grounding
-            .series
-            .iter()
-            .filter(|s| s.name == series.name)
-            .count()
-            > 1;
-        let reference = if shared && !series.rows.is_empty() {
-            format!("[{} | {}]", series.rows, series.name)
-        } else {
-            format!("[{}]", series.name)
-        };
+        let reference = series_reference(inputs, series);
         if !out.contains(&reference) {
             out.push(reference);
         }
     }
     out
+}
+
+/// How a calculator expression names `series`: `[Name]`, or `[Rows | Name]` when another observed table has
+/// a column of that name.
+fn series_reference(inputs: &Inputs, series: &Series) -> String {
+    let shared = inputs
+        .grounding
+        .series
+        .iter()
+        .filter(|s| s.name == series.name)
+        .count()
+        > 1;
+    if shared && !series.rows.is_empty() {
+        format!("[{} | {}]", series.rows, series.name)
+    } else {
+        format!("[{}]", series.name)
+    }
 }
 
 /// A JSON Schema of the same decision shape, without grounding — for backends that take only a schema

@@ -62,6 +62,9 @@ pub struct ResolvedColumn {
     pub values: Vec<f64>,
     /// Row labels of the rows without a value.
     pub missing: Vec<String>,
+    /// The unit the table states for the column's values (`s`, `%`), if any: what a limit written with a
+    /// unit (`5 min`) is converted into.
+    pub unit: Option<String>,
 }
 
 /// Why a reference did not resolve. Codes are stable snake_case.
@@ -131,6 +134,8 @@ pub struct ColumnTable {
     pub labels: Vec<String>,
     /// `(header, one cell per row)`; a column shorter than `labels` lacks the remaining rows.
     pub columns: Vec<(String, Vec<Option<f64>>)>,
+    /// `(header, unit)` for each column whose values the table states a unit for.
+    pub units: Vec<(String, String)>,
 }
 
 /// An in-memory [`ColumnSource`] over observed tables, with the standard matching rules.
@@ -159,6 +164,11 @@ impl TableColumns {
                         (c.name.clone(), cells)
                     })
                     .collect(),
+                units: table
+                    .columns
+                    .iter()
+                    .filter_map(|c| Some((c.name.clone(), c.unit.clone()?)))
+                    .collect(),
                 rows_label: table.label_column,
             })
             .collect();
@@ -182,6 +192,11 @@ impl TableColumns {
             labels: Vec::new(),
             values: Vec::new(),
             missing: Vec::new(),
+            unit: table
+                .units
+                .iter()
+                .find(|(header, _)| header == name)
+                .map(|(_, unit)| unit.clone()),
         };
         for (i, label) in table.labels.iter().enumerate() {
             match cells.get(i).copied().flatten() {

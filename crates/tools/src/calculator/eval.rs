@@ -142,6 +142,40 @@ pub fn eval_with(expr: &Expr, columns: &dyn ColumnSource) -> Result<Evaluation, 
     })
 }
 
+/// The number the limit side of a comparison stands for beside its measured side: a quantity (`5 min`)
+/// converted into the unit of the column `measured` aggregates, anything else evaluated as it is. How a
+/// reader of a rule check compares its limits with a rule's, as the calculator compared them.
+pub fn limit_value(
+    limit: &Expr,
+    measured: &Expr,
+    columns: &dyn ColumnSource,
+) -> Result<f64, CalcError> {
+    let mut evaluator = Evaluator {
+        source: columns,
+        used: Vec::new(),
+    };
+    match (limit, measured) {
+        (
+            Expr::Quantity { .. },
+            Expr::ColumnCall {
+                function,
+                column,
+                filter: None,
+                ..
+            },
+        ) => evaluator.quantity_in_unit_of(limit, column, *function),
+        _ => match evaluator.eval(limit)? {
+            CalcValue::Number(x) => Ok(x),
+            CalcValue::Boolean(_) => Err(binary_type_error(
+                BinOp::LessEqual,
+                ValueType::Number,
+                ValueType::Boolean,
+                0,
+            )),
+        },
+    }
+}
+
 struct Evaluator<'a> {
     source: &'a dyn ColumnSource,
     used: Vec<ColumnUse>,
@@ -182,6 +216,12 @@ impl Evaluator<'_> {
             // Literal positions are not kept: an out-of-range literal can only come
             // from a hand-built tree (the tokenizer refuses it with its position).
             Expr::Number(x) => Ok(Number(bounded(*x, 0)?)),
+            // Placed by the parser beside a column only (see `parse`); a hand-built tree that puts it
+            // elsewhere has no unit to convert it into.
+            Expr::Quantity { position, .. } => Err(CalcError::UnitWithoutColumn {
+                quantity: expr.to_string(),
+                position: *position,
+            }),
             Expr::Boolean(b) => Ok(Boolean(*b)),
             Expr::Unary {
                 op,
@@ -192,6 +232,14 @@ impl Evaluator<'_> {
                 (UnaryOp::Not, Boolean(b)) => Ok(Boolean(!b)),
                 (op, value) => Err(unary_type_error(*op, value.value_type(), *position)),
             },
+            Expr::Binary {
+                op, left, right, ..
+            } if BinOp::COMPARISON.contains(op)
+                && (matches!(**left, Expr::Quantity { .. })
+                    || matches!(**right, Expr::Quantity { .. })) =>
+            {
+                self.compare_with_quantity(*op, left, right)
+            }
             Expr::Binary {
                 op,
                 left,
@@ -263,7 +311,15 @@ impl Evaluator<'_> {
                 match filter {
                     None => Ok(Number(aggregate(*function, &values, *position)?)),
                     Some(filter) => {
-                        let Number(limit) = self.eval(&filter.limit)? else {
+                        let limit = match filter.limit.as_ref() {
+                            Expr::Quantity { .. } => Number(self.quantity_in_unit_of(
+                                &filter.limit,
+                                column,
+                                Function::Count,
+                            )?),
+                            limit => self.eval(limit)?,
+                        };
+                        let Number(limit) = limit else {
                             return Err(binary_type_error(
                                 filter.op,
                                 ValueType::Number,
@@ -281,6 +337,104 @@ impl Evaluator<'_> {
                 }
             }
         }
+    }
+}
+
+impl Evaluator<'_> {
+    /// `mean([Wait]) <= 5 min` (either side): the measured side evaluated, the limit converted into its
+    /// column's unit, then compared as numbers are.
+    fn compare_with_quantity(
+        &mut self,
+        op: BinOp,
+        left: &Expr,
+        right: &Expr,
+    ) -> Result<CalcValue, CalcError> {
+        let (measured, quantity, limit_on_right) = match (left, right) {
+            (_, Expr::Quantity { .. }) => (left, right, true),
+            _ => (right, left, false),
+        };
+        let Expr::ColumnCall {
+            function,
+            column,
+            filter: None,
+            ..
+        } = measured
+        else {
+            // The parser places a quantity beside a column's aggregate only.
+            return Err(CalcError::UnitWithoutColumn {
+                quantity: quantity.to_string(),
+                position: quantity_position(quantity),
+            });
+        };
+        let CalcValue::Number(value) = self.eval(measured)? else {
+            return Err(binary_type_error(
+                op,
+                ValueType::Boolean,
+                ValueType::Number,
+                quantity_position(quantity),
+            ));
+        };
+        let limit = self.quantity_in_unit_of(quantity, column, *function)?;
+        let (a, b) = if limit_on_right {
+            (value, limit)
+        } else {
+            (limit, value)
+        };
+        Ok(CalcValue::Boolean(compare(op, a, b)))
+    }
+
+    /// A quantity's value in the unit of `column` (resolved here if it was not yet) as `function` measures
+    /// it: a total of an offset unit (a temperature) converts otherwise than one value, so it is refused.
+    /// A column that states no unit takes the quantity's, as a bare limit beside a unit is read.
+    fn quantity_in_unit_of(
+        &mut self,
+        quantity: &Expr,
+        column: &ColumnRef,
+        function: Function,
+    ) -> Result<f64, CalcError> {
+        let Expr::Quantity {
+            value,
+            unit,
+            position,
+        } = quantity
+        else {
+            return self.eval(quantity).and_then(|v| match v {
+                CalcValue::Number(x) => Ok(x),
+                CalcValue::Boolean(_) => Err(binary_type_error(
+                    BinOp::LessEqual,
+                    ValueType::Number,
+                    ValueType::Boolean,
+                    0,
+                )),
+            });
+        };
+        self.column(column, *position)?;
+        let column_unit = self
+            .used
+            .iter()
+            .find(|u| u.reference == *column)
+            .and_then(|u| u.column.unit.clone());
+        let aligned = forge_language::units::align_limit(
+            *value,
+            Some(unit),
+            column_unit.as_deref(),
+            function == Function::Sum,
+        )
+        .map_err(|error| CalcError::UnitNotComparable {
+            quantity: quantity.to_string(),
+            reference: column.to_string(),
+            error: Box::new(error),
+            position: *position,
+        })?;
+        bounded(aligned.value, *position)
+    }
+}
+
+/// Where a quantity was written (0 for any other node).
+fn quantity_position(expr: &Expr) -> usize {
+    match expr {
+        Expr::Quantity { position, .. } => *position,
+        _ => 0,
     }
 }
 

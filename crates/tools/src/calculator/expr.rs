@@ -93,6 +93,15 @@ impl CalcValue {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Number(f64),
+    /// A limit written with its unit (`5 min`), as the knowledge states it: compared with a column's
+    /// aggregate (or a row filter's column), it is converted into that column's unit first.
+    Quantity {
+        value: f64,
+        /// The unit as written (`minutes`, `升`, `%`).
+        unit: String,
+        /// Of the number.
+        position: usize,
+    },
     Boolean(bool),
     Unary {
         op: UnaryOp,
@@ -138,7 +147,10 @@ impl Expr {
     /// checked when the node is built by the parser, and again by [`eval`]).
     pub fn value_type(&self) -> ValueType {
         match self {
-            Expr::Number(_) | Expr::Call { .. } | Expr::ColumnCall { .. } => ValueType::Number,
+            Expr::Number(_)
+            | Expr::Quantity { .. }
+            | Expr::Call { .. }
+            | Expr::ColumnCall { .. } => ValueType::Number,
             Expr::Boolean(_) => ValueType::Boolean,
             Expr::Unary { op, .. } => op.result_type(),
             Expr::Binary { op, .. } => op.result_type(),
@@ -314,6 +326,15 @@ impl fmt::Display for Expr {
             // Rust prints f64 as the shortest decimal that reads back exactly, never with an exponent.
             Expr::Number(x) if x.is_sign_negative() => write!(f, "(-{})", -x),
             Expr::Number(x) => write!(f, "{x}"),
+            // The unit's canonical symbol (`minutes` → `min`): two spellings of one limit render alike.
+            Expr::Quantity { value, unit, .. } => {
+                let symbol = forge_language::units::read(unit).map_or(unit.clone(), |u| u.symbol);
+                if value.is_sign_negative() {
+                    write!(f, "(-{} {symbol})", -value)
+                } else {
+                    write!(f, "{value} {symbol}")
+                }
+            }
             Expr::Boolean(b) => write!(f, "{b}"),
             Expr::Unary {
                 op: UnaryOp::Neg,

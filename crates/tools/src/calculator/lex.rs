@@ -25,16 +25,67 @@ pub(super) enum Token {
     Not,
     /// `[Name]` / `[Rows | Name]`: an index into the tokenizer's column references.
     Column(usize),
+    /// The unit written right after a number (`5 min`, `2.5升`, `80 %`): an index into the units read.
+    Unit(usize),
+}
+
+/// Tokens with their character positions, the column references `Token::Column` indexes and the units
+/// `Token::Unit` indexes.
+pub(super) type Tokens = (Vec<(Token, usize)>, Vec<ColumnRef>, Vec<String>);
+
+/// Symbols a unit may be written with besides letters (`°C`, `%`, `‰`, `£`).
+const UNIT_SYMBOLS: &[char] = &['°', '%', '％', '‰', '£', '€', '$', '¥', '￥'];
+
+/// Whether `c` may be part of a unit written after a number.
+fn unit_char(c: char) -> bool {
+    c.is_alphabetic() || UNIT_SYMBOLS.contains(&c)
+}
+
+/// The unit word starting at `start` right after a number (spaces skipped): its text, where it begins and
+/// ends, when it is a unit the vocabulary knows and no word of the calculator's own (`5 and …` is no unit).
+fn unit_after_number(chars: &[char], start: usize) -> Option<(String, usize, usize)> {
+    let begin = start + chars[start..].iter().take_while(|c| **c == ' ').count();
+    let end = begin + chars[begin..].iter().take_while(|c| unit_char(**c)).count();
+    if end == begin {
+        return None;
+    }
+    let word: String = chars[begin..end].iter().collect();
+    // After these spaces, what follows the word.
+    let after = end
+        + chars[end..]
+            .iter()
+            .take_while(|c| c.is_whitespace())
+            .count();
+    // `min` is minutes unless a call's `(` follows it (`5 min` against `5 * min(…)`).
+    if matches!(word.as_str(), "true" | "false" | "and" | "or" | "not")
+        || (Function::from_name(&word).is_some() && chars.get(after) == Some(&'('))
+    {
+        return None;
+    }
+    // A digit or `_` glued on after the word (`5 min2`) makes it no unit: the word is read (and refused)
+    // whole.
+    if chars
+        .get(end)
+        .is_some_and(|c| c.is_alphanumeric() || *c == '_')
+    {
+        return None;
+    }
+    // An operand right after it (`2 % 3`) makes it an operator someone meant, not a limit's unit.
+    if chars
+        .get(after)
+        .is_some_and(|c| c.is_ascii_digit() || matches!(c, '.' | '(' | '['))
+    {
+        return None;
+    }
+    forge_language::units::read(&word).map(|_| (word, begin, end))
 }
 
 /// Splits the input into whitelisted tokens with their character positions.
-/// Tokens with their character positions, and the column references `Token::Column` indexes.
-pub(super) type Tokens = (Vec<(Token, usize)>, Vec<ColumnRef>);
-
 pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
     let chars: Vec<char> = input.chars().collect();
     let mut tokens = Vec::new();
     let mut columns = Vec::new();
+    let mut units = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -49,6 +100,13 @@ pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
                 let (token, end) = number_token(&chars, start)?;
                 tokens.push((token, start));
                 i = end;
+                // A limit written with its unit (`5 min`): the calculator converts it into the unit of
+                // the column it is compared with.
+                if let Some((unit, at, end)) = unit_after_number(&chars, i) {
+                    tokens.push((Token::Unit(units.len()), at));
+                    units.push(unit);
+                    i = end;
+                }
                 continue;
             }
             c if c.is_alphanumeric() || c == '_' => {
@@ -116,7 +174,7 @@ pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
         }
         i += 1;
     }
-    Ok((tokens, columns))
+    Ok((tokens, columns, units))
 }
 
 /// The number literal starting at `start` and the position after it (digits glued to a name, malformed and
@@ -127,8 +185,10 @@ fn number_token(chars: &[char], start: usize) -> Result<(Token, usize), CalcErro
         i += 1;
     }
     let text: String = chars[start..i].iter().collect();
-    // Digits glued to a name (`2e5`, `3x`) are a forbidden name, not a number.
-    if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+    // Digits glued to a name (`2e5`, `3x`) are a forbidden name, not a number; glued to a unit (`2.5升`,
+    // `5min`) they are a limit with its unit.
+    let glued_unit = unit_after_number(chars, i).is_some_and(|(_, at, _)| at == i);
+    if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') && !glued_unit {
         return Err(forbidden_word(chars, start));
     }
     let value = parse_number(&text).ok_or_else(|| CalcError::Syntax {
@@ -261,6 +321,7 @@ pub(super) fn describe(token: Token) -> String {
         Token::Or => "'or'".into(),
         Token::Not => "'not'".into(),
         Token::Column(_) => "a column reference".into(),
+        Token::Unit(_) => "a unit".into(),
     }
 }
 

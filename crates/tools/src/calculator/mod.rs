@@ -28,6 +28,17 @@
 //! passes the comparison — what a count tolerance ("no more than one depot above
 //! 7") needs. A filter anywhere but in `count` is `filter_outside_count`.
 //!
+//! A limit may be written with its unit, as the knowledge states it (`mean([Wait])
+//! <= 5 min`, `max([Temperature]) <= 8 °C`, `count([Wait] > 8 minutes) <= 1`,
+//! glued or spaced, any name or symbol `forge_language::units` knows): it is
+//! converted into the unit the table states for the column before the comparison
+//! (`forge_language::units::align_limit`, so a column without a unit takes the
+//! limit's, as a bare limit is read). It stands only as one side of a comparison
+//! whose other side is a column's `sum`, `mean`, `min` or `max`, or as a row
+//! filter's limit (`unit_without_column` elsewhere: `5 min * 60` has no column to
+//! take a unit from); units that measure different things are
+//! `unit_not_comparable`, never compared raw.
+//!
 //! The aggregates take 1 to [`MAX_ARGUMENTS`] number arguments (`count()` is an
 //! arity error like the others: a count of nothing is never what a task asks
 //! for). `mean` sums left to right and divides by the count, so it equals the
@@ -60,7 +71,7 @@ pub use columns::{
     ColumnError, ColumnRef, ColumnSource, ColumnTable, NoColumns, ResolvedColumn, TableColumns,
     normalize_name,
 };
-pub use eval::{ColumnUse, Evaluation, eval, eval_with};
+pub use eval::{ColumnUse, Evaluation, eval, eval_with, limit_value};
 pub use expr::{BinOp, CalcValue, Expr, Function, RowFilter, UnaryOp, ValueType};
 pub use parse::parse;
 
@@ -89,7 +100,8 @@ pub enum CalcError {
     #[error(
         "forbidden token {token:?} at position {position}: only numbers, true, false, + - * / **, \
          comparisons (>= > <= < == !=), and, or, not, parentheses, commas, the functions \
-         sum, mean, min, max, count and column references [Name] are allowed"
+         sum, mean, min, max, count, column references [Name] and a unit after a limit (5 min) \
+         are allowed"
     )]
     ForbiddenToken { token: String, position: usize },
     #[error("syntax error at position {position}: {message}")]
@@ -128,6 +140,20 @@ pub enum CalcError {
          {function} takes the column alone"
     )]
     FilterOutsideCount { function: Function, position: usize },
+    #[error(
+        "{quantity} at position {position} is a limit with a unit: compare a column's sum, mean, min or max \
+         with it (mean([Wait]) <= 5 min) or count the rows past it (count([Wait] > 8 min)), so the \
+         calculator can convert it into the column's unit"
+    )]
+    UnitWithoutColumn { quantity: String, position: usize },
+    #[error("{quantity} at position {position} cannot be compared with {reference}: {error}")]
+    UnitNotComparable {
+        quantity: String,
+        reference: String,
+        /// Boxed: the other errors are small, and every `Result` carries the largest.
+        error: Box<forge_language::units::UnitError>,
+        position: usize,
+    },
 }
 
 impl CalcError {
@@ -146,6 +172,8 @@ impl CalcError {
             CalcError::ColumnNotAList { .. } => "column_not_a_list",
             CalcError::Column { error, .. } => error.code(),
             CalcError::FilterOutsideCount { .. } => "filter_outside_count",
+            CalcError::UnitWithoutColumn { .. } => "unit_without_column",
+            CalcError::UnitNotComparable { .. } => "unit_not_comparable",
         }
     }
 
@@ -162,7 +190,9 @@ impl CalcError {
             | CalcError::NonFinite { position }
             | CalcError::ColumnNotAList { position, .. }
             | CalcError::Column { position, .. }
-            | CalcError::FilterOutsideCount { position, .. } => Some(*position),
+            | CalcError::FilterOutsideCount { position, .. }
+            | CalcError::UnitWithoutColumn { position, .. }
+            | CalcError::UnitNotComparable { position, .. } => Some(*position),
         }
     }
 }
@@ -264,7 +294,7 @@ fn end_rows(column: &ResolvedColumn, end: Ordering) -> Value {
 fn resolve_references(ast: &Expr, used: &[ColumnUse]) -> Expr {
     let again = |e: &Expr| Box::new(resolve_references(e, used));
     match ast {
-        Expr::Number(_) | Expr::Boolean(_) => ast.clone(),
+        Expr::Number(_) | Expr::Quantity { .. } | Expr::Boolean(_) => ast.clone(),
         Expr::Unary {
             op,
             operand,

@@ -15,6 +15,8 @@ struct Parser {
     end_position: usize,
     depth: usize,
     columns: Vec<ColumnRef>,
+    /// The units written after numbers, indexed by [`Token::Unit`].
+    units: Vec<String>,
 }
 
 impl Parser {
@@ -171,6 +173,19 @@ impl Parser {
             self.descend()?;
             let operand = self.unary()?;
             self.depth -= 1;
+            // `-5 °C` is one limit, as a negative number literal is one number.
+            if let Expr::Quantity {
+                value,
+                unit,
+                position,
+            } = operand
+            {
+                return Ok(Expr::Quantity {
+                    value: -value,
+                    unit,
+                    position,
+                });
+            }
             return Self::unary_node(UnaryOp::Neg, operand, position);
         }
         self.power()
@@ -196,6 +211,14 @@ impl Parser {
         match self.peek() {
             Some(Token::Number(x)) => {
                 self.next += 1;
+                if let Some(Token::Unit(index)) = self.peek() {
+                    self.next += 1;
+                    return Ok(Expr::Quantity {
+                        value: x,
+                        unit: self.units[index].clone(),
+                        position,
+                    });
+                }
                 Ok(Expr::Number(x))
             }
             Some(Token::True) => {
@@ -368,10 +391,11 @@ pub fn parse(input: &str) -> Result<Expr, CalcError> {
     if input.trim().is_empty() {
         return Err(CalcError::Empty);
     }
-    let (tokens, columns) = tokenize(input)?;
+    let (tokens, columns, units) = tokenize(input)?;
     let mut parser = Parser {
         tokens,
         columns,
+        units,
         next: 0,
         end_position: chars,
         depth: 0,
@@ -383,5 +407,53 @@ pub fn parse(input: &str) -> Result<Expr, CalcError> {
             describe(token)
         ));
     }
+    placed_quantities(&expr)?;
     Ok(expr)
+}
+
+/// Whether `expr` measures one column in that column's own unit: an aggregate of it other than `count`
+/// (a count has no unit), without a row filter.
+fn measures_a_column(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::ColumnCall {
+            function,
+            filter: None,
+            ..
+        } if *function != Function::Count
+    )
+}
+
+/// A limit written with a unit stands where it can be converted: as one side of a comparison whose other
+/// side measures a column (`mean([Wait]) <= 5 min`), or as a row filter's whole limit (`count([Wait] > 8
+/// min)`). Anywhere else it is refused: `5 min * 2` or `mean(5 min, 6)` has no column to take a unit from.
+fn placed_quantities(expr: &Expr) -> Result<(), CalcError> {
+    match expr {
+        Expr::Quantity { position, .. } => Err(CalcError::UnitWithoutColumn {
+            quantity: expr.to_string(),
+            position: *position,
+        }),
+        Expr::Number(_) | Expr::Boolean(_) => Ok(()),
+        Expr::Unary { operand, .. } => placed_quantities(operand),
+        Expr::Binary {
+            op, left, right, ..
+        } if BinOp::COMPARISON.contains(op) => {
+            for (side, other) in [(left, right), (right, left)] {
+                match side.as_ref() {
+                    Expr::Quantity { .. } if measures_a_column(other) => {}
+                    side => placed_quantities(side)?,
+                }
+            }
+            Ok(())
+        }
+        Expr::Binary { left, right, .. } => {
+            placed_quantities(left)?;
+            placed_quantities(right)
+        }
+        Expr::Call { arguments, .. } => arguments.iter().try_for_each(placed_quantities),
+        Expr::ColumnCall { filter, .. } => match filter.as_ref().map(|f| f.limit.as_ref()) {
+            Some(Expr::Quantity { .. }) | None => Ok(()),
+            Some(limit) => placed_quantities(limit),
+        },
+    }
 }
