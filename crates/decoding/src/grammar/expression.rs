@@ -130,8 +130,10 @@ fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
         let Some(unit) = series.unit.as_deref().and_then(forge_language::units::read) else {
             continue;
         };
+        // One word each: the calculator reads a unit as the word after a number (`per cent` would be two).
         let names: Vec<String> = forge_language::units::names::names_in_dimension(&unit.dimension)
             .into_iter()
+            .filter(|name| !name.contains(char::is_whitespace))
             .map(escape_json_text)
             .collect();
         if names.is_empty() {
@@ -280,7 +282,8 @@ fn unit_compares(
                 .filter(|f| **f != Function::Count)
                 .map(move |f| format!("{}({reference})", f.name()))
         });
-        let mut tails = vec![Node::seq([Node::lit(" "), Node::rule(&unit_rule)])];
+        // Spaced or glued, as people write it (`5 min`, `120克`): the calculator reads either.
+        let mut tails = vec![Node::seq([Node::lit(" ").opt(), Node::rule(&unit_rule)])];
         tails.extend(arithmetic_tail.clone());
         compares.push(Node::seq([
             Node::one_of_texts(calls),

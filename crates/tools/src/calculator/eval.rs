@@ -3,8 +3,8 @@
 
 use super::columns::{ColumnError, ColumnRef, ColumnSource, NoColumns, ResolvedColumn};
 use super::expr::{
-    BinOp, CalcValue, Expr, Function, UnaryOp, ValueType, argument_type_error, binary_type_error,
-    check_arity, unary_type_error,
+    BinOp, CalcValue, Expr, Function, RowFilter, UnaryOp, ValueType, argument_type_error,
+    binary_type_error, check_arity, unary_type_error,
 };
 use super::{COMPARISON_TOLERANCE, CalcError, MAX_EXPONENT, MAX_MAGNITUDE};
 use crate::number_value;
@@ -245,39 +245,7 @@ impl Evaluator<'_> {
                 left,
                 right,
                 position,
-            } => {
-                let (a, b) = (self.eval(left)?, self.eval(right)?);
-                let position = *position;
-                Ok(match (op, a, b) {
-                    (BinOp::And, Boolean(a), Boolean(b)) => Boolean(a && b),
-                    (BinOp::Or, Boolean(a), Boolean(b)) => Boolean(a || b),
-                    (BinOp::Equal, Boolean(a), Boolean(b)) => Boolean(a == b),
-                    (BinOp::NotEqual, Boolean(a), Boolean(b)) => Boolean(a != b),
-                    (
-                        BinOp::Equal
-                        | BinOp::NotEqual
-                        | BinOp::Less
-                        | BinOp::LessEqual
-                        | BinOp::Greater
-                        | BinOp::GreaterEqual,
-                        Number(a),
-                        Number(b),
-                    ) => Boolean(compare(*op, a, b)),
-                    (
-                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow,
-                        Number(a),
-                        Number(b),
-                    ) => Number(arithmetic(*op, a, b, position)?),
-                    (op, a, b) => {
-                        return Err(binary_type_error(
-                            *op,
-                            a.value_type(),
-                            b.value_type(),
-                            position,
-                        ));
-                    }
-                })
-            }
+            } => self.binary(*op, left, right, *position),
             Expr::Call {
                 function,
                 arguments,
@@ -310,30 +278,7 @@ impl Evaluator<'_> {
                 let values = self.column(column, *column_position)?;
                 match filter {
                     None => Ok(Number(aggregate(*function, &values, *position)?)),
-                    Some(filter) => {
-                        let limit = match filter.limit.as_ref() {
-                            Expr::Quantity { .. } => Number(self.quantity_in_unit_of(
-                                &filter.limit,
-                                column,
-                                Function::Count,
-                            )?),
-                            limit => self.eval(limit)?,
-                        };
-                        let Number(limit) = limit else {
-                            return Err(binary_type_error(
-                                filter.op,
-                                ValueType::Number,
-                                ValueType::Boolean,
-                                *position,
-                            ));
-                        };
-                        // Each row compared as a comparison node compares, float noise included.
-                        let passing = values
-                            .iter()
-                            .filter(|&&v| compare(filter.op, v, limit))
-                            .count();
-                        Ok(Number(passing as f64))
-                    }
+                    Some(filter) => self.rows_passing(&values, filter, column, *position),
                 }
             }
         }
@@ -341,6 +286,81 @@ impl Evaluator<'_> {
 }
 
 impl Evaluator<'_> {
+    /// A binary node whose operands are numbers or booleans (a comparison with a quantity is
+    /// [`Self::compare_with_quantity`]).
+    fn binary(
+        &mut self,
+        op: BinOp,
+        left: &Expr,
+        right: &Expr,
+        position: usize,
+    ) -> Result<CalcValue, CalcError> {
+        use CalcValue::{Boolean, Number};
+        let (a, b) = (self.eval(left)?, self.eval(right)?);
+        Ok(match (op, a, b) {
+            (BinOp::And, Boolean(a), Boolean(b)) => Boolean(a && b),
+            (BinOp::Or, Boolean(a), Boolean(b)) => Boolean(a || b),
+            (BinOp::Equal, Boolean(a), Boolean(b)) => Boolean(a == b),
+            (BinOp::NotEqual, Boolean(a), Boolean(b)) => Boolean(a != b),
+            (
+                BinOp::Equal
+                | BinOp::NotEqual
+                | BinOp::Less
+                | BinOp::LessEqual
+                | BinOp::Greater
+                | BinOp::GreaterEqual,
+                Number(a),
+                Number(b),
+            ) => Boolean(compare(op, a, b)),
+            (
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow,
+                Number(a),
+                Number(b),
+            ) => Number(arithmetic(op, a, b, position)?),
+            (op, a, b) => {
+                return Err(binary_type_error(
+                    op,
+                    a.value_type(),
+                    b.value_type(),
+                    position,
+                ));
+            }
+        })
+    }
+
+    /// `count([Wait] > 8 min)`: how many of the column's `values` pass the filter, its limit converted into the
+    /// column's unit when written with one.
+    fn rows_passing(
+        &mut self,
+        values: &[f64],
+        filter: &RowFilter,
+        column: &ColumnRef,
+        position: usize,
+    ) -> Result<CalcValue, CalcError> {
+        let limit = match filter.limit.as_ref() {
+            Expr::Quantity { .. } => CalcValue::Number(self.quantity_in_unit_of(
+                &filter.limit,
+                column,
+                Function::Count,
+            )?),
+            limit => self.eval(limit)?,
+        };
+        let CalcValue::Number(limit) = limit else {
+            return Err(binary_type_error(
+                filter.op,
+                ValueType::Number,
+                ValueType::Boolean,
+                position,
+            ));
+        };
+        // Each row compared as a comparison node compares, float noise included.
+        let passing = values
+            .iter()
+            .filter(|&&v| compare(filter.op, v, limit))
+            .count();
+        Ok(CalcValue::Number(passing as f64))
+    }
+
     /// `mean([Wait]) <= 5 min` (either side): the measured side evaluated, the limit converted into its
     /// column's unit, then compared as numbers are.
     fn compare_with_quantity(

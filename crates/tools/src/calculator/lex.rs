@@ -57,7 +57,7 @@ fn unit_after_number(chars: &[char], start: usize) -> Option<(String, usize, usi
             .take_while(|c| c.is_whitespace())
             .count();
     // `min` is minutes unless a call's `(` follows it (`5 min` against `5 * min(…)`).
-    if matches!(word.as_str(), "true" | "false" | "and" | "or" | "not")
+    if keyword(&word).is_some()
         || (Function::from_name(&word).is_some() && chars.get(after) == Some(&'('))
     {
         return None;
@@ -216,13 +216,9 @@ fn word_token(chars: &[char], start: usize) -> Result<(Token, usize), CalcError>
         return Err(forbidden_word(chars, start));
     }
     let word: String = chars[start..i].iter().collect();
-    let token = match word.as_str() {
-        "true" => Token::True,
-        "false" => Token::False,
-        "and" => Token::And,
-        "or" => Token::Or,
-        "not" => Token::Not,
-        other => match Function::from_name(other) {
+    let token = match keyword(&word) {
+        Some(token) => token,
+        None => match Function::from_name(&word) {
             Some(function) => Token::Function(function),
             None => {
                 return Err(CalcError::ForbiddenToken {
@@ -233,6 +229,18 @@ fn word_token(chars: &[char], start: usize) -> Result<(Token, usize), CalcError>
         },
     };
     Ok((token, i))
+}
+
+/// The calculator's own words other than function names: `true`, `false`, `and`, `or`, `not`.
+fn keyword(word: &str) -> Option<Token> {
+    match word {
+        "true" => Some(Token::True),
+        "false" => Some(Token::False),
+        "and" => Some(Token::And),
+        "or" => Some(Token::Or),
+        "not" => Some(Token::Not),
+        _ => None,
+    }
 }
 
 /// `[Name]` or `[Rows | Name]` starting at the `[` at `start`: the reference,
