@@ -421,11 +421,15 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
     assert!(check.accepts(&expr("mean([Arrears rate]) <= 3.5")));
     assert!(!check.accepts(&expr("mean([Arrears rate]) <= 3.5 %")));
-    // `Arrears rate` in %: what its sum, mean, min or max is compared with carries a unit of a share (any
-    // name of one, the model's choice: the calculator converts it) or is brought there by arithmetic; a count
-    // of its rows, a ratio and the unit-less `Loans` keep bare numbers.
+    // `Arrears rate` in %: what its sum, mean, min or max is compared with carries a grounded unit of a share
+    // (the model's choice: the calculator converts it); a count of its rows, a ratio and the unit-less
+    // `Loans` keep bare numbers.
     let mut with_unit = two_column_grounding();
     with_unit.series[1].unit = Some("%".into());
+    // Units the observations write with their numbers (grounded as numbers are), of any dimension.
+    with_unit.units = ["%", "‰", "percent", "min", "per cent"]
+        .map(String::from)
+        .to_vec();
     let i = inputs(&cards, &with_unit);
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
     for ok in [
@@ -433,7 +437,7 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
         "mean([Arrears rate]) <= 3.5 % and max([Arrears rate]) <= 5.4 ‰",
         "max([Arrears rate]) < 5.4 percent",
         "max([Arrears rate]) < 5.4%",
-        "mean([Arrears rate]) <= 3.5 * 4820 / 100",
+        "mean([Arrears rate]) / 4820 <= 3.5",
         "count([Arrears rate] > 3.5) <= 2.8",
         "count([Arrears rate]) >= 3.5",
         "mean([Loans]) >= 3.5 * 4820 / 100",
@@ -448,8 +452,10 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
     for bad in [
         "mean([Arrears rate]) <= 3.5",
         "mean([Arrears rate]) <= 3.5 min",
+        "mean([Arrears rate]) <= 3.5 pct",
         "mean([Arrears rate]) <= 3.6 %",
         "mean([Arrears rate]) <= 3.5 * 2.8 %",
+        "mean([Arrears rate]) <= 3.5 * 4820 / 100",
         "count([Arrears rate] > 3.5 %) <= 2.8",
         "count([Arrears rate]) <= 2.8 %",
         "max([Arrears rate]) < 5.4 per cent",

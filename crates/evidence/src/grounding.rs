@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ledger::ObservationRecord;
-use forge_language::numbers;
+use forge_language::{numbers, units};
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -32,6 +32,9 @@ pub struct Grounding {
     /// The same results as computed, unrounded (canonical form): what a chart's line draws — a chart is
     /// data, so its line is the value itself, never a printed rounding of it.
     pub computed_exact: Vec<String>,
+    /// Units the observed text and the task's own words write with their numbers (`minutes`, `克`, `£`),
+    /// and the unit each observed column states: what a limit may be written with.
+    pub units: Vec<String>,
 }
 
 /// One numeric column of an observed table: `Score` → [71, 64.5, …] (printed forms), with the row
@@ -285,6 +288,24 @@ impl Grounding {
             }
         }
         let counts = values.row_counts.iter().map(|c| c.to_string()).collect();
+        let mut units: Vec<String> = Vec::new();
+        let mut cited: Vec<&str> = texts.to_vec();
+        for record in records.clone().into_iter().filter(|r| r.ok) {
+            let result = record.result.as_ref().unwrap_or(&Value::Null);
+            for citation in result["citations"].as_array().into_iter().flatten() {
+                cited.extend(citation["text"].as_str());
+            }
+        }
+        for text in cited {
+            for unit in units::written_with_numbers(text) {
+                push_unique(&mut units, unit);
+            }
+        }
+        for s in &series {
+            if let Some(unit) = &s.unit {
+                push_unique(&mut units, unit.clone());
+            }
+        }
         Grounding {
             numbers: numbers_out,
             counts,
@@ -293,6 +314,7 @@ impl Grounding {
             series,
             computed,
             computed_exact,
+            units,
         }
     }
 }

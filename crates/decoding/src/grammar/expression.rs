@@ -113,8 +113,8 @@ fn define_table_terms(
     define_check(grammar, references, shape, factors, &units);
 }
 
-/// The columns of one dimension of units (time, mass, a share, one currency) and every name a limit of that
-/// dimension may be written with after its number (`s`, `seconds`, `min`, `分钟`, …).
+/// The columns of one dimension of units (time, mass, a share, one currency) and the grounded names a limit of
+/// that dimension may be written with after its number (`s`, `minutes`, `克`, …).
 struct UnitGroup {
     /// Every name and symbol of the dimension's units, escaped for a JSON string.
     names: Vec<String>,
@@ -123,18 +123,26 @@ struct UnitGroup {
 }
 
 /// The observed columns that state a unit the vocabulary knows, grouped by its dimension (a column is read
-/// by its own header and cells: no task word, no rule).
+/// by its own header and cells: no task word, no rule), each with the grounded units of that dimension.
 fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
     let mut groups: Vec<(String, UnitGroup)> = Vec::new();
     for series in &inputs.grounding.series {
         let Some(unit) = series.unit.as_deref().and_then(forge_language::units::read) else {
             continue;
         };
-        // One word each: the calculator reads a unit as the word after a number (`per cent` would be two).
-        let names: Vec<String> = forge_language::units::names::names_in_dimension(&unit.dimension)
-            .into_iter()
-            .filter(|name| !name.contains(char::is_whitespace))
-            .map(escape_json_text)
+        // Grounded, as a number is: the units the observed text and the task write with their numbers, and
+        // the column's own, of the column's dimension; one word each (the calculator reads a unit as the
+        // word after a number: `per cent` would be two).
+        let names: Vec<String> = inputs
+            .grounding
+            .units
+            .iter()
+            .filter(|name| {
+                !name.contains(char::is_whitespace)
+                    && forge_language::units::read(name)
+                        .is_some_and(|u| u.dimension == unit.dimension)
+            })
+            .map(|name| escape_json_text(name))
             .collect();
         if names.is_empty() {
             continue;
@@ -162,7 +170,7 @@ fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
 /// limit: a grounded number, or two around an arithmetic operator — a share of a stated quantity — or one
 /// brought into the column's unit by a factor the unit vocabulary converts by, either optionally followed by
 /// one more factor: `85 * 320 / 100`), `calc-unit-N` (a limit on a column whose table states a unit: a grounded
-/// number with a unit of that dimension, `5 min`, for the calculator to convert, or the arithmetic above) and
+/// number with a unit of that dimension, `5 min`, for the calculator to convert) and
 /// `calc-check` (comparisons of a bound with a limit, joined by `and` / `or`).
 fn define_check(
     grammar: &mut Grammar,
@@ -209,7 +217,7 @@ fn define_check(
         spaced(&BinOp::COMPARISON),
         Node::rule("calc-limit"),
     ])];
-    compares.extend(unit_compares(grammar, units, arithmetic_tail));
+    compares.extend(unit_compares(grammar, units));
     grammar.define("calc-compare", Node::Alt(compares));
     grammar.define(
         "calc-check",
@@ -265,13 +273,11 @@ fn define_bound(
 }
 
 /// One comparison per dimension of units: a sum, mean, min or max of a column in that dimension compared with
-/// a grounded number and a unit of the dimension (`calc-unit-N`), or the number brought into the column's
-/// unit by `arithmetic_tail`.
-fn unit_compares(
-    grammar: &mut Grammar,
-    units: &[UnitGroup],
-    arithmetic_tail: Option<Node>,
-) -> Vec<Node> {
+/// a grounded number and a unit of the dimension (`calc-unit-N`). No arithmetic after the number: offered
+/// `5 * …` beside `5 min`, the 1.5B multiplied a limit in grams by a mile's factor (`120 * 1.609344`) where
+/// the unit was the knowledge's own; a share of a stated quantity over such a column is written as a ratio
+/// (`mean([Load]) / 320 >= 0.85`).
+fn unit_compares(grammar: &mut Grammar, units: &[UnitGroup]) -> Vec<Node> {
     let mut compares = Vec::new();
     for (index, group) in units.iter().enumerate() {
         let unit_rule = format!("calc-unit-{index}");
@@ -283,13 +289,12 @@ fn unit_compares(
                 .map(move |f| format!("{}({reference})", f.name()))
         });
         // Spaced or glued, as people write it (`5 min`, `120克`): the calculator reads either.
-        let mut tails = vec![Node::seq([Node::lit(" ").opt(), Node::rule(&unit_rule)])];
-        tails.extend(arithmetic_tail.clone());
         compares.push(Node::seq([
             Node::one_of_texts(calls),
             spaced(&BinOp::COMPARISON),
             signed_number(),
-            Node::Alt(tails),
+            Node::lit(" ").opt(),
+            Node::rule(&unit_rule),
         ]));
     }
     compares

@@ -124,18 +124,6 @@ pub fn all_units() -> Vec<&'static NamedUnit> {
     out
 }
 
-/// Every name and symbol of the units of `dimension` (`time`: `s`, `seconds`, `min`, `分钟`, …), each once,
-/// in the vocabulary's order: how a limit of that dimension may be written after its number.
-pub fn names_in_dimension(dimension: &str) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for (name, _, unit) in &WORDS.names {
-        if unit.dimension == dimension && !out.contains(&name.as_str()) {
-            out.push(name.as_str());
-        }
-    }
-    out
-}
-
 /// The unit `text` names as a whole (`minutes`, `°F`, `公斤`), or `None`.
 pub fn named_unit(text: &str) -> Option<&'static NamedUnit> {
     let text = text.trim();
