@@ -32,6 +32,7 @@ fn main() {
         series: Vec::new(),
         computed: Vec::new(),
         computed_exact: Vec::new(),
+        units: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,

@@ -27,6 +27,7 @@ fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
         series: Vec::new(),
         computed: Vec::new(),
         computed_exact: Vec::new(),
+        units: Vec::new(),
     }
 }
 

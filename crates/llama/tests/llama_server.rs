@@ -745,6 +745,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
         series: Vec::new(),
         computed: Vec::new(),
         computed_exact: Vec::new(),
+        units: Vec::new(),
     };
     let inputs = Inputs {
         tools: &cards,
