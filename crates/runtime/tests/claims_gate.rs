@@ -205,7 +205,8 @@ fn a_request_never_carries_the_verdict_the_runtime_reads() {
     assert_eq!(o.result.stop_reason, StopReason::Completed);
     let phrases = task.verdict_phrases();
     // Before and after the rule check, the grounding a policy's grammar is built from holds only what the
-    // observations establish: numbers, counts, labels, ids, columns, computed values — never a verdict.
+    // observations establish: numbers, counts, labels, ids, columns, computed values, units written with
+    // numbers — never a verdict.
     assert!(spy.requests.len() >= 5);
     for request in &spy.requests {
         let grounding = serde_json::to_value(&request.grounding).unwrap();
@@ -226,7 +227,8 @@ fn a_request_never_carries_the_verdict_the_runtime_reads() {
                 "evidence_ids",
                 "labels",
                 "numbers",
-                "series"
+                "series",
+                "units"
             ]
         );
         let text = grounding.to_string();
