@@ -131,3 +131,13 @@ fn a_quantity_renders_with_its_unit_s_symbol_and_parses_back() {
     );
     assert_eq!(calculator::parse(&rendered).unwrap().to_string(), rendered);
 }
+
+#[test]
+fn the_units_a_grammar_may_offer_are_the_ones_read_as_one_word() {
+    for unit in ["min", "minutes", "克", "%", "°C", "£", "‰"] {
+        assert!(calculator::reads_as_unit(unit), "{unit}");
+    }
+    for text in ["mg/L", "per cent", "parsecs", "and", "min2", ""] {
+        assert!(!calculator::reads_as_unit(text), "{text}");
+    }
+}

@@ -131,14 +131,14 @@ fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
             continue;
         };
         // Grounded, as a number is: the units the observed text and the task write with their numbers, and
-        // the column's own, of the column's dimension; one word each (the calculator reads a unit as the
-        // word after a number: `per cent` would be two).
+        // the column's own, of the column's dimension; each one the calculator reads as one unit (`per cent`
+        // is two words, `mg/L` a unit and a division: a column in such a unit keeps bare limits).
         let names: Vec<String> = inputs
             .grounding
             .units
             .iter()
             .filter(|name| {
-                !name.contains(char::is_whitespace)
+                forge_tools::calculator::reads_as_unit(name)
                     && forge_language::units::read(name)
                         .is_some_and(|u| u.dimension == unit.dimension)
             })

@@ -80,6 +80,13 @@ fn unit_after_number(chars: &[char], start: usize) -> Option<(String, usize, usi
     forge_language::units::read(&word).map(|_| (word, begin, end))
 }
 
+/// Whether the calculator reads all of `text` as one unit after a number (`min`, `克`, `%`; not `mg/L`, which
+/// it reads as `mg` and a division): the units a grammar may offer after a limit.
+pub fn reads_as_unit(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    unit_after_number(&chars, 0).is_some_and(|(_, begin, end)| begin == 0 && end == chars.len())
+}
+
 /// Splits the input into whitelisted tokens with their character positions.
 pub(super) fn tokenize(input: &str) -> Result<Tokens, CalcError> {
     let chars: Vec<char> = input.chars().collect();

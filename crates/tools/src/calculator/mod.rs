@@ -73,6 +73,7 @@ pub use columns::{
 };
 pub use eval::{ColumnUse, Evaluation, eval, eval_with, limit_value};
 pub use expr::{BinOp, CalcValue, Expr, Function, RowFilter, UnaryOp, ValueType};
+pub use lex::reads_as_unit;
 pub use parse::parse;
 
 pub const TOOL_NAME: &str = "calculator";
