@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ledger::ObservationRecord;
-use forge_language::{numbers, units};
+use forge_language::numbers;
 
 /// What the next decision may write, for a policy's grammar (all strings, ready to print).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -297,7 +297,7 @@ impl Grounding {
             }
         }
         for text in cited {
-            for unit in units::written_with_numbers(text) {
+            for unit in numbers::units_written_with(text) {
                 push_unique(&mut units, unit);
             }
         }

@@ -368,52 +368,6 @@ pub fn conversion_factors() -> Vec<f64> {
     out
 }
 
-/// The units `text` writes with its numbers, as written and each once: the word right after a number that
-/// names a unit (`5 minutes`, `120克`, `12‰`, `80%`; of a run of CJK characters, its longest start that
-/// does: `2.5升且` → `升`) and a currency symbol right before one (`£2.10`). What a limit may be written with.
-pub fn written_with_numbers(text: &str) -> Vec<String> {
-    const SYMBOLS: &[char] = &['°', '%', '％', '‰', '£', '€', '$', '¥', '￥'];
-    let text = crate::numbers::fold_full_width(text);
-    let mut out: Vec<String> = Vec::new();
-    let mut push = |unit: &str| {
-        if !out.iter().any(|u| u == unit) {
-            out.push(unit.to_owned());
-        }
-    };
-    for mention in crate::numbers::scan(&text) {
-        if mention.percent {
-            push("%");
-        }
-        if let Some(symbol) = text[..mention.start]
-            .chars()
-            .next_back()
-            .filter(|c| matches!(c, '£' | '€' | '$' | '¥' | '￥'))
-        {
-            push(&symbol.to_string());
-        }
-        let after = text[mention.end..].trim_start_matches(' ');
-        let run: Vec<char> = after
-            .chars()
-            .take_while(|c| c.is_alphabetic() || SYMBOLS.contains(c))
-            .collect();
-        // Words in a spaced script are whole (`depots` is no `d`); in an unspaced one the unit is the start
-        // of the run (`升且`).
-        let shortest = if run.iter().all(|c| c.is_ascii() || SYMBOLS.contains(c)) {
-            run.len().max(1)
-        } else {
-            1
-        };
-        for end in (shortest..=run.len()).rev() {
-            let word: String = run[..end].iter().collect();
-            if vocabulary::named_unit(&word).is_some() {
-                push(&word);
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// Converts `value` from unit `from` to unit `to` (both texts); an error when they cannot be compared.
 pub fn convert(value: f64, from: &str, to: &str) -> Result<f64, UnitError> {
     if same_text(from, to) {
@@ -518,23 +472,6 @@ fn clean(value: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_units_a_text_writes_with_its_numbers_are_read_as_written() {
-        assert_eq!(
-            super::written_with_numbers(
-                "no more than 5 minutes, and no store above 8 minutes; reported in seconds (270 s)"
-            ),
-            ["minutes", "s"]
-        );
-        assert_eq!(
-            super::written_with_numbers("平均值不超过１２０克，且任一食堂不超过150克"),
-            ["克"]
-        );
-        assert_eq!(
-            super::written_with_numbers("at most £2.10, 12‰ and 80% of 3 depots"),
-            ["£", "‰", "%"]
-        );
-    }
 
     use super::*;
 
