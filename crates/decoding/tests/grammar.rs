@@ -62,6 +62,21 @@ fn runtime_accepts_for(text: &str, template: &str) {
     }
 }
 
+/// A calculator action writing `expression`, as a guided decision is written.
+fn calculator_call(expression: &str) -> String {
+    format!(
+        r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{expression}"}}}}"#
+    )
+}
+
+/// `grammar` accepts a calculator action writing `expression`, and the runtime's decision parser and tool
+/// schema take it too.
+fn accepts_a_valid_call(grammar: &forge_decoding::gbnf::Grammar, expression: &str) {
+    let call = calculator_call(expression);
+    assert!(grammar.accepts(&call), "{expression}\n{}", grammar.render());
+    runtime_accepts(&call);
+}
+
 /// The slots of a final after the guided prefix's `"slots":{`: `"name":"value",…}` and the decision's `}`.
 fn slots_after_prefix(values: &[(&str, &str)]) -> String {
     let body: Vec<String> = values
@@ -269,10 +284,7 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
     );
     let i = inputs(&cards, &g);
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
-    let expr = |e: &str| {
-        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
-    };
-    assert!(calc.accepts(&expr("mean(72, 78)")));
+    assert!(calc.accepts(&calculator_call("mean(72, 78)")));
     for unseen in [
         "mean(72, 77)",
         "(72 + 78) / 3",
@@ -282,12 +294,12 @@ fn grammars_refuse_unseen_numbers_labels_and_verdicts() {
         "79.55 + 1",
         "72 >= 70",
     ] {
-        assert!(!calc.accepts(&expr(unseen)), "accepted {unseen}");
+        assert!(!calc.accepts(&calculator_call(unseen)), "accepted {unseen}");
     }
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    assert!(check.accepts(&expr("mean(72, 78) >= 72 and 79.5 <= 79")));
+    assert!(check.accepts(&calculator_call("mean(72, 78) >= 72 and 79.5 <= 79")));
     assert!(
-        !check.accepts(&expr("mean(72, 78)")),
+        !check.accepts(&calculator_call("mean(72, 78)")),
         "a rule check must compare"
     );
     let plot = grammar::guided_tool(&i, "plot", None).unwrap();
@@ -374,9 +386,6 @@ fn aggregates_run_over_whole_observed_columns() {
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();
     let i = inputs(&cards, &g);
-    let expr = |e: &str| {
-        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
-    };
     let calc = grammar::guided_tool(&i, "calculator", Some(ResultKind::Number)).unwrap();
     // Every function over every observed column: which one the step needs is the model's to choose.
     for ok in [
@@ -385,8 +394,7 @@ fn aggregates_run_over_whole_observed_columns() {
         "max([Loans])",
         "count([Arrears rate])",
     ] {
-        assert!(calc.accepts(&expr(ok)), "{ok}");
-        runtime_accepts(&expr(ok));
+        accepts_a_valid_call(&calc, ok);
     }
     // One aggregate over one whole column: no partial, reordered or mixed columns, no chains.
     for bad in [
@@ -398,30 +406,30 @@ fn aggregates_run_over_whole_observed_columns() {
         "mean([Loans]) + mean([Arrears rate])",
         "mean([Staff])",
     ] {
-        assert!(!calc.accepts(&expr(bad)), "{bad}");
+        assert!(!calc.accepts(&calculator_call(bad)), "{bad}");
     }
     // A step that declares no result kind (older task files) takes a number, never a boolean: one aggregate.
     let open = grammar::guided_tool(&i, "calculator", None).unwrap();
-    assert!(open.accepts(&expr("mean([Arrears rate])")) && open.accepts(&expr("sum([Loans])")));
     assert!(
-        !open.accepts(&expr("mean([Arrears rate]) <= 3.5"))
-            && !open.accepts(&expr("mean([Arrears rate]) * 3.5"))
-            && !open.accepts(&expr("2.8 + 3.4"))
+        open.accepts(&calculator_call("mean([Arrears rate])"))
+            && open.accepts(&calculator_call("sum([Loans])"))
+    );
+    assert!(
+        !open.accepts(&calculator_call("mean([Arrears rate]) <= 3.5"))
+            && !open.accepts(&calculator_call("mean([Arrears rate]) * 3.5"))
+            && !open.accepts(&calculator_call("2.8 + 3.4"))
     );
 }
 
 #[test]
 fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
     let cards = ToolRegistry::builtin().cards();
-    let expr = |e: &str| {
-        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
-    };
     // No observed column states a unit: a limit is a number only.
     let plain = two_column_grounding();
     let i = inputs(&cards, &plain);
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
-    assert!(check.accepts(&expr("mean([Arrears rate]) <= 3.5")));
-    assert!(!check.accepts(&expr("mean([Arrears rate]) <= 3.5 %")));
+    assert!(check.accepts(&calculator_call("mean([Arrears rate]) <= 3.5")));
+    assert!(!check.accepts(&calculator_call("mean([Arrears rate]) <= 3.5 %")));
     // `Arrears rate` in %: what its sum, mean, min or max is compared with carries a grounded unit of a share
     // (the model's choice: the calculator converts it); a count of its rows, a ratio and the unit-less
     // `Loans` keep bare numbers.
@@ -445,8 +453,7 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
         "min([Loans]) > 3150",
         "sum([Arrears rate]) / sum([Loans]) <= 3.5",
     ] {
-        assert!(check.accepts(&expr(ok)), "{ok}\n{}", check.render());
-        runtime_accepts(&expr(ok));
+        accepts_a_valid_call(&check, ok);
         // And the calculator reads it as written.
         runtime::tools::calculator::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
@@ -462,7 +469,7 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
         "max([Arrears rate]) < 5.4 per cent",
         "min([Loans]) > 3150 %",
     ] {
-        assert!(!check.accepts(&expr(bad)), "{bad}");
+        assert!(!check.accepts(&calculator_call(bad)), "{bad}");
     }
 }
 
@@ -471,9 +478,6 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();
     let i = inputs(&cards, &g);
-    let expr = |e: &str| {
-        format!(r#"{{"type":"action","tool":"calculator","arguments":{{"expression":"{e}"}}}}"#)
-    };
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
     // Any comparison, any order of terms, either direction, any column, joined by and / or; a ratio of totals;
     // a share of a stated quantity; a count of rows under a comparison: what the rule says is the model's
@@ -494,8 +498,7 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         "mean([Loans]) >= 3.5 * 4820 / 100",
         "mean([Arrears rate]) <= 3.5 and count([Loans] < -3150) < 2.8",
     ] {
-        assert!(check.accepts(&expr(ok)), "{ok}\n{}", check.render());
-        runtime_accepts(&expr(ok));
+        accepts_a_valid_call(&check, ok);
     }
     for bad in [
         // A number no observation holds, a column nobody observed, values spelled out, no comparison.
@@ -515,7 +518,7 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         "mean([Arrears rate]) <= 60",
         "mean([Loans]) >= 3.5 * 4820 / 3.6",
     ] {
-        assert!(!check.accepts(&expr(bad)), "{bad}");
+        assert!(!check.accepts(&calculator_call(bad)), "{bad}");
     }
 }
 

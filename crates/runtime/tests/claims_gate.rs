@@ -10,14 +10,6 @@ use pretty_assertions::assert_eq;
 use runtime::claims::ClaimKind;
 use runtime::{RunStatus, StopReason};
 
-fn rejections(o: &common::Outcome) -> Vec<String> {
-    o.events
-        .iter()
-        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
-        .map(|e| e.data["code"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// Runs `task` with scripted `actions`, then a final built by `final_stating` from `wrong`, then the
 /// same final from `right`: the shape of every "rejected, then repaired" case below.
 fn run_repaired(
@@ -41,13 +33,12 @@ fn an_ungrounded_number_is_never_accepted() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Stopped, StopReason::LoopDetected)
     );
-    assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
+    assert_eq!(
+        o.rejection_codes(),
+        ["ungrounded_number", "ungrounded_number"]
+    );
     assert_eq!(o.result.final_answer, None);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    let rejected = o.first("final.validated");
     let message = rejected.data["message"].as_str().unwrap();
     assert!(
         message.contains("80") && message.contains("obs-calculator-2"),
@@ -67,14 +58,12 @@ fn a_printed_rounding_is_grounded_and_a_wrong_rounding_is_not() {
     );
     // 78.4 rounds nothing observed; 78.3 is `(72 + 78 + 85) / 3`, a mean over a divisor no data states
     // (three of four batches): the model's own number, not evidence.
-    assert_eq!(rejections(&o), ["ungrounded_number", "ungrounded_number"]);
+    assert_eq!(
+        o.rejection_codes(),
+        ["ungrounded_number", "ungrounded_number"]
+    );
     assert!(o.result.final_answer.as_deref().unwrap().contains("79"));
-    let accepted = o
-        .events
-        .iter()
-        .rev()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    let accepted = o.last("final.validated");
     assert_eq!(accepted.data["accepted"], true);
     assert_eq!(
         accepted.data["claims"]["status"], "verified",
@@ -93,12 +82,8 @@ fn a_verdict_contradicting_the_declared_rule_check_is_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
+    let rejected = o.first("final.validated");
     let message = rejected.data["message"].as_str().unwrap();
     // The runtime's own reading of the rule in the knowledge decides, not the model's rule check; the repair
     // names where the rule is and that the verdict failed its check, not which verdict to write.
@@ -113,12 +98,7 @@ fn a_verdict_contradicting_the_declared_rule_check_is_rejected_then_repaired() {
             .unwrap()
             .ends_with("missed.")
     );
-    let accepted = o
-        .events
-        .iter()
-        .rev()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    let accepted = o.last("final.validated");
     assert_eq!(accepted.data["claims"]["verdict"], false);
     assert_eq!(
         accepted.data["claims"]["rule_source"],
@@ -134,16 +114,8 @@ fn a_verdict_contradicting_rules_stated_as_facts_is_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let message = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap()
-        .data["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
+    let message = o.first_gate_message();
     assert!(
         message.contains("obs-knowledge_search-1") && !message.contains("average_gte"),
         "{message}"
@@ -156,12 +128,7 @@ fn the_happy_chains_pass_the_gate_with_their_claims_recorded() {
     for name in ["happy", "router_happy"] {
         let o = run_fixture(name);
         assert_eq!(o.result.status, RunStatus::Completed, "{name}");
-        let accepted = o
-            .events
-            .iter()
-            .rev()
-            .find(|e| e.phase == "final.validated")
-            .unwrap();
+        let accepted = o.last("final.validated");
         assert_eq!(accepted.data["accepted"], true, "{name}");
         assert!(
             !accepted.data["claims"]["numbers"]
@@ -260,12 +227,8 @@ fn a_coarse_rounding_or_a_count_as_a_percentage_is_not_grounded() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["ungrounded_number"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["ungrounded_number"]);
+    let rejected = o.first("final.validated");
     assert!(
         rejected.data["message"]
             .as_str()
@@ -299,12 +262,8 @@ fn a_grounded_number_stated_for_the_wrong_row_is_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["misattributed_number"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["misattributed_number"]);
+    let rejected = o.first("final.validated");
     let message = rejected.data["message"].as_str().unwrap();
     // The repair names the row and the check that failed, never the value the runtime reads there.
     assert!(
@@ -350,12 +309,8 @@ fn a_whole_number_for_a_value_with_decimals_is_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["ungrounded_number"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["ungrounded_number"]);
+    let rejected = o.first("final.validated");
     assert!(
         rejected.data["message"]
             .as_str()
@@ -393,7 +348,7 @@ fn two_verdict_choices_that_disagree_are_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["verdicts_disagree"]);
+    assert_eq!(o.rejection_codes(), ["verdicts_disagree"]);
     assert_eq!(
         verification(&o)["status"],
         "verified",
@@ -409,12 +364,8 @@ fn two_verdict_choices_that_disagree_are_rejected_then_repaired() {
 #[test]
 fn a_label_slot_naming_the_wrong_row_is_rejected_then_repaired() {
     let o = run_fixture("claims_wrong_row");
-    assert_eq!(rejections(&o), ["wrong_row"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["wrong_row"]);
+    let rejected = o.first("final.validated");
     // The slot and the column it was checked over are named; the row the runtime reads there is not.
     let message = rejected.data["message"].as_str().unwrap();
     assert!(
@@ -430,7 +381,7 @@ fn a_label_slot_naming_the_wrong_row_is_rejected_then_repaired() {
 #[test]
 fn a_value_slot_filled_with_a_label_is_rejected_then_repaired() {
     let o = run_fixture("claims_slot_type");
-    assert_eq!(rejections(&o), ["slot_type_mismatch"]);
+    assert_eq!(o.rejection_codes(), ["slot_type_mismatch"]);
     assert_eq!(verification(&o)["status"], "verified");
 }
 
@@ -441,12 +392,8 @@ fn the_right_aggregate_over_the_wrong_column_is_rejected_then_recomputed() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["wrong_quantity"]);
-    let rejected = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap();
+    assert_eq!(o.rejection_codes(), ["wrong_quantity"]);
+    let rejected = o.first("final.validated");
     assert!(
         rejected.data["message"]
             .as_str()
@@ -473,7 +420,7 @@ fn a_verdict_on_a_rule_the_knowledge_does_not_state_is_an_abstention() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert!(rejections(&o).is_empty());
+    assert!(o.rejection_codes().is_empty());
     let v = o.result.verification.clone().expect("verification");
     assert_eq!(v.status, runtime::claims::VerificationStatus::Partial);
     let verdict = v
@@ -582,7 +529,7 @@ fn a_verdict_disputed_through_every_repair_ends_as_an_abstention_naming_the_disp
         "{:?}",
         o.result.error
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
     let claims = verification(&o);
     assert_eq!(claims["status"], "disputed", "{claims}");
     let all = claims["claims"].as_array().unwrap();
@@ -705,7 +652,7 @@ fn a_slot_that_is_an_average_columns_own_name_claims_the_columns_average_when_no
     let o = common::run_with(&common::task("clinic_wait_times"), &mut policy, move |c| {
         c.knowledge_dir = dir;
     });
-    assert_eq!(rejections(&o), ["wrong_quantity"]);
+    assert_eq!(o.rejection_codes(), ["wrong_quantity"]);
     assert_eq!(
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed),
@@ -751,7 +698,7 @@ fn a_number_in_the_template_s_own_text_is_the_task_s_word_not_a_row_s_value() {
         "滨江店",
     );
     // The wrong row is refused for its rank alone; the right one is verified, the month claiming nothing.
-    assert_eq!(rejections(&o), ["wrong_row"]);
+    assert_eq!(o.rejection_codes(), ["wrong_row"]);
     assert_eq!(
         verification(&o)["status"],
         "verified",
@@ -807,20 +754,6 @@ fn clinic_check_redone(recheck: &str) -> (common::Outcome, Spy) {
     (o, spy)
 }
 
-/// The data of the run's first final-answer validation (its first rejection in these runs).
-fn first_rejection(o: &common::Outcome) -> &serde_json::Value {
-    &o.events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap()
-        .data
-}
-
-/// The message of the run's first final-answer validation.
-fn first_rejection_message(o: &common::Outcome) -> String {
-    first_rejection(o)["message"].as_str().unwrap().to_owned()
-}
-
 /// Whether `gap` asks for a calculator call whose result is of `kind`.
 fn asks_calculator_for(gap: &runtime::policy::Gap, kind: runtime::policy::ResultKind) -> bool {
     matches!(gap, runtime::policy::Gap::Tool { tool, result: Some(k), .. } if tool == "calculator" && *k == kind)
@@ -835,9 +768,9 @@ fn a_verdict_dispute_reopens_the_rule_check_once_so_a_wrong_comparison_can_be_re
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
     assert_eq!(
-        first_rejection(&o)["rule_check_reopened"],
+        o.first("final.validated").data["rule_check_reopened"],
         "obs-calculator-3"
     );
     // The request after the dispute asks for the rule check again, not for the final.
@@ -860,7 +793,7 @@ fn a_verdict_dispute_names_the_limit_the_models_rule_check_left_out_never_a_comp
     // The rule check compared both numbers with 40: the average's own limit (30) is missing from it. The
     // repair note names that limit by its key and what it limits, not the average or the row the runtime read.
     let (o, spy) = clinic_check_redone("mean([Wait]) <= 30 and max([Wait]) <= 40");
-    let message = first_rejection_message(&o);
+    let message = o.first_gate_message();
     let message = message.as_str();
     // The step that asks for the check again carries the same note beside its hint.
     let runtime::policy::Gap::Tool { hint, .. } = &spy.requests[5].gap else {
@@ -908,7 +841,7 @@ fn a_verdict_dispute_names_the_other_limits_number_and_a_limit_on_every_row_comp
     ));
     let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
     let o = common::run_with(&task, &mut policy, |_| {});
-    let message = first_rejection_message(&o);
+    let message = o.first_gate_message();
     assert!(
         message.contains("it compares `mean([Wait])` with the number of another limit, not with the one \"Maximum average wait\" sets"),
         "{message}"
@@ -999,9 +932,9 @@ fn a_disputed_quantity_reopens_the_calculation_so_the_model_can_compute_what_its
         requests: Vec::new(),
     };
     let o = common::run_with(&task, &mut spy, |_| {});
-    assert_eq!(rejections(&o), ["wrong_quantity"]);
+    assert_eq!(o.rejection_codes(), ["wrong_quantity"]);
     assert_eq!(
-        first_rejection(&o)["calculation_reopened"],
+        o.first("final.validated").data["calculation_reopened"],
         "obs-calculator-2"
     );
     // The request after the dispute asks for the calculation again, its old result marked where it stands.

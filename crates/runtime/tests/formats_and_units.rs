@@ -332,16 +332,8 @@ fn a_check_compared_raw_is_repaired_by_writing_the_limit_with_its_unit() {
     ];
     let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
     let o = common::run_with(&task, &mut policy, |_| {});
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let message = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap()
-        .data["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
+    let message = o.first_gate_message();
     // The repair note names the way to write the limit — the knowledge's own number and unit — not 300 s.
     assert!(
         message.contains("`5 minutes`") && !message.contains("300"),
@@ -363,14 +355,6 @@ fn a_check_compared_raw_is_repaired_by_writing_the_limit_with_its_unit() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-}
-
-fn rejections(o: &common::Outcome) -> Vec<String> {
-    o.events
-        .iter()
-        .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
-        .map(|e| e.data["code"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// A scripted run of `task`: search, average, the raw rule check a model wrote before units were read,
@@ -429,16 +413,8 @@ fn seconds_against_a_limit_in_minutes_compared_raw_is_rejected_then_repaired() {
         (o.result.status, o.result.stop_reason),
         (RunStatus::Completed, StopReason::Completed)
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
-    let message = o
-        .events
-        .iter()
-        .find(|e| e.phase == "final.validated")
-        .unwrap()
-        .data["message"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
+    let message = o.first_gate_message();
     // The repair names where the rule is, not the converted limit or the verdict to write.
     assert!(
         message.contains("obs-knowledge_search-1") && !message.contains("kept"),
@@ -463,7 +439,7 @@ fn fahrenheit_against_a_limit_in_celsius_compared_raw_is_rejected_then_repaired(
         "Average temperature: 39.3 °F; warmest fridge: Ward block B; the cold chain standard was not met.",
         "Average temperature: 39.3 °F; warmest fridge: Ward block B; the cold chain standard was met.",
     );
-    assert_eq!(rejections(&o), ["verdict_contradicts_evidence"]);
+    assert_eq!(o.rejection_codes(), ["verdict_contradicts_evidence"]);
     let verification = o.result.verification.clone().unwrap();
     assert_eq!(
         verification.status,

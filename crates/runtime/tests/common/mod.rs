@@ -48,6 +48,28 @@ impl Outcome {
             .find(|e| e.phase == phase)
             .unwrap_or_else(|| panic!("no {phase} event in {:?}", self.phases()))
     }
+    pub fn last(&self, phase: &str) -> &TraceEvent {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e.phase == phase)
+            .unwrap_or_else(|| panic!("no {phase} event in {:?}", self.phases()))
+    }
+    /// The message of the run's first final-answer validation (its first rejection in the runs that have one).
+    pub fn first_gate_message(&self) -> String {
+        self.first("final.validated").data["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no message in {}", self.first("final.validated").data))
+            .to_owned()
+    }
+    /// The codes of the run's rejected finals, in order.
+    pub fn rejection_codes(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e.phase == "final.validated" && e.data["accepted"] == false)
+            .map(|e| e.data["code"].as_str().unwrap().to_owned())
+            .collect()
+    }
     pub fn metrics(&self) -> &runtime::Metrics {
         self.result.metrics.as_ref().expect("metrics")
     }

@@ -154,25 +154,14 @@ pub fn limit_value(
         source: columns,
         used: Vec::new(),
     };
-    match (limit, measured) {
-        (
-            Expr::Quantity { .. },
-            Expr::ColumnCall {
-                function,
-                column,
-                filter: None,
-                ..
-            },
-        ) => evaluator.quantity_in_unit_of(limit, column, *function),
-        _ => match evaluator.eval(limit)? {
-            CalcValue::Number(x) => Ok(x),
-            CalcValue::Boolean(_) => Err(binary_type_error(
-                BinOp::LessEqual,
-                ValueType::Number,
-                ValueType::Boolean,
-                0,
-            )),
-        },
+    match measured {
+        Expr::ColumnCall {
+            function,
+            column,
+            filter: None,
+            ..
+        } => evaluator.limit(limit, column, *function, BinOp::LessEqual, 0),
+        _ => evaluator.number(limit, BinOp::LessEqual, 0),
     }
 }
 
@@ -337,22 +326,7 @@ impl Evaluator<'_> {
         column: &ColumnRef,
         position: usize,
     ) -> Result<CalcValue, CalcError> {
-        let limit = match filter.limit.as_ref() {
-            Expr::Quantity { .. } => CalcValue::Number(self.quantity_in_unit_of(
-                &filter.limit,
-                column,
-                Function::Count,
-            )?),
-            limit => self.eval(limit)?,
-        };
-        let CalcValue::Number(limit) = limit else {
-            return Err(binary_type_error(
-                filter.op,
-                ValueType::Number,
-                ValueType::Boolean,
-                position,
-            ));
-        };
+        let limit = self.limit(&filter.limit, column, Function::Count, filter.op, position)?;
         // Each row compared as a comparison node compares, float noise included.
         let passing = values
             .iter()
@@ -394,7 +368,7 @@ impl Evaluator<'_> {
                 quantity_position(quantity),
             ));
         };
-        let limit = self.quantity_in_unit_of(quantity, column, *function)?;
+        let limit = self.limit(quantity, column, *function, op, quantity_position(quantity))?;
         let (a, b) = if limit_on_right {
             (value, limit)
         } else {
@@ -403,39 +377,60 @@ impl Evaluator<'_> {
         Ok(CalcValue::Boolean(compare(op, a, b)))
     }
 
-    /// A quantity's value in the unit of `column` (resolved here if it was not yet) as `function` measures
-    /// it: a total of an offset unit (a temperature) converts otherwise than one value, so it is refused.
-    /// A column that states no unit takes the quantity's, as a bare limit beside a unit is read.
+    /// The number a limit stands for beside `column` as `function` measures it: a quantity (`5 min`) converted
+    /// into the column's unit, anything else evaluated as it is.
+    fn limit(
+        &mut self,
+        limit: &Expr,
+        column: &ColumnRef,
+        function: Function,
+        op: BinOp,
+        position: usize,
+    ) -> Result<f64, CalcError> {
+        match limit {
+            Expr::Quantity {
+                value,
+                unit,
+                position,
+            } => self.quantity_in_unit_of(limit, *value, unit, *position, column, function),
+            _ => self.number(limit, op, position),
+        }
+    }
+
+    /// The number `expr` evaluates to; a boolean where `op` needs a number is its type error.
+    fn number(&mut self, expr: &Expr, op: BinOp, position: usize) -> Result<f64, CalcError> {
+        match self.eval(expr)? {
+            CalcValue::Number(x) => Ok(x),
+            CalcValue::Boolean(_) => Err(binary_type_error(
+                op,
+                ValueType::Number,
+                ValueType::Boolean,
+                position,
+            )),
+        }
+    }
+
+    /// `quantity` (`value` `unit`, written at `position`) in the unit of `column` (resolved here if it was
+    /// not yet) as `function` measures it: a total of an offset unit (a temperature) converts otherwise than
+    /// one value, so it is refused. A column that states no unit takes the quantity's, as a bare limit beside
+    /// a unit is read.
     fn quantity_in_unit_of(
         &mut self,
         quantity: &Expr,
+        value: f64,
+        unit: &str,
+        position: usize,
         column: &ColumnRef,
         function: Function,
     ) -> Result<f64, CalcError> {
-        let Expr::Quantity {
-            value,
-            unit,
-            position,
-        } = quantity
-        else {
-            return self.eval(quantity).and_then(|v| match v {
-                CalcValue::Number(x) => Ok(x),
-                CalcValue::Boolean(_) => Err(binary_type_error(
-                    BinOp::LessEqual,
-                    ValueType::Number,
-                    ValueType::Boolean,
-                    0,
-                )),
-            });
-        };
-        self.column(column, *position)?;
+        self.column(column, position)?;
         let column_unit = self
             .used
             .iter()
             .find(|u| u.reference == *column)
             .and_then(|u| u.column.unit.clone());
         let aligned = forge_language::units::align_limit(
-            *value,
+            value,
             Some(unit),
             column_unit.as_deref(),
             function == Function::Sum,
@@ -444,9 +439,9 @@ impl Evaluator<'_> {
             quantity: quantity.to_string(),
             reference: column.to_string(),
             error: Box::new(error),
-            position: *position,
+            position,
         })?;
-        bounded(aligned.value, *position)
+        bounded(aligned.value, position)
     }
 }
 
