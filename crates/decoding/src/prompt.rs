@@ -114,7 +114,8 @@ fn step_guidance(tool: &str, result: Option<ResultKind>) -> &'static str {
         }
         ("calculator", _) => {
             "Write one aggregate over the column the task names, by reference: mean([Column]) for an average, \
-             sum([Column]) for a total."
+             sum([Column]) for a total; a rate the knowledge defines over totals is one total over another: \
+             sum([Column A]) / sum([Column B]) * 100."
         }
         ("plot", _) => {
             "column: the column the task names, by reference ([Name]), or labels and values: every row label and its \

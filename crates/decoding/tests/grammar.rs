@@ -393,11 +393,21 @@ fn aggregates_run_over_whole_observed_columns() {
         "sum([Loans])",
         "max([Loans])",
         "count([Arrears rate])",
+        // A rate the knowledge defines over totals: one aggregate over another, times a conversion factor.
+        "sum([Arrears rate]) / sum([Loans])",
+        "sum([Arrears rate]) / sum([Loans]) * 100",
+        "mean([Loans]) / max([Loans]) * 1000",
     ] {
         accepts_a_valid_call(&calc, ok);
     }
-    // One aggregate over one whole column: no partial, reordered or mixed columns, no chains.
+    // One aggregate over one whole column, or one over another: no partial, reordered or mixed columns, no
+    // chains, no number of the data's as a divisor or factor.
     for bad in [
+        "sum([Loans]) / 4820",
+        "sum([Loans]) * 100",
+        "sum([Arrears rate]) / sum([Loans]) * 3.5",
+        "sum([Arrears rate]) / sum([Loans]) / sum([Loans])",
+        "100 * sum([Arrears rate]) / sum([Loans])",
         "mean(2.8, 3.4)",
         "mean(2.8, 3.4, 5.4, 4820)",
         "mean(3.4, 2.8, 5.4)",

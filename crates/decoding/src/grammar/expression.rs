@@ -38,7 +38,7 @@ pub(super) fn expression_node(
     let root = match goal {
         CalcGoal::Boolean if over_table => "calc-check",
         CalcGoal::Boolean => "calc-bool",
-        CalcGoal::Number if over_table => "calc-aggregate",
+        CalcGoal::Number if over_table => "calc-quantity",
         CalcGoal::Number => "calc-num",
         CalcGoal::Free if over_table => free_choice(grammar, inputs, tool, field, &references)?,
         CalcGoal::Free => "calc-any",
@@ -110,7 +110,34 @@ fn define_table_terms(
         ]),
     ]);
     grammar.define("calc-operand", operand);
+    let longest_call = "count()".len() + longest_reference;
+    define_quantity(
+        grammar,
+        2 * longest_call + " /  * ".len() + longest_factor <= max_chars as usize,
+    );
     define_check(grammar, references, shape, factors, &units);
+}
+
+/// `calc-quantity`, what a number step computes over a table: one aggregate (`mean([Wait])`), or — when two
+/// fit the registry's limit (`ratio_fits`) — one aggregate over another, optionally times a factor the unit
+/// vocabulary converts by: a rate the knowledge defines over totals (`sum([Passed]) / sum([Tests]) * 100`).
+/// With one aggregate only, the 1.5B could not write such a rate and wrote the mean of the per-row rates
+/// (suite, stop 58). Whether a step is a ratio, and of which columns, is the model's; the gate checks the
+/// quantity the slot names.
+fn define_quantity(grammar: &mut Grammar, ratio_fits: bool) {
+    if !ratio_fits {
+        grammar.define("calc-quantity", Node::rule("calc-aggregate"));
+        return;
+    }
+    let ratio = Node::seq([
+        spaced(&[BinOp::Div]),
+        Node::rule("calc-aggregate"),
+        Node::seq([spaced(&[BinOp::Mul]), Node::rule("calc-factor")]).opt(),
+    ]);
+    grammar.define(
+        "calc-quantity",
+        Node::seq([Node::rule("calc-aggregate"), ratio.opt()]),
+    );
 }
 
 /// The columns of one dimension of units (time, mass, a share, one currency) and the grounded names a limit of
