@@ -375,7 +375,9 @@ pub fn printed_forms(value: f64) -> Vec<String> {
 /// names a unit (`5 minutes`, `120克`, `12‰`, `80%`; of a run of CJK characters, its longest start that
 /// does: `2.5升且` → `升`) and a currency symbol right before one (`£2.10`). What a limit may be written with.
 pub fn units_written_with(text: &str) -> Vec<String> {
-    const SYMBOLS: &[char] = &['°', '%', '％', '‰', '£', '€', '$', '¥', '￥'];
+    // A currency sign stands before its number (`£2.10`); the other signs after it (`80%`, `12‰`, `5 °C`).
+    const CURRENCY_SIGNS: [char; 5] = ['£', '€', '$', '¥', '￥'];
+    let is_sign = |c: &char| matches!(c, '°' | '%' | '％' | '‰') || CURRENCY_SIGNS.contains(c);
     let text = fold_full_width(text);
     let mut out: Vec<String> = Vec::new();
     let mut push = |unit: &str| {
@@ -390,18 +392,18 @@ pub fn units_written_with(text: &str) -> Vec<String> {
         if let Some(symbol) = text[..mention.start]
             .chars()
             .next_back()
-            .filter(|c| matches!(c, '£' | '€' | '$' | '¥' | '￥'))
+            .filter(|c| CURRENCY_SIGNS.contains(c))
         {
             push(&symbol.to_string());
         }
         let after = text[mention.end..].trim_start_matches(' ');
         let run: Vec<char> = after
             .chars()
-            .take_while(|c| c.is_alphabetic() || SYMBOLS.contains(c))
+            .take_while(|c| c.is_alphabetic() || is_sign(c))
             .collect();
         // Words in a spaced script are whole (`depots` is no `d`); in an unspaced one the unit is the start
         // of the run (`升且`).
-        let shortest = if run.iter().all(|c| c.is_ascii() || SYMBOLS.contains(c)) {
+        let shortest = if run.iter().all(|c| c.is_ascii() || is_sign(c)) {
             run.len().max(1)
         } else {
             1
@@ -645,24 +647,25 @@ pub fn leading_value(text: &str) -> Option<(f64, usize)> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_units_a_text_writes_with_its_numbers_are_read_as_written() {
         assert_eq!(
-            super::units_written_with(
+            units_written_with(
                 "no more than 5 minutes, and no store above 8 minutes; reported in seconds (270 s)"
             ),
             ["minutes", "s"]
         );
         assert_eq!(
-            super::units_written_with("平均值不超过１２０克，且任一食堂不超过150克"),
+            units_written_with("平均值不超过１２０克，且任一食堂不超过150克"),
             ["克"]
         );
         assert_eq!(
-            super::units_written_with("at most £2.10, 12‰ and 80% of 3 depots"),
+            units_written_with("at most £2.10, 12‰ and 80% of 3 depots"),
             ["£", "‰", "%"]
         );
     }
-    use super::*;
 
     fn values(text: &str) -> Vec<f64> {
         scan(text).into_iter().map(|m| m.value).collect()

@@ -472,7 +472,6 @@ fn clean(value: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
 
     #[test]
