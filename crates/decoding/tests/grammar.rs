@@ -582,6 +582,33 @@ fn every_verdict_option_and_every_grounded_value_is_open_to_the_answer() {
 }
 
 #[test]
+fn a_slot_states_a_negative_value_with_its_sign_and_never_without_it() {
+    let cards = ToolRegistry::builtin().cards();
+    let g = grounding(&["1.4", "-5.2", "-3.3", "3"], &["Old Town", "Quay"], &[]);
+    let mut i = inputs(&cards, &g);
+    i.answer_template = "The average change was <average change>%, lowest at <lowest site>.";
+    let ids = vec!["obs-knowledge_search-1".to_string()];
+    let fin = grammar::guided_final(&i, &ids).unwrap();
+    let answer = |average: &str| {
+        format!(
+            "{}{}",
+            grammar::guided_final_prefix(&i, &ids),
+            slots_after_prefix(&[("average change", average), ("lowest site", "Quay")])
+        )
+    };
+    for stated in ["-3.3", "1.4", "-5.2", "3"] {
+        let text = answer(stated);
+        assert!(fin.accepts(&text), "{text}\n{}", fin.render());
+        runtime_accepts_for(&text, i.answer_template);
+    }
+    // Only -3.3 and -5.2 are grounded: without its sign the number is one no observation holds, which the
+    // claims gate refuses; the grammar must not offer what the gate refuses.
+    for unsigned in ["3.3", "5.2", "-1.4", "-3"] {
+        assert!(!fin.accepts(&answer(unsigned)), "{unsigned}");
+    }
+}
+
+#[test]
 fn a_chart_draws_a_whole_observed_column_by_reference_with_a_computed_line() {
     let cards = ToolRegistry::builtin().cards();
     let g = two_column_grounding();

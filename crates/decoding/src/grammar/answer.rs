@@ -10,7 +10,7 @@ use forge_language::template::{self, Part};
 pub use crate::answer_form::AnswerForm;
 
 use super::Inputs;
-use super::text::{define_text, escape_json_text as escape, text_numbers};
+use super::text::{define_text, escape_json_text as escape, slot_numbers};
 use crate::gbnf::{Grammar, Node};
 
 /// Row labels one slot may list (`A, B and C` for a top-N slot or a tie): more is a list no template asks for.
@@ -159,7 +159,7 @@ fn slot_node(grammar: &mut Grammar, inputs: &Inputs) -> Node {
     if grammar.has_rule("slot") {
         return Node::rule("slot");
     }
-    let numbers: Vec<String> = text_numbers(inputs, true);
+    let numbers: Vec<String> = slot_numbers(inputs);
     let labels: Vec<String> = inputs.grounding.labels.iter().map(|l| escape(l)).collect();
     if numbers.is_empty() && labels.is_empty() {
         define_text(grammar, inputs);

@@ -1,6 +1,7 @@
-//! The grounded text every part of a decision writes: numbers as JSON may write them and as prose writes
-//! them, free text whose digit runs are grounded numbers, and JSON string escaping. Shared by the argument
-//! values, the calculator expressions and the final answer.
+//! The grounded text every part of a decision writes: numbers as JSON may write them, as prose writes
+//! them (unsigned: a `-` is text there) and as a slot holds them (signed), free text whose digit runs are
+//! grounded numbers, and JSON string escaping. Shared by the argument values, the calculator expressions
+//! and the final answer.
 
 use super::{Inputs, json_string};
 use crate::gbnf::{Grammar, Node};
@@ -21,6 +22,23 @@ pub(super) fn is_json_number(text: &str) -> bool {
 /// Grounded numbers as written inside text: unsigned (a `-` is an ordinary character there). Counts
 /// (`0..=rows`) only where prose may use them, never in a computation.
 pub(super) fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
+    grounded_numbers(inputs, with_counts, |n| n.trim_start_matches('-'))
+}
+
+/// Grounded numbers as a slot holds them: signed as the observations state them, counts included. A slot
+/// has no characters of its own, so a negative value's `-` is part of the number: offered unsigned only,
+/// a mean of -3.3 could be written as `3.3` alone, which the claims gate rightly refuses as ungrounded
+/// (the 1.5B looped on it until the run had no answer: suite, stop 58).
+pub(super) fn slot_numbers(inputs: &Inputs) -> Vec<String> {
+    grounded_numbers(inputs, true, |n| n)
+}
+
+/// The grounded numbers (and counts, `with_counts`) as `written` prints each, without repeats, longest first.
+fn grounded_numbers(
+    inputs: &Inputs,
+    with_counts: bool,
+    written: impl Fn(&str) -> &str,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let counts = if with_counts {
         inputs.grounding.counts.as_slice()
@@ -28,7 +46,7 @@ pub(super) fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
         &[]
     };
     for n in inputs.grounding.numbers.iter().chain(counts) {
-        let n = n.trim_start_matches('-').to_owned();
+        let n = written(n).to_owned();
         if !n.is_empty() && !out.contains(&n) {
             out.push(n);
         }
