@@ -44,7 +44,13 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
     // over the column `Lowest night temperature` claims an average, not a lowest row; "<average fill
     // variance>" over `Fill variance` an average, not a variance the tools cannot compute.
     let own_words = without_quantity_names(name, columns);
-    if let Some(quantity) = lexicon::unsupported_in(&own_words) {
+    // A statistic's word that a column's header also holds names that column, not the statistic: "<lowest-variance
+    // fund>" over `Benchmark variance` asks for a fund, whichever of the header's words the slot repeats.
+    if let Some(quantity) = lexicon::unsupported_in(&own_words)
+        && !columns
+            .iter()
+            .any(|c| lexicon::unsupported_in(&c.name) == Some(quantity))
+    {
         return SlotClaim::Unsupported(quantity.to_owned());
     }
     if let Some((end, n)) = lexicon::list_in(&own_words) {
@@ -298,6 +304,21 @@ mod tests {
         assert_eq!(
             classify("median fill variance", &fill),
             SlotClaim::Unsupported("median".into())
+        );
+        // One word of the header is enough: the slot names the column by its head word.
+        let funds = vec![col(
+            "Benchmark variance",
+            "Fund",
+            &["Gilt", "Equity"],
+            &[0.2, -1.5],
+        )];
+        assert_eq!(
+            classify("lowest-variance fund", &funds),
+            SlotClaim::ExtremeLabel(End::Lowest)
+        );
+        assert_eq!(
+            classify("variance of the funds' returns", &cols),
+            SlotClaim::Unsupported("variance".into())
         );
         assert_eq!(
             classify("variance of the waits", &cols),
