@@ -440,9 +440,9 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
     let check = grammar::guided_tool(&i, "calculator", Some(ResultKind::Boolean)).unwrap();
     assert!(check.accepts(&calculator_call("mean([Arrears rate]) <= 3.5")));
     assert!(!check.accepts(&calculator_call("mean([Arrears rate]) <= 3.5 %")));
-    // `Arrears rate` in %: what its sum, mean, min or max is compared with carries a grounded unit of a share
-    // (the model's choice: the calculator converts it); a count of its rows, a ratio and the unit-less
-    // `Loans` keep bare numbers.
+    // `Arrears rate` in %: what its sum, mean, min or max is compared with, and the limit of a filter over its
+    // rows, carry a grounded unit of a share (the model's choice: the calculator converts it); a count of its
+    // rows, a ratio and the unit-less `Loans` keep bare numbers.
     let mut with_unit = two_column_grounding();
     with_unit.series[1].unit = Some("%".into());
     // Units the observations write with their numbers (grounded as numbers are), of any dimension.
@@ -457,7 +457,9 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
         "max([Arrears rate]) < 5.4 percent",
         "max([Arrears rate]) < 5.4%",
         "mean([Arrears rate]) / 4820 <= 3.5",
-        "count([Arrears rate] > 3.5) <= 2.8",
+        "count([Arrears rate] > 3.5 %) <= 1",
+        "count([Arrears rate] >= 5.4‰) <= 2 and mean([Arrears rate]) <= 3.5 %",
+        "count([Loans] > 3150) <= 0",
         "count([Arrears rate]) >= 3.5",
         "mean([Loans]) >= 3.5 * 4820 / 100",
         "min([Loans]) > 3150",
@@ -474,7 +476,9 @@ fn a_limit_on_a_column_in_a_unit_is_written_with_a_unit_of_its_dimension() {
         "mean([Arrears rate]) <= 3.6 %",
         "mean([Arrears rate]) <= 3.5 * 2.8 %",
         "mean([Arrears rate]) <= 3.5 * 4820 / 100",
-        "count([Arrears rate] > 3.5 %) <= 2.8",
+        "count([Arrears rate] > 3.5) <= 1",
+        "count([Arrears rate] > 3.5 min) <= 1",
+        "count([Loans] > 3150 %) <= 1",
         "count([Arrears rate]) <= 2.8 %",
         "max([Arrears rate]) < 5.4 per cent",
         "min([Loans]) > 3150 %",
@@ -501,12 +505,13 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         "mean([Arrears rate]) <= 3.5 * 2.8",
         "mean([Arrears rate]) * 2.8 >= 3.5",
         "mean([Arrears rate]) <= -3.5",
-        "count([Arrears rate] > 3.5) <= 2.8",
+        "count([Arrears rate] > 3.5) <= 1",
+        "count([Arrears rate] > 3.5) == 0",
         "mean([Arrears rate]) <= 3.5 * 60",
         "max([Loans]) <= 4820 / 1000",
         // A percentage of a stated quantity: the share, the quantity, then a factor (`85 * 320 / 100`).
         "mean([Loans]) >= 3.5 * 4820 / 100",
-        "mean([Arrears rate]) <= 3.5 and count([Loans] < -3150) < 2.8",
+        "mean([Arrears rate]) <= 3.5 and count([Loans] < -3150) < 3",
     ] {
         accepts_a_valid_call(&check, ok);
     }
@@ -521,9 +526,13 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         "mean([Arrears rate]) <= max([Arrears rate])",
         "max([Arrears rate]) <= 3.5 * max([Arrears rate])",
         "3.5 >= mean([Arrears rate])",
-        // A row count under a comparison with a number no observation holds, or outside a count.
-        "count([Arrears rate] > 3.6) <= 2.8",
+        // A row count under a comparison with a number no observation holds, or outside a count; a count of
+        // rows compared with anything but a number of rows (0 to the longest column's 3).
+        "count([Arrears rate] > 3.6) <= 1",
         "mean([Arrears rate] > 3.5) <= 2.8",
+        "count([Arrears rate] > 3.5) <= 2.8",
+        "count([Arrears rate] > 3.5) <= 4",
+        "count([Arrears rate] > 3.5) <= 3.5 * 60",
         // A factor converts a limit; it is no limit of its own, nor a third operand of ungrounded numbers.
         "mean([Arrears rate]) <= 60",
         "mean([Loans]) >= 3.5 * 4820 / 3.6",

@@ -305,7 +305,7 @@ mod tests {
             classify("median fill variance", &fill),
             SlotClaim::Unsupported("median".into())
         );
-        // One word of the header is enough: the slot names the column by its head word.
+        // One word of the header is enough when it is the statistic's: the slot names the column by it.
         let funds = vec![col(
             "Benchmark variance",
             "Fund",
