@@ -24,6 +24,7 @@ fn main() {
         numbers: ["72", "78", "81", "85", "79", "70"]
             .map(String::from)
             .to_vec(),
+        stated: ["72", "78", "81", "85", "70"].map(String::from).to_vec(),
         counts: ["0", "1", "2", "3", "4"].map(String::from).to_vec(),
         labels: ["Batch A", "Batch B", "Batch C", "Batch D"]
             .map(String::from)

@@ -21,6 +21,7 @@ fn tool_names() -> Vec<&'static str> {
 fn grounding(numbers: &[&str], labels: &[&str], ids: &[&str]) -> Grounding {
     Grounding {
         numbers: numbers.iter().map(|s| s.to_string()).collect(),
+        stated: numbers.iter().map(|s| s.to_string()).collect(),
         counts: Vec::new(),
         labels: labels.iter().map(|s| s.to_string()).collect(),
         evidence_ids: ids.iter().map(|s| s.to_string()).collect(),
@@ -536,6 +537,12 @@ fn a_rule_check_is_the_models_comparison_of_column_aggregates_with_limits_in_gro
         // A factor converts a limit; it is no limit of its own, nor a third operand of ungrounded numbers.
         "mean([Arrears rate]) <= 60",
         "mean([Loans]) >= 3.5 * 4820 / 3.6",
+        // A limit is stated by the data or the task: the mean just computed (3.87, its rounding 3.9) is no
+        // limit to check that mean, or a count's filter, against.
+        "mean([Arrears rate]) <= 3.87",
+        "mean([Arrears rate]) <= 3.9 and max([Arrears rate]) <= 5.4",
+        "count([Arrears rate] > 3.87) <= 1",
+        "mean([Loans]) >= 3.5 * 3.87",
     ] {
         assert!(!check.accepts(&calculator_call(bad)), "{bad}");
     }

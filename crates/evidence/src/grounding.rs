@@ -18,6 +18,9 @@ use forge_language::numbers;
 pub struct Grounding {
     /// Printed forms of grounded numbers (signed, JSON-valid), shortest first per value.
     pub numbers: Vec<String>,
+    /// The numbers among `numbers` that the data and the task's own words state, leaving out what was
+    /// computed from them: what a rule's limit may be written with (a limit is stated, never a result).
+    pub stated: Vec<String>,
     /// Row counts of observed tables ("5 sites"): fine in an answer's text, never data to compute with.
     pub counts: Vec<String>,
     /// Row labels seen in tables (what a chart or an answer may name).
@@ -103,6 +106,8 @@ pub struct GroundedValues {
     pub row_values: Vec<(String, Vec<f64>)>,
     /// The names of the observed numeric columns (words that may stand between a label and its value).
     pub columns: Vec<String>,
+    /// The values the data and the task's texts state, without the results computed from them.
+    pub stated: Vec<f64>,
 }
 
 impl GroundedValues {
@@ -124,13 +129,20 @@ impl GroundedValues {
         for result in &results {
             out.add_result(result);
         }
+        let data_end = out.values.len();
         for result in &results {
             out.add_computed(result);
         }
+        let computed_end = out.values.len();
         for text in texts {
             out.values
                 .extend(numbers::scan(text).into_iter().map(|m| m.value));
         }
+        out.stated = out.values[..data_end]
+            .iter()
+            .chain(&out.values[computed_end..])
+            .copied()
+            .collect();
         out
     }
 
@@ -259,9 +271,14 @@ impl Grounding {
         for value in &values.values {
             push(numbers::canonical(*value));
         }
+        let mut stated: Vec<String> = Vec::new();
+        for value in &values.stated {
+            push_unique(&mut stated, numbers::canonical(*value));
+        }
         // Digits inside row labels ("Plant 7") may be written wherever the label may.
         for label in &values.labels {
             for mention in numbers::scan(label) {
+                push_unique(&mut stated, mention.printed.clone());
                 push(mention.printed);
             }
         }
@@ -308,6 +325,7 @@ impl Grounding {
         }
         Grounding {
             numbers: numbers_out,
+            stated,
             counts,
             labels: values.labels,
             evidence_ids,
@@ -444,6 +462,50 @@ mod tests {
             "{:?}",
             alone.numbers
         );
+    }
+
+    #[test]
+    fn a_stated_number_is_one_the_data_or_the_task_writes_never_only_a_result() {
+        let data = record(
+            "obs-a-0",
+            true,
+            json!({
+                "citations": [{"text": "The average must not exceed 12 minutes."}],
+                "data": {"tables": [{"rows": [{"label": "Depot 4", "values": {"Wait": 11.5}},
+                                               {"label": "Quay", "values": {"Wait": 13.25}}]}]}
+            }),
+        );
+        let mean = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean([Wait])", "value": 12.375}),
+        );
+        let g = Grounding::build([&data, &mean], &["Answer by the 30th."]);
+        for n in ["12", "11.5", "13.25", "4", "30"] {
+            assert!(g.stated.contains(&n.to_string()), "{n}: {:?}", g.stated);
+        }
+        // The mean and its roundings may be stated in an answer, never written as a limit.
+        for n in ["12.375", "12.38", "12.4"] {
+            assert!(g.numbers.contains(&n.to_string()), "{n}: {:?}", g.numbers);
+            assert!(!g.stated.contains(&n.to_string()), "{n}: {:?}", g.stated);
+        }
+        // A result the data also states stays stated: a mean exactly at a limit is the boundary case.
+        let level = record(
+            "obs-a-0",
+            true,
+            json!({
+                "citations": [{"text": "The average must not exceed 12 minutes."}],
+                "data": {"tables": [{"rows": [{"label": "Dock", "values": {"Wait": 11.5}},
+                                               {"label": "Quay", "values": {"Wait": 12.5}}]}]}
+            }),
+        );
+        let at_limit = record(
+            "obs-b-1",
+            true,
+            json!({"expression": "mean([Wait])", "value": 12.0}),
+        );
+        let g = Grounding::build([&level, &at_limit], &[]);
+        assert!(g.stated.contains(&"12".to_string()), "{:?}", g.stated);
     }
 
     #[test]

@@ -739,6 +739,7 @@ fn real_guided_grammars_resume_after_their_prefixes() {
     let cards = runtime::registry::ToolRegistry::builtin().cards();
     let grounding = Grounding {
         numbers: ["79", "72", "2"].map(String::from).to_vec(),
+        stated: ["79", "72", "2"].map(String::from).to_vec(),
         counts: vec!["0".into(), "1".into(), "2".into()],
         labels: vec!["A".into(), "B".into()],
         evidence_ids: vec!["obs-knowledge_search-1".into(), "obs-calculator-2".into()],

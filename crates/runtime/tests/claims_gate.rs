@@ -172,8 +172,8 @@ fn a_request_never_carries_the_verdict_the_runtime_reads() {
     assert_eq!(o.result.stop_reason, StopReason::Completed);
     let phrases = task.verdict_phrases();
     // Before and after the rule check, the grounding a policy's grammar is built from holds only what the
-    // observations establish: numbers, counts, labels, ids, columns, computed values, units written with
-    // numbers — never a verdict.
+    // observations establish: numbers (the stated ones apart), counts, labels, ids, columns, computed values,
+    // units written with numbers — never a verdict.
     assert!(spy.requests.len() >= 5);
     for request in &spy.requests {
         let grounding = serde_json::to_value(&request.grounding).unwrap();
@@ -195,6 +195,7 @@ fn a_request_never_carries_the_verdict_the_runtime_reads() {
                 "labels",
                 "numbers",
                 "series",
+                "stated",
                 "units"
             ]
         );

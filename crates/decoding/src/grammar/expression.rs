@@ -1,13 +1,13 @@
 //! Calculator expressions a decision may write: the whitelisted shapes of the calculator's own syntax over
 //! grounded numbers (`calc-num`, `calc-bool`) and, over observed tables, every calculator function of every
 //! observed column by reference (`calc-aggregate`) and comparisons of what a limit bounds over a column with a
-//! limit written in grounded numbers, with a unit of the column's dimension where its table states one
-//! (`calc-check`). Which column, which function, which comparison, which limit and which unit are the model's
+//! limit written in numbers the data and the task state (never a result computed from them), with a unit of
+//! the column's dimension where its table states one (`calc-check`). Which column, which function, which comparison, which limit and which unit are the model's
 //! choice: nothing here reads the task's words or the runtime's reading of its rule.
 
 use forge_tools::calculator::{BinOp, Function, UnaryOp};
 
-use super::text::{escape_json_text, text_numbers};
+use super::text::{escape_json_text, stated_numbers, text_numbers};
 use super::{CalcGoal, GrammarError, Inputs, column_references, usable_series};
 use crate::gbnf::{Grammar, Node};
 
@@ -102,13 +102,15 @@ fn define_table_terms(
         })
         .collect();
     grammar.define("calc-aggregate", Node::one_of_texts(calls));
-    let operand = Node::Alt(vec![
-        Node::rule("calc-aggregate"),
-        Node::seq([
-            Node::lit(UnaryOp::Neg.symbol()).opt(),
-            Node::rule("calc-number"),
-        ]),
-    ]);
+    // A check's numbers are stated ones: its limits, and a quantity a bound is taken over (`/ 320`).
+    let stated = stated_numbers(inputs);
+    let stated = if stated.is_empty() {
+        Node::rule("calc-number")
+    } else {
+        Node::one_of_texts(stated)
+    };
+    grammar.define("calc-stated", stated);
+    let operand = Node::Alt(vec![Node::rule("calc-aggregate"), signed_number()]);
     grammar.define("calc-operand", operand);
     let longest_call = "count()".len() + longest_reference;
     define_quantity(
@@ -202,7 +204,7 @@ fn unit_groups(inputs: &Inputs) -> Vec<UnitGroup> {
 /// `calc-counted` (the rows of a column passing a comparison, counted, compared with `calc-rows`: a number of
 /// rows, 0 to `max_rows`), `calc-bound` (what a limit bounds: an aggregate, optionally with one more operand —
 /// a ratio of totals), `calc-limit` (the
-/// limit: a grounded number, or two around an arithmetic operator — a share of a stated quantity — or one
+/// limit: a stated number (`calc-stated`), or two around an arithmetic operator — a share of a stated quantity — or one
 /// brought into the column's unit by a factor the unit vocabulary converts by, either optionally followed by
 /// one more factor: `85 * 320 / 100`), `calc-unit-N` (a limit on a column whose table states a unit: a grounded
 /// number with a unit of that dimension, `5 min`, for the calculator to convert) and
@@ -386,11 +388,11 @@ fn spaced(ops: &[BinOp]) -> Node {
     ])
 }
 
-/// A grounded number, optionally negative.
+/// A stated number (never only a computed result), optionally negative: what a rule check's limit is written in.
 fn signed_number() -> Node {
     Node::seq([
         Node::lit(UnaryOp::Neg.symbol()).opt(),
-        Node::rule("calc-number"),
+        Node::rule("calc-stated"),
     ])
 }
 

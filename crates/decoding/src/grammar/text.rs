@@ -25,6 +25,27 @@ pub(super) fn text_numbers(inputs: &Inputs, with_counts: bool) -> Vec<String> {
     grounded_numbers(inputs, with_counts, |n| n.trim_start_matches('-'))
 }
 
+/// The grounded numbers the data and the task's words state, as a calculator expression writes them
+/// (unsigned: a limit's `-` is the expression's own), leaving out results computed from them: a rule's limit
+/// is stated, so a model's own mean is no limit to check that mean against (the 1.5B wrote `mean([X]) <=
+/// 12.4` where 12.4 was the mean it had just computed and the rule said 12: suite, stop 59). Without a
+/// separate list (no observation yet), the grounded numbers.
+pub(super) fn stated_numbers(inputs: &Inputs) -> Vec<String> {
+    let grounding = inputs.grounding;
+    if grounding.stated.is_empty() {
+        return text_numbers(inputs, false);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in &grounding.stated {
+        let n = n.trim_start_matches('-').to_owned();
+        if !n.is_empty() && !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    out
+}
+
 /// Grounded numbers as a slot holds them: signed as the observations state them, counts included. A slot
 /// has no characters of its own, so a negative value's `-` is part of the number: offered unsigned only,
 /// a mean of -3.3 could be written as `3.3` alone, which the claims gate rightly refuses as ungrounded
