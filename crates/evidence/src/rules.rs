@@ -10,7 +10,7 @@ use serde_json::Value;
 
 pub use forge_language::rules::*;
 
-use crate::columns::{ColumnData, Focus, columns_of, focus};
+use crate::columns::{ColumnData, Focus, columns_of, focus, names_unread, unread_of};
 use forge_language::lexicon::fold;
 /// What a knowledge result states, for the rule reader: its facts, its tables' column names and text columns
 /// (read with `forge_tools`' observed reader) and its passages' texts (`citations[].text`).
@@ -116,6 +116,13 @@ pub fn column_values(
     if rules.is_empty() {
         return None;
     }
+    // A rule naming a column the tool could not read limits no readable one: the nearest readable name is
+    // another quantity (`Turnarounds` beside an unread `Turnaround (h:mm)`), and the rule stays unread.
+    let unread = unread_of(result);
+    let names_an_unread = |text: &str| names_unread(&data, &unread, &[text]).is_some();
+    if rules.iter().any(|r| names_an_unread(&r.key)) {
+        return None;
+    }
     // A single column: the rules' column only when a rule or the task names it (the one column-choice rule,
     // `columns::focus`, as the claims gate reads a single column); a table nothing names is not it.
     if columns.len() == 1 {
@@ -173,6 +180,9 @@ pub fn column_values(
         chosen = Some(at_top[0]);
     }
     if !named_any && !context.is_empty() {
+        if names_an_unread(context) {
+            return None;
+        }
         // No rule names a column: the one the task's text names, by the one column-choice rule — unless a
         // rule names a quantity that is not that column ("the average fault rate" where the cells give
         // availability): a rule about another quantity is not applied to this one.

@@ -529,6 +529,67 @@ fn a_limit_in_another_kind_of_unit_leaves_the_verdict_unverified_by_name() {
 }
 
 #[test]
+fn a_slot_naming_a_column_the_tool_could_not_read_is_never_checked_on_a_readable_near_name() {
+    // Held-out set 16 (1.5B, guided): `1:12` cells under a header stating no layout were a text column, and
+    // "<average turnaround>" was checked on `Turnarounds`, a count of flights: its mean was certified.
+    let body = "| Depot | Loads | Load |\n|---|---|---|\n| North | 412 | 1:12 |\n| South | 286 | 1:21 |\n\n## Load rule\n\nThe promise is kept when the average load is at most 75 minutes.\n";
+    let (dir, task) = depot_loads_task(body, &[]);
+    let knowledge_dir = dir.path().join("knowledge");
+    let texts = vec![
+        json!({"type": "action", "tool": "knowledge_search", "arguments": {"query": "load rule depot"}}).to_string(),
+        json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Loads])"}}).to_string(),
+        json!({"type": "action", "tool": "calculator", "arguments": {"expression": "mean([Loads]) <= 75"}}).to_string(),
+        json!({"type": "action", "tool": "plot", "arguments": {"column": "[Loads]", "title": "chart"}}).to_string(),
+        json!({"type": "final", "answer": "Average load: 349 seconds; longest wait: North; the queue promise was broken.",
+               "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]}).to_string(),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |config| {
+        config.knowledge_dir = knowledge_dir.clone();
+    });
+    let verification = o.result.verification.clone().unwrap();
+    let average = verification
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Aggregate)
+        .unwrap();
+    assert_eq!(average.status, runtime::claims::ClaimStatus::Unverified);
+    assert!(
+        average.detail.contains("[Load]") && average.detail.contains("could not read"),
+        "{}",
+        average.detail
+    );
+    let verdict = verification
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Verdict)
+        .unwrap();
+    assert_ne!(
+        verdict.status,
+        runtime::claims::ClaimStatus::Verified,
+        "{}",
+        verdict.detail
+    );
+    assert_ne!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+    // With the layout stated, the same cells are a column in minutes.
+    let (dir, task) = depot_loads_task(&body.replace("| Load |", "| Load (h:mm) |"), &[]);
+    let request = SearchRequest::new("load rule depot", knowledge::DEFAULT_TOP_K).unwrap();
+    let out = knowledge::search(
+        &request,
+        &dir.path().join("knowledge"),
+        &task.file.knowledge_files,
+    )
+    .unwrap();
+    assert_eq!(
+        column(&out.result, "Load"),
+        [("North".into(), 72.0), ("South".into(), 81.0)]
+    );
+}
+
+#[test]
 fn unit_conflicts_name_unknown_and_mismatched_pairs() {
     let parse = |rule: &str| {
         knowledge::parse_text(

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::check_review;
-use crate::columns::{self, ColumnData, Focus};
+use crate::columns::{self, ColumnData, Focus, UnreadColumn};
 use crate::grounding::GroundedValues;
 use crate::ledger::{Ledger, ObservationRecord};
 use crate::rules;
@@ -948,6 +948,8 @@ fn model_rule_check(
 /// The answer plan: the observed columns and the texts that say which one each slot is about.
 pub struct Plan<'t> {
     columns: Vec<ColumnData>,
+    /// The columns of numbers the cited tables could not read: a slot naming one claims nothing checkable.
+    unread: Vec<UnreadColumn>,
     /// The task's step hints (calculator steps first) and its text: where a slot naming no column looks.
     texts: Vec<&'t str>,
     /// Rules the cited knowledge states (an "either end" slot takes the end a per-row rule limits).
@@ -961,6 +963,7 @@ pub struct Plan<'t> {
 impl<'t> Plan<'t> {
     pub fn new(task: &'t Task, records: &[&ObservationRecord]) -> Plan<'t> {
         let columns = columns::columns_in(records.iter().copied());
+        let unread = columns::unread_in(records.iter().copied());
         let mut texts: Vec<&str> = task
             .required_evidence()
             .iter()
@@ -988,6 +991,7 @@ impl<'t> Plan<'t> {
             .collect();
         Plan {
             columns,
+            unread,
             texts,
             each_row_lower_limit,
             computed,
@@ -999,6 +1003,14 @@ impl<'t> Plan<'t> {
         let mut texts = vec![name];
         texts.extend(self.texts.iter().copied());
         columns::focus(&self.columns, &texts)
+    }
+
+    /// The unread column a slot's words (then the hints and the task, as [`Self::focus`] reads them) name at
+    /// least as well as any readable column.
+    fn names_unread(&self, name: &str) -> Option<&UnreadColumn> {
+        let mut texts = vec![name];
+        texts.extend(self.texts.iter().copied());
+        columns::names_unread(&self.columns, &self.unread, &texts)
     }
 
     fn resolve_end(&self, end: End) -> Option<End> {
@@ -1137,6 +1149,21 @@ impl<'t> Plan<'t> {
             SlotClaim::Unsupported(_) => ClaimKind::Unsupported,
             SlotClaim::Open => ClaimKind::Open,
         };
+        let over_a_column = !matches!(
+            claim,
+            SlotClaim::OwnValue | SlotClaim::Row | SlotClaim::Unsupported(_) | SlotClaim::Open
+        );
+        if over_a_column && let Some(column) = self.names_unread(name) {
+            return Ok(unverified(
+                &part,
+                kind,
+                fill,
+                &format!(
+                    "its words name [{}], a column of numbers the knowledge tool could not read ({}), so no value of it can be checked",
+                    column.name, column.reason
+                ),
+            ));
+        }
         let slot = Slot {
             part: &part,
             kind,

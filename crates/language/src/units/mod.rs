@@ -8,6 +8,7 @@
 //! is how people write it). Anything else is a [`UnitError`]: the caller leaves the comparison unread
 //! rather than compare raw numbers. Names and symbols are data (`units/units.json`).
 
+pub mod clock;
 pub mod names;
 
 use names::{self as vocabulary, NamedUnit};

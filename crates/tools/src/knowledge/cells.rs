@@ -28,6 +28,18 @@ pub enum ColumnError {
     },
     #[error("column {column:?}: its cells' units cannot be put in one unit: {source}")]
     Units { column: String, source: UnitError },
+    #[error(
+        "column {column:?}: {cell:?} is a time written on a clock face, and the header does not state its layout (h:mm or mm:ss), so it could be hours and minutes or minutes and seconds"
+    )]
+    ClockLayoutUnstated { column: String, cell: String },
+    #[error(
+        "column {column:?}: {cell:?} does not fit the clock layout {layout:?} its header states"
+    )]
+    ClockCell {
+        column: String,
+        cell: String,
+        layout: String,
+    },
 }
 
 impl ColumnError {
@@ -36,7 +48,9 @@ impl ColumnError {
         match self {
             Self::AmbiguousDecimalMark { column, .. }
             | Self::MixedDecimalMarks { column, .. }
-            | Self::Units { column, .. } => column,
+            | Self::Units { column, .. }
+            | Self::ClockLayoutUnstated { column, .. }
+            | Self::ClockCell { column, .. } => column,
         }
     }
 }
@@ -72,6 +86,57 @@ impl Grid {
         }
         Grid { text, markers }
     }
+}
+
+/// A column whose cells are written on a clock face (`1:12`), read in the layout its header states (`h:mm`)
+/// as numbers in the layout's smallest unit (`1:12` → 72 min): `Ok(None)` when no cell of `body` is a clock
+/// cell (not such a column); [`ColumnError::ClockLayoutUnstated`] when the header states no layout (a cell
+/// alone never says whether it is hours or minutes), [`ColumnError::ClockCell`] for a cell that is neither
+/// missing nor in the layout.
+pub(crate) fn clock_column(
+    grid: &Grid,
+    column: usize,
+    body: &[usize],
+    name: &str,
+    header_unit: Option<&str>,
+) -> Result<Option<Vec<Option<Quantity>>>, ColumnError> {
+    let Some(first) = body
+        .iter()
+        .map(|&r| grid.text[r][column].as_str())
+        .find(|cell| units::clock::is_clock_cell(cell))
+    else {
+        return Ok(None);
+    };
+    let Some(layout) = header_unit.and_then(units::clock::clock_layout) else {
+        return Err(ColumnError::ClockLayoutUnstated {
+            column: name.to_owned(),
+            cell: first.to_owned(),
+        });
+    };
+    let mut quantities = Vec::with_capacity(grid.text.len());
+    for (r, row) in grid.text.iter().enumerate() {
+        let cell = row[column].as_str();
+        if forge_language::tables::is_missing_marker(cell) {
+            quantities.push(None);
+            continue;
+        }
+        match layout.read(cell) {
+            Some(value) => quantities.push(Some(Quantity {
+                value,
+                unit: Some(layout.unit().to_owned()),
+            })),
+            // A summary row's cell outside the layout is not this column's data; a body row's is.
+            None if !body.contains(&r) => quantities.push(None),
+            None => {
+                return Err(ColumnError::ClockCell {
+                    column: name.to_owned(),
+                    cell: cell.to_owned(),
+                    layout: header_unit.unwrap_or_default().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(Some(quantities))
 }
 
 /// Whether `cell` reads as a number with either decimal mark.

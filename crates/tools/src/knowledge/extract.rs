@@ -14,7 +14,7 @@
 //! table's line and the limit, and `Task::load` can report it before any run.
 
 use forge_language::numbers::{self, Quantity};
-use forge_language::tables;
+use forge_language::{tables, units};
 
 pub use super::cells::ColumnError;
 use super::cells::{self, split_unit};
@@ -289,7 +289,11 @@ fn read_table(raw: &RawTable) -> Table {
     let looks_numeric: Vec<Vec<bool>> = grid
         .text
         .iter()
-        .map(|row| row.iter().map(|c| cells::reads_as_number(c)).collect())
+        .map(|row| {
+            row.iter()
+                .map(|c| cells::reads_as_number(c) || units::clock::is_clock_cell(c))
+                .collect()
+        })
         .collect();
     let is_text_cell =
         |r: usize, c: usize| !looks_numeric[r][c] && !tables::is_missing_marker(&grid.text[r][c]);
@@ -419,6 +423,27 @@ fn read_series(
     let mut unread = Vec::new();
     for &c in candidates {
         let (name, header_unit) = &names[c];
+        // Durations on a clock face (`1:12` under `Turnaround (h:mm)`): read in the header's layout, in its
+        // smallest unit, or refused by name; never a text column the slots and rules could not see.
+        match cells::clock_column(grid, c, body, name, header_unit.as_deref()) {
+            Ok(Some(quantities)) => {
+                let unit = quantities.iter().flatten().find_map(|q| q.unit.clone());
+                series.push((
+                    c,
+                    Column {
+                        name: name.clone(),
+                        unit,
+                    },
+                    quantities.into_iter().map(|q| q.map(|q| q.value)).collect(),
+                ));
+                continue;
+            }
+            Ok(None) => {}
+            Err(error) => {
+                unread.push(error);
+                continue;
+            }
+        }
         let mark = match &marks[c] {
             Ok(mark) => *mark,
             Err(error) => {
@@ -788,6 +813,52 @@ mod tests {
             .collect();
         assert_eq!(notes, [("Beech", "*"), ("Cedar", "¹"), ("Dove", "[a]")]);
         assert_eq!(t.rows[1].notes[0].column, "Compliance");
+    }
+
+    #[test]
+    fn clock_cells_read_in_the_layout_the_header_states_or_the_column_is_unread_by_name() {
+        // Held-out set 16: `1:12` cells were a text column, and "average turnaround" was checked on
+        // `Turnarounds`, a count of flights, and certified.
+        let rows: &[&[&str]] = &[
+            &["Northwind", "412", "1:12"],
+            &["Baltic Air", "286", "1:21"],
+            &["Corrie", "198", "n/a"],
+        ];
+        let t = table(&raw(&["Airline", "Turnarounds", "Turnaround (h:mm)"], rows)).unwrap();
+        assert_eq!(t.columns[1].name, "Turnaround");
+        assert_eq!(t.columns[1].unit.as_deref(), Some("min"));
+        assert_eq!(values(&t, 1), [Some(72.0), Some(81.0), None]);
+        let t = table(&raw(
+            &["Airline", "Turnarounds", "Turnaround (mm:ss)"],
+            rows,
+        ))
+        .unwrap();
+        assert_eq!(t.columns[1].unit.as_deref(), Some("s"));
+        assert_eq!(values(&t, 1), [Some(72.0), Some(81.0), None]);
+        // No layout stated: hours or minutes, not known; the column is unread, by name, and the table loads.
+        let t = table(&raw(&["Airline", "Turnarounds", "Turnaround"], rows)).unwrap();
+        assert_eq!(t.columns.len(), 1);
+        assert_eq!(
+            t.unread,
+            [ColumnError::ClockLayoutUnstated {
+                column: "Turnaround".into(),
+                cell: "1:12".into()
+            }]
+        );
+        // A cell outside the stated layout leaves the column unread too.
+        let t = table(&raw(
+            &["Airline", "Turnarounds", "Turnaround (h:mm)"],
+            &[
+                &["Northwind", "412", "1:12"],
+                &["Baltic Air", "286", "1:21:30"],
+            ],
+        ))
+        .unwrap();
+        assert!(
+            matches!(&t.unread[..], [ColumnError::ClockCell { cell, .. }] if cell == "1:21:30"),
+            "{:?}",
+            t.unread
+        );
     }
 
     #[test]
