@@ -108,6 +108,9 @@ pub struct RuleTerms {
     /// Words that single out each row ("each line's mean fill", "每条压片线的平均片重"): beside an average in a
     /// subject they leave open whether each row's own average or the average of the rows is limited.
     pub single_row_words: Vec<String>,
+    /// Words that leave some rows out of what a rule or slot is about ("excluding the pilot site", "各食堂（不含
+    /// 试点食堂）"): which rows, the reader does not type, so such a subject or slot is never read over every row.
+    pub row_exclusions: Vec<String>,
     pub per_words: Vec<String>,
     pub untyped_connectives: Vec<String>,
     /// Words after which a rule sentence states what follows when its conditions fail ("…; otherwise the

@@ -128,6 +128,8 @@ fn expression_for(want: f64, results: &[Value]) -> Option<String> {
         for f in calculator::Function::ALL {
             candidates.push(format!("{}({r})", f.name()));
         }
+        // A range, the spread between a column's ends, is a number an answer may state too.
+        candidates.push(format!("max({r}) - min({r})"));
     }
     for a in &references {
         for b in references.iter().filter(|b| *b != a) {

@@ -737,3 +737,89 @@ fn a_rule_read_whole_whose_column_is_not_clear_is_named_unread_never_no_rule() {
         "{detail}"
     );
 }
+
+/// The canteen note with a pilot canteen that its rule leaves out ("各食堂（不含试点食堂）…"): without 五号食堂 the
+/// average is 119.25 g (met), over all five 122 g (not met).
+fn canteen_with_pilot_left_out() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(common::knowledge_dir().join("canteen_food_waste_zh.md")).unwrap();
+    let mut text = original.clone();
+    for (from, to) in [
+        (
+            "按就餐人次折算为人均剩餐量。",
+            "按就餐人次折算为人均剩餐量。五号食堂为九月新开的试点食堂。",
+        ),
+        (
+            "各食堂人均剩餐量的平均值",
+            "各食堂（不含试点食堂）人均剩餐量的平均值",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        text = text.replace(from, to);
+    }
+    std::fs::write(dir.path().join("canteen_food_waste_zh.md"), text).unwrap();
+    dir
+}
+
+#[test]
+fn a_rule_or_slot_that_leaves_rows_out_is_never_checked_over_every_row() {
+    // Held-out set 17 (stop 61): "各长者食堂（不含试点食堂）…的平均值不低于120人次" was checked over every canteen,
+    // and the mean of all six with the verdict it gives was certified.
+    let knowledge = canteen_with_pilot_left_out();
+    let chain = || {
+        rule_chain(
+            "各食堂人均剩餐量和剩餐控制要求",
+            "人均剩餐量",
+            122.0,
+            "mean([人均剩餐量]) <= 120 and max([人均剩餐量]) <= 150",
+        )
+    };
+    let all_rows = "各食堂人均剩餐量的平均值为122克，剩餐最多的是二号食堂，本月剩餐控制未达标。";
+    let o = run(
+        "canteen_food_waste_zh",
+        chain(),
+        &[all_rows],
+        &RULE_IDS,
+        Some(knowledge.path()),
+    );
+    let v = o.result.verification.as_ref().expect("verification");
+    assert_ne!(
+        v.status,
+        runtime::claims::VerificationStatus::Verified,
+        "{v:?}"
+    );
+    let detail = verdict_detail(&o);
+    assert!(detail.contains("不含"), "{detail}");
+    // A slot whose words leave the pilot out claims a mean the runtime does not compute: the mean of every row
+    // is no check of it.
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::fixtures_dir().join("tasks/canteen_food_waste_zh");
+    let mut task_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(source.join("task.json")).unwrap()).unwrap();
+    task_json["answer_template"] = json!(
+        "不含试点食堂的人均剩餐量平均值为<不含试点的平均人均剩餐量>克，剩餐最多的是<最高食堂>，本月剩餐控制<达标 / 未达标>。"
+    );
+    std::fs::write(dir.path().join("task.json"), task_json.to_string()).unwrap();
+    let task = runtime::task::Task::load(dir.path()).unwrap();
+    let mut texts = chain();
+    texts.push(final_answer(
+        "不含试点食堂的人均剩餐量平均值为122克，剩餐最多的是二号食堂，本月剩餐控制未达标。",
+        &RULE_IDS,
+    ));
+    let mut policy = ScriptedPolicy::from_texts(texts);
+    let knowledge_dir = knowledge.path().to_path_buf();
+    let o = common::run_with(&task, &mut policy, move |c| c.knowledge_dir = knowledge_dir);
+    let v = o.result.verification.as_ref().expect("verification");
+    let average = v
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Aggregate)
+        .expect("an aggregate claim");
+    assert_eq!(
+        average.status,
+        runtime::claims::ClaimStatus::Unverified,
+        "{average:?}"
+    );
+    assert!(average.detail.contains("不含"), "{}", average.detail);
+}

@@ -958,6 +958,8 @@ pub struct Plan<'t> {
     computed: Vec<f64>,
     /// Ratios of column totals the cited knowledge defines ("the overall rate is all A divided by all B").
     definitions: Vec<rules::clause::Definition>,
+    /// The cited tables' text columns: a slot naming a value only some rows hold claims something of those rows.
+    categories: Vec<rules::Category>,
 }
 
 impl<'t> Plan<'t> {
@@ -989,6 +991,11 @@ impl<'t> Plan<'t> {
             .filter_map(|r| r.result.as_ref())
             .flat_map(rules::definitions_in)
             .collect();
+        let categories = records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .flat_map(|result| rules::stated(result).categories)
+            .collect();
         Plan {
             columns,
             unread,
@@ -996,6 +1003,7 @@ impl<'t> Plan<'t> {
             each_row_lower_limit,
             computed,
             definitions,
+            categories,
         }
     }
 
@@ -1164,6 +1172,19 @@ impl<'t> Plan<'t> {
                 ),
             ));
         }
+        if over_a_column
+            && claim != SlotClaim::ExcludedRow
+            && let Some(picked) = slots::rows_picked(name, &self.columns, &self.categories)
+        {
+            return Ok(unverified(
+                &part,
+                kind,
+                fill,
+                &format!(
+                    "its words claim something of only some of the rows ({picked}), which rows the runtime does not type, so no value over the rows is a check of it"
+                ),
+            ));
+        }
         let slot = Slot {
             part: &part,
             kind,
@@ -1188,7 +1209,9 @@ impl<'t> Plan<'t> {
                 &part,
                 kind,
                 fill,
-                &format!("the tools cannot compute a {quantity}, so this value cannot be verified"),
+                &format!(
+                    "the runtime does not check a {quantity}, so this value cannot be verified"
+                ),
             )),
             SlotClaim::Open => Ok(unverified(
                 &part,

@@ -9,6 +9,7 @@
 
 use crate::columns::{ColumnData, naming_score};
 use forge_language::lexicon::{self, Aggregate, End};
+use forge_language::rules::{Category, some_rows_named};
 
 /// What one slot claims.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +96,23 @@ pub fn classify(name: &str, columns: &[ColumnData]) -> SlotClaim {
         return SlotClaim::Row;
     }
     SlotClaim::Open
+}
+
+/// Why a slot's words claim something of only some of the rows, if they do: a word that leaves rows out
+/// ("<average excluding the pilot>", "<不含试点的平均…>") or a value of a text column only some rows hold
+/// ("<average urban-station NO2>" beside `Setting`: Urban, Rural). Which rows, the runtime does not type, so the
+/// value over every row is no check of such a slot.
+pub fn rows_picked(name: &str, columns: &[ColumnData], categories: &[Category]) -> Option<String> {
+    let own_words = without_quantity_names(name, columns);
+    if let Some(word) = lexicon::lexicon()
+        .rule_terms
+        .row_exclusions
+        .iter()
+        .find(|w| !lexicon::find(&own_words, w).is_empty())
+    {
+        return Some(format!("\"{word}\" leaves some rows out"));
+    }
+    some_rows_named(&own_words, categories).map(|scope| format!("they name {scope}"))
 }
 
 /// Whether an end or rank slot's name names a column's quantity and not its rows: then it claims the
@@ -291,6 +309,22 @@ mod tests {
         );
         assert_eq!(classify("block frost hours", &blocks), SlotClaim::OwnValue);
         assert_eq!(classify("coldest block", &blocks), SlotClaim::Row);
+        // A range names the quantity too, but it is the spread of the rows, not the value of the row named before
+        // it (stop 61: "<room temperature range>" after "<coldest estate>" was checked as that estate's value).
+        assert_eq!(
+            classify("frost hours range", &blocks),
+            SlotClaim::Unsupported("range".into())
+        );
+        let rooms = vec![col(
+            "室温",
+            "小区",
+            &["福安小区", "东湖花园"],
+            &[20.4, 18.5],
+        )];
+        assert_eq!(
+            classify("室温极差", &rooms),
+            SlotClaim::Unsupported("极差".into())
+        );
         // A column named after a statistic the tools cannot compute is still a column: its average is an average.
         let fill = vec![col("Fill variance", "Blend", &["A", "B"], &[-0.9, 1.2])];
         assert_eq!(

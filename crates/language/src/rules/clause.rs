@@ -992,7 +992,8 @@ fn placed(
     make: impl FnOnce(Measure) -> Vec<FactRule>,
 ) -> ClauseRead {
     let before = after_colon(before, ctx);
-    // "the median wait", "the weighted average": a quantity the tools cannot compute is no mean.
+    // "the median wait", "the weighted average", "各小区室温的极差": a statistic the reader does not type is no
+    // mean, and no limit on every row either (held-out set 16's range, read as one, certified a wrong verdict).
     let mut without_headers = before.to_lowercase();
     for column in &ctx.columns {
         let header = column.split(['(', '（']).next().unwrap_or(column).trim();
@@ -1003,7 +1004,22 @@ fn placed(
     if let Some(quantity) = lexicon::unsupported_in(&without_headers) {
         return ClauseRead::Untyped(Unread::new(
             clause,
-            format!("its subject is a {quantity}, which the tools cannot compute"),
+            format!("its subject is a {quantity}, a statistic the runtime does not check"),
+        ));
+    }
+    // "各长者食堂（不含试点食堂）…的平均值", "the average excluding the pilot hub": which rows are left out, the reader
+    // does not type, and a limit read over every row is one the rule does not set (held-out set 17).
+    if let Some(word) = lexicon()
+        .rule_terms
+        .row_exclusions
+        .iter()
+        .find(|w| !lexicon::find(&without_headers, w).is_empty())
+    {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!(
+                "its subject leaves some rows out (\"{word}\"), which the reader does not type"
+            ),
         ));
     }
     // "no centre's pass rate is below 40%" beside "a centre's pass rate is its passes divided by its tests":
@@ -1705,6 +1721,30 @@ mod tests {
     fn a_subject_the_tools_cannot_compute_is_named() {
         let none = Context::default();
         assert!(untyped("the median wait is at most 30", &none).contains("median"));
+        // A subject that leaves rows out is no subject over every row (held-out set 17, stop 61).
+        assert!(
+            untyped(
+                "各长者食堂（不含试点食堂）日均就餐人次的平均值不低于120人次",
+                &none
+            )
+            .contains("不含")
+        );
+        assert!(
+            untyped(
+                "the average uptime excluding the pilot hub is at least 97%",
+                &none
+            )
+            .contains("exclud")
+        );
+        // A range over the rows is a statistic too, not a limit on each row (held-out set 16, stop 61).
+        let temperatures = Context {
+            columns: vec!["室温（°C）".into()],
+            ..Context::default()
+        };
+        assert!(untyped("各小区室温的极差不超过3°C", &temperatures).contains("极差"));
+        assert!(
+            untyped("the spread of room temperatures is at most 3°C", &none).contains("spread")
+        );
         assert!(
             untyped("the weighted average score is at least 70", &none)
                 .contains("weighted average")

@@ -184,7 +184,7 @@ impl Category {
 }
 
 /// The first category value `text` names that only some rows hold ([`Category::some_rows_named_in`]).
-fn some_rows_named(text: &str, categories: &[Category]) -> Option<String> {
+pub fn some_rows_named(text: &str, categories: &[Category]) -> Option<String> {
     categories.iter().find_map(|c| c.some_rows_named_in(text))
 }
 
