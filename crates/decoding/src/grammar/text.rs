@@ -35,15 +35,7 @@ pub(super) fn stated_numbers(inputs: &Inputs) -> Vec<String> {
     if grounding.stated.is_empty() {
         return text_numbers(inputs, false);
     }
-    let mut out: Vec<String> = Vec::new();
-    for n in &grounding.stated {
-        let n = n.trim_start_matches('-').to_owned();
-        if !n.is_empty() && !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out.sort_by_key(|n| std::cmp::Reverse(n.len()));
-    out
+    distinct_longest_first(&grounding.stated, |n| n.trim_start_matches('-'))
 }
 
 /// Grounded numbers as a slot holds them: signed as the observations state them, counts included. A slot
@@ -60,19 +52,27 @@ fn grounded_numbers(
     with_counts: bool,
     written: impl Fn(&str) -> &str,
 ) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
     let counts = if with_counts {
         inputs.grounding.counts.as_slice()
     } else {
         &[]
     };
-    for n in inputs.grounding.numbers.iter().chain(counts) {
+    distinct_longest_first(inputs.grounding.numbers.iter().chain(counts), written)
+}
+
+/// `numbers` as `written` prints each, without repeats or empty texts, longest first: alternatives are tried
+/// in order by the checker, and it reads better.
+fn distinct_longest_first<'n>(
+    numbers: impl IntoIterator<Item = &'n String>,
+    written: impl Fn(&str) -> &str,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in numbers {
         let n = written(n).to_owned();
         if !n.is_empty() && !out.contains(&n) {
             out.push(n);
         }
     }
-    // Longest first: alternatives are tried in order by the checker, and it reads better.
     out.sort_by_key(|n| std::cmp::Reverse(n.len()));
     out
 }
