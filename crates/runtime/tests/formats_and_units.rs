@@ -736,3 +736,80 @@ fn a_value_from_a_column_counted_in_thousands_is_verified_only_with_its_scale() 
         );
     }
 }
+
+#[test]
+fn a_value_stated_in_another_unit_than_its_column_is_checked_in_that_unit() {
+    // Held-out set 17 (1.5B, guided, stop 61): cells `1.25 h` and `55 min` were read in hours, and "<average
+    // response time> minutes" was filled with the mean in hours (1.1167) and certified. The queue task's
+    // template here says "minutes" while its cells are seconds: 293 is the mean in seconds, 4.88… in minutes.
+    let (dir, task) = {
+        let dir = tempfile::tempdir().unwrap();
+        let source = common::fixtures_dir().join("tasks/checkout_queue_seconds");
+        let mut task_json: Value =
+            serde_json::from_str(&fs::read_to_string(source.join("task.json")).unwrap()).unwrap();
+        task_json["answer_template"] = json!(
+            "Average queue wait: <average queue wait> minutes; longest wait: <longest-wait store>; the queue promise was <kept / broken>."
+        );
+        fs::write(dir.path().join("task.json"), task_json.to_string()).unwrap();
+        let task = runtime::task::Task::load(dir.path()).unwrap();
+        (dir, task)
+    };
+    let _ = &dir;
+    let action = |tool: &str, arguments: Value| {
+        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+    };
+    // The converted mean supersedes the first number computed: the repaired answer cites it instead.
+    let ids = |number: &'static str| {
+        vec![
+            "obs-knowledge_search-1",
+            number,
+            "obs-calculator-3",
+            "obs-plot-4",
+        ]
+    };
+    let texts = vec![
+        action(
+            "knowledge_search",
+            json!({"query": task.required_evidence()[0].hint}),
+        ),
+        action("calculator", json!({"expression": "mean([Queue wait])"})),
+        action(
+            "calculator",
+            json!({"expression": "mean([Queue wait]) <= 5 min and max([Queue wait]) <= 8 min"}),
+        ),
+        action("plot", json!({"column": "[Queue wait]", "title": "chart"})),
+        json!({"type": "final", "answer": "Average queue wait: 293 minutes; longest wait: Old Town; the queue promise was kept.",
+               "evidence_ids": ids("obs-calculator-2")})
+        .to_string(),
+        action("calculator", json!({"expression": "mean([Queue wait]) / 60"})),
+        json!({"type": "final", "answer": "Average queue wait: 4.883333333333334 minutes; longest wait: Old Town; the queue promise was kept.",
+               "evidence_ids": ids("obs-calculator-5")})
+        .to_string(),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let o = common::run_with(&task, &mut policy, |_| {});
+    assert_eq!(o.rejection_codes(), ["wrong_quantity"]);
+    let message = o.first_gate_message();
+    // The repair note names the units, never the converted value.
+    assert!(
+        message.contains("minutes")
+            && message.contains("[Queue wait]")
+            && !message.contains("4.88"),
+        "{message}"
+    );
+    let verification = o.result.verification.clone().unwrap();
+    let average = verification
+        .claims
+        .iter()
+        .find(|c| c.kind == ClaimKind::Aggregate)
+        .unwrap();
+    assert_eq!(
+        average.status,
+        runtime::claims::ClaimStatus::Verified,
+        "{average:?}"
+    );
+    assert_eq!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified
+    );
+}

@@ -459,10 +459,18 @@ fn check_parts(
     match template::read_back(&parts, &final_decision.answer) {
         Some(fills) if has_parts => {
             let mut last_row: Option<(ColumnData, String)> = None;
+            let mut after_slots = texts_after_slots(&parts).into_iter();
             for fill in fills {
                 match fill {
                     Fill::Slot { name, text } => {
-                        match plan.check_slot(&name, &text, &final_decision.answer, &mut last_row) {
+                        let after = after_slots.next().unwrap_or_default();
+                        match plan.check_slot(
+                            &name,
+                            &text,
+                            &after,
+                            &final_decision.answer,
+                            &mut last_row,
+                        ) {
                             Ok(claim) => claims.push(claim),
                             Err(dispute) if dispute.is_dispute() => {
                                 disputes.add(format!("<{name}>"), dispute);
@@ -772,6 +780,20 @@ fn unverified(part: &str, kind: ClaimKind, stated: &str, detail: &str) -> ClaimC
 }
 
 /// How a claim detail names an aggregate over one column: `mean([Wait]) over 6 rows`.
+/// The template's fixed text right after each slot (empty where another slot or a choice follows), in slot
+/// order: where a template states the unit of the slot's number ("<average wait> minutes").
+fn texts_after_slots(parts: &[Part]) -> Vec<String> {
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Part::Slot(_)))
+        .map(|(i, _)| match parts.get(i + 1) {
+            Some(Part::Text(text)) => text.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
 fn aggregate_over(aggregate: &lexicon::Aggregate, column: &ColumnData) -> String {
     format!(
         "{}([{}]) over {} rows",
@@ -1112,6 +1134,7 @@ impl<'t> Plan<'t> {
         &self,
         name: &str,
         fill: &str,
+        after: &str,
         answer_text: &str,
         last_row: &mut Option<(ColumnData, String)>,
     ) -> Result<ClaimCheck, ClaimRejection> {
@@ -1189,6 +1212,7 @@ impl<'t> Plan<'t> {
             part: &part,
             kind,
             fill,
+            after,
             number,
         };
         match claim {
@@ -1229,8 +1253,7 @@ impl<'t> Plan<'t> {
         slot: &Slot<'_>,
         mention: &forge_language::numbers::NumberMention,
         aggregate: &lexicon::Aggregate,
-        c: &ColumnData,
-        v: f64,
+        (c, v, conversion): (&ColumnData, f64, Option<&str>),
         answer_text: &str,
     ) -> Result<ClaimCheck, ClaimRejection> {
         let (part, kind, fill) = (slot.part, slot.kind, slot.fill);
@@ -1273,11 +1296,14 @@ impl<'t> Plan<'t> {
                 ),
             ));
         }
-        let mut detail = format!(
-            "{} = {}",
-            aggregate_over(aggregate, c),
-            forge_language::numbers::canonical(v)
-        );
+        let mut detail = match conversion {
+            Some(conversion) => format!("{} = {conversion}", aggregate_over(aggregate, c)),
+            None => format!(
+                "{} = {}",
+                aggregate_over(aggregate, c),
+                forge_language::numbers::canonical(v)
+            ),
+        };
         if !c.missing.is_empty() {
             detail.push_str(&format!(
                 "; rows without a value left out: {}",
@@ -1318,29 +1344,69 @@ impl<'t> Plan<'t> {
                 ),
             ));
         }
-        let matching: Vec<(&ColumnData, f64)> = candidates
+        // Each candidate's aggregate in the unit the answer writes the number in ("<average wait> minutes" over
+        // a column in seconds: the mean in minutes), or why the two units cannot be compared.
+        let mut in_unit: Vec<(&ColumnData, f64, Option<String>)> = Vec::new();
+        for c in &candidates {
+            let Some(v) = aggregate.apply(&c.values) else {
+                continue;
+            };
+            match slot.in_stated_unit(c, aggregate, v) {
+                Ok((v, conversion)) => in_unit.push((*c, v, conversion)),
+                Err(why) if candidates.len() == 1 => {
+                    return Ok(unverified(part, kind, fill, &why));
+                }
+                Err(_) => {}
+            }
+        }
+        let converted = in_unit
             .iter()
-            .filter_map(|c| aggregate.apply(&c.values).map(|v| (*c, v)))
-            .filter(|(_, v)| mention.stands_for(*v))
+            .any(|(_, _, conversion)| conversion.is_some());
+        let matching: Vec<&(&ColumnData, f64, Option<String>)> = in_unit
+            .iter()
+            .filter(|(_, v, _)| mention.stands_for(*v))
             .collect();
         match (candidates.len(), matching.as_slice()) {
-            (1, [(c, v)]) => {
-                self.one_column_aggregate(slot, &mention, aggregate, c, *v, answer_text)
-            }
+            (1, [(c, v, conversion)]) => self.one_column_aggregate(
+                slot,
+                &mention,
+                aggregate,
+                (c, *v, conversion.as_deref()),
+                answer_text,
+            ),
             (_, []) => {
                 let columns: Vec<String> =
                     candidates.iter().map(|c| format!("[{}]", c.name)).collect();
+                // The unit the number is written in, when it is not the column's: the repair names both units,
+                // never the converted value.
+                let unit_note = match (converted, slot.stated_unit()) {
+                    (true, Some((written, _))) => format!(
+                        " in {written}, the unit written after it ({} is in {})",
+                        columns.join(" or "),
+                        candidates
+                            .iter()
+                            .filter_map(|c| c.unit.clone())
+                            .collect::<Vec<_>>()
+                            .join(" / ")
+                    ),
+                    _ => String::new(),
+                };
                 Err(reject(
                     RejectionCode::WrongQuantity,
                     format!(
-                        "{part} states {}, which is not the {} of {} (the column the slot's words name); compute it with the calculator over that column and state its result",
+                        "{part} states {}, which is not the {} of {}{unit_note} (the column the slot's words name); compute it with the calculator over that column{} and state its result",
                         mention.printed,
                         aggregate.function(),
-                        columns.join(" or ")
+                        columns.join(" or "),
+                        if unit_note.is_empty() {
+                            ""
+                        } else {
+                            ", converted to that unit,"
+                        }
                     ),
                 ))
             }
-            (_, [(c, _), ..]) => Ok(unverified(
+            (_, [(c, _, _), ..]) => Ok(unverified(
                 part,
                 kind,
                 fill,
@@ -1523,6 +1589,34 @@ impl<'t> Plan<'t> {
     }
 }
 
+/// The longest start of `text`, before any clause punctuation, that reads as a unit the vocabulary knows
+/// (" minutes; longest: …" → `minutes`, "分钟，响应…" → `分钟`), as written and as read.
+fn leading_unit(text: &str) -> Option<(String, forge_language::units::Unit)> {
+    let text = text.trim_start();
+    let end = text
+        .find([',', ';', ':', '.', '，', '；', '：', '。', '(', '（'])
+        .unwrap_or(text.len());
+    let head = &text[..end];
+    let mut ends: Vec<usize> = head
+        .char_indices()
+        .map(|(i, _)| i)
+        .skip(1)
+        .chain([head.len()])
+        .collect();
+    ends.reverse();
+    ends.into_iter().find_map(|at| {
+        let candidate = head[..at].trim_end();
+        // A unit ends a word: `min` is no unit inside "minutes and …" once "minutes" is not read.
+        let at_boundary = head[at..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric() || lexicon::is_cjk(c));
+        (at_boundary && !candidate.is_empty())
+            .then(|| forge_language::units::read(candidate).map(|u| (candidate.to_owned(), u)))
+            .flatten()
+    })
+}
+
 /// The scale a column counts in (`k` for `12.4k` cells, `万` for `（万人次）`) when the slot's number is written
 /// without it: `12.1` where the column means 12.1 thousand, which a reader takes as 12.1. `None` when the
 /// column has no scale or the slot writes it (`12.1k`, `12.1 thousand`).
@@ -1548,10 +1642,81 @@ struct Slot<'a> {
     part: &'a str,
     kind: ClaimKind,
     fill: &'a str,
+    /// The template's fixed text right after the slot.
+    after: &'a str,
     number: Option<forge_language::numbers::NumberMention>,
 }
 
 impl Slot<'_> {
+    /// The unit the answer states the slot's number in, as written and as read: the words right after the
+    /// number in the fill, else the template's fixed text right after the slot. `None` when neither starts
+    /// with a unit the vocabulary knows.
+    fn stated_unit(&self) -> Option<(String, forge_language::units::Unit)> {
+        let end = self.number.as_ref()?.end;
+        let in_fill = self.fill[end..].trim_start();
+        leading_unit(if in_fill.is_empty() {
+            self.after
+        } else {
+            in_fill
+        })
+    }
+
+    /// Column `c`'s aggregate `v` in the unit this slot states its number in, with the conversion made
+    /// (`293 s = 4.8833 min`): `v` itself when the slot or the column states no unit, or the same one, or a
+    /// scale (read apart, [`unstated_scale`]); `Err` naming both units when they measure different things,
+    /// or a total of an offset unit (a sum of temperatures) would need converting.
+    fn in_stated_unit(
+        &self,
+        c: &ColumnData,
+        aggregate: &lexicon::Aggregate,
+        v: f64,
+    ) -> Result<(f64, Option<String>), String> {
+        use forge_language::units;
+        let (Some((written, stated)), Some(column_unit)) = (self.stated_unit(), c.unit.as_deref())
+        else {
+            return Ok((v, None));
+        };
+        let Some(column) = units::read(column_unit) else {
+            return Ok((v, None));
+        };
+        // "2.5 hours of unplanned downtime a week" over `h/week`, "104千瓦时" over `千瓦时/百公里`: a rate's
+        // quantity written before the words that say what it is per, not another unit.
+        let rate_of_stated = column
+            .dimension
+            .strip_prefix(stated.dimension.as_str())
+            .is_some_and(|rest| rest.starts_with('/'));
+        if stated.symbol == column.symbol
+            || stated.dimension == units::SCALE
+            || column.dimension == units::SCALE
+            || rate_of_stated
+        {
+            return Ok((v, None));
+        }
+        if stated.dimension != column.dimension {
+            return Err(format!(
+                "its number is written in \"{written}\" ({}), and [{}] is in {column_unit} ({}): they measure different things",
+                stated.dimension, c.name, column.dimension
+            ));
+        }
+        if *aggregate == lexicon::Aggregate::Sum && (stated.offset != 0.0 || column.offset != 0.0) {
+            return Err(format!(
+                "its number is written in \"{written}\" and [{}] is in {column_unit}: a total of a unit with an offset (a temperature) does not convert",
+                c.name
+            ));
+        }
+        let converted =
+            units::convert(v, column_unit, &stated.symbol).map_err(|e| e.to_string())?;
+        Ok((
+            converted,
+            Some(format!(
+                "{} {column_unit} = {} {}",
+                forge_language::numbers::canonical(v),
+                forge_language::numbers::canonical(converted),
+                stated.symbol
+            )),
+        ))
+    }
+
     /// The slot's number, or `slot_type_mismatch` when the answer put none there.
     fn need_number(
         &self,
