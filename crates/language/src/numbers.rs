@@ -164,8 +164,11 @@ fn leading_number(text: &str) -> Option<(usize, NumberMention)> {
 }
 
 /// Characters that separate thousands groups: `,`, an ASCII space, a no-break space (U+00A0), a narrow
-/// no-break space (U+202F) and a thin space (U+2009).
-const THOUSANDS_SEPARATORS: [char; 5] = [',', ' ', '\u{00A0}', '\u{202F}', '\u{2009}'];
+/// no-break space (U+202F), a thin space (U+2009) and the apostrophe Swiss exports write (`12'480`, or
+/// U+2019 `12’480`).
+const THOUSANDS_SEPARATORS: [char; 7] = [
+    ',', ' ', '\u{00A0}', '\u{202F}', '\u{2009}', '\'', '\u{2019}',
+];
 /// The minus sign (U+2212), read like `-`.
 const MINUS_SIGN: char = '\u{2212}';
 
@@ -822,6 +825,8 @@ mod tests {
             "12\u{00A0}400",
             "12\u{202F}400",
             "12\u{2009}400",
+            "12'400",
+            "12\u{2019}400",
         ] {
             assert_eq!(q(text), Some(12400.0), "{text:?}");
             assert_eq!(
@@ -843,6 +848,9 @@ mod tests {
         assert_eq!(values("in 2024 150 units"), [2024.0, 150.0]);
         assert_eq!(values("12 4000"), [12.0, 4000.0]);
         assert_eq!(values("12, 400"), [12.0, 400.0]);
+        // An apostrophe before fewer or more than three digits is no group: feet and inches, a decade.
+        assert_eq!(values("5'10 tall"), [5.0, 10.0]);
+        assert_eq!(values("the 1990's"), [1990.0]);
         assert_eq!(
             values("1,234 567"),
             [1234.0, 567.0],

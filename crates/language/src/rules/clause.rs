@@ -751,20 +751,43 @@ pub fn read(clause: &str, ctx: &Context) -> ClauseRead {
 /// figures below are for 2024") or digits after it ("at least one nurse"), there is no limit to miss.
 fn unfound_limit(clause: &str, all: &[Bound], ctx: &Context) -> ClauseRead {
     let missed = all.iter().find(|(hit, _, after, _)| {
+        let rest = &clause[hit.end..];
         !after
-            && clause[hit.end..].chars().any(|c| c.is_ascii_digit())
+            && (rest.chars().any(|c| c.is_ascii_digit()) || names_a_quantity(rest, ctx))
             && subject(&clause[..hit.start], ctx).is_some()
     });
     match missed {
         Some((hit, ..)) => ClauseRead::Untyped(Unread::new(
             clause,
             format!(
-                "\"{}\" is followed by words and numbers the reader cannot type as its limit",
+                "\"{}\" is followed by words (and numbers) the reader cannot type as its limit",
                 hit.entry
             ),
         )),
         None => ClauseRead::Nothing,
     }
+}
+
+/// Whether the words right after a comparison name a column of the table in place of a number ("at least its
+/// own target", "above the target", "不低于其目标值"): a limit that is another quantity, which the reader does not
+/// type, not an absent one: the clause is unread, never dropped (held-out set 18).
+fn names_a_quantity(words: &str, ctx: &Context) -> bool {
+    // Only the words right after the comparison: "over all of its March landings" is a span, not a limit.
+    let words = words.trim_start();
+    let head: String = if words.chars().take(8).any(lexicon::is_cjk) {
+        words.chars().take(8).collect()
+    } else {
+        words
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let content = lexicon::content_words(&head);
+    ctx.columns.iter().any(|c| {
+        let header = lexicon::content_words(c.split(['(', '（']).next().unwrap_or(c));
+        !header.is_empty() && header.iter().all(|h| content.contains(h))
+    })
 }
 
 type Bound = (Hit<'static>, Comparison, bool, Option<Limit>);
@@ -1173,6 +1196,27 @@ mod tests {
             ClauseRead::Untyped(u) => u.reason,
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_limit_that_is_another_quantity_is_unread_never_dropped() {
+        // Held-out set 18 (stop 61): "every site has recruited at least its own target" was nothing to read, so
+        // the rule's other clause was enforced alone and a wrong "reaches" certified.
+        let sites = Context {
+            columns: vec!["Target".into(), "Recruited".into()],
+            ..Context::default()
+        };
+        assert!(
+            untyped("every site has recruited at least its own target", &sites)
+                .contains("at least")
+        );
+        assert!(untyped("no site's recruited count is below its target", &sites).contains("below"));
+        // Words that name no quantity after the comparison are still no limit to miss.
+        let none = Context::default();
+        assert!(matches!(
+            read("recruitment was higher than in spring", &none),
+            ClauseRead::Nothing
+        ));
     }
 
     #[test]
