@@ -1325,6 +1325,28 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_sentence_that_leaves_rows_out_in_a_clause_of_its_own_is_unread_by_name() {
+        // Held-out set 18 (stop 61): "除旗舰店以外，各门店日均销售额的平均值不低于9000元…" — the rows left out stand in a
+        // clause with no comparison, so the average clause was read over every store and a wrong 合格 verified.
+        let table = json!({"label_column": "门店", "columns": [{"name": "日均销售额"}], "rows": [
+            {"label": "人民路店", "values": {"日均销售额": 18400}},
+            {"label": "解放街店", "values": {"日均销售额": 8200}},
+            {"label": "学府路店", "values": {"日均销售额": 7100}}]});
+        let sentence = "公司规定：除旗舰店以外，各门店日均销售额的平均值不低于9000元，且任一门店的日均销售额不低于6500元，考核为合格。";
+        let result =
+            json!({"data": {"tables": [table], "facts": []}, "citations": [{"text": sentence}]});
+        assert!(verdict(&result, "各门店的日均销售额").is_none());
+        let read = reading(&result);
+        assert!(read.rules.is_empty(), "{read:?}");
+        assert!(
+            read.uncertain
+                .iter()
+                .any(|u| u.contains("leaves some rows out (\"以外\")")),
+            "{read:?}"
+        );
+    }
+
+    #[test]
     fn a_rule_naming_rows_by_a_text_column_value_is_unread_by_name() {
         // "every city-centre branch at least 45" read as a limit on every row judged the suburban branches by
         // it, and the wrong verdict was certified (held-out set 7, gym_renewal_scoped_zh).

@@ -768,6 +768,30 @@ fn unfound_limit(clause: &str, all: &[Bound], ctx: &Context) -> ClauseRead {
     }
 }
 
+/// `text` lowercased with each column's header (before its bracketed unit) taken out: the words a rule writes
+/// around the quantity it names.
+pub(super) fn without_headers(text: &str, columns: &[String]) -> String {
+    let mut out = text.to_lowercase();
+    for column in columns {
+        let header = column.split(['(', '（']).next().unwrap_or(column).trim();
+        if !header.is_empty() {
+            out = out.replace(&header.to_lowercase(), " ");
+        }
+    }
+    out
+}
+
+/// The word by which `text` (its column headers taken out) leaves some rows out ("excluding", "不含", "除…以外"),
+/// if any: which rows, the reader does not type.
+pub(super) fn rows_left_out(text: &str) -> Option<&'static str> {
+    lexicon()
+        .rule_terms
+        .row_exclusions
+        .iter()
+        .find(|w| !lexicon::find(text, w).is_empty())
+        .map(String::as_str)
+}
+
 /// Whether the words right after a comparison name a column of the table in place of a number ("at least its
 /// own target", "above the target", "不低于其目标值"): a limit that is another quantity, which the reader does not
 /// type, not an absent one: the clause is unread, never dropped (held-out set 18).
@@ -1017,13 +1041,7 @@ fn placed(
     let before = after_colon(before, ctx);
     // "the median wait", "the weighted average", "各小区室温的极差": a statistic the reader does not type is no
     // mean, and no limit on every row either (held-out set 16's range, read as one, certified a wrong verdict).
-    let mut without_headers = before.to_lowercase();
-    for column in &ctx.columns {
-        let header = column.split(['(', '（']).next().unwrap_or(column).trim();
-        if !header.is_empty() {
-            without_headers = without_headers.replace(&header.to_lowercase(), " ");
-        }
-    }
+    let without_headers = without_headers(before, &ctx.columns);
     if let Some(quantity) = lexicon::unsupported_in(&without_headers) {
         return ClauseRead::Untyped(Unread::new(
             clause,
@@ -1032,12 +1050,7 @@ fn placed(
     }
     // "各长者食堂（不含试点食堂）…的平均值", "the average excluding the pilot hub": which rows are left out, the reader
     // does not type, and a limit read over every row is one the rule does not set (held-out set 17).
-    if let Some(word) = lexicon()
-        .rule_terms
-        .row_exclusions
-        .iter()
-        .find(|w| !lexicon::find(&without_headers, w).is_empty())
-    {
+    if let Some(word) = rows_left_out(&without_headers) {
         return ClauseRead::Untyped(Unread::new(
             clause,
             format!(

