@@ -19,6 +19,50 @@ pub struct ColumnData {
     pub missing: Vec<String>,
     /// The unit its header or cells write (`%`, `min`), as the knowledge tool read it.
     pub unit: Option<String>,
+    /// Rows whose cell in this column carries a footnote that leaves the row out ("* not included in the
+    /// audit", "*本年度不纳入考核"), with the marker and the footnote: which rows count, the reader does not type.
+    pub noted_out: Vec<NotedOut>,
+}
+
+/// A row a footnote on its cell leaves out: its label, the marker and the footnote's text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotedOut {
+    pub label: String,
+    pub marker: String,
+    pub note: String,
+}
+
+impl std::fmt::Display for NotedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is marked \"{}\", and its footnote says \"{}\"",
+            self.label, self.marker, self.note
+        )
+    }
+}
+
+/// The rows of `table` whose cell in `column` carries a footnote that leaves the row out (a row-exclusion
+/// word of the lexicon in the footnote's text).
+pub fn noted_out(table: &forge_tools::knowledge::ObservedTable, column: &str) -> Vec<NotedOut> {
+    table
+        .rows
+        .iter()
+        .flat_map(|row| {
+            row.notes
+                .iter()
+                .filter(|n| n.column == column)
+                .filter_map(|n| {
+                    let text = n.text.as_deref()?;
+                    forge_language::rules::clause::rows_left_out(&text.to_lowercase())?;
+                    Some(NotedOut {
+                        label: row.label.clone(),
+                        marker: n.marker.clone(),
+                        note: text.trim().to_owned(),
+                    })
+                })
+        })
+        .collect()
 }
 
 impl ColumnData {
@@ -32,6 +76,7 @@ impl ColumnData {
             values: values.to_vec(),
             missing: Vec::new(),
             unit: None,
+            noted_out: Vec::new(),
         }
     }
 
@@ -147,6 +192,7 @@ pub fn columns_of(result: &Value) -> Vec<ColumnData> {
                 values: Vec::new(),
                 missing: Vec::new(),
                 unit: column.unit.clone(),
+                noted_out: noted_out(&table, &column.name),
             };
             for row in &table.rows {
                 match row.value(&column.name) {
@@ -228,6 +274,7 @@ pub fn names_unread<'u>(
         values: Vec::new(),
         missing: Vec::new(),
         unit: None,
+        noted_out: Vec::new(),
     }));
     let named = focus(&all, texts).candidates();
     named.iter().find_map(|c| {

@@ -342,6 +342,19 @@ fn rule_column(result: &Value, rules: &[FactRule], context: &str) -> Result<Rule
 /// no value in that column (its every-row limit, count or average over all the rows is not known).
 fn unreadable_on(result: &Value, rules: &[FactRule], column: &str) -> Vec<String> {
     let mut out = periods_apart(result, rules, column);
+    let noted_out: Vec<crate::columns::NotedOut> = tables_in(result)
+        .into_iter()
+        .find(|t| t.has_column(column))
+        .map(|t| crate::columns::noted_out(&t, column))
+        .unwrap_or_default();
+    if let Some(out_row) = noted_out.first() {
+        out.extend(rules.iter().map(|rule| {
+            format!(
+                "\"{}\" (it is over the rows, and in [{column}] {out_row}: whether that row counts is not typed)",
+                rule.key
+            )
+        }));
+    }
     let missing: Vec<String> = tables_in(result)
         .into_iter()
         .find(|t| t.has_column(column))

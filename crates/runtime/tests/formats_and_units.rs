@@ -813,3 +813,67 @@ fn a_value_stated_in_another_unit_than_its_column_is_checked_in_that_unit() {
         runtime::claims::VerificationStatus::Verified
     );
 }
+
+#[test]
+fn a_row_whose_footnote_leaves_it_out_is_never_counted_over_every_row() {
+    // Held-out set 18 (1.5B, guided, stop 61): `76.5*` with "*…本年度不纳入考核" was averaged with the other rows,
+    // and the mean and the verdict it gives were certified. Here Cedar's footnote leaves it out of the audit.
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        fs::read_to_string(common::knowledge_dir().join("ward_hand_hygiene_footnotes.md")).unwrap();
+    let from = "¹ Includes 31 moments observed at night.";
+    assert!(original.contains(from));
+    fs::write(
+        dir.path().join("ward_hand_hygiene_footnotes.md"),
+        original.replace(
+            from,
+            "¹ Not included in the audit: the ward reopened in week 4.",
+        ),
+    )
+    .unwrap();
+    let task = common::task("ward_hand_hygiene_footnotes");
+    let action = |tool: &str, arguments: Value| {
+        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+    };
+    let texts = vec![
+        action(
+            "knowledge_search",
+            json!({"query": task.required_evidence()[0].hint}),
+        ),
+        action("calculator", json!({"expression": "mean([Compliance])"})),
+        action(
+            "calculator",
+            json!({"expression": "mean([Compliance]) >= 90 and min([Compliance]) >= 85"}),
+        ),
+        action("plot", json!({"column": "[Compliance]", "title": "chart"})),
+        json!({"type": "final", "answer": "Average compliance: 92.1%; lowest ward: Cedar; the audit standard was met.",
+               "evidence_ids": ["obs-knowledge_search-1", "obs-calculator-2", "obs-calculator-3", "obs-plot-4"]})
+        .to_string(),
+    ];
+    let mut policy = runtime::policy::scripted::ScriptedPolicy::from_texts(texts);
+    let knowledge_dir = dir.path().to_path_buf();
+    let o = common::run_with(&task, &mut policy, move |c| c.knowledge_dir = knowledge_dir);
+    let verification = o.result.verification.clone().unwrap();
+    assert_ne!(
+        verification.status,
+        runtime::claims::VerificationStatus::Verified,
+        "{verification:?}"
+    );
+    for kind in [
+        ClaimKind::Aggregate,
+        ClaimKind::ExtremeLabel,
+        ClaimKind::Verdict,
+    ] {
+        let claim = verification
+            .claims
+            .iter()
+            .find(|c| c.kind == kind)
+            .unwrap_or_else(|| panic!("{kind:?}: {verification:?}"));
+        assert_eq!(
+            claim.status,
+            runtime::claims::ClaimStatus::Unverified,
+            "{claim:?}"
+        );
+        assert!(claim.detail.contains("Cedar"), "{claim:?}");
+    }
+}

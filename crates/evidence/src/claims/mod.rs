@@ -1129,6 +1129,38 @@ impl<'t> Plan<'t> {
         )))
     }
 
+    /// Why a slot over a column claims nothing the observed rows can check, if so: its words name a column
+    /// the knowledge tool could not read, or pick some of the rows, or a footnote leaves one of its column's
+    /// rows out.
+    fn unverifiable_over_rows(
+        &self,
+        name: &str,
+        claim: &SlotClaim,
+        focus: &Focus<'_>,
+    ) -> Option<String> {
+        if let Some(column) = self.names_unread(name) {
+            return Some(format!(
+                "its words name [{}], a column of numbers the knowledge tool could not read ({}), so no value of it can be checked",
+                column.name, column.reason
+            ));
+        }
+        if *claim != SlotClaim::ExcludedRow
+            && let Some(picked) = slots::rows_picked(name, &self.columns, &self.categories)
+        {
+            return Some(format!(
+                "its words claim something of only some of the rows ({picked}), which rows the runtime does not type, so no value over the rows is a check of it"
+            ));
+        }
+        focus.candidates().into_iter().find_map(|c| {
+            c.noted_out.first().map(|out| {
+                format!(
+                    "in [{}], {out}: whether that row counts, the runtime does not type, so no value over the rows is a check of it",
+                    c.name
+                )
+            })
+        })
+    }
+
     /// Checks one filled slot.
     fn check_slot(
         &self,
@@ -1184,29 +1216,8 @@ impl<'t> Plan<'t> {
             claim,
             SlotClaim::OwnValue | SlotClaim::Row | SlotClaim::Unsupported(_) | SlotClaim::Open
         );
-        if over_a_column && let Some(column) = self.names_unread(name) {
-            return Ok(unverified(
-                &part,
-                kind,
-                fill,
-                &format!(
-                    "its words name [{}], a column of numbers the knowledge tool could not read ({}), so no value of it can be checked",
-                    column.name, column.reason
-                ),
-            ));
-        }
-        if over_a_column
-            && claim != SlotClaim::ExcludedRow
-            && let Some(picked) = slots::rows_picked(name, &self.columns, &self.categories)
-        {
-            return Ok(unverified(
-                &part,
-                kind,
-                fill,
-                &format!(
-                    "its words claim something of only some of the rows ({picked}), which rows the runtime does not type, so no value over the rows is a check of it"
-                ),
-            ));
+        if over_a_column && let Some(why) = self.unverifiable_over_rows(name, &claim, &focus) {
+            return Ok(unverified(&part, kind, fill, &why));
         }
         let slot = Slot {
             part: &part,
@@ -2037,6 +2048,7 @@ mod tests {
             values: vec![31.5, 24.0, 28.0, 19.5],
             missing: Vec::new(),
             unit: None,
+            noted_out: Vec::new(),
         };
         let lowest = Rank {
             end: End::Lowest,

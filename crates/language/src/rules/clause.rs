@@ -783,7 +783,7 @@ pub(super) fn without_headers(text: &str, columns: &[String]) -> String {
 
 /// The word by which `text` (its column headers taken out) leaves some rows out ("excluding", "不含", "除…以外"),
 /// if any: which rows, the reader does not type.
-pub(super) fn rows_left_out(text: &str) -> Option<&'static str> {
+pub fn rows_left_out(text: &str) -> Option<&'static str> {
     lexicon()
         .rule_terms
         .row_exclusions
