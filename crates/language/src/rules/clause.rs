@@ -1093,6 +1093,21 @@ fn placed(
             ),
         ));
     }
+    // "the average queue time of the three lifts with the longest queue times": an aggregate of the rows at one
+    // end, which the reader does not type; read as the average of every row, it certified a wrong verdict
+    // (held-out set 18).
+    if let Some(aggregate) = lexicon::aggregates_in(&without_headers).first()
+        && let Some(count) = row_count_in(&without_headers)
+        && lexicon::end_in(&without_headers).is_some()
+    {
+        return ClauseRead::Untyped(Unread::new(
+            clause,
+            format!(
+                "its subject takes the {} of some rows (\"{count}\" at one end), which the reader does not type",
+                aggregate.function()
+            ),
+        ));
+    }
     match subject(before, ctx) {
         // "all but one of the six parks score 65 or more": a subject that counts rows states a tolerance
         // or a share of the rows, which a limit on every row would not keep.
@@ -1778,6 +1793,14 @@ mod tests {
     fn a_subject_the_tools_cannot_compute_is_named() {
         let none = Context::default();
         assert!(untyped("the median wait is at most 30", &none).contains("median"));
+        // An average of the rows at one end is no average of every row (held-out set 18, stop 61).
+        assert!(
+            untyped(
+                "the average queue time of the three lifts with the longest queue times is no more than 12 minutes",
+                &none
+            )
+            .contains("\"three\" at one end")
+        );
         // A subject that leaves rows out is no subject over every row (held-out set 17, stop 61).
         assert!(
             untyped(
