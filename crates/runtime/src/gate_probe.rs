@@ -1,6 +1,7 @@
 //! The claims gate probed without a model: for a suite's task folders, the right answer and answers made wrong
 //! on purpose (the verdict flipped, a row swapped for another, a number swapped for another grounded one) are
-//! put to `claims::check` over real tool observations; a wrong answer the gate certifies is named. A folder whose
+//! put to `claims::check` over real tool observations; a wrong answer the gate certifies is named — a wrong
+//! verdict verified inside an answer that abstains on another claim counts as certified (it is read unmarked). A folder whose
 //! key abstains on the verdict (a median, an alternative the rule states) is probed with each verdict option
 //! stated: both are wrong, and neither may be certified.
 //!
@@ -26,6 +27,8 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
     Verified,
+    /// The answer abstains on some claim, but its verdict was verified.
+    VerdictVerified,
     Abstained,
     Disputed,
     Refused,
@@ -40,6 +43,15 @@ fn gate_of(task: &Task, ledger: &Ledger, answer: &str, ids: &[String]) -> (Gate,
     };
     match claims::check(task, ledger, &decision) {
         Ok(v) if v.status == VerificationStatus::Verified => (Gate::Verified, String::new()),
+        // An answer that abstains on one claim still prints the others as checked: a wrong verdict verified
+        // there is certified as surely as in a verified answer.
+        Ok(v)
+            if v.claims.iter().any(|c| {
+                c.kind == claims::ClaimKind::Verdict && c.status == claims::ClaimStatus::Verified
+            }) =>
+        {
+            (Gate::VerdictVerified, v.unverified().join("; "))
+        }
         Ok(v) => (Gate::Abstained, v.unverified().join("; ")),
         Err(r) if r.is_dispute() => (Gate::Disputed, r.message),
         Err(r) => (Gate::Refused, format!("{}: {}", r.code.as_str(), r.message)),
@@ -296,7 +308,7 @@ pub struct Tally {
 fn slot(g: Gate) -> usize {
     match g {
         Gate::Verified => 0,
-        Gate::Abstained => 1,
+        Gate::VerdictVerified | Gate::Abstained => 1,
         Gate::Disputed => 2,
         Gate::Refused => 3,
     }
@@ -405,7 +417,10 @@ fn tally_wrong(
     verbose: bool,
 ) {
     tally.wrong[slot(g)] += 1;
-    if g == Gate::Verified {
+    // A wrong verdict verified inside an answer that abstains on another claim is certified too: the user reads
+    // it unmarked. Only the answers whose wrong part is the verdict count so (a row swapped leaves the verdict right).
+    let wrong_verdict = what.starts_with("verdict");
+    if g == Gate::Verified || (g == Gate::VerdictVerified && wrong_verdict) {
         tally
             .certified_wrong
             .push(format!("{name} ({what}): {text}"));
@@ -432,4 +447,34 @@ pub fn probe_all(tasks_dir: &Path, knowledge: &Path, verbose: bool) -> std::io::
         probe(dir, knowledge, verbose, &mut tally);
     }
     Ok(tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_verdict_verified_inside_an_abstaining_answer_is_certified() {
+        // Held-out set 17 (stop 61): an answer abstained on its weighted-average slot while its wrong verdict was
+        // verified and printed unmarked; the probe counted whole answers only and missed it.
+        let mut tally = Tally::default();
+        let cases = [
+            ("verdict flipped", Gate::VerdictVerified),
+            ("verdict stated (met)", Gate::VerdictVerified),
+            ("row Elm → Ash", Gate::VerdictVerified),
+            ("value 12 → 14", Gate::Abstained),
+            ("verdict flipped", Gate::Disputed),
+        ];
+        for (what, gate) in cases {
+            tally_wrong(&mut tally, "t", what, "text", (gate, ""), false);
+        }
+        assert_eq!(
+            tally.certified_wrong.len(),
+            2,
+            "{:?}",
+            tally.certified_wrong
+        );
+        assert!(tally.certified_wrong.iter().all(|c| c.contains("verdict")));
+        assert_eq!(tally.wrong, [0, 4, 1, 0]);
+    }
 }

@@ -1829,6 +1829,19 @@ mod tests {
             untyped("the weighted average score is at least 70", &none)
                 .contains("weighted average")
         );
+        // The weighting written after the quantity (held-out set 17: read as the plain mean, a wrong verdict
+        // was verified inside an answer that abstained on its slot).
+        let centres = Context {
+            columns: vec!["Tests conducted".into(), "Pass rate (%)".into()],
+            ..Context::default()
+        };
+        assert!(
+            untyped(
+                "the average pass rate weighted by tests conducted is at least 48%",
+                &centres
+            )
+            .contains("weighted")
+        );
         // A column named after a statistic is a column: its average is an average.
         let named = Context {
             columns: vec!["Cost variance (%)".into()],
