@@ -17,6 +17,11 @@ use runtime::tools::{ArtifactStore, ToolContext, call_tool};
 use runtime::{RunStatus, StopReason};
 use serde_json::{Value, json};
 
+/// A scripted action decision.
+fn action(tool: &str, arguments: Value) -> String {
+    json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
+}
+
 fn search(sources: &[ParsedSource], query: &str) -> Value {
     let request = SearchRequest::new(query, knowledge::MAX_TOP_K).unwrap();
     knowledge::search_sources(&request, sources).unwrap().result
@@ -298,9 +303,6 @@ fn a_limit_written_with_its_unit_is_converted_by_the_calculator() {
 #[test]
 fn a_check_compared_raw_is_repaired_by_writing_the_limit_with_its_unit() {
     let task = common::task("checkout_queue_seconds");
-    let action = |tool: &str, arguments: Value| {
-        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
-    };
     let final_answer = |answer: &str, check: &str| {
         json!({"type": "final", "answer": answer, "evidence_ids": [
             "obs-knowledge_search-1", "obs-calculator-2", check, "obs-plot-4"]})
@@ -367,9 +369,6 @@ fn run_raw_then_right(
     right: &str,
 ) -> common::Outcome {
     let task = common::task(task);
-    let action = |tool: &str, arguments: Value| {
-        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
-    };
     let evidence = [
         "obs-knowledge_search-1",
         "obs-calculator-2",
@@ -755,9 +754,6 @@ fn a_value_stated_in_another_unit_than_its_column_is_checked_in_that_unit() {
         (dir, task)
     };
     let _ = &dir;
-    let action = |tool: &str, arguments: Value| {
-        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
-    };
     // The converted mean supersedes the first number computed: the repaired answer cites it instead.
     let ids = |number: &'static str| {
         vec![
@@ -832,9 +828,6 @@ fn a_row_whose_footnote_leaves_it_out_is_never_counted_over_every_row() {
     )
     .unwrap();
     let task = common::task("ward_hand_hygiene_footnotes");
-    let action = |tool: &str, arguments: Value| {
-        json!({"type": "action", "tool": tool, "arguments": arguments}).to_string()
-    };
     let texts = vec![
         action(
             "knowledge_search",

@@ -218,25 +218,30 @@ fn a_chinese_limit_written_after_its_quantity_is_that_share_of_it() {
 }
 
 /// The greenhouse task's knowledge with humidities inside both ranges (average 72, every bay 68–75).
-fn greenhouse_within_range() -> tempfile::TempDir {
+/// A folder holding the suite's knowledge file `file` with each `(from, to)` replaced (each must be there).
+fn knowledge_with(file: &str, replacements: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let original =
-        std::fs::read_to_string(common::knowledge_dir().join("greenhouse_humidity_band.md"))
-            .unwrap();
-    let mut text = original.clone();
-    for (from, to) in [
-        ("| 120 | 74 |", "| 120 | 74 |"),
-        ("| 95 | 79 |", "| 95 | 70 |"),
-        ("| 140 | 77 |", "| 140 | 73 |"),
-        ("| 110 | 71 |", "| 110 | 68 |"),
-        ("| 105 | 78 |", "| 105 | 72 |"),
-        ("| 60 | 80 |", "| 60 | 75 |"),
-    ] {
+    let mut text = std::fs::read_to_string(common::knowledge_dir().join(file)).unwrap();
+    for (from, to) in replacements {
         assert!(text.contains(from), "{from}");
         text = text.replace(from, to);
     }
-    std::fs::write(dir.path().join("greenhouse_humidity_band.md"), text).unwrap();
+    std::fs::write(dir.path().join(file), text).unwrap();
     dir
+}
+
+fn greenhouse_within_range() -> tempfile::TempDir {
+    knowledge_with(
+        "greenhouse_humidity_band.md",
+        &[
+            ("| 120 | 74 |", "| 120 | 74 |"),
+            ("| 95 | 79 |", "| 95 | 70 |"),
+            ("| 140 | 77 |", "| 140 | 73 |"),
+            ("| 110 | 71 |", "| 110 | 68 |"),
+            ("| 105 | 78 |", "| 105 | 72 |"),
+            ("| 60 | 80 |", "| 60 | 75 |"),
+        ],
+    )
 }
 
 #[test]
@@ -300,26 +305,19 @@ fn ratio_chain() -> Vec<String> {
 
 /// The apprentice task's knowledge with each provider's rate defined per row and a per-row limit on it.
 fn apprentice_rate_defined_per_row() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let original =
-        std::fs::read_to_string(common::knowledge_dir().join("apprentice_completion_overall.md"))
-            .unwrap();
-    let mut text = original.clone();
-    for (from, to) in [
-        (
-            "by the end of the funding year.",
-            "by the end of the funding year. A provider's rate is its completions divided by its starts.",
-        ),
-        (
-            "when the overall completion rate is at least 80%.",
-            "when the overall completion rate is at least 80% and no provider's rate is below 65%.",
-        ),
-    ] {
-        assert!(text.contains(from), "{from}");
-        text = text.replace(from, to);
-    }
-    std::fs::write(dir.path().join("apprentice_completion_overall.md"), text).unwrap();
-    dir
+    knowledge_with(
+        "apprentice_completion_overall.md",
+        &[
+            (
+                "by the end of the funding year.",
+                "by the end of the funding year. A provider's rate is its completions divided by its starts.",
+            ),
+            (
+                "when the overall completion rate is at least 80%.",
+                "when the overall completion rate is at least 80% and no provider's rate is below 65%.",
+            ),
+        ],
+    )
 }
 
 #[test]
@@ -741,25 +739,19 @@ fn a_rule_read_whole_whose_column_is_not_clear_is_named_unread_never_no_rule() {
 /// The canteen note with a pilot canteen that its rule leaves out ("各食堂（不含试点食堂）…"): without 五号食堂 the
 /// average is 119.25 g (met), over all five 122 g (not met).
 fn canteen_with_pilot_left_out() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let original =
-        std::fs::read_to_string(common::knowledge_dir().join("canteen_food_waste_zh.md")).unwrap();
-    let mut text = original.clone();
-    for (from, to) in [
-        (
-            "按就餐人次折算为人均剩餐量。",
-            "按就餐人次折算为人均剩餐量。五号食堂为九月新开的试点食堂。",
-        ),
-        (
-            "各食堂人均剩餐量的平均值",
-            "各食堂（不含试点食堂）人均剩餐量的平均值",
-        ),
-    ] {
-        assert!(text.contains(from), "{from}");
-        text = text.replace(from, to);
-    }
-    std::fs::write(dir.path().join("canteen_food_waste_zh.md"), text).unwrap();
-    dir
+    knowledge_with(
+        "canteen_food_waste_zh.md",
+        &[
+            (
+                "按就餐人次折算为人均剩餐量。",
+                "按就餐人次折算为人均剩餐量。五号食堂为九月新开的试点食堂。",
+            ),
+            (
+                "各食堂人均剩餐量的平均值",
+                "各食堂（不含试点食堂）人均剩餐量的平均值",
+            ),
+        ],
+    )
 }
 
 #[test]

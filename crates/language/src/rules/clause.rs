@@ -807,11 +807,7 @@ fn names_a_quantity(words: &str, ctx: &Context) -> bool {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let content = lexicon::content_words(&head);
-    ctx.columns.iter().any(|c| {
-        let header = lexicon::content_words(c.split(['(', '（']).next().unwrap_or(c));
-        !header.is_empty() && header.iter().all(|h| content.contains(h))
-    })
+    !columns_named(&head, &ctx.columns).is_empty()
 }
 
 type Bound = (Hit<'static>, Comparison, bool, Option<Limit>);
@@ -1168,18 +1164,22 @@ pub fn definition(clause: &str, sentence: &str, columns: &[String]) -> Option<De
 
 /// The one column whose header's content words all occur in `text`.
 fn one_column(text: &str, columns: &[String]) -> Option<String> {
+    match columns_named(text, columns).as_slice() {
+        [only] => Some((*only).clone()),
+        _ => None,
+    }
+}
+
+/// The columns whose header's content words (before a bracketed unit) all occur in `text`.
+fn columns_named<'c>(text: &str, columns: &'c [String]) -> Vec<&'c String> {
     let words = lexicon::content_words(text);
-    let named: Vec<&String> = columns
+    columns
         .iter()
         .filter(|c| {
             let header = lexicon::content_words(c.split(['(', '（']).next().unwrap_or(c));
             !header.is_empty() && header.iter().all(|h| words.contains(h))
         })
-        .collect();
-    match named.as_slice() {
-        [only] => Some((*only).clone()),
-        _ => None,
-    }
+        .collect()
 }
 
 /// A statement of one quantity in `clause` (no comparison, exactly one number): its content words and
